@@ -1,0 +1,115 @@
+package allocator
+
+import (
+	"slices"
+	"time"
+
+	"fano/pb"
+)
+
+// CanUse says whether one more request may go to backend now: it is not
+// paused, not rate limited, its hourly count (uses in flight included) is
+// below the usable budget (the effective limit less the buffer), and, for
+// deep mode, its deep count is below the daily deep-mode limit.
+func (b *Book) CanUse(backend string, deep bool, now time.Time) bool {
+	q, ok := b.backends[backend]
+	return ok && b.refusal(q, deep, now) == nil
+}
+
+// Choose picks the backend for t among free, in the spec's order: its
+// llm_preference (that one or none), then its conversation's backend, then
+// the one with the most remaining hourly budget (ties by name). Only
+// backends not in t.llm_exclude that CanUse (deep = t.requires_deep_mode)
+// and have a free slot are chosen.
+func (b *Book) Choose(t *pb.Task, free []string, now time.Time) (string, bool) {
+	deep := t.GetRequiresDeepMode()
+	ok := func(name string) bool {
+		q, known := b.backends[name]
+		return known &&
+			slices.Contains(free, name) &&
+			!slices.Contains(t.GetLlmExclude(), name) &&
+			q.inUse < q.cfg.MaxConcurrency &&
+			b.refusal(q, deep, now) == nil
+	}
+	if pref := t.GetLlmPreference(); pref != "" {
+		if ok(pref) {
+			return pref, true
+		}
+		return "", false // the task waits for its preferred backend
+	}
+	if conv := t.GetConversation().GetLlm(); conv != "" && ok(conv) {
+		return conv, true
+	}
+	best, bestLeft := "", 0
+	for _, name := range free {
+		if !ok(name) {
+			continue
+		}
+		q := b.backends[name]
+		left := q.usable(b.cfg.BufferPercent) - q.hourlyUsed - q.inflight
+		if best == "" || left > bestLeft || (left == bestLeft && name < best) {
+			best, bestLeft = name, left
+		}
+	}
+	return best, best != ""
+}
+
+// Acquire takes a concurrency slot of backend (a browser has one); false
+// if none is free or the backend is unknown. Slots are transient: they are
+// not logged, the executors take them again after a restart.
+func (b *Book) Acquire(backend string) bool {
+	q, ok := b.backends[backend]
+	if !ok || q.inUse >= q.cfg.MaxConcurrency {
+		return false
+	}
+	q.inUse++
+	return true
+}
+
+// Release gives a slot of backend back; extra releases are ignored.
+func (b *Book) Release(backend string) {
+	if q, ok := b.backends[backend]; ok && q.inUse > 0 {
+		q.inUse--
+	}
+}
+
+// Free lists, sorted, the backends that have a free slot and CanUse
+// (non-deep) now.
+func (b *Book) Free(now time.Time) []string {
+	var out []string
+	for _, name := range b.names {
+		q := b.backends[name]
+		if q.inUse < q.cfg.MaxConcurrency && b.refusal(q, false, now) == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Status returns every backend's figures, sorted by name.
+func (b *Book) Status(now time.Time) []BackendStatus {
+	out := make([]BackendStatus, 0, len(b.names))
+	for _, name := range b.names {
+		q := b.backends[name]
+		s := BackendStatus{
+			Name:           name,
+			Kind:           q.cfg.Kind,
+			HourlyUsed:     q.hourlyUsed,
+			HourlyLimit:    q.cfg.HourlyLimit,
+			LimitEstimate:  q.effectiveLimit(),
+			Usable:         q.usable(b.cfg.BufferPercent),
+			DeepUsed:       q.deepUsed,
+			DeepLimit:      q.cfg.DeepDailyLimit,
+			Paused:         q.paused,
+			PauseReason:    q.pauseReason,
+			InUse:          q.inUse,
+			MaxConcurrency: q.cfg.MaxConcurrency,
+			Available:      q.inUse < q.cfg.MaxConcurrency && b.refusal(q, false, now) == nil,
+		}
+		if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
+			s.RateLimitedUntil = time.Unix(0, q.rateLimitedUntil)
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,107 @@
+// Package modules defines what a fano module is: a plain, single-threaded
+// owner of domain state (explorer, documenter, researcher) that proposes
+// tasks, says what a running task does next, and turns answers into events.
+//
+// A module follows spec §6.3 in decide/apply form: Decide* methods read
+// state and return events, Apply is the only code that changes state. The
+// module host persists the decided events to the WAL before applying them,
+// so replaying a module's events rebuilds the same state. A module never
+// imports gateway or actors.
+package modules
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"fano/pb"
+)
+
+// ActionKind says what a running task wants next.
+type ActionKind int
+
+const (
+	// ActionLLMRequest sends Action.Prompt to the task's LLM.
+	ActionLLMRequest ActionKind = iota + 1
+	// ActionDone: the task's work is finished.
+	ActionDone
+	// ActionYield is an explicit safe point: the executor checks preemption.
+	ActionYield
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case ActionLLMRequest:
+		return "llm_request"
+	case ActionDone:
+		return "done"
+	case ActionYield:
+		return "yield"
+	}
+	return fmt.Sprintf("action(%d)", int(k))
+}
+
+// Action is the next step of a running task.
+type Action struct {
+	Kind     ActionKind
+	Prompt   string
+	Images   []string
+	DeepMode bool
+}
+
+// Module is one module's domain logic. It is not safe for concurrent use:
+// its host actor is its only caller.
+type Module interface {
+	// Name is the module's name, the first part of its task keys.
+	Name() string
+	// TaskTypes lists the task types the module runs; a task of another
+	// type is refused at submit.
+	TaskTypes() []string
+	// Propose returns the tasks the module wants to run now. Task ids are
+	// deterministic (module/type/subject) so proposing twice is harmless.
+	Propose(now time.Time) []*pb.Task
+	// NextAction says what the task does next, from its conversation so far.
+	NextAction(t *pb.Task) (Action, error)
+	// DecideResponse turns an answer into module events. A *ValidationError
+	// says the answer did not parse and the request should be retried.
+	DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb.ModuleEvent, error)
+	// DecideCompletion returns the events of a task's successful end.
+	DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent, error)
+	// DecideFailure returns the events of a task's failure or cancellation.
+	DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.ModuleEvent, error)
+	// Apply changes state; at is when the event happened.
+	Apply(e *pb.ModuleEvent, at time.Time) error
+	// Snapshot and Restore carry the state through checkpoints.
+	Snapshot() ([]byte, error)
+	Restore(data []byte) error
+}
+
+// Backlogger is implemented by modules whose waiting work raises the
+// priority of their tasks (spec §6.1.1 backlog pressure).
+type Backlogger interface {
+	Backlog() int
+}
+
+// ValidationError says an LLM answer failed validation (seeds/004
+// two-phase validation). Raw keeps the answer for inspection.
+type ValidationError struct {
+	TaskID string
+	Phase  string // "schema" | "rules"
+	Msg    string
+	Raw    string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("task %s: answer failed %s validation: %s", e.TaskID, e.Phase, e.Msg)
+}
+
+// IsValidation reports whether err is a *ValidationError.
+func IsValidation(err error) bool {
+	var v *ValidationError
+	return errors.As(err, &v)
+}
+
+// TaskKey builds the deterministic id of a task.
+func TaskKey(module, taskType, subject string) string {
+	return module + "/" + taskType + "/" + subject
+}
