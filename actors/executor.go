@@ -1,0 +1,300 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/gateway"
+	"fano/modules"
+	"fano/pb"
+)
+
+// Why an executor's context was cancelled. A shutdown or a preemption
+// pauses the task; only a person's cancel cancels it.
+var (
+	errShutdown  = errors.New("shutdown")
+	errPreempted = errors.New("preempted")
+	errTimeout   = fmt.Errorf("request timed out: %w", context.DeadlineExceeded)
+)
+
+type cancelledByUser struct{ reason string }
+
+func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
+
+// executor runs one task (spec §6.1.3) in a goroutine bound to a context
+// that shutdown, cancellation and the per-call timeout really cancel. The
+// actor only starts it and turns messages into cancellation.
+type executor struct {
+	sys    *System
+	task   *pb.Task // our copy, kept equal to the scheduler's by applying the same events
+	cancel context.CancelCauseFunc
+}
+
+func (e *executor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		runCtx, cancel := context.WithCancelCause(e.sys.baseCtx)
+		e.cancel = cancel
+		self := ctx.Self()
+		go func() {
+			res := e.runSafely(runCtx)
+			e.finish(res)
+			e.sys.root.Stop(self)
+		}()
+	case *cancelRun:
+		switch m.reason {
+		case errShutdown.Error():
+			e.cancel(errShutdown)
+		case errPreempted.Error():
+			e.cancel(errPreempted)
+		default:
+			e.cancel(&cancelledByUser{reason: m.reason})
+		}
+	case *actor.Stopping:
+		e.cancel(errShutdown)
+	}
+}
+
+func (e *executor) finish(res *pb.TaskResult) {
+	llm := e.task.LlmAssigned
+	e.sys.executors.Add(-1)
+	e.sys.root.Send(e.sys.allocatorPID, &release{backend: llm})
+	e.sys.root.Send(e.sys.schedulerPID, &executorDone{taskID: e.task.Id, llm: llm, result: res})
+	e.sys.root.Send(e.sys.orchestratorPID, &executorDone{taskID: e.task.Id, llm: llm, result: res})
+}
+
+func (e *executor) now() int64 { return nanos(e.sys.clock.Now()) }
+
+// persist writes task events through the scheduler and applies them to our
+// copy. It waits even when ctx is cancelled: a decided event is written.
+func (e *executor) persist(events ...*pb.Event) ([]uint64, error) {
+	at := e.now()
+	for _, ev := range events {
+		ev.At = at
+	}
+	seqs, err := e.sys.persistTask(e.task.Id, events)
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range events {
+		if err := scheduler.ApplyToTask(e.task, ev, e.sys.opts.Scheduler.MessageLimit); err != nil {
+			return seqs, fmt.Errorf("task %s: %w", e.task.Id, err)
+		}
+	}
+	return seqs, nil
+}
+
+// runSafely turns a panic in the loop (or a module it calls) into a
+// failure of this task instead of the end of the process.
+func (e *executor) runSafely(ctx context.Context) (res *pb.TaskResult) {
+	defer func() {
+		if r := recover(); r != nil {
+			e.sys.logger.Error().Str("event", "actors.executor.panic").Str("task", e.task.Id).Interface("panic", r).Msg("executor panicked")
+			res = e.fail(fmt.Sprintf("executor panicked: %v", r))
+		}
+	}()
+	return e.run(ctx)
+}
+
+// run is the action loop. It returns how the task ended.
+func (e *executor) run(ctx context.Context) *pb.TaskResult {
+	t := e.task
+	llm := t.LlmAssigned
+	maxReq := t.MaxRequests
+	if maxReq <= 0 {
+		maxReq = int32(e.sys.opts.MaxRequests(t.TaskType))
+	}
+	for {
+		if cause := context.Cause(ctx); cause != nil {
+			return e.stopped(cause)
+		}
+		act, err := e.sys.moduleNextAction(t)
+		if err != nil {
+			return e.fail(fmt.Sprintf("next action: %v", err))
+		}
+		switch act.Kind {
+		case modules.ActionDone:
+			return e.complete()
+		case modules.ActionYield:
+			if e.sys.shouldPreempt(t.Id, llm) {
+				return e.stopped(errPreempted)
+			}
+			continue
+		case modules.ActionLLMRequest:
+		default:
+			return e.fail(fmt.Sprintf("unknown action %v", act.Kind))
+		}
+		if t.RequestCount >= maxReq {
+			// The module wanted more, but the task's request budget is spent.
+			return e.complete()
+		}
+		// Safe point: before a request, a much more urgent task may take the LLM.
+		if e.sys.shouldPreempt(t.Id, llm) {
+			return e.stopped(errPreempted)
+		}
+		if res := e.request(ctx, act); res != nil {
+			return res
+		}
+	}
+}
+
+// request sends one prompt and records the outcome. nil means go on.
+func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResult {
+	t := e.task
+	llm := t.LlmAssigned
+	deep := act.DeepMode || t.RequiresDeepMode
+	if err := e.sys.useQuota(llm, deep, t.Id); err != nil {
+		var nq *allocator.NoQuotaError
+		if errors.As(err, &nq) {
+			return e.pause("quota", nq.Until)
+		}
+		return e.pause("quota", time.Time{})
+	}
+	turn := int32(0)
+	var history []gateway.Message
+	url := ""
+	if c := t.Conversation; c != nil {
+		turn = c.TurnCount
+		url = c.Url
+		for _, m := range c.Messages {
+			history = append(history, gateway.Message{Role: m.Role, Content: m.Content})
+		}
+	}
+	// N5: the conversation, with this prompt, is durable before the request leaves.
+	seqs, err := e.persist(&pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
+		TaskId: t.Id, Llm: llm, Prompt: act.Prompt, DeepMode: deep, Turn: turn, Images: act.Images,
+	}}})
+	if err != nil {
+		return e.pause("wal", time.Time{})
+	}
+	reqSeq := seqs[0]
+
+	callCtx, cancel := context.WithCancelCause(ctx)
+	timer := e.sys.clock.AfterFunc(e.sys.opts.RequestTimeout, func() { cancel(errTimeout) })
+	start := e.sys.clock.Now()
+	resp, err := e.sys.send(callCtx, llm, gateway.Request{
+		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
+		History: history, Images: act.Images, DeepMode: deep, ConversationURL: url,
+	})
+	timer.Stop()
+	cause := context.Cause(callCtx)
+	cancel(nil)
+	if err == nil {
+		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
+			TaskId: t.Id, Llm: llm, Content: resp.Content, Turn: turn, RequestSeq: reqSeq,
+			DurationNs: int64(e.sys.clock.Since(start)), ConversationUrl: resp.ConversationURL,
+			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+		}}}); perr != nil {
+			return e.pause("wal", time.Time{})
+		}
+		if err := e.sys.moduleAnswer(t, resp.Content); err != nil {
+			if modules.IsValidation(err) {
+				return e.retry("validation: "+err.Error(), true)
+			}
+			return e.fail(fmt.Sprintf("process answer: %v", err))
+		}
+		return nil
+	}
+
+	// The call failed: route once, on the error's kind (DESIGN.md §4).
+	kind := gateway.Kind(err)
+	if cause != nil && !errors.Is(cause, errTimeout) {
+		kind = "cancelled" // shutdown, a person, or preemption: never a failure of the task
+	} else if errors.Is(cause, errTimeout) {
+		kind = "transient"
+	}
+	if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
+		TaskId: t.Id, Llm: llm, Kind: kind, Error: err.Error(), RequestSeq: reqSeq, Turn: turn,
+	}}}); perr != nil {
+		return e.pause("wal", time.Time{})
+	}
+	e.sys.reportCall(llm, kind)
+	switch kind {
+	case "cancelled":
+		return e.stopped(context.Cause(ctx))
+	case "rate_limited":
+		var rl *gateway.RateLimitedError
+		errors.As(err, &rl)
+		e.sys.root.Send(e.sys.allocatorPID, &rateLimited{backend: llm, taskID: t.Id, err: rl})
+		until := time.Time{}
+		if rl.RetryAfter > 0 {
+			until = e.sys.clock.Now().Add(rl.RetryAfter)
+		}
+		return e.pause("rate_limited", until)
+	case "transient":
+		return e.retry(err.Error(), false)
+	case "unavailable":
+		return e.pause("unavailable", e.sys.clock.Now().Add(30*time.Second))
+	default:
+		return e.fail(err.Error())
+	}
+}
+
+// stopped ends the run for a cancellation cause: a shutdown or preemption
+// pauses the task; a person's cancel cancels it.
+func (e *executor) stopped(cause error) *pb.TaskResult {
+	var cu *cancelledByUser
+	if errors.As(cause, &cu) {
+		_ = e.sys.moduleEnd(e.task, true, "cancelled: "+cu.reason)
+		if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskCancelled{TaskCancelled: &pb.TaskCancelled{TaskId: e.task.Id, Reason: cu.reason}}}); err != nil {
+			return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
+		}
+		return &pb.TaskResult{Cancelled: true, Reason: cu.reason}
+	}
+	reason := "shutdown"
+	if errors.Is(cause, errPreempted) {
+		reason = "preempted"
+	}
+	return e.pause(reason, time.Time{})
+}
+
+func (e *executor) pause(reason string, until time.Time) *pb.TaskResult {
+	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: e.task.Id, Reason: reason, NotBefore: nanos(until)}}}); err != nil {
+		// Not written: the task stays RUNNING in the log and recovery pauses it.
+		return &pb.TaskResult{Paused: true, Reason: reason, Error: err.Error()}
+	}
+	return &pb.TaskResult{Paused: true, Reason: reason}
+}
+
+// retry schedules the task again after the backoff for its attempt, or
+// fails it once the backoffs are spent (60/300/900 s, then FAILED).
+// Validation failures retry at once: the answer was bad, not the backend.
+func (e *executor) retry(msg string, now bool) *pb.TaskResult {
+	backoff := e.sys.opts.RetryBackoff
+	n := int(e.task.Attempts)
+	if n >= len(backoff) {
+		return e.fail(fmt.Sprintf("gave up after %d attempts: %s", n+1, msg))
+	}
+	at := e.sys.clock.Now()
+	if !now {
+		at = at.Add(backoff[n])
+	}
+	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{TaskId: e.task.Id, Error: msg, NotBefore: nanos(at)}}}); err != nil {
+		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
+	}
+	return &pb.TaskResult{Paused: true, Reason: "retry", Error: msg}
+}
+
+func (e *executor) complete() *pb.TaskResult {
+	if err := e.sys.moduleEnd(e.task, false, ""); err != nil {
+		return e.fail(fmt.Sprintf("completion: %v", err))
+	}
+	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: e.task.Id}}}); err != nil {
+		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
+	}
+	return &pb.TaskResult{Completed: true}
+}
+
+func (e *executor) fail(msg string) *pb.TaskResult {
+	_ = e.sys.moduleEnd(e.task, true, msg)
+	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskFailed{TaskFailed: &pb.TaskFailed{TaskId: e.task.Id, Error: msg}}}); err != nil {
+		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
+	}
+	return &pb.TaskResult{Failed: true, Error: msg}
+}

@@ -1,0 +1,221 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"fano/pb"
+	"fano/wal"
+)
+
+// journal is the persist step of decide -> persist -> apply for one WAL
+// owner. Batches are appended in the order they were given, by one loop,
+// and handed back to the owning actor's mailbox once durable, so the actor
+// applies its events in sequence order and its applied state is always a
+// prefix of its log. While one Append is in flight, new batches queue up
+// and go out together in the next one (group commit at the actor level;
+// the WAL groups across actors).
+type journal struct {
+	log   *wal.Log
+	owner string
+	root  *actor.RootContext
+	self  *actor.PID
+
+	mu      sync.Mutex
+	queue   []*batch
+	wake    chan struct{}
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// batch is one decision's events and what to do once they are applied.
+type batch struct {
+	events []*pb.Event
+	seqs   []uint64
+	err    error
+	then   func(seqs []uint64, err error) // runs in the actor after apply
+}
+
+// persisted is delivered to the owning actor when a group of batches is
+// durable (or failed).
+type persisted struct {
+	batches []*batch
+}
+
+func newJournal(log *wal.Log, owner string, root *actor.RootContext, self *actor.PID) *journal {
+	j := &journal{
+		log: log, owner: owner, root: root, self: self,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	go j.loop()
+	return j
+}
+
+// persist queues events; then runs in the actor once they are applied (or
+// with the error if they could not be written, in which case nothing was
+// applied).
+func (j *journal) persist(events []*pb.Event, then func([]uint64, error)) {
+	j.mu.Lock()
+	j.queue = append(j.queue, &batch{events: events, then: then})
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (j *journal) close() {
+	select {
+	case <-j.stop:
+	default:
+		close(j.stop)
+	}
+	<-j.stopped
+}
+
+func (j *journal) loop() {
+	defer close(j.stopped)
+	for {
+		select {
+		case <-j.wake:
+		case <-j.stop:
+			j.flush() // deliver what was queued before the stop
+			return
+		}
+		j.flush()
+	}
+}
+
+func (j *journal) flush() {
+	j.mu.Lock()
+	batches := j.queue
+	j.queue = nil
+	j.mu.Unlock()
+	if len(batches) == 0 {
+		return
+	}
+	// A batch that fails to encode fails alone; the others go out.
+	var entries []wal.Entry
+	var ok []*batch
+	for _, b := range batches {
+		enc := make([]wal.Entry, 0, len(b.events))
+		for _, e := range b.events {
+			ent, err := encodeEvent(j.owner, e)
+			if err != nil {
+				b.err = err
+				break
+			}
+			enc = append(enc, ent)
+		}
+		if b.err == nil {
+			ok = append(ok, b)
+			entries = append(entries, enc...)
+		}
+	}
+	if len(entries) > 0 {
+		seqs, err := j.log.Append(context.Background(), entries...)
+		i := 0
+		for _, b := range ok {
+			if err != nil {
+				b.err = fmt.Errorf("%s: persist %d events: %w", j.owner, len(b.events), err)
+				continue
+			}
+			b.seqs = seqs[i : i+len(b.events)]
+			i += len(b.events)
+		}
+		if err == nil {
+			go commitAnswered(j.log, ok) // off the append path; see commitAnswered
+		}
+	}
+	j.root.Send(j.self, &persisted{batches: batches})
+}
+
+// commitAnswered marks the request intents that the persisted answers and
+// failures close (spec §7.1 intent/commit).
+func commitAnswered(log *wal.Log, batches []*batch) {
+	var done []uint64
+	for _, b := range batches {
+		for _, e := range b.events {
+			switch x := e.Body.(type) {
+			case *pb.Event_LlmResponseReceived:
+				if x.LlmResponseReceived.RequestSeq > 0 {
+					done = append(done, x.LlmResponseReceived.RequestSeq)
+				}
+			case *pb.Event_LlmRequestFailed:
+				if x.LlmRequestFailed.RequestSeq > 0 {
+					done = append(done, x.LlmRequestFailed.RequestSeq)
+				}
+			}
+		}
+	}
+	if len(done) > 0 {
+		// A lost commit only means recovery meets an answered request
+		// again and finds its answer in the task; it never loses work.
+		_ = log.Commit(context.Background(), done...)
+	}
+}
+
+// encodeEvent turns an event into a WAL entry of owner.
+func encodeEvent(owner string, e *pb.Event) (wal.Entry, error) {
+	data, err := proto.Marshal(e)
+	if err != nil {
+		return wal.Entry{}, fmt.Errorf("%s: encode %s: %w", owner, eventType(e), err)
+	}
+	_, intent := e.Body.(*pb.Event_LlmRequestStarted)
+	return wal.Entry{Time: timeOf(e.At), Type: eventType(e), Owner: owner, Intent: intent, Payload: data}, nil
+}
+
+// decodeEvent reads a WAL entry back; an entry that does not decode is an
+// error naming its sequence number, never skipped.
+func decodeEvent(ent wal.Entry) (*pb.Event, error) {
+	var e pb.Event
+	if err := proto.Unmarshal(ent.Payload, &e); err != nil {
+		return nil, fmt.Errorf("wal entry %d (%s, owner %s): decode: %w", ent.Seq, ent.Type, ent.Owner, err)
+	}
+	if e.Body == nil {
+		return nil, fmt.Errorf("wal entry %d (%s, owner %s): unknown event type", ent.Seq, ent.Type, ent.Owner)
+	}
+	return &e, nil
+}
+
+// eventType names an event by its oneof field, e.g. "task_submitted".
+func eventType(e *pb.Event) string {
+	if e == nil || e.Body == nil {
+		return "unknown"
+	}
+	fd := e.ProtoReflect().WhichOneof(e.ProtoReflect().Descriptor().Oneofs().ByName("body"))
+	if fd == nil {
+		return "unknown"
+	}
+	return string(fd.Name())
+}
+
+// applyPersisted applies a delivered group of batches in order and runs
+// their continuations. Events at or below *last were already replayed
+// (after a restart) and are skipped.
+func (s *System) applyPersisted(owner string, last *uint64, m *persisted, apply func(*pb.Event) error) {
+	for _, b := range m.batches {
+		if b.err == nil {
+			for i, e := range b.events {
+				if b.seqs[i] <= *last {
+					continue
+				}
+				if err := apply(e); err != nil {
+					// Apply refuses only events that do not fit the state
+					// (e.g. for a task it does not know); the event stays
+					// in the WAL and verify reports it.
+					s.logger.Error().Err(err).Str("event", "actors."+owner+".apply_failed").Uint64("seq", b.seqs[i]).Msg("apply")
+				}
+				*last = b.seqs[i]
+				s.observe(owner, e)
+			}
+		}
+		if b.then != nil {
+			b.then(b.seqs, b.err)
+		}
+	}
+}

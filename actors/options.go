@@ -1,0 +1,75 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/gateway"
+	"fano/modules"
+	"fano/pb"
+	"fano/wal"
+)
+
+// Options is everything the actor system needs; cmd/fano builds it from
+// the config, tests build it directly.
+type Options struct {
+	Log    *wal.Log
+	Clock  clockwork.Clock
+	Logger zerolog.Logger
+
+	Scheduler scheduler.Config
+	Allocator allocator.Config
+	Backends  []gateway.Backend
+	Modules   []modules.Module
+
+	TickInterval       time.Duration // scheduler tick (spec: 100 ms)
+	CheckpointInterval time.Duration // 0: only at shutdown
+	CompactThreshold   int64         // bytes of WAL file above which to compact; 0: never
+	MaxRunning         int           // executors at once
+	MaxRequests        func(taskType string) int
+	RequestTimeout     time.Duration   // per LLM call
+	RetryBackoff       []time.Duration // transient failures: 60/300/900 s, then FAILED
+	ShutdownTimeout    time.Duration   // how long executors get to pause at shutdown
+
+	// Observe, if set, sees every event after it is applied, in the
+	// applying actor's goroutine: it must not block.
+	Observe func(owner string, e *pb.Event)
+	// Dry makes recovery report without writing (fano recover --dry-run).
+	Dry bool
+}
+
+func (o *Options) defaults() {
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = 100 * time.Millisecond
+	}
+	if o.MaxRunning <= 0 {
+		o.MaxRunning = 64
+	}
+	if o.MaxRequests == nil {
+		o.MaxRequests = func(string) int { return 10 }
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = time.Hour
+	}
+	if len(o.RetryBackoff) == 0 {
+		o.RetryBackoff = []time.Duration{60 * time.Second, 300 * time.Second, 900 * time.Second}
+	}
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 1500 * time.Millisecond
+	}
+}
+
+// Owner names of the WAL.
+const (
+	ownerScheduler = "scheduler"
+	ownerAllocator = "allocator"
+)
+
+func moduleOwner(name string) string { return "module/" + name }

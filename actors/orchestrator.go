@@ -1,0 +1,74 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"fano/pb"
+)
+
+// orchestrator is the root supervisor: it spawns the scheduler, the
+// allocator, a host per module and per backend, and one executor per
+// running task, and restarts a child that panics (OneForOne, with a limit;
+// see Start). A restarted child rebuilds its state from the WAL.
+type orchestrator struct {
+	sys       *System
+	ready     chan struct{}
+	executors map[string]*actor.PID // task id -> executor
+}
+
+func (o *orchestrator) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		o.executors = map[string]*actor.PID{}
+		o.spawnChildren(ctx)
+		if o.ready != nil {
+			close(o.ready)
+			o.ready = nil
+		}
+	case *startExecutor:
+		o.spawnExecutor(ctx, m.task)
+	case *executorDone:
+		delete(o.executors, m.taskID)
+		select {
+		case o.sys.execDone <- struct{}{}:
+		default:
+		}
+	case *cancelTask:
+		pid, ok := o.executors[m.id]
+		if !ok {
+			// It finished between the scheduler's look and ours.
+			m.reply <- nil
+			return
+		}
+		ctx.Send(pid, &cancelRun{reason: m.reason})
+		m.reply <- nil
+	}
+}
+
+func (o *orchestrator) spawnChildren(ctx actor.Context) {
+	s := o.sys
+	must := func(pid *actor.PID, err error) *actor.PID {
+		if err != nil {
+			panic(err) // names are fixed and unique: only a bug gets here
+		}
+		return pid
+	}
+	s.schedulerPID = must(ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &schedulerActor{sys: s} }), "scheduler"))
+	for _, b := range s.opts.Backends {
+		b := b
+		s.gatewayPIDs[b.Name()] = must(ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &gatewayHost{sys: s, backend: b} }), "gateway-"+b.Name()))
+	}
+	for _, m := range s.opts.Modules {
+		m := m
+		s.modulePIDs[m.Name()] = must(ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &moduleHost{sys: s, mod: m} }), "module-"+m.Name()))
+	}
+	// Last: its first publish starts the scheduler's dispatching.
+	s.allocatorPID = must(ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &allocatorActor{sys: s} }), "allocator"))
+}
+
+func (o *orchestrator) spawnExecutor(ctx actor.Context, t *pb.Task) {
+	s := o.sys
+	props := actor.PropsFromProducer(func() actor.Actor { return &executor{sys: s, task: t} })
+	pid := ctx.Spawn(props)
+	o.executors[t.Id] = pid
+}

@@ -1,0 +1,361 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"google.golang.org/protobuf/proto"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/modules"
+	"fano/pb"
+	"fano/wal"
+)
+
+// RecoveryReport says what recovery found and did (fano recover prints it).
+type RecoveryReport struct {
+	Checkpoints         map[string]uint64 `json:"checkpoints"` // owner -> sequence covered
+	EntriesReplayed     int               `json:"entries_replayed"`
+	LastSeq             uint64            `json:"last_seq"`
+	TasksRecovered      int               `json:"tasks_recovered"`
+	TasksPaused         int               `json:"tasks_paused"`         // RUNNING -> PAUSED
+	RequestsInterrupted int               `json:"requests_interrupted"` // in flight at the crash: re-sent at most once
+	TasksToResume       int               `json:"tasks_to_resume"`
+	Repairs             []string          `json:"repairs"`
+	Problems            []string          `json:"problems"` // found, not repairable here
+	DryRun              bool              `json:"dry_run"`
+}
+
+type schedState struct {
+	state *scheduler.State
+	last  uint64
+}
+
+type allocState struct {
+	book *allocator.Book
+	last uint64
+}
+
+// owned is one WAL owner being rebuilt: its checkpoint, then its entries.
+type owned struct {
+	last  uint64
+	apply func(*pb.Event) error
+}
+
+// replay rebuilds owners from their checkpoints and the entries after them
+// in one pass over the log. An entry that does not decode stops recovery
+// with its sequence number; entries of owners nobody knows are reported.
+func replay(log *wal.Log, owners map[string]*owned, rep *RecoveryReport) error {
+	from := uint64(math.MaxUint64)
+	for _, o := range owners {
+		if o.last+1 < from {
+			from = o.last + 1
+		}
+	}
+	if from == math.MaxUint64 {
+		from = 1
+	}
+	unknown := map[string]int{}
+	err := log.Replay(from, func(ent wal.Entry) error {
+		o := owners[ent.Owner]
+		if o == nil {
+			unknown[ent.Owner]++
+			return nil
+		}
+		if ent.Seq <= o.last {
+			return nil
+		}
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if err := o.apply(e); err != nil {
+			if rep == nil {
+				return fmt.Errorf("wal entry %d (%s): %w", ent.Seq, ent.Type, err)
+			}
+			rep.Problems = append(rep.Problems, fmt.Sprintf("wal entry %d (%s, owner %s) does not apply: %v", ent.Seq, ent.Type, ent.Owner, err))
+		}
+		o.last = ent.Seq
+		if rep != nil {
+			rep.EntriesReplayed++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("recover: replay: %w", err)
+	}
+	if rep != nil {
+		names := make([]string, 0, len(unknown))
+		for n := range unknown {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%d wal entries of unknown owner %q kept, not applied (module not configured?)", unknown[n], n))
+		}
+	}
+	return nil
+}
+
+func loadSnapshot(log *wal.Log, owner string, msg proto.Message) (uint64, bool, error) {
+	cp, ok, err := log.LoadCheckpoint(owner)
+	if err != nil {
+		return 0, false, fmt.Errorf("recover: checkpoint of %s: %w", owner, err)
+	}
+	if !ok {
+		return 0, false, nil
+	}
+	if msg != nil {
+		if err := proto.Unmarshal(cp.Snapshot, msg); err != nil {
+			return 0, false, fmt.Errorf("recover: checkpoint of %s at seq %d does not decode: %w", owner, cp.Seq, err)
+		}
+	}
+	return cp.Seq, true, nil
+}
+
+func (s *System) newScheduler() (*owned, *schedState, error) {
+	var snap pb.SchedulerSnapshot
+	seq, ok, err := loadSnapshot(s.log, ownerScheduler, &snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := &schedState{state: scheduler.New(s.opts.Scheduler)}
+	if ok {
+		if st.state, err = scheduler.Restore(s.opts.Scheduler, &snap); err != nil {
+			return nil, nil, fmt.Errorf("recover: scheduler checkpoint at seq %d: %w", seq, err)
+		}
+	}
+	return &owned{last: seq, apply: st.state.Apply}, st, nil
+}
+
+func (s *System) newAllocator() (*owned, *allocState, error) {
+	var snap pb.AllocatorSnapshot
+	seq, ok, err := loadSnapshot(s.log, ownerAllocator, &snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := &allocState{book: allocator.New(s.opts.Allocator)}
+	if ok {
+		if st.book, err = allocator.Restore(s.opts.Allocator, &snap); err != nil {
+			return nil, nil, fmt.Errorf("recover: allocator checkpoint at seq %d: %w", seq, err)
+		}
+	}
+	return &owned{last: seq, apply: st.book.Apply}, st, nil
+}
+
+func (s *System) newModule(m modules.Module) (*owned, error) {
+	owner := moduleOwner(m.Name())
+	cp, ok, err := s.log.LoadCheckpoint(owner)
+	if err != nil {
+		return nil, fmt.Errorf("recover: checkpoint of %s: %w", owner, err)
+	}
+	var last uint64
+	if ok {
+		if err := m.Restore(cp.Snapshot); err != nil {
+			return nil, fmt.Errorf("recover: checkpoint of %s at seq %d does not decode: %w", owner, cp.Seq, err)
+		}
+		last = cp.Seq
+	}
+	return &owned{last: last, apply: func(e *pb.Event) error {
+		me := e.GetModuleEvent()
+		if me == nil {
+			return fmt.Errorf("not a module event: %s", eventType(e))
+		}
+		return m.Apply(me, timeOf(e.At))
+	}}, nil
+}
+
+// recoverScheduler rebuilds the scheduler alone (after a panic restart).
+func (s *System) recoverScheduler() (*schedState, error) {
+	o, st, err := s.newScheduler()
+	if err != nil {
+		return nil, err
+	}
+	if err := replay(s.log, map[string]*owned{ownerScheduler: o}, nil); err != nil {
+		return nil, err
+	}
+	st.last = o.last
+	return st, nil
+}
+
+func (s *System) recoverAllocator() (*allocState, error) {
+	o, st, err := s.newAllocator()
+	if err != nil {
+		return nil, err
+	}
+	if err := replay(s.log, map[string]*owned{ownerAllocator: o}, nil); err != nil {
+		return nil, err
+	}
+	st.last = o.last
+	return st, nil
+}
+
+// recoverModule rebuilds a module in place from its checkpoint and entries.
+func (s *System) recoverModule(m modules.Module) (uint64, error) {
+	o, err := s.newModule(m)
+	if err != nil {
+		return 0, err
+	}
+	if err := replay(s.log, map[string]*owned{moduleOwner(m.Name()): o}, nil); err != nil {
+		return 0, err
+	}
+	return o.last, nil
+}
+
+// recoverAll is recovery at start (spec §9.1): checkpoints + one replay
+// pass, then validate and repair. Repairs are events like any other; with
+// opts.Dry they are reported and not written.
+func (s *System) recoverAll() (*RecoveryReport, error) {
+	rep := &RecoveryReport{Checkpoints: map[string]uint64{}, DryRun: s.opts.Dry}
+	owners := map[string]*owned{}
+	so, sst, err := s.newScheduler()
+	if err != nil {
+		return nil, err
+	}
+	owners[ownerScheduler] = so
+	ao, ast, err := s.newAllocator()
+	if err != nil {
+		return nil, err
+	}
+	owners[ownerAllocator] = ao
+	for _, m := range s.opts.Modules {
+		mo, err := s.newModule(m)
+		if err != nil {
+			return nil, err
+		}
+		owners[moduleOwner(m.Name())] = mo
+	}
+	for name, o := range owners {
+		if o.last > 0 {
+			rep.Checkpoints[name] = o.last
+		}
+	}
+	if err := replay(s.log, owners, rep); err != nil {
+		return nil, err
+	}
+	rep.LastSeq = s.log.LastSeq()
+
+	repairs, err := s.validate(sst.state, rep)
+	if err != nil {
+		return nil, err
+	}
+	if len(repairs) > 0 && !s.opts.Dry {
+		entries := make([]wal.Entry, 0, len(repairs))
+		for _, e := range repairs {
+			ent, err := encodeEvent(ownerScheduler, e)
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, ent)
+		}
+		seqs, err := s.log.Append(context.Background(), entries...)
+		if err != nil {
+			return nil, fmt.Errorf("recover: write repairs: %w", err)
+		}
+		for i, e := range repairs {
+			if err := sst.state.Apply(e); err != nil {
+				return nil, fmt.Errorf("recover: apply repair %d: %w", seqs[i], err)
+			}
+			so.last = seqs[i]
+		}
+	}
+	if !s.opts.Dry {
+		if err := s.commitAnsweredIntents(sst.state, rep); err != nil {
+			return nil, err
+		}
+	}
+	sst.last, ast.last = so.last, ao.last
+	s.initSched, s.initAlloc = sst, ast
+	s.initModules = map[string]uint64{}
+	for _, m := range s.opts.Modules {
+		s.initModules[m.Name()] = owners[moduleOwner(m.Name())].last
+	}
+	return rep, nil
+}
+
+// validate checks the recovered tasks and returns the repair events.
+func (s *System) validate(st *scheduler.State, rep *RecoveryReport) ([]*pb.Event, error) {
+	now := nanos(s.clock.Now())
+	var repairs []*pb.Event
+	all := st.Tasks(nil, 0)
+	rep.TasksRecovered = len(all)
+	for _, t := range all {
+		switch {
+		case t.State == pb.TaskState_TASK_STATE_RUNNING || t.State == pb.TaskState_TASK_STATE_READY:
+			if t.Conversation.GetAwaitingResponse() {
+				// In flight at the crash: drop the unanswered prompt; the
+				// module asks again, once, when the task resumes.
+				repairs = append(repairs, &pb.Event{At: now, Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
+					TaskId: t.Id, Llm: t.LlmAssigned, Kind: "interrupted", Error: "in flight when fano stopped",
+				}}})
+				rep.RequestsInterrupted++
+			}
+			repairs = append(repairs, &pb.Event{At: now, Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: t.Id, Reason: "recovery"}}})
+			rep.TasksPaused++
+			rep.TasksToResume++
+		case t.State == pb.TaskState_TASK_STATE_PAUSED && t.PauseReason != "orphan":
+			rep.TasksToResume++
+		}
+		if err := s.checkTask(t); err != nil && !finished(t) && t.PauseReason != "orphan" {
+			repairs = append(repairs, &pb.Event{At: now, Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: t.Id, Reason: "orphan", NotBefore: math.MaxInt64}}})
+			rep.Repairs = append(rep.Repairs, fmt.Sprintf("task %s paused: %v", t.Id, err))
+		}
+		if n := len(t.Conversation.GetMessages()); n > 100 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("task %s has an oversized conversation (%d messages)", t.Id, n))
+		}
+		if t.State == pb.TaskState_TASK_STATE_COMPLETED && t.CompletedAt == 0 {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("task %s is COMPLETED but has no completed_at", t.Id))
+		}
+	}
+	if rep.TasksPaused > 0 {
+		rep.Repairs = append(rep.Repairs, fmt.Sprintf("%d running tasks paused (%d requests in flight will be asked again)", rep.TasksPaused, rep.RequestsInterrupted))
+	}
+	return repairs, nil
+}
+
+// commitAnsweredIntents closes request intents left open: every request
+// either has its answer in the task or was failed by validate above.
+func (s *System) commitAnsweredIntents(st *scheduler.State, rep *RecoveryReport) error {
+	open, err := s.log.Uncommitted()
+	if err != nil {
+		return fmt.Errorf("recover: list intents: %w", err)
+	}
+	var seqs []uint64
+	for _, ent := range open {
+		seqs = append(seqs, ent.Seq)
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	if err := s.log.Commit(context.Background(), seqs...); err != nil {
+		return fmt.Errorf("recover: commit %d intents: %w", len(seqs), err)
+	}
+	rep.Repairs = append(rep.Repairs, fmt.Sprintf("%d request intents closed", len(seqs)))
+	return nil
+}
+
+func finished(t *pb.Task) bool {
+	switch t.State {
+	case pb.TaskState_TASK_STATE_COMPLETED, pb.TaskState_TASK_STATE_FAILED, pb.TaskState_TASK_STATE_CANCELLED:
+		return true
+	}
+	return false
+}
+
+var errUnknownTask = errors.New("unknown module or task type")
+
+// checkTask refuses a task no configured module runs.
+func (s *System) checkTask(t *pb.Task) error {
+	types, ok := s.taskTypes[t.GetModule()]
+	if !ok {
+		return fmt.Errorf("task %s: %w: module %q", t.GetId(), errUnknownTask, t.GetModule())
+	}
+	if !types[t.GetTaskType()] {
+		return fmt.Errorf("task %s: %w: type %q of module %s", t.GetId(), errUnknownTask, t.GetTaskType(), t.GetModule())
+	}
+	return nil
+}

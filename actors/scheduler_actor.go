@@ -1,0 +1,193 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"fano/actors/scheduler"
+	"fano/pb"
+)
+
+// schedulerActor owns every task through a scheduler.State. It is the only
+// writer of task events: executors send it theirs (taskEvents), so the
+// events of one task are applied in the order they were written.
+type schedulerActor struct {
+	sys   *System
+	state *scheduler.State
+	j     *journal
+	last  uint64 // highest sequence applied
+
+	free       freeSlots
+	allocating int // picks sent to the allocator, not yet answered
+	stopping   bool
+}
+
+func (a *schedulerActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.start(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		if a.j != nil {
+			a.j.close()
+		}
+	case *persisted:
+		a.sys.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
+	case *pb.TaskSubmit:
+		a.submit(ctx, m)
+	case *taskEvents:
+		a.persistTaskEvents(m)
+	case *tick:
+		now := timeOf(m.now)
+		a.state.Recompute(now, a.sys.schedulerEnv())
+		if evs := a.state.DecideResume(now); len(evs) > 0 {
+			a.j.persist(evs, nil)
+		}
+		a.dispatch(ctx)
+	case *freeSlots:
+		a.free = *m
+		a.dispatch(ctx)
+	case *allocated:
+		a.onAllocated(ctx, m)
+	case *executorDone:
+		a.dispatch(ctx)
+	case *preemptQuery:
+		if ok, id := a.state.ShouldPreempt(m.taskID, m.llm); ok {
+			m.reply <- id
+		} else {
+			m.reply <- ""
+		}
+	case *cancelTask:
+		a.cancel(m)
+	case *query:
+		m.fn(a.state)
+		close(m.done)
+	case *checkpointNow:
+		m.reply <- a.sys.saveCheckpoint(ownerScheduler, a.last, a.state.Snapshot())
+	case *shutdownNow:
+		a.stopping = true
+		close(m.reply)
+	}
+}
+
+func (a *schedulerActor) start(ctx actor.Context) {
+	if st := a.sys.takeScheduler(); st != nil {
+		a.state, a.last = st.state, st.last
+	} else {
+		// A restart after a panic: the state comes back from the WAL.
+		st, err := a.sys.recoverScheduler()
+		if err != nil {
+			panic(fmt.Errorf("scheduler: recover after restart: %w", err))
+		}
+		a.state, a.last = st.state, st.last
+		a.sys.logger.Warn().Str("event", "actors.scheduler.restarted").Uint64("seq", a.last).Msg("scheduler restarted from the WAL")
+	}
+	a.j = newJournal(a.sys.log, ownerScheduler, a.sys.root, ctx.Self())
+}
+
+
+func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
+	respond := func(r *pb.TaskSubmitReply) {
+		if ctx.Sender() != nil {
+			ctx.Respond(r)
+		}
+	}
+	t := m.GetTask()
+	if err := a.sys.checkTask(t); err != nil {
+		respond(&pb.TaskSubmitReply{TaskId: t.GetId(), Reason: err.Error()})
+		return
+	}
+	ev, err := a.state.DecideSubmit(t, a.sys.clock.Now())
+	if err != nil {
+		var se *scheduler.SubmitError
+		dup := errors.As(err, &se) && se.Code == "duplicate"
+		respond(&pb.TaskSubmitReply{TaskId: t.GetId(), Duplicate: dup, Reason: err.Error()})
+		return
+	}
+	sender := ctx.Sender()
+	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
+		if sender == nil {
+			return
+		}
+		r := &pb.TaskSubmitReply{TaskId: t.GetId(), Accepted: err == nil}
+		if err != nil {
+			r.Reason = err.Error()
+		}
+		a.sys.root.Send(sender, r)
+	})
+}
+
+func (a *schedulerActor) persistTaskEvents(m *taskEvents) {
+	a.j.persist(m.events, func(seqs []uint64, err error) {
+		m.reply <- taskEventsReply{seqs: seqs, err: err}
+	})
+}
+
+// dispatch picks as many tasks as there are free slots and asks the
+// allocator for an LLM for each.
+func (a *schedulerActor) dispatch(ctx actor.Context) {
+	if a.stopping || !a.sys.acceptingWork() {
+		return
+	}
+	budget := a.sys.opts.MaxRunning - int(a.sys.executors.Load()) - a.allocating
+	slots := 0
+	var free []string
+	for b, n := range a.free.slots {
+		if n > 0 {
+			free = append(free, b)
+			slots += n
+		}
+	}
+	if slots < budget {
+		budget = slots
+	}
+	now := a.sys.clock.Now()
+	for ; budget > 0; budget-- {
+		t, ok := a.state.Pick(free, now)
+		if !ok {
+			return
+		}
+		a.allocating++
+		ctx.Send(a.sys.allocatorPID, &allocate{task: t})
+	}
+}
+
+func (a *schedulerActor) onAllocated(ctx actor.Context, m *allocated) {
+	a.allocating--
+	if m.llm == "" || a.stopping {
+		if m.llm != "" {
+			ctx.Send(a.sys.allocatorPID, &release{backend: m.llm})
+		}
+		a.state.Unpick(m.taskID)
+		return
+	}
+	ev := &pb.Event{At: nanos(a.sys.clock.Now()), Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: m.taskID, Llm: m.llm}}}
+	a.allocating++ // until the start is durable
+	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
+		a.allocating--
+		if err != nil {
+			a.sys.root.Send(a.sys.allocatorPID, &release{backend: m.llm})
+			a.state.Unpick(m.taskID)
+			a.sys.logger.Error().Err(err).Str("task", m.taskID).Str("event", "actors.scheduler.start_failed").Msg("could not persist task start")
+			return
+		}
+		t, _ := a.state.Task(m.taskID)
+		a.sys.executors.Add(1)
+		a.sys.root.Send(a.sys.orchestratorPID, &startExecutor{task: t})
+	})
+}
+
+func (a *schedulerActor) cancel(m *cancelTask) {
+	ev, err := a.state.DecideCancel(m.id, m.reason, a.sys.clock.Now())
+	if errors.Is(err, scheduler.ErrRunning) {
+		// The executor owns a running task: it cancels and writes the event.
+		a.sys.root.Send(a.sys.orchestratorPID, &cancelTask{id: m.id, reason: m.reason, reply: m.reply})
+		return
+	}
+	if err != nil {
+		m.reply <- err
+		return
+	}
+	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { m.reply <- err })
+}

@@ -1,0 +1,581 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
+	"google.golang.org/protobuf/proto"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/gateway"
+	"fano/logging"
+	"fano/modules"
+	"fano/pb"
+	"fano/wal"
+)
+
+// System is a running fano: the actor tree over one WAL. Its methods are
+// safe for concurrent use; each turns a call into messages to the actors.
+type System struct {
+	opts   Options
+	log    *wal.Log
+	clock  clockwork.Clock
+	logger zerolog.Logger
+
+	as   *actor.ActorSystem
+	root *actor.RootContext
+
+	orchestratorPID, schedulerPID, allocatorPID *actor.PID
+	modulePIDs                                  map[string]*actor.PID
+	gatewayPIDs                                 map[string]*actor.PID
+	taskTypes                                   map[string]map[string]bool
+
+	baseCtx    context.Context
+	baseCancel context.CancelCauseFunc
+	dead       chan struct{} // closed when the system has stopped
+
+	executors atomic.Int64
+	execDone  chan struct{} // a signal per finished executor (non-blocking)
+	accepting atomic.Bool
+	quota     atomic.Pointer[map[string]quotaView]
+
+	mu          sync.Mutex
+	initSched   *schedState
+	initAlloc   *allocState
+	initModules map[string]uint64
+
+	report    *RecoveryReport
+	stopOnce  sync.Once
+	stopErr   error
+	loopsDone sync.WaitGroup
+	stopLoops chan struct{}
+}
+
+// Recover runs recovery (checkpoints, replay, §9.1 validation and repair)
+// without starting any actor: `fano recover`.
+func Recover(opts Options) (*RecoveryReport, error) {
+	s, err := newSystem(opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.recoverAll()
+}
+
+func newSystem(opts Options) (*System, error) {
+	opts.defaults()
+	if opts.Log == nil {
+		return nil, errors.New("actors: no WAL")
+	}
+	s := &System{
+		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
+		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
+		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}),
+		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}),
+	}
+	for _, m := range opts.Modules {
+		if _, dup := s.taskTypes[m.Name()]; dup {
+			return nil, fmt.Errorf("actors: module %q configured twice", m.Name())
+		}
+		types := map[string]bool{}
+		for _, t := range m.TaskTypes() {
+			types[t] = true
+		}
+		s.taskTypes[m.Name()] = types
+	}
+	seen := map[string]bool{}
+	for _, b := range opts.Backends {
+		if seen[b.Name()] {
+			return nil, fmt.Errorf("actors: backend %q configured twice", b.Name())
+		}
+		seen[b.Name()] = true
+	}
+	for _, bc := range opts.Allocator.Backends {
+		if !seen[bc.Name] {
+			return nil, fmt.Errorf("actors: allocator names backend %q that has no gateway", bc.Name)
+		}
+	}
+	s.accepting.Store(true)
+	empty := map[string]quotaView{}
+	s.quota.Store(&empty)
+	return s, nil
+}
+
+// Start recovers and starts the actor tree.
+func Start(opts Options) (*System, error) {
+	s, err := newSystem(opts)
+	if err != nil {
+		return nil, err
+	}
+	if s.report, err = s.recoverAll(); err != nil {
+		return nil, err
+	}
+	s.baseCtx, s.baseCancel = context.WithCancelCause(context.Background())
+	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logging.Slog(s.logger) }))
+	s.root = s.as.Root
+	ready := make(chan struct{})
+	props := actor.PropsFromProducer(func() actor.Actor { return &orchestrator{sys: s, ready: ready} },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
+			s.logger.Error().Str("event", "actors.orchestrator.child_failed").Interface("reason", reason).Msg("child actor failed; restarting it")
+			return actor.RestartDirective
+		})))
+	pid, err := s.root.SpawnNamed(props, "orchestrator")
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn orchestrator: %w", err)
+	}
+	s.orchestratorPID = pid
+	<-ready
+	s.startLoops()
+	return s, nil
+}
+
+// Report is what recovery found and did at start.
+func (s *System) Report() *RecoveryReport { return s.report }
+
+func (s *System) startLoops() {
+	tickers := []struct {
+		every time.Duration
+		fn    func()
+	}{
+		{s.opts.TickInterval, s.tick},
+	}
+	if s.opts.CheckpointInterval > 0 {
+		tickers = append(tickers, struct {
+			every time.Duration
+			fn    func()
+		}{s.opts.CheckpointInterval, func() {
+			if err := s.Checkpoint(); err != nil {
+				s.logger.Error().Err(err).Str("event", "actors.orchestrator.checkpoint_failed").Msg("checkpoint")
+			}
+		}})
+	}
+	for _, tk := range tickers {
+		s.loopsDone.Add(1)
+		go func(every time.Duration, fn func()) {
+			defer s.loopsDone.Done()
+			t := s.opts.Clock.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.Chan():
+					fn()
+				case <-s.stopLoops:
+					return
+				}
+			}
+		}(tk.every, tk.fn)
+	}
+}
+
+// tick drives time-based work: window resets, priorities, dispatch,
+// resumption of paused tasks and module proposals.
+func (s *System) tick() {
+	now := nanos(s.clock.Now())
+	s.root.Send(s.allocatorPID, &tick{now: now})
+	s.root.Send(s.schedulerPID, &tick{now: now})
+	for _, pid := range s.modulePIDs {
+		s.root.Send(pid, &tick{now: now})
+	}
+}
+
+// Tick runs one tick at once (tests on a fake clock, and after a submit).
+func (s *System) Tick() { s.tick() }
+
+func (s *System) acceptingWork() bool { return s.accepting.Load() }
+
+// SetAccepting stops (false) or resumes (true) the start of new work, as
+// the health monitor does on low disk. Running tasks go on.
+func (s *System) SetAccepting(on bool) {
+	s.accepting.Store(on)
+	if on {
+		s.tick()
+	}
+}
+
+func (s *System) observe(owner string, e *pb.Event) {
+	if s.opts.Observe != nil {
+		s.opts.Observe(owner, e)
+	}
+}
+
+func (s *System) setQuotaView(v map[string]quotaView) { s.quota.Store(&v) }
+
+func (s *System) schedulerEnv() scheduler.Env {
+	q := *s.quota.Load()
+	return scheduler.Env{
+		HasQuota: func(backend string, deep bool) bool {
+			v, ok := q[backend]
+			if !ok {
+				return false
+			}
+			if deep {
+				return v.deep
+			}
+			return v.normal
+		},
+		Backlog: s.backlog,
+	}
+}
+
+// backlog is read by the scheduler actor on its tick; modules publish it
+// through their hosts (see modulehost.go), 0 until they do.
+func (s *System) backlog(module string) int { return 0 }
+
+func (s *System) takeScheduler() *schedState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.initSched
+	s.initSched = nil
+	return st
+}
+
+func (s *System) takeAllocator() *allocState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.initAlloc
+	s.initAlloc = nil
+	return st
+}
+
+func (s *System) takeModule(name string) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last, ok := s.initModules[name]
+	delete(s.initModules, name)
+	return last, ok
+}
+
+// runningLLMs lists the backends of tasks that executors are running.
+func (s *System) runningLLMs() []string {
+	var out []string
+	s.withScheduler(func(st *scheduler.State) {
+		for _, t := range st.Running() {
+			out = append(out, t.LlmAssigned)
+		}
+	})
+	return out
+}
+
+func (s *System) saveCheckpoint(owner string, seq uint64, snap proto.Message) error {
+	data, err := proto.Marshal(snap)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: encode: %w", owner, err)
+	}
+	return s.saveCheckpointBytes(owner, seq, data)
+}
+
+func (s *System) saveCheckpointBytes(owner string, seq uint64, data []byte) error {
+	if seq == 0 {
+		return nil // nothing applied yet
+	}
+	if err := s.log.SaveCheckpoint(owner, seq, data); err != nil {
+		return fmt.Errorf("checkpoint %s at seq %d: %w", owner, seq, err)
+	}
+	return nil
+}
+
+// Checkpoint asks every owner of state to save its snapshot, then compacts
+// the WAL when it has grown past the threshold.
+func (s *System) Checkpoint() error {
+	pids := []*actor.PID{s.schedulerPID, s.allocatorPID}
+	for _, pid := range s.modulePIDs {
+		pids = append(pids, pid)
+	}
+	var errs []error
+	for _, pid := range pids {
+		reply := make(chan error, 1)
+		s.root.Send(pid, &checkpointNow{reply: reply})
+		select {
+		case err := <-reply:
+			errs = append(errs, err)
+		case <-s.dead:
+			return errors.New("checkpoint: system stopped")
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if s.opts.CompactThreshold > 0 {
+		if st, err := s.log.Stats(); err == nil && st.Bytes > s.opts.CompactThreshold {
+			if _, err := s.log.Compact(); err != nil {
+				return fmt.Errorf("compact: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// ask sends msg to pid and waits for reply, or for the system to stop.
+func ask[T any](s *System, pid *actor.PID, msg any, reply chan T) (T, error) {
+	s.root.Send(pid, msg)
+	select {
+	case r := <-reply:
+		return r, nil
+	case <-s.dead:
+		var zero T
+		return zero, errors.New("fano is stopping")
+	}
+}
+
+func (s *System) persistTask(taskID string, events []*pb.Event) ([]uint64, error) {
+	reply := make(chan taskEventsReply, 1)
+	r, err := ask(s, s.schedulerPID, &taskEvents{taskID: taskID, events: events, reply: reply}, reply)
+	if err != nil {
+		return nil, err
+	}
+	return r.seqs, r.err
+}
+
+func (s *System) moduleNextAction(t *pb.Task) (modules.Action, error) {
+	pid, ok := s.modulePIDs[t.Module]
+	if !ok {
+		return modules.Action{}, fmt.Errorf("task %s: no module %q", t.Id, t.Module)
+	}
+	reply := make(chan actionReply, 1)
+	r, err := ask(s, pid, &nextAction{task: proto.Clone(t).(*pb.Task), reply: reply}, reply)
+	if err != nil {
+		return modules.Action{}, err
+	}
+	return r.action, r.err
+}
+
+func (s *System) moduleAnswer(t *pb.Task, answer string) error {
+	reply := make(chan error, 1)
+	r, err := ask(s, s.modulePIDs[t.Module], &moduleAnswer{task: proto.Clone(t).(*pb.Task), answer: answer, reply: reply}, reply)
+	if err != nil {
+		return err
+	}
+	return r
+}
+
+func (s *System) moduleEnd(t *pb.Task, failed bool, reason string) error {
+	reply := make(chan error, 1)
+	r, err := ask(s, s.modulePIDs[t.Module], &moduleEnd{task: proto.Clone(t).(*pb.Task), failed: failed, reason: reason, reply: reply}, reply)
+	if err != nil {
+		return err
+	}
+	return r
+}
+
+func (s *System) useQuota(backend string, deep bool, taskID string) error {
+	reply := make(chan error, 1)
+	r, err := ask(s, s.allocatorPID, &useQuota{backend: backend, deep: deep, taskID: taskID, reply: reply}, reply)
+	if err != nil {
+		return err
+	}
+	return r
+}
+
+func (s *System) shouldPreempt(taskID, llm string) bool {
+	reply := make(chan string, 1)
+	r, err := ask(s, s.schedulerPID, &preemptQuery{taskID: taskID, llm: llm, reply: reply}, reply)
+	return err == nil && r != ""
+}
+
+func (s *System) send(ctx context.Context, backend string, req gateway.Request) (gateway.Response, error) {
+	pid, ok := s.gatewayPIDs[backend]
+	if !ok {
+		return gateway.Response{}, gateway.Unavailable(backend, "no such backend")
+	}
+	reply := make(chan gatewayResult, 1)
+	s.root.Send(pid, &gatewayCall{ctx: ctx, req: req, reply: reply})
+	select {
+	case r := <-reply:
+		return r.resp, r.err
+	case <-s.dead:
+		return gateway.Response{}, fmt.Errorf("%s: %w", backend, context.Canceled)
+	}
+}
+
+// reportCall is where call outcomes reach health and metrics.
+func (s *System) reportCall(backend, kind string) {
+	s.logger.Debug().Str("event", "gateway."+backend+".call").Str("outcome", kind).Msg("llm call failed")
+}
+
+// withScheduler runs fn on the scheduler's state inside its actor.
+func (s *System) withScheduler(fn func(*scheduler.State)) {
+	q := &query{fn: func(st any) { fn(st.(*scheduler.State)) }, done: make(chan struct{})}
+	s.root.Send(s.schedulerPID, q)
+	select {
+	case <-q.done:
+	case <-s.dead:
+	}
+}
+
+// withAllocator runs fn on the allocator's book inside its actor.
+func (s *System) withAllocator(fn func(*allocator.Book)) {
+	q := &query{fn: func(b any) { fn(b.(*allocator.Book)) }, done: make(chan struct{})}
+	s.root.Send(s.allocatorPID, q)
+	select {
+	case <-q.done:
+	case <-s.dead:
+	}
+}
+
+// WithModule runs fn on a module's state inside its host.
+func (s *System) WithModule(name string, fn func(modules.Module)) error {
+	pid, ok := s.modulePIDs[name]
+	if !ok {
+		return fmt.Errorf("no module %q", name)
+	}
+	q := &query{fn: func(m any) { fn(m.(modules.Module)) }, done: make(chan struct{})}
+	s.root.Send(pid, q)
+	select {
+	case <-q.done:
+		return nil
+	case <-s.dead:
+		return errors.New("fano is stopping")
+	}
+}
+
+// Command has a module decide events (e.g. add a seed) and persists them.
+func (s *System) Command(module string, decide func(m modules.Module) ([]*pb.ModuleEvent, error)) error {
+	pid, ok := s.modulePIDs[module]
+	if !ok {
+		return fmt.Errorf("no module %q", module)
+	}
+	reply := make(chan error, 1)
+	r, err := ask(s, pid, &moduleCommand{decide: decide, reply: reply}, reply)
+	if err != nil {
+		return err
+	}
+	return r
+}
+
+// Submit queues a task (idempotent by its id) and waits until it is durable.
+func (s *System) Submit(t *pb.Task) (*pb.TaskSubmitReply, error) {
+	res, err := s.root.RequestFuture(s.schedulerPID, &pb.TaskSubmit{Task: t}, 30*time.Second).Result()
+	if err != nil {
+		return nil, fmt.Errorf("submit %s: %w", t.GetId(), err)
+	}
+	return res.(*pb.TaskSubmitReply), nil
+}
+
+// Cancel cancels a task: at once if it waits, through its executor if it runs.
+func (s *System) Cancel(id, reason string) error {
+	reply := make(chan error, 1)
+	r, err := ask(s, s.schedulerPID, &cancelTask{id: id, reason: reason, reply: reply}, reply)
+	if err != nil {
+		return err
+	}
+	return r
+}
+
+// PauseBackend and ResumeBackend are the operator's switch for one LLM.
+func (s *System) PauseBackend(name, reason string, pause bool) error {
+	reply := make(chan error, 1)
+	r, err := ask(s, s.allocatorPID, &backendPause{backend: name, reason: reason, pause: pause, reply: reply}, reply)
+	if err != nil {
+		return err
+	}
+	return r
+}
+
+// Task returns a copy of one task.
+func (s *System) Task(id string) (*pb.Task, bool) {
+	var t *pb.Task
+	var ok bool
+	s.withScheduler(func(st *scheduler.State) { t, ok = st.Task(id) })
+	return t, ok
+}
+
+// Tasks returns copies of the tasks that match.
+func (s *System) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
+	var out []*pb.Task
+	s.withScheduler(func(st *scheduler.State) { out = st.Tasks(filter, limit) })
+	return out
+}
+
+// Counts returns module -> state -> number of tasks.
+func (s *System) Counts() map[string]map[pb.TaskState]int {
+	var out map[string]map[pb.TaskState]int
+	s.withScheduler(func(st *scheduler.State) { out = st.Counts() })
+	return out
+}
+
+// Quotas returns every backend's quota figures.
+func (s *System) Quotas() []allocator.BackendStatus {
+	var out []allocator.BackendStatus
+	s.withAllocator(func(b *allocator.Book) { out = b.Status(s.clock.Now()) })
+	return out
+}
+
+// Idle reports whether no task is waiting, running or paused and no
+// executor runs: what `fano run --until-idle` waits for.
+func (s *System) Idle() bool {
+	if s.executors.Load() > 0 {
+		return false
+	}
+	idle := true
+	s.withScheduler(func(st *scheduler.State) {
+		for _, byState := range st.Counts() {
+			for state, n := range byState {
+				if n > 0 && !finishedState(state) {
+					idle = false
+				}
+			}
+		}
+	})
+	return idle
+}
+
+func finishedState(st pb.TaskState) bool {
+	return st == pb.TaskState_TASK_STATE_COMPLETED || st == pb.TaskState_TASK_STATE_FAILED || st == pb.TaskState_TASK_STATE_CANCELLED
+}
+
+// Running is the number of executors at work.
+func (s *System) Running() int { return int(s.executors.Load()) }
+
+// Stop shuts down: no new work, running tasks cancelled and PAUSED (never
+// FAILED), a checkpoint, then the actors stop. It returns within about
+// opts.ShutdownTimeout even while calls are in flight.
+func (s *System) Stop() error {
+	s.stopOnce.Do(func() { s.stopErr = s.stop() })
+	return s.stopErr
+}
+
+func (s *System) stop() error {
+	start := time.Now()
+	s.accepting.Store(false)
+	reply := make(chan struct{})
+	s.root.Send(s.schedulerPID, &shutdownNow{reply: reply})
+	<-reply
+	s.baseCancel(errShutdown)
+	deadline := time.NewTimer(s.opts.ShutdownTimeout)
+	defer deadline.Stop()
+wait:
+	for s.executors.Load() > 0 {
+		select {
+		case <-s.execDone:
+		case <-deadline.C:
+			s.logger.Warn().Int64("running", s.executors.Load()).Str("event", "actors.orchestrator.shutdown_timeout").
+				Msg("executors did not pause in time; recovery will pause their tasks")
+			break wait
+		}
+	}
+	close(s.stopLoops)
+	s.loopsDone.Wait()
+	cpErr := s.Checkpoint()
+	_ = s.root.StopFuture(s.orchestratorPID).Wait()
+	close(s.dead)
+	s.as.Shutdown()
+	var errs []error
+	if cpErr != nil {
+		errs = append(errs, cpErr)
+	}
+	for _, b := range s.opts.Backends {
+		if err := b.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close backend %s: %w", b.Name(), err))
+		}
+	}
+	s.logger.Info().Str("event", "actors.orchestrator.stopped").Dur("took", time.Since(start)).Msg("stopped")
+	return errors.Join(errs...)
+}
