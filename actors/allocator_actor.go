@@ -106,7 +106,6 @@ func (a *allocatorActor) start(ctx actor.Context) {
 	a.j = newJournal(a.sys.log, ownerAllocator, a.sys.root, ctx.Self())
 }
 
-
 // publish tells the scheduler which backends can take work now.
 func (a *allocatorActor) publish(ctx actor.Context) {
 	now := a.sys.clock.Now()

@@ -86,7 +86,6 @@ func (a *schedulerActor) start(ctx actor.Context) {
 	a.j = newJournal(a.sys.log, ownerScheduler, a.sys.root, ctx.Self())
 }
 
-
 func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 	respond := func(r *pb.TaskSubmitReply) {
 		if ctx.Sender() != nil {
