@@ -1,0 +1,282 @@
+// Package sim is fano's built-in simulated LLM backend: deterministic
+// answers in each task type's format, latency on an injected clock, the
+// service's own hourly and deep-mode limits, and injected faults. It lets
+// `fano run` and every test work offline.
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+
+	"fano/gateway"
+)
+
+// Config describes one simulated LLM service.
+type Config struct {
+	Name           string
+	Style          string        // "chatgpt" | "gemini" | "claude" | "api": tone of the answers
+	Seed           int64         // answers and faults are a function of the seed and the request
+	Latency        time.Duration // per request, on the injected clock
+	Jitter         time.Duration // + uniform [0, Jitter), seeded per request
+	HourlyLimit    int           // requests per hour window (0 = unlimited)
+	DeepDailyLimit int           // deep-mode requests per day window (0 = deep mode unavailable)
+	// Windows start at minute HourlyResetMinute of every hour and at
+	// DailyResetHour:00 every day, both in UTC.
+	HourlyResetMinute, DailyResetHour int
+	// Injected faults, each a probability in [0,1]; their sum is the
+	// chance that an attempt fails in some way.
+	TimeoutRate, TransientRate, MalformedRate float64
+}
+
+// Stats counts what a Backend has done since New.
+type Stats struct {
+	Requests    int64 // Send calls that reached the service (ctx not yet done)
+	Answered    int64 // Sends that returned a Response, malformed ones included
+	RateLimited int64 // refused with *gateway.RateLimitedError (no quota used)
+	Unavailable int64 // refused because the backend was unavailable or closed
+	Cancelled   int64 // ctx done while waiting out the latency
+	Deep        int64 // deep-mode requests admitted
+	// Injected faults by kind.
+	Timeouts  int64 // hung until ctx was done
+	Transient int64 // failed with gateway.ErrTransient
+	Malformed int64 // answered with a cut-off or off-format text
+}
+
+// Backend is a simulated LLM; it implements gateway.Backend and is safe
+// for concurrent use.
+type Backend struct {
+	cfg   Config
+	clock clockwork.Clock
+
+	mu          sync.Mutex
+	stats       Stats
+	unavailable string
+	closed      bool
+	hour, day   window
+	// faultRuns counts consecutive faulted attempts per request, so that a
+	// retry of a faulted request draws its fault afresh; entries go away on
+	// the first attempt that is not faulted.
+	faultRuns map[[2]uint64]uint64
+}
+
+var _ gateway.Backend = (*Backend)(nil)
+
+type fault int
+
+const (
+	noFault fault = iota
+	timeoutFault
+	transientFault
+	malformedFault
+)
+
+// faultSalt separates the fault stream from the answer stream.
+const faultSalt = 0x5eed_fa17_0000_0001
+
+// New returns a simulated backend; a nil clock means the real clock.
+func New(cfg Config, clock clockwork.Clock) *Backend {
+	if clock == nil {
+		clock = clockwork.NewRealClock()
+	}
+	if cfg.Name == "" {
+		cfg.Name = "sim"
+	}
+	return &Backend{cfg: cfg, clock: clock, faultRuns: map[[2]uint64]uint64{}}
+}
+
+// Name returns the configured name.
+func (b *Backend) Name() string { return b.cfg.Name }
+
+// Stats returns a snapshot of the counters.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+// SetUnavailable makes every Send and Health fail with gateway.ErrUnavailable
+// ("login required") until it is called again with "".
+func (b *Backend) SetUnavailable(reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.unavailable = reason
+}
+
+// Health reports a login wall set by SetUnavailable, or a closed backend.
+func (b *Backend) Health(context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.unavailableLocked()
+}
+
+// Close makes later requests fail as unavailable.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	return nil
+}
+
+func (b *Backend) unavailableLocked() error {
+	switch {
+	case b.closed:
+		return gateway.Unavailable(b.cfg.Name, "backend closed")
+	case b.unavailable == "":
+		return nil
+	case b.unavailable == "login required":
+		return gateway.Unavailable(b.cfg.Name, "login required")
+	default:
+		return gateway.Unavailable(b.cfg.Name, "login required: %s", b.unavailable)
+	}
+}
+
+// Send answers req after the configured latency, or refuses it: rate
+// limited, unavailable, or an injected fault. It returns an error wrapping
+// ctx.Err() once ctx is done.
+func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return gateway.Response{}, fmt.Errorf("sim %s: %w", b.cfg.Name, err)
+	}
+	start := b.clock.Now()
+	seed := b.seed(req)
+
+	b.mu.Lock()
+	b.stats.Requests++
+	if err := b.unavailableLocked(); err != nil {
+		b.stats.Unavailable++
+		b.mu.Unlock()
+		return gateway.Response{}, err
+	}
+	if rl := b.admitLocked(start, req.DeepMode); rl != nil {
+		b.stats.RateLimited++
+		b.mu.Unlock()
+		return gateway.Response{}, rl
+	}
+	if req.DeepMode {
+		b.stats.Deep++
+	}
+	fr := rand.New(rand.NewPCG(seed[0]^faultSalt, seed[1]+b.faultRuns[seed]))
+	f := b.drawFault(fr)
+	switch f {
+	case noFault:
+		delete(b.faultRuns, seed)
+	case timeoutFault:
+		b.stats.Timeouts++
+	case transientFault:
+		b.stats.Transient++
+	case malformedFault:
+		b.stats.Malformed++
+	}
+	if f != noFault {
+		b.faultRuns[seed]++
+	}
+	b.mu.Unlock()
+
+	if f == timeoutFault {
+		<-ctx.Done()
+		return gateway.Response{}, fmt.Errorf("sim %s: no answer (simulated hang): %w", b.cfg.Name, ctx.Err())
+	}
+
+	if d := b.latency(fr); d > 0 {
+		t := b.clock.NewTimer(d)
+		select {
+		case <-t.Chan():
+		case <-ctx.Done():
+			t.Stop()
+			b.mu.Lock()
+			b.stats.Cancelled++
+			b.mu.Unlock()
+			return gateway.Response{}, fmt.Errorf("sim %s: waiting for the answer: %w", b.cfg.Name, ctx.Err())
+		}
+	}
+
+	if f == transientFault {
+		return gateway.Response{}, gateway.Transient(b.cfg.Name, "simulated server error, please try again")
+	}
+
+	content := formatFor(req.TaskType)(req, rand.New(rand.NewPCG(seed[0], seed[1])), b.cfg.Style)
+	if f == malformedFault {
+		content = malform(content, fr)
+	}
+	b.mu.Lock()
+	b.stats.Answered++
+	b.mu.Unlock()
+
+	promptLen := len(req.Prompt)
+	for _, m := range req.History {
+		promptLen += len(m.Content)
+	}
+	return gateway.Response{
+		Content:          content,
+		ConversationURL:  b.conversationURL(req, seed),
+		Duration:         b.clock.Since(start),
+		PromptTokens:     int64((promptLen + 3) / 4),
+		CompletionTokens: int64((len(content) + 3) / 4),
+	}, nil
+}
+
+// seed hashes what identifies a request: the backend's seed and name, the
+// task, the prompt and the turn (history length).
+func (b *Backend) seed(req gateway.Request) [2]uint64 {
+	h := fnv.New128a()
+	var n [8]byte
+	num := func(x uint64) {
+		binary.LittleEndian.PutUint64(n[:], x)
+		h.Write(n[:])
+	}
+	str := func(s string) {
+		num(uint64(len(s)))
+		h.Write([]byte(s))
+	}
+	num(uint64(b.cfg.Seed))
+	str(b.cfg.Name)
+	str(req.TaskID)
+	str(req.Prompt)
+	num(uint64(len(req.History)))
+	sum := h.Sum(nil)
+	return [2]uint64{binary.LittleEndian.Uint64(sum[:8]), binary.LittleEndian.Uint64(sum[8:])}
+}
+
+func (b *Backend) drawFault(r *rand.Rand) fault {
+	u := r.Float64()
+	switch c := b.cfg; {
+	case u < c.TimeoutRate:
+		return timeoutFault
+	case u < c.TimeoutRate+c.TransientRate:
+		return transientFault
+	case u < c.TimeoutRate+c.TransientRate+c.MalformedRate:
+		return malformedFault
+	}
+	return noFault
+}
+
+func (b *Backend) latency(r *rand.Rand) time.Duration {
+	d := b.cfg.Latency
+	if b.cfg.Jitter > 0 {
+		d += time.Duration(r.Int64N(int64(b.cfg.Jitter)))
+	}
+	return d
+}
+
+// conversationURL keeps the conversation the request continues, or names a
+// new one after the task.
+func (b *Backend) conversationURL(req gateway.Request, seed [2]uint64) string {
+	if req.ConversationURL != "" {
+		return req.ConversationURL
+	}
+	id := seed[0]
+	if req.TaskID != "" {
+		h := fnv.New64a()
+		h.Write([]byte(req.TaskID))
+		id = h.Sum64()
+	}
+	return "sim://" + b.cfg.Name + "/c/" + strconv.FormatUint(id, 16)
+}
