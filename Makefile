@@ -1,0 +1,42 @@
+# fano — the two set-up commands are `make run` and `make test`.
+SHELL := /bin/bash
+GO    ?= go
+# Tests need Chromium and the Playwright driver (browser backend, control
+# panel end-to-end test). `deps` installs both, idempotently.
+PLAYWRIGHT_DRIVER_PATH ?= $(HOME)/.cache/fano/playwright-driver
+export PLAYWRIGHT_DRIVER_PATH
+
+.PHONY: run test test-short deps bench proto build lint fuzz clean
+
+## run: the offline demo on the built-in simulated LLMs
+run: build
+	./bin/fano run --until-idle --data-dir ./fano-data
+
+build:
+	$(GO) build -o bin/fano ./cmd/fano
+
+## test: install what tests need, then run every test with the race detector
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 12m ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+## deps: Chromium (Debian) and the Playwright driver (npm), idempotent
+deps:
+	@bash scripts/install-test-deps.sh
+
+## bench: the performance goals, each beside its baseline
+bench:
+	@bash scripts/bench.sh
+
+## proto: regenerate pb/*.pb.go (needs protoc: apt-get install protobuf-compiler)
+proto:
+	cd pb && protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" -I . --go_out=. --go_opt=paths=source_relative *.proto
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeEntry -fuzztime 30s ./wal/
+
+clean:
+	rm -rf bin fano-data

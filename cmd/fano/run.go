@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/spf13/cobra"
+
+	"fano/actors"
+	"fano/pb"
+)
+
+func newRunCmd(g *globals) *cobra.Command {
+	var untilIdle bool
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Recover, then run until SIGINT/SIGTERM (or until no work remains with --until-idle)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd, g, untilIdle)
+		},
+	}
+	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "exit when no work remains")
+	return cmd
+}
+
+func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
+	// Signals are caught from the start, so a signal during recovery is
+	// not the default "die at once".
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+
+	a, err := openApp(g, "")
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	opts, err := a.options(clockwork.NewRealClock())
+	if err != nil {
+		return err
+	}
+	sys, err := actors.Start(opts)
+	if err != nil {
+		return err
+	}
+	stopReq := make(chan string, 1)
+	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
+		Stop: func(reason string) {
+			select {
+			case stopReq <- reason:
+			default:
+			}
+		}}
+	var stops []func()
+	stopServices := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		stops = nil
+	}
+	defer stopServices()
+	for _, svc := range runServices {
+		stop, err := svc(rc)
+		if err != nil {
+			_ = sys.Stop()
+			return err
+		}
+		if stop != nil {
+			stops = append(stops, stop)
+		}
+	}
+	rep := sys.Report()
+	a.logger.Info().Str("event", "cmd.fano.started").Int("pid", os.Getpid()).Str("data_dir", a.dataDir).
+		Int("tasks_recovered", rep.TasksRecovered).Int("entries_replayed", rep.EntriesReplayed).
+		Int("tasks_paused", rep.TasksPaused).Strs("repairs", rep.Repairs).Strs("problems", rep.Problems).
+		Msg("fano is running")
+
+	var idle <-chan time.Time
+	if untilIdle {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		idle = t.C
+	}
+	idleSeen := 0
+	reason := ""
+loop:
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGUSR1 {
+				path, err := dumpStacks(a.dataDir)
+				if err != nil {
+					a.logger.Error().Err(err).Str("event", "cmd.fano.stack_dump_failed").Msg("stack dump")
+				} else {
+					a.logger.Info().Str("event", "cmd.fano.stack_dump").Str("path", path).Msg("goroutine stacks written")
+				}
+				continue
+			}
+			reason = sig.String()
+			break loop
+		case r := <-stopReq:
+			reason = r
+			break loop
+		case <-idle:
+			// Idle twice in a row: the modules had a tick to propose more.
+			if sys.Idle() {
+				idleSeen++
+			} else {
+				idleSeen = 0
+			}
+			if idleSeen >= 3 {
+				reason = "idle"
+				break loop
+			}
+		}
+	}
+	// A second signal while stopping ends the process at once.
+	go func() {
+		for sig := range sigs {
+			if sig != syscall.SIGUSR1 {
+				a.logger.Warn().Str("event", "cmd.fano.forced_exit").Msg("second signal: exiting now")
+				os.Exit(130)
+			}
+		}
+	}()
+	a.logger.Info().Str("event", "cmd.fano.stopping").Str("reason", reason).Msg("stopping: pausing running tasks")
+	counts := map[string]map[pb.TaskState]int{}
+	if reason == "idle" {
+		counts = sys.Counts()
+	}
+	stopServices()
+	if err := sys.Stop(); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	if reason == "idle" {
+		done := 0
+		for _, byState := range counts {
+			done += byState[pb.TaskState_TASK_STATE_COMPLETED]
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "fano: no work left; %d tasks completed; data in %s\n", done, a.dataDir)
+	}
+	return nil
+}
+
+// dumpStacks writes every goroutine's stack to logs/stacks-<time>.txt.
+func dumpStacks(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "logs", "stacks-"+time.Now().UTC().Format("20060102T150405.000Z")+".txt")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		return "", err
+	}
+	return path, f.Sync()
+}
