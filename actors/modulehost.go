@@ -31,6 +31,15 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		}
 	case *persisted:
 		h.sys.applyPersisted(h.owner, &h.last, m, h.apply)
+		var applied []*pb.Event
+		for _, b := range m.batches {
+			if b.err == nil {
+				applied = append(applied, b.events...)
+			}
+		}
+		if err := h.sys.writeExports(h.mod, exportsOf(h.mod, applied)); err != nil {
+			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".export_failed").Msg("output file not written; recovery will write it")
+		}
 		h.propose(ctx)
 	case *tick:
 		h.propose(ctx)

@@ -35,6 +35,9 @@ type Options struct {
 	RetryBackoff       []time.Duration // transient failures: 60/300/900 s, then FAILED
 	ShutdownTimeout    time.Duration   // how long executors get to pause at shutdown
 
+	// OutputDir is <data-dir>/output, where modules' files go ("" = none).
+	OutputDir string
+
 	// Observe, if set, sees every event after it is applied, in the
 	// applying actor's goroutine: it must not block.
 	Observe func(owner string, e *pb.Event)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -27,6 +28,7 @@ type RecoveryReport struct {
 	TasksToResume       int               `json:"tasks_to_resume"`
 	Repairs             []string          `json:"repairs"`
 	Problems            []string          `json:"problems"` // found, not repairable here
+	TaskStates          map[string]int    `json:"task_states"` // after repairs (as recorded, with --dry-run)
 	DryRun              bool              `json:"dry_run"`
 }
 
@@ -63,7 +65,9 @@ func replay(log *wal.Log, owners map[string]*owned, rep *RecoveryReport) error {
 	err := log.Replay(from, func(ent wal.Entry) error {
 		o := owners[ent.Owner]
 		if o == nil {
-			unknown[ent.Owner]++
+			if ent.Owner != ownerEffects {
+				unknown[ent.Owner]++
+			}
 			return nil
 		}
 		if ent.Seq <= o.last {
@@ -263,9 +267,13 @@ func (s *System) recoverAll() (*RecoveryReport, error) {
 			so.last = seqs[i]
 		}
 	}
-	if !s.opts.Dry {
-		if err := s.commitAnsweredIntents(sst.state, rep); err != nil {
-			return nil, err
+	if err := s.commitAnsweredIntents(sst.state, rep); err != nil {
+		return nil, err
+	}
+	rep.TaskStates = map[string]int{}
+	for _, byState := range sst.state.Counts() {
+		for st, n := range byState {
+			rep.TaskStates[strings.TrimPrefix(st.String(), "TASK_STATE_")] += n
 		}
 	}
 	sst.last, ast.last = so.last, ao.last
@@ -324,9 +332,17 @@ func (s *System) commitAnsweredIntents(st *scheduler.State, rep *RecoveryReport)
 	if err != nil {
 		return fmt.Errorf("recover: list intents: %w", err)
 	}
+	if s.opts.Dry {
+		return s.redoEffects(open, rep) // reports only
+	}
+	if err := s.redoEffects(open, rep); err != nil {
+		return err
+	}
 	var seqs []uint64
 	for _, ent := range open {
-		seqs = append(seqs, ent.Seq)
+		if ent.Owner != ownerEffects {
+			seqs = append(seqs, ent.Seq)
+		}
 	}
 	if len(seqs) == 0 {
 		return nil

@@ -154,7 +154,8 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 
 func (a *schedulerActor) onAllocated(ctx actor.Context, m *allocated) {
 	a.allocating--
-	if m.llm == "" || a.stopping {
+	if m.llm == "" || a.stopping || !a.state.Picked(m.taskID) {
+		// No LLM, shutting down, or cancelled while the allocator looked.
 		if m.llm != "" {
 			ctx.Send(a.sys.allocatorPID, &release{backend: m.llm})
 		}

@@ -53,6 +53,9 @@ type System struct {
 	initAlloc   *allocState
 	initModules map[string]uint64
 
+	subsMu sync.Mutex
+	subs   atomic.Pointer[[]*subscriber]
+
 	report    *RecoveryReport
 	stopOnce  sync.Once
 	stopErr   error
@@ -204,7 +207,68 @@ func (s *System) observe(owner string, e *pb.Event) {
 	if s.opts.Observe != nil {
 		s.opts.Observe(owner, e)
 	}
+	s.notify(Notice{Owner: owner, Event: e})
 }
+
+// Notice is what subscribers see: an applied event (Owner + Event) or a
+// notification that is not state (Update: health alerts, call timings).
+type Notice struct {
+	Owner  string
+	Event  *pb.Event
+	Update *pb.StateUpdate
+}
+
+type subscriber struct{ fn func(Notice) }
+
+// Subscribe calls fn for every applied event and published update, in the
+// goroutine of the actor that applied it: fn must not block (hand off to a
+// buffered channel and drop when full). The returned func unsubscribes.
+func (s *System) Subscribe(fn func(Notice)) (cancel func()) {
+	sub := &subscriber{fn: fn}
+	s.subsMu.Lock()
+	defer s.subsMu.Unlock()
+	var cur []*subscriber
+	if p := s.subs.Load(); p != nil {
+		cur = *p
+	}
+	next := append(append([]*subscriber(nil), cur...), sub)
+	s.subs.Store(&next)
+	return func() {
+		s.subsMu.Lock()
+		defer s.subsMu.Unlock()
+		var keep []*subscriber
+		for _, x := range *s.subs.Load() {
+			if x != sub {
+				keep = append(keep, x)
+			}
+		}
+		s.subs.Store(&keep)
+	}
+}
+
+// Publish sends a notification that is not a state change to subscribers.
+func (s *System) Publish(u *pb.StateUpdate) {
+	if u.At == 0 {
+		u.At = nanos(s.clock.Now())
+	}
+	s.notify(Notice{Update: u})
+}
+
+func (s *System) notify(n Notice) {
+	p := s.subs.Load()
+	if p == nil {
+		return
+	}
+	for _, sub := range *p {
+		sub.fn(n)
+	}
+}
+
+// Clock is the system's clock.
+func (s *System) Clock() clockwork.Clock { return s.clock }
+
+// Log is the system's WAL (read-only uses: stats).
+func (s *System) Log() *wal.Log { return s.log }
 
 func (s *System) setQuotaView(v map[string]quotaView) { s.quota.Store(&v) }
 

@@ -105,3 +105,52 @@ func IsValidation(err error) bool {
 func TaskKey(module, taskType, subject string) string {
 	return module + "/" + taskType + "/" + subject
 }
+
+// Exporter is implemented by modules whose state implies output files
+// (output/blessed/<id>.json, output/DOCUMENT.md). After applying events,
+// the host asks which files changed and rewrites each atomically under a
+// WAL intent and commit (temp file, fsync, rename), so a crash between
+// the state change and the file never leaves them out of step: recovery
+// redoes every intent without a commit.
+type Exporter interface {
+	// Exports lists the files (paths relative to <data-dir>/output) that
+	// applying e changed.
+	Exports(e *pb.ModuleEvent) []string
+	// Export renders one file from the current state.
+	Export(path string) ([]byte, error)
+	// ExportPaths lists every file the current state implies (verify and
+	// repair compare them with the disk).
+	ExportPaths() []string
+}
+
+// SeedTaker is implemented by modules that accept new questions (the
+// explorer): `fano seed add`, POST /api/seeds, researcher findings.
+type SeedTaker interface {
+	DecideAddSeed(text string, priority int, now time.Time) ([]*pb.ModuleEvent, error)
+}
+
+// Commenter is implemented by the module that owns the document sections
+// (the documenter): `fano comment add`, POST /api/comments. An unknown
+// section or an empty comment is an error naming it.
+type Commenter interface {
+	DecideAddComment(sectionID, text string, now time.Time) ([]*pb.ModuleEvent, error)
+}
+
+// DocumentReader renders the living document as Markdown.
+type DocumentReader interface {
+	DocumentMarkdown() string
+}
+
+// Problem is an inconsistency a module finds in its own state.
+type Problem struct {
+	Kind   string `json:"kind"`   // e.g. "blessed_twice", "incorporated_twice"
+	ID     string `json:"id"`     // what it concerns
+	Detail string `json:"detail"` // for people
+}
+
+// Verifier is implemented by modules that can check their own state
+// (fano verify) and decide the events that repair a problem (fano repair).
+type Verifier interface {
+	Verify() []Problem
+	DecideRepair(p Problem, now time.Time) ([]*pb.ModuleEvent, error)
+}

@@ -109,7 +109,7 @@ func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
 		backoff = append(backoff, time.Duration(s)*time.Second)
 	}
 	return actors.Options{
-		Log: a.log, Clock: clock, Logger: a.logger,
+		Log: a.log, Clock: clock, Logger: a.logger, OutputDir: filepath.Join(a.dataDir, "output"),
 		Scheduler: scheduler.Config{
 			PreemptionThreshold: o.Scheduler.PreemptionThreshold,
 			MaxPending:          o.Scheduler.MaxPendingTasks,

@@ -1,0 +1,178 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"fano/modules"
+	"fano/pb"
+	"fano/wal"
+)
+
+// ownerEffects owns the intents of output-file writes. It holds no state:
+// its entries are side effects to redo, not events to apply.
+const ownerEffects = "effects"
+
+// exportsOf lists the files that applying events changed, for a module
+// that has output files.
+func exportsOf(m modules.Module, events []*pb.Event) []string {
+	ex, ok := m.(modules.Exporter)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var paths []string
+	for _, e := range events {
+		me := e.GetModuleEvent()
+		if me == nil {
+			continue
+		}
+		for _, p := range ex.Exports(me) {
+			if !seen[p] {
+				seen[p] = true
+				paths = append(paths, p)
+			}
+		}
+	}
+	sort.Strings(paths)
+	return paths
+}
+
+// writeExports rewrites a module's output files under a WAL intent and
+// commit (spec M1): the intent is durable before the file changes, the
+// commit after it is durable, so recovery can redo what a crash cut off.
+func (s *System) writeExports(m modules.Module, paths []string) error {
+	ex, ok := m.(modules.Exporter)
+	if !ok || len(paths) == 0 || s.opts.OutputDir == "" {
+		return nil
+	}
+	entries := make([]wal.Entry, len(paths))
+	for i, p := range paths {
+		entries[i] = wal.Entry{Time: s.clock.Now(), Owner: ownerEffects, Type: "file_write", Intent: true,
+			Payload: []byte(m.Name() + "\x00" + p)}
+	}
+	seqs, err := s.log.Append(context.Background(), entries...)
+	if err != nil {
+		return fmt.Errorf("%s: log file intents: %w", m.Name(), err)
+	}
+	for _, p := range paths {
+		if err := s.writeOne(ex, m.Name(), p); err != nil {
+			return err // the intent stays open: recovery writes the file
+		}
+	}
+	if err := s.log.Commit(context.Background(), seqs...); err != nil {
+		return fmt.Errorf("%s: commit file writes: %w", m.Name(), err)
+	}
+	return nil
+}
+
+func (s *System) writeOne(ex modules.Exporter, module, path string) error {
+	full, err := outputPath(s.opts.OutputDir, path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", module, err)
+	}
+	data, err := ex.Export(path)
+	if err != nil {
+		return fmt.Errorf("%s: render %s: %w", module, path, err)
+	}
+	if err := WriteFileAtomic(full, data, 0o644); err != nil {
+		return fmt.Errorf("%s: %w", module, err)
+	}
+	return nil
+}
+
+// outputPath joins a module's relative path to the output directory and
+// refuses paths that would leave it.
+func outputPath(dir, rel string) (string, error) {
+	clean := filepath.Clean(rel)
+	if filepath.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("output path %q leaves the output directory", rel)
+	}
+	return filepath.Join(dir, clean), nil
+}
+
+// redoEffects writes again every output file whose intent has no commit,
+// from the recovered state, then commits those intents.
+func (s *System) redoEffects(open []wal.Entry, rep *RecoveryReport) error {
+	byName := map[string]modules.Module{}
+	for _, m := range s.opts.Modules {
+		byName[m.Name()] = m
+	}
+	var done []uint64
+	for _, ent := range open {
+		if ent.Owner != ownerEffects {
+			continue
+		}
+		module, path, ok := bytes.Cut(ent.Payload, []byte{0})
+		m := byName[string(module)]
+		ex, isEx := m.(modules.Exporter)
+		if !ok || m == nil || !isEx {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("file intent %d names an unknown module or path: %q", ent.Seq, ent.Payload))
+			continue
+		}
+		if s.opts.Dry {
+			rep.Repairs = append(rep.Repairs, fmt.Sprintf("would rewrite output/%s (intent %d)", path, ent.Seq))
+			continue
+		}
+		if err := s.writeOne(ex, m.Name(), string(path)); err != nil {
+			return fmt.Errorf("recover: redo file intent %d: %w", ent.Seq, err)
+		}
+		done = append(done, ent.Seq)
+		rep.Repairs = append(rep.Repairs, fmt.Sprintf("rewrote output/%s (intent %d had no commit)", path, ent.Seq))
+	}
+	if len(done) > 0 {
+		if err := s.log.Commit(context.Background(), done...); err != nil {
+			return fmt.Errorf("recover: commit redone file intents: %w", err)
+		}
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path so that a crash leaves either the old
+// file or the new one: a temp file in the same directory, fsync, rename,
+// then fsync of the directory.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, perm)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write %s: sync dir: %w", path, err)
+	}
+	defer d.Close()
+	if err = d.Sync(); err != nil {
+		return fmt.Errorf("write %s: sync dir: %w", path, err)
+	}
+	return nil
+}

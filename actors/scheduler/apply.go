@@ -1,0 +1,345 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"fano/pb"
+)
+
+// TaskID returns the task an event is about, and false for an event that is
+// not a task event.
+func TaskID(e *pb.Event) (string, bool) {
+	switch b := e.GetBody().(type) {
+	case *pb.Event_TaskSubmitted:
+		return b.TaskSubmitted.GetTask().GetId(), true
+	case *pb.Event_TaskStarted:
+		return b.TaskStarted.GetTaskId(), true
+	case *pb.Event_LlmRequestStarted:
+		return b.LlmRequestStarted.GetTaskId(), true
+	case *pb.Event_LlmResponseReceived:
+		return b.LlmResponseReceived.GetTaskId(), true
+	case *pb.Event_LlmRequestFailed:
+		return b.LlmRequestFailed.GetTaskId(), true
+	case *pb.Event_TaskPaused:
+		return b.TaskPaused.GetTaskId(), true
+	case *pb.Event_TaskResumed:
+		return b.TaskResumed.GetTaskId(), true
+	case *pb.Event_TaskCompleted:
+		return b.TaskCompleted.GetTaskId(), true
+	case *pb.Event_TaskFailed:
+		return b.TaskFailed.GetTaskId(), true
+	case *pb.Event_TaskCancelled:
+		return b.TaskCancelled.GetTaskId(), true
+	case *pb.Event_TaskRetryScheduled:
+		return b.TaskRetryScheduled.GetTaskId(), true
+	case *pb.Event_TaskRequeued:
+		return b.TaskRequeued.GetTaskId(), true
+	case *pb.Event_TaskForgotten:
+		return b.TaskForgotten.GetTaskId(), true
+	}
+	return "", false
+}
+
+// eventName is the event's body field name, e.g. "task_started".
+func eventName(e *pb.Event) string {
+	if e == nil || e.Body == nil {
+		return "empty event"
+	}
+	if od := e.ProtoReflect().Descriptor().Oneofs().ByName("body"); od != nil {
+		if fd := e.ProtoReflect().WhichOneof(od); fd != nil {
+			return string(fd.Name())
+		}
+	}
+	return fmt.Sprintf("%T", e.Body)
+}
+
+// ErrNotTaskEvent: the event is not one of the task events.
+var ErrNotTaskEvent = errors.New("not a task event")
+
+// ApplyToTask applies a task event to t: the task-level rules shared by the
+// scheduler and the executor (which keeps its own copy of its task).
+// messageLimit bounds the conversation when t.message_limit is 0. It uses
+// e.At, never a clock. On error t is unchanged. TaskSubmitted replaces t's
+// contents with the submitted task; TaskForgotten leaves t as it is.
+func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
+	if t == nil {
+		return errors.New("scheduler: apply to a nil task")
+	}
+	id, ok := TaskID(e)
+	if !ok {
+		return fmt.Errorf("scheduler: apply %s to task %q: %w", eventName(e), t.GetId(), ErrNotTaskEvent)
+	}
+	if id == "" {
+		return fmt.Errorf("scheduler: %s without a task id", eventName(e))
+	}
+	if sub, isSub := e.Body.(*pb.Event_TaskSubmitted); isSub {
+		if t.Id != "" && t.Id != id {
+			return fmt.Errorf("scheduler: %s for task %q applied to task %q", eventName(e), id, t.Id)
+		}
+		proto.Reset(t)
+		proto.Merge(t, sub.TaskSubmitted.GetTask())
+		if t.State == pb.TaskState_TASK_STATE_UNSPECIFIED {
+			t.State = pb.TaskState_TASK_STATE_PENDING
+		}
+		if t.CreatedAt == 0 {
+			t.CreatedAt = e.At
+		}
+		t.UpdatedAt = e.At
+		return nil
+	}
+	if id != t.Id {
+		return fmt.Errorf("scheduler: %s for task %q applied to task %q", eventName(e), id, t.Id)
+	}
+
+	limit := int(t.MessageLimit)
+	if limit <= 0 {
+		limit = messageLimit
+	}
+	switch b := e.Body.(type) {
+	case *pb.Event_TaskStarted:
+		t.State = pb.TaskState_TASK_STATE_RUNNING
+		t.LlmAssigned = b.TaskStarted.Llm
+		if t.StartedAt == 0 {
+			t.StartedAt = e.At
+		}
+		conv(t).Llm = b.TaskStarted.Llm
+		t.PauseReason = ""
+	case *pb.Event_LlmRequestStarted:
+		r := b.LlmRequestStarted
+		c := conv(t)
+		n := len(c.Messages)
+		// A resend of the unanswered request does not repeat the message.
+		if !(r.Resend && c.AwaitingResponse && n > 0 && c.Messages[n-1].Role == "user" && c.Messages[n-1].Content == r.Prompt) {
+			c.Messages = append(c.Messages, &pb.Message{Role: "user", Content: r.Prompt, At: e.At})
+			truncate(c, limit)
+		}
+		c.AwaitingResponse = true
+		t.RequestCount++
+	case *pb.Event_LlmResponseReceived:
+		r := b.LlmResponseReceived
+		c := conv(t)
+		c.Messages = append(c.Messages, &pb.Message{Role: "assistant", Content: r.Content, At: e.At, Llm: r.Llm})
+		truncate(c, limit)
+		c.TurnCount++
+		c.AwaitingResponse = false
+		if r.ConversationUrl != "" {
+			c.Url = r.ConversationUrl
+		}
+	case *pb.Event_LlmRequestFailed:
+		if c := t.Conversation; c != nil {
+			if n := len(c.Messages); c.AwaitingResponse && n > 0 && c.Messages[n-1].Role == "user" {
+				c.Messages[n-1] = nil
+				c.Messages = c.Messages[:n-1]
+			}
+			c.AwaitingResponse = false
+		}
+	case *pb.Event_TaskPaused:
+		t.State = pb.TaskState_TASK_STATE_PAUSED
+		t.PauseReason = b.TaskPaused.Reason
+		t.NotBefore = b.TaskPaused.NotBefore
+	case *pb.Event_TaskResumed:
+		t.State = pb.TaskState_TASK_STATE_PENDING
+		t.PauseReason = ""
+	case *pb.Event_TaskRequeued:
+		t.State = pb.TaskState_TASK_STATE_PENDING
+		t.PauseReason = ""
+	case *pb.Event_TaskCompleted:
+		t.State = pb.TaskState_TASK_STATE_COMPLETED
+		t.CompletedAt = e.At
+	case *pb.Event_TaskFailed:
+		t.State = pb.TaskState_TASK_STATE_FAILED
+		t.Error = b.TaskFailed.Error
+	case *pb.Event_TaskCancelled:
+		t.State = pb.TaskState_TASK_STATE_CANCELLED
+		if b.TaskCancelled.Reason != "" {
+			t.Error = "cancelled: " + b.TaskCancelled.Reason
+		}
+	case *pb.Event_TaskRetryScheduled:
+		r := b.TaskRetryScheduled
+		t.State = pb.TaskState_TASK_STATE_PENDING
+		t.Attempts++
+		t.NotBefore = r.NotBefore
+		t.Error = r.Error
+		t.PauseReason = ""
+	case *pb.Event_TaskForgotten:
+		return nil // the collection drops the task
+	}
+	t.UpdatedAt = e.At
+	return nil
+}
+
+func conv(t *pb.Task) *pb.ConversationState {
+	if t.Conversation == nil {
+		t.Conversation = &pb.ConversationState{Llm: t.LlmAssigned}
+	}
+	return t.Conversation
+}
+
+// truncate keeps the newest limit messages (limit <= 0: all).
+func truncate(c *pb.ConversationState, limit int) {
+	if limit <= 0 || len(c.Messages) <= limit {
+		return
+	}
+	drop := len(c.Messages) - limit
+	kept := make([]*pb.Message, limit)
+	copy(kept, c.Messages[drop:])
+	c.Messages = kept
+}
+
+// requeues are the events that put a task back in the queue afresh.
+func requeues(e *pb.Event) bool {
+	switch e.Body.(type) {
+	case *pb.Event_TaskSubmitted, *pb.Event_TaskResumed, *pb.Event_TaskRequeued, *pb.Event_TaskRetryScheduled:
+		return true
+	}
+	return false
+}
+
+// Apply applies a task event: the only code that changes the scheduler's
+// state. It runs live and on replay and uses e.At, never a clock. A
+// TaskSubmitted for a known or forgotten id is ignored (idempotent). An event
+// for a task not in memory is an *UnknownTaskError and changes nothing; a
+// non-task event is an error wrapping ErrNotTaskEvent.
+func (s *State) Apply(e *pb.Event) error {
+	id, ok := TaskID(e)
+	if !ok {
+		return fmt.Errorf("scheduler: apply %s: %w", eventName(e), ErrNotTaskEvent)
+	}
+	if id == "" {
+		return fmt.Errorf("scheduler: apply %s: no task id", eventName(e))
+	}
+	if sub, isSub := e.Body.(*pb.Event_TaskSubmitted); isSub {
+		return s.applySubmitted(id, sub.TaskSubmitted.Task, e)
+	}
+	en, ok := s.tasks[id]
+	if !ok {
+		return &UnknownTaskError{TaskID: id, Event: eventName(e)}
+	}
+	if _, forget := e.Body.(*pb.Event_TaskForgotten); forget {
+		s.forget(en)
+		return nil
+	}
+	old := en.t.State
+	if err := ApplyToTask(en.t, e, s.cfg.MessageLimit); err != nil {
+		return err
+	}
+	st := en.t.State
+	if st != old {
+		s.track(en, old, -1)
+		s.track(en, st, +1)
+	}
+	if _, started := e.Body.(*pb.Event_TaskStarted); started {
+		s.recordStart(en.t.Module, e.At)
+	}
+	fresh := requeues(e) || st != old
+	if fresh || st != pb.TaskState_TASK_STATE_PENDING {
+		en.picked = false
+	}
+	// Take it out of its heap (its keys may have changed) and put it back
+	// where its new state says.
+	if fresh || en.h != nil {
+		s.q.detach(en)
+		if st == pb.TaskState_TASK_STATE_PENDING && !en.picked {
+			if fresh {
+				en.t.Priority = s.priorityAt(en.t, e.At)
+			}
+			s.q.place(en, e.At)
+		}
+	}
+	return nil
+}
+
+func (s *State) applySubmitted(id string, t *pb.Task, e *pb.Event) error {
+	delete(s.decided, id)
+	if t == nil {
+		return fmt.Errorf("scheduler: apply task_submitted %q: no task", id)
+	}
+	if _, ok := s.tasks[id]; ok {
+		return nil
+	}
+	if _, ok := s.forgotten[id]; ok {
+		return nil
+	}
+	nt := &pb.Task{}
+	if err := ApplyToTask(nt, e, s.cfg.MessageLimit); err != nil {
+		return err
+	}
+	if nt.MessageLimit <= 0 {
+		nt.MessageLimit = int32(s.cfg.MessageLimit)
+	}
+	s.insert(nt, e.At)
+	return nil
+}
+
+// insert adds a task to memory and, when PENDING, to the queue.
+func (s *State) insert(t *pb.Task, now int64) *entry {
+	en := &entry{t: t, idx: -1}
+	s.tasks[t.Id] = en
+	s.track(en, t.State, +1)
+	if !IsFinished(t.State) {
+		t.Priority = s.priorityAt(t, now)
+	}
+	if t.State == pb.TaskState_TASK_STATE_PENDING {
+		s.q.place(en, now)
+	}
+	return en
+}
+
+func (s *State) forget(en *entry) {
+	s.q.detach(en)
+	s.track(en, en.t.State, -1)
+	delete(s.tasks, en.t.Id)
+	s.forgotten[en.t.Id] = struct{}{}
+}
+
+// track counts en in (delta +1) or out of (-1) state st.
+func (s *State) track(en *entry, st pb.TaskState, delta int) {
+	m := en.t.Module
+	c := s.counts[m]
+	if c == nil {
+		c = map[pb.TaskState]int{}
+		s.counts[m] = c
+	}
+	c[st] += delta
+	if c[st] == 0 {
+		delete(c, st)
+		if len(c) == 0 {
+			delete(s.counts, m)
+		}
+	}
+	if isPendingState(st) {
+		s.pending += delta
+	}
+	id := en.t.Id
+	switch st {
+	case pb.TaskState_TASK_STATE_RUNNING:
+		if delta > 0 {
+			s.running[id] = en
+		} else {
+			delete(s.running, id)
+		}
+	case pb.TaskState_TASK_STATE_PAUSED:
+		if delta > 0 {
+			s.paused[id] = en
+		} else {
+			delete(s.paused, id)
+		}
+	}
+}
+
+// recordStart notes a start for module balance and drops the starts older
+// than ShareWindow before at (deterministic on replay).
+func (s *State) recordStart(module string, at int64) {
+	cutoff := at - int64(s.cfg.ShareWindow)
+	kept := s.starts[:0]
+	for _, st := range s.starts {
+		if st.At >= cutoff {
+			kept = append(kept, st)
+		}
+	}
+	clear(s.starts[len(kept):])
+	s.starts = append(kept, &pb.ModuleStart{Module: module, At: at})
+}

@@ -1,0 +1,142 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"fano/pb"
+)
+
+var benchBackends = []string{"chatgpt", "gemini", "claude", "grok"}
+
+// benchState fills a scheduler with n waiting tasks: a mix of types,
+// modules, ages, preferences (25%) and exclusions (15%).
+func benchState(b *testing.B, n int) (*State, time.Time) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(uint64(n), 1))
+	modules := []string{"explorer", "documenter", "researcher"}
+	types := slices.Sorted(func(yield func(string) bool) {
+		for k := range BasePriorities {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	s := New(Config{MaxPending: n + 1})
+	now := t0.Add(10 * time.Hour)
+	for i := range n {
+		tk := task(modules[rng.IntN(3)], types[rng.IntN(len(types))], fmt.Sprint(i))
+		switch r := rng.IntN(20); {
+		case r < 5:
+			tk.LlmPreference = benchBackends[rng.IntN(4)]
+		case r < 8:
+			tk.LlmExclude = []string{benchBackends[rng.IntN(4)]}
+		}
+		created := now.Add(-time.Duration(rng.Int64N(int64(8 * time.Hour))))
+		e, err := s.DecideSubmit(tk, created)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Apply(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.Recompute(now, Env{})
+	return s, now
+}
+
+// frees are the free-backend sets the ops cycle through: 3 or 4 backends.
+var benchFrees = [][]string{
+	{"chatgpt", "gemini", "claude", "grok"},
+	{"chatgpt", "claude", "grok"},
+	{"gemini", "claude", "grok"},
+	{"chatgpt", "gemini", "grok"},
+}
+
+// specResort is the spec's get_next_task: recompute every priority, sort
+// all tasks, take the first runnable.
+type specResort struct {
+	s      *State
+	tasks  []*pb.Task
+	picked map[string]bool
+}
+
+func (r *specResort) next(free []string, now int64) *pb.Task {
+	for _, t := range r.tasks {
+		t.Priority = r.s.priorityAt(t, now)
+	}
+	slices.SortFunc(r.tasks, func(a, b *pb.Task) int {
+		if before(a, b) {
+			return -1
+		}
+		if before(b, a) {
+			return 1
+		}
+		return 0
+	})
+	for _, t := range r.tasks {
+		if t.State != pb.TaskState_TASK_STATE_PENDING || r.picked[t.Id] || t.NotBefore > now {
+			continue
+		}
+		if t.LlmPreference != "" {
+			if slices.Contains(free, t.LlmPreference) {
+				return t
+			}
+			continue
+		}
+		for _, b := range free {
+			if !slices.Contains(t.LlmExclude, b) {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+func BenchmarkPick(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("fano/pending=%d", n), func(b *testing.B) {
+			s, now := benchState(b, n)
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				t, ok := s.Pick(benchFrees[i%len(benchFrees)], now)
+				if !ok {
+					b.Fatal("nothing to pick")
+				}
+				s.Unpick(t.Id)
+			}
+		})
+		b.Run(fmt.Sprintf("spec-resort/pending=%d", n), func(b *testing.B) {
+			s, now := benchState(b, n)
+			r := &specResort{s: s, picked: map[string]bool{}}
+			for _, en := range s.tasks {
+				r.tasks = append(r.tasks, en.t)
+			}
+			at := now.UnixNano()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				t := r.next(benchFrees[i%len(benchFrees)], at)
+				if t == nil {
+					b.Fatal("nothing to pick")
+				}
+				r.picked[t.Id] = true  // pick ...
+				delete(r.picked, t.Id) // ... and put back
+			}
+		})
+	}
+}
+
+// BenchmarkRecompute is the tick's O(n) cost, for scale.
+func BenchmarkRecompute(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("pending=%d", n), func(b *testing.B) {
+			s, now := benchState(b, n)
+			for b.Loop() {
+				s.Recompute(now, Env{})
+			}
+		})
+	}
+}

@@ -1,0 +1,150 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"fano/pb"
+)
+
+var t0 = time.Date(2026, 1, 5, 12, 0, 0, 0, time.UTC)
+
+func task(module, typ, subject string) *pb.Task {
+	return &pb.Task{Id: TaskKey(module, typ, subject), Module: module, TaskType: typ, Subject: subject}
+}
+
+// submit decides and applies a submit, returning the event.
+func submit(t testing.TB, s *State, tk *pb.Task, now time.Time) *pb.Event {
+	t.Helper()
+	e, err := s.DecideSubmit(tk, now)
+	require.NoError(t, err)
+	require.NoError(t, s.Apply(e))
+	return e
+}
+
+func apply(t testing.TB, s *State, e *pb.Event) *pb.Event {
+	t.Helper()
+	require.NoError(t, s.Apply(e))
+	return e
+}
+
+func evStarted(id, llm string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: id, Llm: llm}}}
+}
+
+func evCompleted(id string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: id}}}
+}
+
+func evFailed(id, msg string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskFailed{TaskFailed: &pb.TaskFailed{TaskId: id, Error: msg}}}
+}
+
+func evPaused(id, reason string, notBefore time.Time, at time.Time) *pb.Event {
+	var nb int64
+	if !notBefore.IsZero() {
+		nb = notBefore.UnixNano()
+	}
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: id, Reason: reason, NotBefore: nb}}}
+}
+
+func evRetry(id, msg string, notBefore time.Time, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{TaskId: id, Error: msg, NotBefore: notBefore.UnixNano()}}}
+}
+
+func evRequeued(id string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskRequeued{TaskRequeued: &pb.TaskRequeued{TaskId: id, Reason: "no llm"}}}
+}
+
+func evForgotten(id string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskForgotten{TaskForgotten: &pb.TaskForgotten{TaskId: id}}}
+}
+
+func evRequest(id, llm, prompt string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: id, Llm: llm, Prompt: prompt}}}
+}
+
+func evResponse(id, llm, content, url string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: id, Llm: llm, Content: content, ConversationUrl: url}}}
+}
+
+func evRequestFailed(id, llm string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{TaskId: id, Llm: llm, Kind: "transient", Error: "boom"}}}
+}
+
+func prio(t testing.TB, s *State, id string) int32 {
+	t.Helper()
+	tk, ok := s.Task(id)
+	require.True(t, ok, id)
+	return tk.Priority
+}
+
+// checkInvariants verifies the queue against the task map.
+func checkInvariants(t testing.TB, s *State) {
+	t.Helper()
+	heaps := []*taskHeap{s.q.delayed}
+	for k, h := range s.q.pref {
+		require.Equal(t, kindPref, h.kind)
+		require.Equal(t, k, h.key)
+		require.NotEmpty(t, h.items, "empty pref heap %q kept", k)
+		heaps = append(heaps, h)
+	}
+	for k, h := range s.q.excl {
+		require.Equal(t, kindExcl, h.kind)
+		require.Equal(t, k, h.key)
+		require.NotEmpty(t, h.items, "empty excl heap %q kept", k)
+		heaps = append(heaps, h)
+	}
+	inHeap := map[string]bool{}
+	for _, h := range heaps {
+		for i, en := range h.items {
+			require.Same(t, h, en.h)
+			require.Equal(t, i, en.idx)
+			require.False(t, inHeap[en.t.Id], "task %s in two heaps", en.t.Id)
+			inHeap[en.t.Id] = true
+			if i > 0 {
+				require.False(t, h.less(i, (i-1)/2), "heap order broken at %d in %q", i, h.key)
+			}
+			if h.kind == kindPref {
+				require.Equal(t, h.key, en.t.LlmPreference)
+			}
+			if h.kind == kindExcl {
+				k, _ := exclKey(en.t.LlmExclude)
+				require.Equal(t, h.key, k)
+				require.Empty(t, en.t.LlmPreference)
+			}
+		}
+	}
+	pending, running, paused := 0, 0, 0
+	for id, en := range s.tasks {
+		require.Equal(t, id, en.t.Id)
+		waiting := en.t.State == pb.TaskState_TASK_STATE_PENDING && !en.picked
+		require.Equal(t, waiting, inHeap[id], "task %s state %s picked %v", id, en.t.State, en.picked)
+		if isPendingState(en.t.State) {
+			pending++
+		}
+		switch en.t.State {
+		case pb.TaskState_TASK_STATE_RUNNING:
+			running++
+			require.Contains(t, s.running, id)
+		case pb.TaskState_TASK_STATE_PAUSED:
+			paused++
+			require.Contains(t, s.paused, id)
+		}
+		if en.picked {
+			require.Equal(t, pb.TaskState_TASK_STATE_PENDING, en.t.State)
+		}
+	}
+	require.Equal(t, pending, s.Pending())
+	require.Len(t, s.running, running)
+	require.Len(t, s.paused, paused)
+	n := 0
+	for _, c := range s.Counts() {
+		for _, k := range c {
+			n += k
+		}
+	}
+	require.Equal(t, len(s.tasks), n)
+}

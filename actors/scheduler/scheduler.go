@@ -1,0 +1,375 @@
+// Package scheduler is the scheduler actor's logic (spec §6.1.1): every task
+// fano knows, their dynamic priority, the choice of the next task for the
+// free LLMs, preemption decisions, cancel and the bound on pending tasks.
+//
+// It follows decide / persist / apply: Decide* methods read the state and
+// return the events a command implies, the actor persists them to the WAL,
+// and Apply — the only code that changes the state — applies them, live and
+// on replay alike.
+//
+// State is not safe for concurrent use: the scheduler actor is its only
+// caller.
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"fano/pb"
+)
+
+// Config tunes the scheduler. Zero fields take the defaults of DefaultConfig.
+type Config struct {
+	PreemptionThreshold int            // 20
+	MaxPending          int            // 500: pending = PENDING+READY+PAUSED (not running, not finished)
+	BoostPerHour        int            // 5 (starvation)
+	MaxBoost            int            // 25
+	MessageLimit        int            // 50: conversation truncation
+	BasePriorities      map[string]int // nil -> the spec's BASE_PRIORITIES; unknown type -> 50
+	ShareWindow         time.Duration  // 1h: window for module balance
+}
+
+// Env gives the scheduler figures owned by others, read on each Recompute.
+type Env struct {
+	HasQuota func(backend string, deep bool) bool // allocator's view; nil = always
+	Backlog  func(module string) int              // e.g. documenter: blessed insights waiting; nil = 0
+}
+
+// Priority factors of spec §6.1.1 that are not in Config.
+const (
+	DefaultBasePriority = 50  // a task type missing from BasePriorities
+	CommentUrgency      = 40  // address_comment
+	NoQuotaPenalty      = 50  // preferred backend without quota
+	BalanceBonus        = 15  // module with < 20% of recent starts
+	BalanceShare        = 0.2 // "underserved" below this share
+	CommentTaskType     = "address_comment"
+)
+
+// BasePriorities is the spec's BASE_PRIORITIES table.
+var BasePriorities = map[string]int{
+	// explorer
+	"exploration":    50,
+	"critique":       45,
+	"synthesis":      60,
+	"insight_review": 55,
+	// documenter
+	"address_comment":     80,
+	"incorporate_insight": 55,
+	"draft_section":       50,
+	"review_section":      40,
+	// researcher
+	"generate_questions":  35,
+	"evaluate_source":     45,
+	"extract_content":     40,
+	"synthesize_findings": 50,
+}
+
+// DefaultConfig is the spec's configuration.
+func DefaultConfig() Config {
+	return Config{
+		PreemptionThreshold: 20,
+		MaxPending:          500,
+		BoostPerHour:        5,
+		MaxBoost:            25,
+		MessageLimit:        50,
+		BasePriorities:      BasePriorities,
+		ShareWindow:         time.Hour,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.PreemptionThreshold == 0 {
+		c.PreemptionThreshold = d.PreemptionThreshold
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = d.MaxPending
+	}
+	if c.BoostPerHour == 0 {
+		c.BoostPerHour = d.BoostPerHour
+	}
+	if c.MaxBoost == 0 {
+		c.MaxBoost = d.MaxBoost
+	}
+	if c.MessageLimit == 0 {
+		c.MessageLimit = d.MessageLimit
+	}
+	if c.BasePriorities == nil {
+		c.BasePriorities = d.BasePriorities
+	}
+	if c.ShareWindow == 0 {
+		c.ShareWindow = d.ShareWindow
+	}
+	return c
+}
+
+// Errors.
+
+// ErrRunning: a RUNNING task is cancelled by its executor, not by the scheduler.
+var ErrRunning = errors.New("task is running: its executor cancels it")
+
+// ErrFinished: the task is COMPLETED, FAILED or CANCELLED (or forgotten).
+var ErrFinished = errors.New("already finished")
+
+// SubmitError refuses a submit. Code is "invalid", "duplicate" or "full".
+type SubmitError struct {
+	Code   string
+	TaskID string
+	Reason string
+}
+
+func (e *SubmitError) Error() string {
+	return fmt.Sprintf("scheduler: submit %q refused (%s): %s", e.TaskID, e.Code, e.Reason)
+}
+
+// NotFoundError: no task with that id is known.
+type NotFoundError struct{ TaskID string }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("scheduler: task %q not found", e.TaskID) }
+
+// UnknownTaskError: an event names a task the scheduler does not hold. The
+// state is unchanged.
+type UnknownTaskError struct {
+	TaskID string
+	Event  string // the event's kind, e.g. "task_started"
+}
+
+func (e *UnknownTaskError) Error() string {
+	return fmt.Sprintf("scheduler: %s for unknown task %q", e.Event, e.TaskID)
+}
+
+// State holds every task in memory plus the structures that pick the next one.
+type State struct {
+	cfg Config
+
+	tasks     map[string]*entry   // every task in memory, by id
+	forgotten map[string]struct{} // ids of finished tasks that left memory
+	decided   map[string]struct{} // submits decided, not yet applied
+	running   map[string]*entry
+	paused    map[string]*entry
+	counts    map[string]map[pb.TaskState]int
+	pending   int // PENDING + READY + PAUSED
+
+	starts []*pb.ModuleStart // task starts within ShareWindow of the last start, oldest first
+
+	q queue
+
+	// Figures cached at the last Recompute for priorities computed between
+	// ticks (a task entering the queue). Derived, never persisted.
+	backlog     map[string]int
+	quota       map[quotaKey]bool
+	shareCounts map[string]int
+	shareTotal  int
+}
+
+type quotaKey struct {
+	backend string
+	deep    bool
+}
+
+// New returns an empty scheduler.
+func New(cfg Config) *State {
+	s := &State{
+		cfg:       cfg.withDefaults(),
+		tasks:     map[string]*entry{},
+		forgotten: map[string]struct{}{},
+		decided:   map[string]struct{}{},
+		running:   map[string]*entry{},
+		paused:    map[string]*entry{},
+		counts:    map[string]map[pb.TaskState]int{},
+		backlog:   map[string]int{},
+		quota:     map[quotaKey]bool{},
+	}
+	s.q.init()
+	return s
+}
+
+// Config returns the effective configuration (defaults filled in).
+func (s *State) Config() Config { return s.cfg }
+
+// IsFinished reports whether st is a final state.
+func IsFinished(st pb.TaskState) bool {
+	return st == pb.TaskState_TASK_STATE_COMPLETED ||
+		st == pb.TaskState_TASK_STATE_FAILED ||
+		st == pb.TaskState_TASK_STATE_CANCELLED
+}
+
+func isPendingState(st pb.TaskState) bool {
+	return st == pb.TaskState_TASK_STATE_PENDING ||
+		st == pb.TaskState_TASK_STATE_READY ||
+		st == pb.TaskState_TASK_STATE_PAUSED
+}
+
+// TaskKey is the deterministic id of a task: module/task_type/subject.
+func TaskKey(module, taskType, subject string) string {
+	return module + "/" + taskType + "/" + subject
+}
+
+// DecideSubmit validates t and returns the TaskSubmitted event to persist.
+// t is not modified. A refusal is a *SubmitError. The id is reserved until
+// the event is applied (or Abandon is called), so a second submit of the same
+// key in between is a duplicate too.
+func (s *State) DecideSubmit(t *pb.Task, now time.Time) (*pb.Event, error) {
+	if t == nil {
+		return nil, &SubmitError{Code: "invalid", Reason: "no task"}
+	}
+	id := t.GetId()
+	invalid := func(format string, a ...any) error {
+		return &SubmitError{Code: "invalid", TaskID: id, Reason: fmt.Sprintf(format, a...)}
+	}
+	switch {
+	case t.GetModule() == "":
+		return nil, invalid("module is empty")
+	case t.GetTaskType() == "":
+		return nil, invalid("task_type is empty")
+	case strings.Contains(t.GetModule(), "/") || strings.Contains(t.GetTaskType(), "/"):
+		return nil, invalid("module and task_type must not contain '/'")
+	case id != TaskKey(t.GetModule(), t.GetTaskType(), t.GetSubject()):
+		return nil, invalid("id must be %q (module/task_type/subject)", TaskKey(t.GetModule(), t.GetTaskType(), t.GetSubject()))
+	case t.GetLlmPreference() != "" && slices.Contains(t.GetLlmExclude(), t.GetLlmPreference()):
+		return nil, invalid("llm_preference %q is also in llm_exclude", t.GetLlmPreference())
+	}
+	if _, ok := s.tasks[id]; ok {
+		return nil, &SubmitError{Code: "duplicate", TaskID: id, Reason: "a task with this key exists (" + stateName(s.tasks[id].t.State) + ")"}
+	}
+	if _, ok := s.forgotten[id]; ok {
+		return nil, &SubmitError{Code: "duplicate", TaskID: id, Reason: "a task with this key already finished"}
+	}
+	if _, ok := s.decided[id]; ok {
+		return nil, &SubmitError{Code: "duplicate", TaskID: id, Reason: "a submit of this key is being persisted"}
+	}
+	if n := s.pending + len(s.decided); n >= s.cfg.MaxPending {
+		return nil, &SubmitError{Code: "full", TaskID: id,
+			Reason: fmt.Sprintf("%d tasks pending, the limit (max_pending) is %d", n, s.cfg.MaxPending)}
+	}
+
+	nt := proto.Clone(t).(*pb.Task)
+	at := now.UnixNano()
+	nt.State = pb.TaskState_TASK_STATE_PENDING
+	nt.CreatedAt = at
+	nt.UpdatedAt = at
+	nt.StartedAt, nt.CompletedAt = 0, 0
+	nt.LlmAssigned = ""
+	if nt.MessageLimit <= 0 {
+		nt.MessageLimit = int32(s.cfg.MessageLimit)
+	}
+	if nt.BasePriority == 0 {
+		nt.BasePriority = int32(s.basePriority(nt.TaskType))
+	}
+	nt.Priority = s.priorityAt(nt, at)
+	s.decided[id] = struct{}{}
+	return &pb.Event{At: at, Body: &pb.Event_TaskSubmitted{TaskSubmitted: &pb.TaskSubmitted{Task: nt}}}, nil
+}
+
+// Abandon releases the reservation of a decided submit whose event could not
+// be persisted.
+func (s *State) Abandon(id string) { delete(s.decided, id) }
+
+// DecideCancel returns the TaskCancelled event for a waiting task. Unknown:
+// *NotFoundError; finished or forgotten: ErrFinished; RUNNING: ErrRunning
+// (its executor cancels it). Errors name the task.
+func (s *State) DecideCancel(id string, reason string, now time.Time) (*pb.Event, error) {
+	en, ok := s.tasks[id]
+	if !ok {
+		if _, gone := s.forgotten[id]; gone {
+			return nil, fmt.Errorf("scheduler: cancel %q: %w", id, ErrFinished)
+		}
+		return nil, &NotFoundError{TaskID: id}
+	}
+	switch st := en.t.State; {
+	case IsFinished(st):
+		return nil, fmt.Errorf("scheduler: cancel %q: %w (%s)", id, ErrFinished, stateName(st))
+	case st == pb.TaskState_TASK_STATE_RUNNING:
+		return nil, fmt.Errorf("scheduler: cancel %q: %w", id, ErrRunning)
+	}
+	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_TaskCancelled{
+		TaskCancelled: &pb.TaskCancelled{TaskId: id, Reason: reason}}}, nil
+}
+
+// PauseOperator is the pause reason DecideResume leaves alone: a person
+// paused the task and resumes it.
+const PauseOperator = "operator"
+
+// DecideResume returns a TaskResumed event (back to PENDING) for every PAUSED
+// task whose not_before has passed, in id order. Tasks paused by an operator
+// stay paused.
+func (s *State) DecideResume(now time.Time) []*pb.Event {
+	at := now.UnixNano()
+	var ids []string
+	for id, en := range s.paused {
+		if en.t.NotBefore <= at && en.t.PauseReason != PauseOperator {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	evs := make([]*pb.Event, 0, len(ids))
+	for _, id := range ids {
+		evs = append(evs, &pb.Event{At: at, Body: &pb.Event_TaskResumed{TaskResumed: &pb.TaskResumed{TaskId: id}}})
+	}
+	return evs
+}
+
+// Queries.
+
+// Task returns a copy of the task.
+func (s *State) Task(id string) (*pb.Task, bool) {
+	en, ok := s.tasks[id]
+	if !ok {
+		return nil, false
+	}
+	return proto.Clone(en.t).(*pb.Task), true
+}
+
+// Tasks returns copies of the tasks for which filter (nil: all) is true, in
+// id order, at most limit (<= 0: no limit). filter must not modify the task.
+func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
+	ids := slices.Sorted(maps.Keys(s.tasks))
+	var out []*pb.Task
+	for _, id := range ids {
+		t := s.tasks[id].t
+		if filter != nil && !filter(t) {
+			continue
+		}
+		out = append(out, proto.Clone(t).(*pb.Task))
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out
+}
+
+// Counts returns module -> state -> number of tasks in memory.
+func (s *State) Counts() map[string]map[pb.TaskState]int {
+	out := make(map[string]map[pb.TaskState]int, len(s.counts))
+	for m, c := range s.counts {
+		out[m] = maps.Clone(c)
+	}
+	return out
+}
+
+// Pending is the number of PENDING, READY and PAUSED tasks.
+func (s *State) Pending() int { return s.pending }
+
+// Running returns copies of the RUNNING tasks in id order.
+func (s *State) Running() []*pb.Task {
+	ids := slices.Sorted(maps.Keys(s.running))
+	out := make([]*pb.Task, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, proto.Clone(s.running[id].t).(*pb.Task))
+	}
+	return out
+}
+
+// Len is the number of tasks in memory; Forgotten the number of forgotten ids.
+func (s *State) Len() int       { return len(s.tasks) }
+func (s *State) Forgotten() int { return len(s.forgotten) }
+
+func stateName(st pb.TaskState) string {
+	return strings.TrimPrefix(st.String(), "TASK_STATE_")
+}
