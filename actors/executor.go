@@ -63,7 +63,7 @@ func (e *executor) Receive(ctx actor.Context) {
 
 func (e *executor) finish(res *pb.TaskResult) {
 	llm := e.task.LlmAssigned
-	e.sys.executors.Add(-1)
+	e.sys.executorEnded() // first: the scheduler's next dispatch counts the free place
 	e.sys.root.Send(e.sys.allocatorPID, &release{backend: llm})
 	e.sys.root.Send(e.sys.schedulerPID, &executorDone{taskID: e.task.Id, llm: llm, result: res})
 	e.sys.root.Send(e.sys.orchestratorPID, &executorDone{taskID: e.task.Id, llm: llm, result: res})

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -19,6 +20,9 @@ type moduleHost struct {
 	j      *journal
 	last   uint64
 	offers map[string]bool // task ids proposed and not refused (transient)
+	// lastPropose throttles proposals after events to one per tick
+	// interval: a module with thousands of open tasks rebuilds them all.
+	lastPropose time.Time
 }
 
 func (h *moduleHost) Receive(ctx actor.Context) {
@@ -40,7 +44,9 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		if err := h.sys.writeExports(h.mod, exportsOf(h.mod, applied)); err != nil {
 			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".export_failed").Msg("output file not written; recovery will write it")
 		}
-		h.propose(ctx)
+		if h.sys.clock.Since(h.lastPropose) >= h.sys.opts.TickInterval {
+			h.propose(ctx)
+		}
 	case *tick:
 		h.propose(ctx)
 	case *pb.TaskSubmitReply:
@@ -125,7 +131,8 @@ func (h *moduleHost) propose(ctx actor.Context) {
 	if !h.sys.acceptingWork() {
 		return
 	}
-	for _, t := range h.mod.Propose(h.sys.clock.Now()) {
+	h.lastPropose = h.sys.clock.Now()
+	for _, t := range h.mod.Propose(h.lastPropose) {
 		if h.offers[t.Id] {
 			continue
 		}

@@ -29,10 +29,6 @@ func (o *orchestrator) Receive(ctx actor.Context) {
 		o.spawnExecutor(ctx, m.task)
 	case *executorDone:
 		delete(o.executors, m.taskID)
-		select {
-		case o.sys.execDone <- struct{}{}:
-		default:
-		}
 	case *cancelTask:
 		pid, ok := o.executors[m.id]
 		if !ok {

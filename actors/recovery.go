@@ -27,7 +27,7 @@ type RecoveryReport struct {
 	RequestsInterrupted int               `json:"requests_interrupted"` // in flight at the crash: re-sent at most once
 	TasksToResume       int               `json:"tasks_to_resume"`
 	Repairs             []string          `json:"repairs"`
-	Problems            []string          `json:"problems"` // found, not repairable here
+	Problems            []string          `json:"problems"`    // found, not repairable here
 	TaskStates          map[string]int    `json:"task_states"` // after repairs (as recorded, with --dry-run)
 	DryRun              bool              `json:"dry_run"`
 }

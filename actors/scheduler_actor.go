@@ -21,7 +21,11 @@ type schedulerActor struct {
 
 	free       freeSlots
 	allocating int // picks sent to the allocator, not yet answered
-	stopping   bool
+	// deferred holds picked tasks no backend could take (e.g. deep mode
+	// with every deep budget spent) until the next tick, so they are not
+	// picked again and again ahead of work that can run.
+	deferred []string
+	stopping bool
 }
 
 func (a *schedulerActor) Receive(ctx actor.Context) {
@@ -34,11 +38,16 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		}
 	case *persisted:
 		a.sys.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
+		a.dispatch(ctx) // new, resumed or requeued tasks may run now
 	case *pb.TaskSubmit:
 		a.submit(ctx, m)
 	case *taskEvents:
 		a.persistTaskEvents(m)
 	case *tick:
+		for _, id := range a.deferred {
+			a.state.Unpick(id)
+		}
+		a.deferred = a.deferred[:0]
 		now := timeOf(m.now)
 		a.state.Recompute(now, a.sys.schedulerEnv())
 		if evs := a.state.DecideResume(now); len(evs) > 0 {
@@ -131,11 +140,16 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 	}
 	budget := a.sys.opts.MaxRunning - int(a.sys.executors.Load()) - a.allocating
 	slots := 0
-	var free []string
+	var free, deepFree []string
 	for b, n := range a.free.slots {
 		if n > 0 {
-			free = append(free, b)
 			slots += n
+			if a.free.quota[b].normal {
+				free = append(free, b)
+			}
+			if a.free.quota[b].deep {
+				deepFree = append(deepFree, b)
+			}
 		}
 	}
 	if slots < budget {
@@ -143,7 +157,7 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 	}
 	now := a.sys.clock.Now()
 	for ; budget > 0; budget-- {
-		t, ok := a.state.Pick(free, now)
+		t, ok := a.state.PickFor(free, deepFree, now)
 		if !ok {
 			return
 		}
@@ -158,6 +172,11 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *allocated) {
 		// No LLM, shutting down, or cancelled while the allocator looked.
 		if m.llm != "" {
 			ctx.Send(a.sys.allocatorPID, &release{backend: m.llm})
+		}
+		if m.llm == "" && a.state.Picked(m.taskID) {
+			a.deferred = append(a.deferred, m.taskID)
+			a.dispatch(ctx)
+			return
 		}
 		a.state.Unpick(m.taskID)
 		return

@@ -44,6 +44,8 @@ type System struct {
 	dead       chan struct{} // closed when the system has stopped
 
 	executors atomic.Int64
+	finishMu  sync.Mutex
+	finished  chan struct{} // closed and replaced each time an executor ends
 	execDone  chan struct{} // a signal per finished executor (non-blocking)
 	accepting atomic.Bool
 	quota     atomic.Pointer[map[string]quotaView]
@@ -82,7 +84,7 @@ func newSystem(opts Options) (*System, error) {
 		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
 		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}),
-		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}),
+		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}), finished: make(chan struct{}),
 	}
 	for _, m := range opts.Modules {
 		if _, dup := s.taskTypes[m.Name()]; dup {
@@ -595,6 +597,43 @@ func finishedState(st pb.TaskState) bool {
 	return st == pb.TaskState_TASK_STATE_COMPLETED || st == pb.TaskState_TASK_STATE_FAILED || st == pb.TaskState_TASK_STATE_CANCELLED
 }
 
+// WaitIdle blocks until Idle, woken by every executor that ends, or
+// until ctx is done.
+func (s *System) WaitIdle(ctx context.Context) error {
+	for {
+		ch := s.finishSignal()
+		if s.Idle() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.dead:
+			return errors.New("fano stopped")
+		}
+	}
+}
+
+func (s *System) finishSignal() chan struct{} {
+	s.finishMu.Lock()
+	defer s.finishMu.Unlock()
+	return s.finished
+}
+
+// executorEnded wakes WaitIdle and Stop.
+func (s *System) executorEnded() {
+	s.executors.Add(-1)
+	s.finishMu.Lock()
+	close(s.finished)
+	s.finished = make(chan struct{})
+	s.finishMu.Unlock()
+	select {
+	case s.execDone <- struct{}{}:
+	default:
+	}
+}
+
 // Running is the number of executors at work.
 func (s *System) Running() int { return int(s.executors.Load()) }
 
@@ -642,4 +681,11 @@ wait:
 	}
 	s.logger.Info().Str("event", "actors.orchestrator.stopped").Dur("took", time.Since(start)).Msg("stopped")
 	return errors.Join(errs...)
+}
+
+// allocatorCanUse asks the allocator whether backend takes a request now.
+func (s *System) allocatorCanUse(backend string) bool {
+	var ok bool
+	s.withAllocator(func(b *allocator.Book) { ok = b.CanUse(backend, false, s.clock.Now()) })
+	return ok
 }

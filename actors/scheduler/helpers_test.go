@@ -107,12 +107,15 @@ func checkInvariants(t testing.TB, s *State) {
 			if i > 0 {
 				require.False(t, h.less(i, (i-1)/2), "heap order broken at %d in %q", i, h.key)
 			}
+			if h.kind != kindDelayed {
+				require.Equal(t, h.deep, en.t.RequiresDeepMode, "task %s in the wrong deep/normal heap", en.t.Id)
+			}
 			if h.kind == kindPref {
-				require.Equal(t, h.key, en.t.LlmPreference)
+				require.Equal(t, h.key, heapKey(en.t.RequiresDeepMode, en.t.LlmPreference))
 			}
 			if h.kind == kindExcl {
 				k, _ := exclKey(en.t.LlmExclude)
-				require.Equal(t, h.key, k)
+				require.Equal(t, h.key, heapKey(en.t.RequiresDeepMode, k))
 				require.Empty(t, en.t.LlmPreference)
 			}
 		}

@@ -33,7 +33,8 @@ const (
 // not_before first.
 type taskHeap struct {
 	kind  heapKind
-	key   string   // backend (kindPref) or canonical exclusion set (kindExcl)
+	key   string   // map key: deep marker + backend (kindPref) or canonical exclusion set (kindExcl)
+	deep  bool     // its tasks need deep mode: only backends with deep quota serve them
 	excl  []string // kindExcl: the backends these tasks must not use, sorted
 	items []*entry
 }
@@ -212,9 +213,19 @@ func (s *State) promote(now int64) {
 	}
 }
 
-// best returns the first task in scheduling order that can use one of free,
-// or nil. Cost: one look at the top of each eligible heap.
-func (q *queue) best(free []string) *entry {
+// heapKey keeps deep-mode tasks in heaps of their own, so a pick can offer
+// them only the backends whose deep budget is not spent.
+func heapKey(deep bool, key string) string {
+	if deep {
+		return "d\x01" + key
+	}
+	return "n\x01" + key
+}
+
+// best returns the first task in scheduling order that can use one of free
+// (deep-mode tasks: one of deepFree), or nil. Cost: one look at the top of
+// each eligible heap.
+func (q *queue) best(free, deepFree []string) *entry {
 	var best *entry
 	consider := func(h *taskHeap) {
 		if en := h.top(); en != nil && (best == nil || before(en.t, best.t)) {
@@ -222,12 +233,21 @@ func (q *queue) best(free []string) *entry {
 		}
 	}
 	for _, b := range free {
-		if h := q.pref[b]; h != nil {
+		if h := q.pref[heapKey(false, b)]; h != nil {
+			consider(h)
+		}
+	}
+	for _, b := range deepFree {
+		if h := q.pref[heapKey(true, b)]; h != nil {
 			consider(h)
 		}
 	}
 	for _, h := range q.excl {
-		for _, b := range free {
+		list := free
+		if h.deep {
+			list = deepFree
+		}
+		for _, b := range list {
 			if h.allows(b) {
 				consider(h)
 				break
@@ -244,8 +264,14 @@ func (q *queue) best(free []string) *entry {
 // (transient, not an event) and is not returned again until Unpick(id); the
 // TaskStarted event ends the mark. O(log n) plus one look per heap.
 func (s *State) Pick(free []string, now time.Time) (*pb.Task, bool) {
+	return s.PickFor(free, free, now)
+}
+
+// PickFor is Pick where tasks that need deep mode may only use deepFree
+// (the free backends whose daily deep budget is not spent).
+func (s *State) PickFor(free, deepFree []string, now time.Time) (*pb.Task, bool) {
 	s.promote(now.UnixNano())
-	en := s.q.best(free)
+	en := s.q.best(free, deepFree)
 	if en == nil {
 		return nil, false
 	}
@@ -280,7 +306,7 @@ func (s *State) ShouldPreempt(runningID, llm string) (bool, string) {
 	if !ok {
 		return false, ""
 	}
-	w := s.q.best([]string{llm})
+	w := s.q.best([]string{llm}, []string{llm})
 	if w == nil || w.t.Id == runningID {
 		return false, ""
 	}
@@ -323,15 +349,18 @@ func (s *State) Recompute(now time.Time, env Env) {
 func (q *queue) appendReady(en *entry) {
 	t := en.t
 	var h *taskHeap
+	deep := t.RequiresDeepMode
 	if p := t.LlmPreference; p != "" {
-		if h = q.pref[p]; h == nil {
-			h = &taskHeap{kind: kindPref, key: p}
-			q.pref[p] = h
+		key := heapKey(deep, p)
+		if h = q.pref[key]; h == nil {
+			h = &taskHeap{kind: kindPref, key: key, deep: deep}
+			q.pref[key] = h
 		}
 	} else {
-		key, set := exclKey(t.LlmExclude)
+		ex, set := exclKey(t.LlmExclude)
+		key := heapKey(deep, ex)
 		if h = q.excl[key]; h == nil {
-			h = &taskHeap{kind: kindExcl, key: key, excl: set}
+			h = &taskHeap{kind: kindExcl, key: key, excl: set, deep: deep}
 			q.excl[key] = h
 		}
 	}

@@ -34,6 +34,10 @@ type Config struct {
 	Questions []string
 	Turns     int    // answers per question (default 3)
 	TaskType  string // default "exploration"
+	// DeepQuestions: the first n questions need deep mode.
+	DeepQuestions int
+	// NoPropose: tasks come only from Submit (benchmarks submit their own).
+	NoPropose bool
 }
 
 // Module asks questions and records answers. Not safe for concurrent use.
@@ -50,7 +54,7 @@ type state struct {
 
 // New returns a probe with no answers yet.
 func New(cfg Config) *Module {
-	if len(cfg.Questions) == 0 {
+	if len(cfg.Questions) == 0 && !cfg.NoPropose {
 		cfg.Questions = DefaultQuestions
 	}
 	if cfg.Turns <= 0 {
@@ -75,6 +79,9 @@ func (m *Module) key(i int) string {
 
 // Propose offers one task per question that is not finished.
 func (m *Module) Propose(now time.Time) []*pb.Task {
+	if m.cfg.NoPropose {
+		return nil
+	}
 	var out []*pb.Task
 	for i := range m.cfg.Questions {
 		id := m.key(i)
@@ -83,8 +90,9 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 		}
 		out = append(out, &pb.Task{
 			Id: id, Module: Name, TaskType: m.cfg.TaskType, Subject: fmt.Sprintf("q%04d", i),
-			MaxRequests: int32(m.cfg.Turns),
-			Context:     map[string]string{"question": m.cfg.Questions[i]},
+			MaxRequests:      int32(m.cfg.Turns),
+			RequiresDeepMode: i < m.cfg.DeepQuestions,
+			Context:          map[string]string{"question": m.cfg.Questions[i]},
 		})
 	}
 	return out

@@ -1,0 +1,191 @@
+package actors
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/gateway"
+	"fano/gateway/sim"
+	"fano/modules"
+	"fano/modules/probe"
+	"fano/pb"
+	"fano/wal"
+)
+
+// bundle is one test's fano: a real WAL file, sim backends, a probe
+// module, and a feed of applied events.
+type bundle struct {
+	t      *testing.T
+	dir    string
+	log    *wal.Log
+	clock  clockwork.Clock
+	opts   Options
+	sys    *System
+	probe  *probe.Module
+	sims   []*sim.Backend
+	events chan Notice
+}
+
+type setupOpts struct {
+	clock     clockwork.Clock
+	backends  []string
+	hourly    int
+	deep      int
+	simHourly int // the simulated service's own limit (0 = hourly)
+	conc      int
+	latency   time.Duration
+	probe     probe.Config
+	mutate    func(*Options)
+	noSync    bool // tests of logic, not durability, skip fsync
+}
+
+func setup(t *testing.T, so setupOpts) *bundle {
+	t.Helper()
+	if so.clock == nil {
+		so.clock = clockwork.NewRealClock()
+	}
+	if len(so.backends) == 0 {
+		so.backends = []string{"chatgpt", "claude", "gemini"}
+	}
+	if so.hourly == 0 {
+		so.hourly = 1000
+	}
+	if so.conc == 0 {
+		so.conc = 1
+	}
+	dir := t.TempDir()
+	log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{LockTimeout: time.Second, NoSync: so.noSync})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = log.Close() })
+	b := &bundle{t: t, dir: dir, log: log, clock: so.clock, events: make(chan Notice, 100000)}
+	var backends []gateway.Backend
+	ac := allocator.Config{BufferPercent: 10}
+	for i, name := range so.backends {
+		simHourly := so.simHourly
+		if simHourly == 0 {
+			simHourly = so.hourly
+		}
+		s := sim.New(sim.Config{Name: name, Style: "api", Seed: int64(i + 1), Latency: so.latency, HourlyLimit: simHourly, DeepDailyLimit: so.deep}, so.clock)
+		b.sims = append(b.sims, s)
+		backends = append(backends, s)
+		ac.Backends = append(ac.Backends, allocator.BackendConfig{Name: name, Kind: "sim", HourlyLimit: so.hourly, DeepDailyLimit: so.deep, MaxConcurrency: so.conc})
+	}
+	b.opts = Options{
+		Log: log, Clock: so.clock, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+		Scheduler: scheduler.Config{PreemptionThreshold: 20, MaxPending: 100000, MessageLimit: 50},
+		Allocator: ac, Backends: backends,
+		TickInterval: 10 * time.Millisecond, MaxRunning: 64,
+		RetryBackoff: []time.Duration{time.Second, 2 * time.Second, 3 * time.Second},
+		OutputDir:    filepath.Join(dir, "output"),
+	}
+	b.probe = probe.New(so.probe)
+	b.opts.Modules = []modules.Module{b.probe}
+	if so.mutate != nil {
+		so.mutate(&b.opts)
+	}
+	return b
+}
+
+// start starts the system and subscribes the bundle to its events.
+func (b *bundle) start() *System {
+	b.t.Helper()
+	sys, err := Start(b.opts)
+	require.NoError(b.t, err)
+	b.sys = sys
+	sys.Subscribe(func(n Notice) {
+		select {
+		case b.events <- n:
+		default:
+		}
+	})
+	var once sync.Once
+	b.t.Cleanup(func() { once.Do(func() { _ = sys.Stop() }) })
+	return sys
+}
+
+// waitCompleted waits until n tasks have completed, or fails after a
+// deadline that only a broken test reaches.
+func (b *bundle) waitCompleted(n int) {
+	b.t.Helper()
+	deadline := time.After(30 * time.Second)
+	done := 0
+	for done < n {
+		select {
+		case e := <-b.events:
+			if e.Event.GetTaskCompleted() != nil {
+				done++
+			}
+		case <-deadline:
+			b.t.Fatalf("only %d of %d tasks completed", done, n)
+		}
+	}
+}
+
+// waitEvent waits for the first event that match accepts.
+func (b *bundle) waitEvent(what string, match func(Notice) bool) Notice {
+	b.t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case e := <-b.events:
+			if match(e) {
+				return e
+			}
+		case <-deadline:
+			b.t.Fatalf("no %s", what)
+		}
+	}
+}
+
+// replayOwner rebuilds one owner's state from the log, from sequence 1
+// (ignoring checkpoints) or from its checkpoint.
+func (b *bundle) rebuildScheduler(fromCheckpoint bool) *scheduler.State {
+	b.t.Helper()
+	s, err := newSystem(b.opts)
+	require.NoError(b.t, err)
+	if fromCheckpoint {
+		st, err := s.recoverScheduler()
+		require.NoError(b.t, err)
+		return st.state
+	}
+	st := scheduler.New(b.opts.Scheduler)
+	require.NoError(b.t, replay(b.log, map[string]*owned{ownerScheduler: {apply: st.Apply}}, nil))
+	return st
+}
+
+func (b *bundle) rebuildAllocator(fromCheckpoint bool) *allocator.Book {
+	b.t.Helper()
+	s, err := newSystem(b.opts)
+	require.NoError(b.t, err)
+	if fromCheckpoint {
+		st, err := s.recoverAllocator()
+		require.NoError(b.t, err)
+		return st.book
+	}
+	bk := allocator.New(b.opts.Allocator)
+	require.NoError(b.t, replay(b.log, map[string]*owned{ownerAllocator: {apply: bk.Apply}}, nil))
+	return bk
+}
+
+func questions(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("Question %d about the Fano plane", i)
+	}
+	return out
+}
+
+func benchTask(i int) *pb.Task {
+	subject := fmt.Sprintf("b%06d", i)
+	return &pb.Task{Id: modules.TaskKey(probe.Name, probe.TaskType, subject), Module: probe.Name, TaskType: probe.TaskType,
+		Subject: subject, MaxRequests: 1, Context: map[string]string{"question": "bench " + subject}}
+}

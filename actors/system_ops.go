@@ -1,0 +1,286 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"fano/actors/scheduler"
+	"fano/pb"
+)
+
+// Operations the health monitor and the operator tools need from a
+// running System: backend connectivity, reconnecting, ending a stuck run,
+// and the actors' mailbox depths for a SIGUSR1 dump. Like the rest of the
+// System API they are safe for concurrent use.
+
+// BackendHealth is one backend's connectivity as its gateway host sees it.
+type BackendHealth struct {
+	Name    string `json:"name"`
+	Healthy bool   `json:"healthy"`
+	Error   string `json:"error,omitempty"`
+	Running int    `json:"running"` // requests in flight
+}
+
+// Reconnector is implemented by backends that can re-establish their
+// connection (a browser relaunching, an API client dialling again). The
+// health monitor calls it when no LLM has been available for a while;
+// backends without it are only probed again with Health.
+type Reconnector interface {
+	Reconnect(ctx context.Context) error
+}
+
+// Accepting reports whether new work may start (see SetAccepting).
+func (s *System) Accepting() bool { return s.accepting.Load() }
+
+// BackendHealth asks every gateway host for its backend's Health, in the
+// order of Options.Backends. A host that does not answer before ctx ends
+// is reported unhealthy with the reason.
+func (s *System) BackendHealth(ctx context.Context) []BackendHealth {
+	names := make([]string, 0, len(s.opts.Backends))
+	for _, b := range s.opts.Backends {
+		names = append(names, b.Name())
+	}
+	return s.backendHealth(ctx, names)
+}
+
+func (s *System) backendHealth(ctx context.Context, names []string) []BackendHealth {
+	replies := make([]chan gatewayState, len(names))
+	for i, name := range names {
+		replies[i] = make(chan gatewayState, 1) // the host never blocks on a late reply
+		if pid, ok := s.gatewayPIDs[name]; ok {
+			s.root.Send(pid, &gatewayStatus{reply: replies[i]})
+		}
+	}
+	out := make([]BackendHealth, len(names))
+	for i, name := range names {
+		out[i] = BackendHealth{Name: name}
+		if _, ok := s.gatewayPIDs[name]; !ok {
+			out[i].Error = "no such backend"
+			continue
+		}
+		select {
+		case st := <-replies[i]:
+			out[i] = BackendHealth{Name: name, Healthy: st.Healthy, Error: st.Error, Running: st.Running}
+		case <-ctx.Done():
+			out[i].Error = "health check did not answer: " + context.Cause(ctx).Error()
+		case <-s.dead:
+			out[i].Error = "fano is stopping"
+		}
+	}
+	return out
+}
+
+// ReconnectBackends re-establishes the named backends (all when names is
+// empty): Reconnect where the backend implements Reconnector, then a fresh
+// Health probe through its gateway host. It returns the probes' results.
+func (s *System) ReconnectBackends(ctx context.Context, names []string) []BackendHealth {
+	if len(names) == 0 {
+		for _, b := range s.opts.Backends {
+			names = append(names, b.Name())
+		}
+	}
+	failed := map[string]string{}
+	for _, b := range s.opts.Backends {
+		r, ok := b.(Reconnector)
+		if !ok || !contains(names, b.Name()) {
+			continue
+		}
+		if err := r.Reconnect(ctx); err != nil {
+			failed[b.Name()] = "reconnect: " + err.Error()
+		}
+	}
+	out := s.backendHealth(ctx, names)
+	for i := range out {
+		if msg, ok := failed[out[i].Name]; ok && !out[i].Healthy && out[i].Error == "" {
+			out[i].Error = msg
+		}
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// StuckOutcome says how StopStuckTask ended a run.
+type StuckOutcome string
+
+const (
+	StuckNotRunning StuckOutcome = "not_running" // it had moved on by itself
+	StuckByExecutor StuckOutcome = "executor"    // its executor stopped at a safe point
+	StuckForced     StuckOutcome = "forced"      // no executor answered: the event was written directly
+)
+
+// StopStuckTask ends the current run of a task that has been RUNNING too
+// long (the health monitor's stuck check, spec §9.2). Its executor is
+// cancelled as a preemption would be: the call in flight is really
+// cancelled and the task is PAUSED at a safe point. Then, in the same
+// scheduler turn that applies that pause (so no dispatch can come in
+// between), a follow-up event records the decision: TaskPaused{reason,
+// not_before: resumeAt} or, with fail, TaskFailed{reason}; a failed task's
+// module is told through DecideFailure.
+//
+// If no executor answers before ctx ends (the executor is gone, e.g. a
+// write failed, or wedged in a call that ignores its context), the
+// follow-up event is written directly. It returns how the run ended.
+func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason string, resumeAt time.Time) (StuckOutcome, error) {
+	t, ok := s.Task(id)
+	if !ok {
+		return "", &scheduler.NotFoundError{TaskID: id}
+	}
+	if t.State != pb.TaskState_TASK_STATE_RUNNING {
+		return StuckNotRunning, nil
+	}
+	followUp := func() *pb.Event {
+		at := nanos(s.clock.Now())
+		if fail {
+			return &pb.Event{At: at, Body: &pb.Event_TaskFailed{TaskFailed: &pb.TaskFailed{TaskId: id, Error: reason}}}
+		}
+		return &pb.Event{At: at, Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: id, Reason: reason, NotBefore: nanos(resumeAt)}}}
+	}
+	var sent atomic.Bool
+	written := make(chan taskEventsReply, 1)
+	ended := make(chan StuckOutcome, 1)
+	signal := func(o StuckOutcome) {
+		select {
+		case ended <- o:
+		default:
+		}
+	}
+	unsubscribe := s.Subscribe(func(n Notice) {
+		if n.Owner != ownerScheduler || n.Event == nil {
+			return
+		}
+		if tid, _ := scheduler.TaskID(n.Event); tid != id {
+			return
+		}
+		switch n.Event.Body.(type) {
+		case *pb.Event_TaskPaused:
+			// Runs in the scheduler's goroutine while it applies the
+			// pause: the follow-up enters its mailbox before any start of
+			// this task can be persisted (a start needs a resume, then an
+			// allocation round trip, both behind it).
+			if sent.CompareAndSwap(false, true) {
+				s.root.Send(s.schedulerPID, &taskEvents{taskID: id, events: []*pb.Event{followUp()}, reply: written})
+				signal(StuckByExecutor)
+			}
+		case *pb.Event_TaskCompleted, *pb.Event_TaskFailed, *pb.Event_TaskCancelled:
+			signal(StuckNotRunning)
+		}
+	})
+	defer unsubscribe()
+
+	reply := make(chan error, 1)
+	if _, err := ask(s, s.orchestratorPID, &cancelTask{id: id, reason: errPreempted.Error(), reply: reply}, reply); err != nil {
+		return "", fmt.Errorf("stop stuck task %s: %w", id, err)
+	}
+	var outcome StuckOutcome
+	select {
+	case outcome = <-ended:
+	case <-ctx.Done():
+		// Nobody paused it in time: write the decision ourselves, unless
+		// the pause was seen meanwhile or the task moved on by itself.
+		if !sent.CompareAndSwap(false, true) {
+			outcome = <-ended
+			break
+		}
+		if cur, ok := s.Task(id); !ok || cur.State != pb.TaskState_TASK_STATE_RUNNING {
+			return StuckNotRunning, nil
+		}
+		s.root.Send(s.schedulerPID, &taskEvents{taskID: id, events: []*pb.Event{followUp()}, reply: written})
+		outcome = StuckForced
+	case <-s.dead:
+		return "", fmt.Errorf("stop stuck task %s: fano is stopping", id)
+	}
+	if outcome == StuckNotRunning {
+		return outcome, nil
+	}
+	var r taskEventsReply
+	select {
+	case r = <-written:
+	case <-s.dead:
+		return "", fmt.Errorf("stop stuck task %s: fano is stopping", id)
+	}
+	if r.err != nil {
+		return "", fmt.Errorf("stop stuck task %s: %w", id, r.err)
+	}
+	if fail {
+		if err := s.moduleEnd(t, true, reason); err != nil {
+			return outcome, fmt.Errorf("stop stuck task %s: tell module %s: %w", id, t.Module, err)
+		}
+	}
+	return outcome, nil
+}
+
+// MailboxDepth is the number of user messages waiting in one actor's
+// mailbox; -1 when it cannot be read.
+type MailboxDepth struct {
+	Actor string `json:"actor"`
+	Depth int    `json:"depth"`
+}
+
+// Mailboxes returns the depth of every local actor's mailbox, deepest
+// first (ties by name). It never sends a message, so it answers even when
+// an actor is wedged: what a SIGUSR1 dump needs.
+//
+// protoactor keeps the mailbox in an unexported field of ActorProcess and
+// exports no way to read its length from outside the actor, so this reads
+// the field through reflection. If protoactor changes that layout, depths
+// come back as -1 instead of failing.
+func (s *System) Mailboxes() []MailboxDepth {
+	select {
+	case <-s.dead:
+		return nil
+	default:
+	}
+	if s.as == nil {
+		return nil
+	}
+	var out []MailboxDepth
+	for _, shard := range s.as.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for id, p := range shard.Items() {
+			ap, ok := p.(*actor.ActorProcess)
+			if !ok {
+				continue
+			}
+			out = append(out, MailboxDepth{Actor: id, Depth: mailboxDepth(ap)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Depth != out[j].Depth {
+			return out[i].Depth > out[j].Depth
+		}
+		return out[i].Actor < out[j].Actor
+	})
+	return out
+}
+
+func mailboxDepth(ap *actor.ActorProcess) (depth int) {
+	defer func() {
+		if recover() != nil {
+			depth = -1
+		}
+	}()
+	f := reflect.ValueOf(ap).Elem().FieldByName("mailbox")
+	if !f.IsValid() || f.Kind() != reflect.Interface {
+		return -1
+	}
+	v := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+	mb, ok := v.Interface().(actor.Mailbox)
+	if !ok || mb == nil {
+		return -1
+	}
+	return mb.UserMessageCount()
+}
