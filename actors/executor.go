@@ -130,8 +130,10 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		default:
 			return e.fail(fmt.Sprintf("unknown action %v", act.Kind))
 		}
-		if t.RequestCount >= maxReq {
+		if t.Conversation.GetTurnCount() >= maxReq {
 			// The module wanted more, but the task's request budget is spent.
+			// Answered turns count: a request cut off by a crash or failed
+			// by the backend is bounded by the retry limits instead.
 			return e.complete()
 		}
 		// Safe point: before a request, a much more urgent task may take the LLM.
@@ -193,6 +195,8 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
 		}
+		e.sys.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
+			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer saved")
 		if err := e.sys.moduleAnswer(t, resp.Content); err != nil {
 			if modules.IsValidation(err) {
 				return e.retry("validation: "+err.Error(), true)

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"fmt"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"fano/pb"
@@ -43,23 +45,22 @@ func (o *orchestrator) Receive(ctx actor.Context) {
 
 func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	s := o.sys
-	must := func(pid *actor.PID, err error) *actor.PID {
-		if err != nil {
-			panic(err) // names are fixed and unique: only a bug gets here
+	// The PIDs were fixed in Start; spawning must produce exactly them.
+	spawn := func(want *actor.PID, name string, producer actor.Producer) {
+		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(producer), name)
+		if err != nil || pid.Id != want.Id {
+			panic(fmt.Errorf("actors: spawn %s: got %v, %v", name, pid, err)) // only a bug gets here
 		}
-		return pid
 	}
-	s.schedulerPID = must(ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &schedulerActor{sys: s} }), "scheduler"))
+	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s} })
 	for _, b := range s.opts.Backends {
-		b := b
-		s.gatewayPIDs[b.Name()] = must(ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &gatewayHost{sys: s, backend: b} }), "gateway-"+b.Name()))
+		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b} })
 	}
 	for _, m := range s.opts.Modules {
-		m := m
-		s.modulePIDs[m.Name()] = must(ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &moduleHost{sys: s, mod: m} }), "module-"+m.Name()))
+		spawn(s.modulePIDs[m.Name()], "module-"+m.Name(), func() actor.Actor { return &moduleHost{sys: s, mod: m} })
 	}
 	// Last: its first publish starts the scheduler's dispatching.
-	s.allocatorPID = must(ctx.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &allocatorActor{sys: s} }), "allocator"))
+	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s} })
 }
 
 func (o *orchestrator) spawnExecutor(ctx actor.Context, t *pb.Task) {

@@ -126,6 +126,17 @@ func Start(opts Options) (*System, error) {
 	s.baseCtx, s.baseCancel = context.WithCancelCause(context.Background())
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logging.Slog(s.logger) }))
 	s.root = s.as.Root
+	// Every PID is known before any actor starts, so actors read them
+	// without a race: a child of the orchestrator is "orchestrator/<name>".
+	s.orchestratorPID = s.as.NewLocalPID("orchestrator")
+	s.schedulerPID = s.as.NewLocalPID("orchestrator/scheduler")
+	s.allocatorPID = s.as.NewLocalPID("orchestrator/allocator")
+	for _, b := range s.opts.Backends {
+		s.gatewayPIDs[b.Name()] = s.as.NewLocalPID("orchestrator/gateway-" + b.Name())
+	}
+	for _, m := range s.opts.Modules {
+		s.modulePIDs[m.Name()] = s.as.NewLocalPID("orchestrator/module-" + m.Name())
+	}
 	ready := make(chan struct{})
 	props := actor.PropsFromProducer(func() actor.Actor { return &orchestrator{sys: s, ready: ready} },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
@@ -136,7 +147,9 @@ func Start(opts Options) (*System, error) {
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn orchestrator: %w", err)
 	}
-	s.orchestratorPID = pid
+	if pid.Id != s.orchestratorPID.Id {
+		return nil, fmt.Errorf("actors: orchestrator spawned as %q", pid.Id)
+	}
 	<-ready
 	s.startLoops()
 	return s, nil

@@ -126,11 +126,12 @@ const (
 // StopStuckTask ends the current run of a task that has been RUNNING too
 // long (the health monitor's stuck check, spec §9.2). Its executor is
 // cancelled as a preemption would be: the call in flight is really
-// cancelled and the task is PAUSED at a safe point. Then, in the same
-// scheduler turn that applies that pause (so no dispatch can come in
-// between), a follow-up event records the decision: TaskPaused{reason,
-// not_before: resumeAt} or, with fail, TaskFailed{reason}; a failed task's
-// module is told through DecideFailure.
+// cancelled and the task is PAUSED at a safe point. As the scheduler
+// applies that pause, a follow-up event records the decision:
+// TaskPaused{reason, not_before: resumeAt} or, with fail,
+// TaskFailed{reason}; a failed task's module is told through
+// DecideFailure. New work does not start meanwhile (a few milliseconds);
+// the previous SetAccepting state comes back on return.
 //
 // If no executor answers before ctx ends (the executor is gone, e.g. a
 // write failed, or wedged in a call that ignores its context), the
@@ -142,6 +143,13 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 	}
 	if t.State != pb.TaskState_TASK_STATE_RUNNING {
 		return StuckNotRunning, nil
+	}
+	// No dispatch while we decide: between the executor's pause and our
+	// follow-up a tick could resume the task and start it again, and a
+	// start already queued in the journal would outlive a FAILED written
+	// after it. Dispatch comes back when the follow-up is durable.
+	if s.accepting.Swap(false) {
+		defer s.SetAccepting(true)
 	}
 	followUp := func() *pb.Event {
 		at := nanos(s.clock.Now())
