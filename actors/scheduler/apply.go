@@ -314,6 +314,13 @@ func (s *State) track(en *entry, st pb.TaskState, delta int) {
 		s.pending += delta
 	}
 	id := en.t.Id
+	if !IsFinished(st) {
+		if delta > 0 {
+			s.open[id] = en
+		} else {
+			delete(s.open, id)
+		}
+	}
 	switch st {
 	case pb.TaskState_TASK_STATE_RUNNING:
 		if delta > 0 {
@@ -333,13 +340,17 @@ func (s *State) track(en *entry, st pb.TaskState, delta int) {
 // recordStart notes a start for module balance and drops the starts older
 // than ShareWindow before at (deterministic on replay).
 func (s *State) recordStart(module string, at int64) {
+	// Starts arrive in event order, so the old ones are at the front; the
+	// rare start logged with an earlier time than its predecessor only
+	// stays a little longer. Amortized O(1).
 	cutoff := at - int64(s.cfg.ShareWindow)
-	kept := s.starts[:0]
-	for _, st := range s.starts {
-		if st.At >= cutoff {
-			kept = append(kept, st)
-		}
+	drop := 0
+	for drop < len(s.starts) && s.starts[drop].At < cutoff {
+		drop++
 	}
-	clear(s.starts[len(kept):])
-	s.starts = append(kept, &pb.ModuleStart{Module: module, At: at})
+	if drop > 0 {
+		clear(s.starts[:drop])
+		s.starts = s.starts[drop:]
+	}
+	s.starts = append(s.starts, &pb.ModuleStart{Module: module, At: at})
 }

@@ -121,8 +121,14 @@ func checkInvariants(t testing.TB, s *State) {
 		}
 	}
 	pending, running, paused := 0, 0, 0
+	open := 0
+	defer func() { require.Len(t, s.open, open, "open index holds finished or unknown tasks") }()
 	for id, en := range s.tasks {
 		require.Equal(t, id, en.t.Id)
+		if !IsFinished(en.t.State) {
+			open++
+			require.Same(t, en, s.open[id], "unfinished task %s missing from the open index", id)
+		}
 		waiting := en.t.State == pb.TaskState_TASK_STATE_PENDING && !en.picked
 		require.Equal(t, waiting, inHeap[id], "task %s state %s picked %v", id, en.t.State, en.picked)
 		if isPendingState(en.t.State) {

@@ -36,9 +36,9 @@ func (s *State) refreshEnv(now int64, env Env) {
 		}
 	}
 	if env.HasQuota != nil {
-		for _, en := range s.tasks {
+		for _, en := range s.open {
 			t := en.t
-			if t.LlmPreference == "" || IsFinished(t.State) {
+			if t.LlmPreference == "" {
 				continue
 			}
 			k := quotaKey{t.LlmPreference, t.RequiresDeepMode}

@@ -318,14 +318,13 @@ func (s *State) ShouldPreempt(runningID, llm string) (bool, string) {
 
 // Recompute runs on the scheduler tick: it reads env, recomputes the
 // priority of every unfinished task at now, promotes delayed tasks whose
-// not_before <= now and rebuilds the heaps. O(n).
+// not_before <= now and rebuilds the heaps. O(unfinished tasks): finished
+// ones are never walked.
 func (s *State) Recompute(now time.Time, env Env) {
 	at := now.UnixNano()
 	s.refreshEnv(at, env)
-	for _, en := range s.tasks {
-		if !IsFinished(en.t.State) {
-			en.t.Priority = s.priorityAt(en.t, at)
-		}
+	for _, en := range s.open {
+		en.t.Priority = s.priorityAt(en.t, at)
 	}
 	d := s.q.delayed
 	for {
