@@ -1,0 +1,311 @@
+package wal
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Request states: the writer takes a pending request (pendingState ->
+// takenState) before writing it; a waiter whose ctx ends cancels it
+// (pendingState -> cancelledState) only if the writer has not taken it.
+const (
+	pendingState int32 = iota
+	takenState
+	cancelledState
+)
+
+// gatherMaxYields bounds the yields of gather.
+const gatherMaxYields = 16
+
+// request is one call of Append, Commit or SaveCheckpoint waiting for the
+// writer. Requests are pooled: a request goes back to the pool once its
+// waiter has its outcome, unless the waiter cancelled it (then the writer
+// may still look at it).
+type request struct {
+	ctx   context.Context
+	state atomic.Int32
+
+	entries []Entry   // Append: the caller's entries, read only
+	now     time.Time // Append: time for entries with a zero Time
+	size    int       // Append: encoded size of entries
+	commits []uint64  // Commit
+	cpOwner string    // SaveCheckpoint
+	cpSeq   uint64
+	cpValue []byte // encoded checkpoint
+
+	first uint64        // result: seq of entries[0]
+	err   error         // result
+	done  chan struct{} // capacity 1: the writer sends once
+}
+
+var requestPool = sync.Pool{New: func() any { return &request{done: make(chan struct{}, 1)} }}
+
+func newRequest(ctx context.Context) *request {
+	r := requestPool.Get().(*request)
+	r.ctx = ctx
+	return r
+}
+
+// release returns r to the pool when nobody can look at it any more.
+func (r *request) release() {
+	if r.state.Load() == cancelledState {
+		return
+	}
+	done := r.done
+	*r = request{done: done}
+	requestPool.Put(r)
+}
+
+// finish hands the outcome to the waiter. The writer does not touch r
+// afterwards.
+func (r *request) finish(err error) {
+	r.err = err
+	r.done <- struct{}{}
+}
+
+// submit queues r for the writer and waits for its outcome.
+func (l *Log) submit(r *request) error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	if l.failed != nil {
+		err := l.failed
+		l.mu.Unlock()
+		return err
+	}
+	l.queue = append(l.queue, r)
+	l.cond.Signal()
+	l.mu.Unlock()
+	if l.hookEnqueued != nil {
+		l.hookEnqueued()
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-r.ctx.Done():
+		if r.state.CompareAndSwap(pendingState, cancelledState) {
+			return r.ctx.Err()
+		}
+		<-r.done // the writer has it: the outcome is the write's
+		return r.err
+	}
+}
+
+// run is the writer goroutine: it takes every request waiting, writes them
+// in one transaction, and answers them, until Close with an empty queue.
+func (l *Log) run() {
+	defer close(l.done)
+	var (
+		batch    []*request
+		buf      []byte
+		answered int // requests answered by the last batch
+	)
+	for {
+		if answered > 0 {
+			l.gather(answered)
+		}
+		l.mu.Lock()
+		for len(l.queue) == 0 && !l.closed {
+			l.cond.Wait()
+		}
+		if len(l.queue) == 0 {
+			l.mu.Unlock()
+			return
+		}
+		batch = l.takeBatch(batch[:0])
+		failed := l.failed
+		l.mu.Unlock()
+
+		answered = len(batch)
+		buf = l.writeBatch(batch, buf, failed)
+		clear(batch)
+		if cap(buf) > maxBatchBytes {
+			buf = nil
+		}
+	}
+}
+
+// gather runs right after a group commit has answered its callers. Those
+// callers usually append again at once; yielding the processor while the
+// queue keeps growing lets them join the next group commit instead of
+// waiting a whole commit for the one after (without this, concurrent
+// writers settle into two halves that alternate, each commit carrying
+// half of them). It never waits for time to pass: it stops as soon as
+// as many requests are queued as were just answered, or at the first
+// yield that brings no new request.
+func (l *Log) gather(answered int) {
+	n := l.queued()
+	for i := 0; i < gatherMaxYields && n < answered; i++ {
+		runtime.Gosched()
+		m := l.queued()
+		if m == n {
+			return
+		}
+		n = m
+	}
+}
+
+func (l *Log) queued() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue)
+}
+
+// takeBatch moves requests from the head of the queue to batch while they
+// fit in MaxBatch entries and maxBatchBytes (always at least one).
+// l.mu is held.
+func (l *Log) takeBatch(batch []*request) []*request {
+	entries, bytes := 0, 0
+	n := 0
+	for _, r := range l.queue {
+		size := r.size + len(r.cpValue)
+		if n > 0 && (entries+len(r.entries) > l.opts.MaxBatch || bytes+size > maxBatchBytes) {
+			break
+		}
+		entries += len(r.entries)
+		bytes += size
+		n++
+	}
+	batch = append(batch, l.queue[:n]...)
+	rest := copy(l.queue, l.queue[n:])
+	clear(l.queue[rest:])
+	l.queue = l.queue[:rest]
+	return batch
+}
+
+// writeBatch writes the live requests of batch in one transaction and
+// answers every request. It returns buf for reuse.
+func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
+	live := batch[:0]
+	for _, r := range batch {
+		if !r.state.CompareAndSwap(pendingState, takenState) {
+			continue // cancelled by its waiter, who has returned already
+		}
+		if err := r.ctx.Err(); err != nil {
+			r.finish(err)
+			continue
+		}
+		if failed != nil {
+			r.finish(failed)
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return buf
+	}
+
+	// Assign seqs, encode entries into one block, validate commits and
+	// checkpoints against the seqs known once this batch is written.
+	buf = buf[:0]
+	first := l.lastSeq.Load() + 1
+	next := first
+	nEntries := 0
+	write := live[:0]
+	for _, r := range live {
+		if len(r.entries) > 0 {
+			r.first = next
+			for i := range r.entries {
+				e := r.entries[i]
+				e.Seq = next
+				if e.Time.IsZero() {
+					e.Time = r.now
+				}
+				next++
+				buf = encodeEntry(buf, &e)
+			}
+			nEntries += len(r.entries)
+		}
+		var err error
+		for _, s := range r.commits {
+			if s == 0 || s >= next {
+				err = fmt.Errorf("wal: commit seq %d: %w (last seq %d)", s, ErrUnknownSeq, next-1)
+				break
+			}
+		}
+		if r.cpValue != nil && r.cpSeq >= next {
+			err = fmt.Errorf("wal: checkpoint %q at seq %d: %w (last seq %d)", r.cpOwner, r.cpSeq, ErrUnknownSeq, next-1)
+		}
+		if err != nil {
+			r.finish(err)
+			continue
+		}
+		write = append(write, r)
+	}
+	if len(write) == 0 {
+		return buf
+	}
+
+	err := l.writeTx(write, first, buf, nEntries)
+	if err != nil {
+		err = fmt.Errorf("wal: write seqs %d-%d to %s: %w: %w", first, next-1, l.path, ErrFailed, err)
+		l.mu.Lock()
+		l.failed = err
+		l.mu.Unlock()
+	} else {
+		l.lastSeq.Store(next - 1)
+	}
+	for _, r := range write {
+		r.finish(err)
+	}
+	return buf
+}
+
+// writeTx is the one bbolt transaction of a group commit.
+func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int) (err error) {
+	tx, err := l.db.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("bbolt panicked: %v", r)
+		}
+		if err != nil {
+			_ = tx.Rollback() // releases bbolt's writer lock; harmless after a failed Commit
+		}
+	}()
+	if len(block) > 0 {
+		if err := putBlock(tx.Bucket(bucketBlocks), first, block); err != nil {
+			return err
+		}
+	}
+	intents := tx.Bucket(bucketIntents)
+	cps := tx.Bucket(bucketCheckpoints)
+	var key [8]byte
+	for _, r := range reqs {
+		for i := range r.entries {
+			if r.entries[i].Intent {
+				binary.BigEndian.PutUint64(key[:], r.first+uint64(i))
+				if err := intents.Put(key[:], []byte{}); err != nil {
+					return err
+				}
+			}
+		}
+		for _, s := range r.commits {
+			binary.BigEndian.PutUint64(key[:], s)
+			if err := intents.Delete(key[:]); err != nil {
+				return err
+			}
+		}
+		if r.cpValue != nil {
+			if err := cps.Put([]byte(r.cpOwner), r.cpValue); err != nil {
+				return err
+			}
+		}
+	}
+	if l.hookBeforeCommit != nil {
+		l.hookBeforeCommit(nEntries)
+	}
+	return tx.Commit()
+}

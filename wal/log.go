@@ -1,0 +1,541 @@
+// Package wal is a durable, group-committed write-ahead log stored in a
+// bbolt file. It knows nothing of its callers: entries are (seq, time,
+// type, owner, intent flag, payload bytes); owners save checkpoints (a
+// snapshot plus the last seq it covers) and Compact drops what they cover.
+//
+// Layout of the bbolt file:
+//
+//	blocks       big-endian first seq -> nested bucket {0x00 -> the entries of
+//	             one group commit, back to back} (see block.go)
+//	intents      big-endian seq -> empty; one key per intent not yet committed
+//	checkpoints  owner -> encoded checkpoint
+//	meta         "format" -> format name; "last_seq" -> last seq ever assigned,
+//	             kept when compaction deletes the newest block
+//
+// One writer goroutine owns every write: Append, Commit and SaveCheckpoint
+// queue a request and wait; the writer puts every request waiting at that
+// moment (up to Options.MaxBatch entries) into one bbolt transaction, so
+// one commit (two fsyncs) carries them all, with one B+tree value for all
+// the entries.
+package wal
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	bucketBlocks      = []byte("blocks")
+	bucketIntents     = []byte("intents")
+	bucketCheckpoints = []byte("checkpoints")
+	bucketMeta        = []byte("meta")
+
+	keyFormat  = []byte("format")
+	keyLastSeq = []byte("last_seq")
+
+	formatName = []byte("fano-wal/1")
+)
+
+const (
+	defaultLockTimeout = time.Second
+	defaultMaxBatch    = 4096
+	// maxBatchBytes bounds the encoded size of one group commit; a single
+	// Append larger than this still goes through, alone.
+	maxBatchBytes = 32 << 20
+	// maxEntryBytes bounds one encoded entry (the length field is 32 bits).
+	maxEntryBytes = 1 << 30
+)
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// LockTimeout is how long Open waits for the file lock (default 1s);
+	// Open never hangs.
+	LockTimeout time.Duration
+	// PIDFile, optional: after the lock is taken, Open writes our pid here
+	// (Close removes it); on lock timeout Open reads it to say "database
+	// <path> in use by pid N".
+	PIDFile string
+	// NoSync skips fsync: for tests and benchmarks only.
+	NoSync bool
+	// MaxBatch is the most entries one group commit carries (default 4096).
+	MaxBatch int
+	// Now is the clock for entries with a zero Time and for checkpoint
+	// times (default time.Now).
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = defaultLockTimeout
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = defaultMaxBatch
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// Log is an open write-ahead log.
+//
+// Concurrency contract: all methods are safe for concurrent use by any
+// number of goroutines. Writes (Append, Commit, SaveCheckpoint) are
+// serialized through one writer goroutine and are durable (fsynced) when
+// they return nil; concurrent writes share transactions (group commit).
+// Reads (Replay, Uncommitted, LoadCheckpoint, Checkpoints, Stats) see
+// every write that returned before they started, and run alongside
+// writes. Replay calls its callback outside any bbolt transaction, so the
+// callback may itself call methods of the Log. Compact runs online in
+// short transactions of its own. Close waits for writes already queued;
+// every method called after Close returns ErrClosed.
+type Log struct {
+	path     string
+	opts     Options
+	db       *bolt.DB
+	stalePID int
+	ownPID   bool // we wrote opts.PIDFile
+
+	lastSeq atomic.Uint64 // last durable seq
+
+	mu       sync.Mutex
+	cond     *sync.Cond // signalled when queue grows or closed is set
+	queue    []*request
+	closed   bool
+	failed   error // sticky error of a failed write transaction
+	done     chan struct{}
+	closeErr error
+
+	// Test hooks, set before the first write.
+	hookEnqueued     func()          // after a request is queued
+	hookBeforeCommit func(batch int) // in the writer, before tx.Commit; batch = entries
+}
+
+// Open opens (creating if needed) the log in the bbolt file at path and
+// takes its exclusive file lock, waiting at most opts.LockTimeout. On
+// timeout the error wraps ErrLocked and reads "database <path> in use by
+// pid N" when opts.PIDFile names a live process. A file that is not a WAL
+// database gives an error wrapping ErrNotDatabase that names the path.
+// Damage in the newest block is reported as *CorruptError.
+func Open(path string, opts Options) (*Log, error) {
+	opts = opts.withDefaults()
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return nil, &notDatabaseError{path: path, why: "it is a directory"}
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.LockTimeout,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		NoSync:         opts.NoSync,
+		NoGrowSync:     opts.NoSync,
+	})
+	if err != nil {
+		switch {
+		case errors.Is(err, berrors.ErrTimeout):
+			return nil, lockTimeoutError(path, opts.PIDFile)
+		case isNotBolt(err):
+			return nil, &notDatabaseError{path: path, why: fmt.Sprintf("not a bbolt file (%v)", err)}
+		}
+		return nil, fmt.Errorf("wal: open %s: %w", path, err)
+	}
+	l := &Log{path: path, opts: opts, db: db, done: make(chan struct{})}
+	l.cond = sync.NewCond(&l.mu)
+	last, err := l.init()
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	l.lastSeq.Store(last)
+	if opts.PIDFile != "" {
+		stale, err := takePIDFile(opts.PIDFile)
+		if err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("wal: open %s: %w", path, err)
+		}
+		l.stalePID, l.ownPID = stale, true
+	}
+	go l.run()
+	return l, nil
+}
+
+// isNotBolt reports bbolt's errors for a file whose header is not a bbolt
+// header. A file shorter than two pages gets an error with no sentinel.
+func isNotBolt(err error) bool {
+	return errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) ||
+		errors.Is(err, berrors.ErrChecksum) || strings.HasPrefix(err.Error(), "file size too small")
+}
+
+// init creates the buckets of a fresh file, checks the format of an
+// existing one, and returns the last seq ever assigned.
+func (l *Log) init() (last uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &notDatabaseError{path: l.path, why: fmt.Sprintf("bbolt panicked: %v", r)}
+		}
+	}()
+	err = l.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil || meta.Get(keyFormat) == nil {
+			foreign := false
+			_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+				foreign = true
+				return nil
+			})
+			if foreign {
+				return &notDatabaseError{path: l.path, why: "a bbolt database of another program (no WAL format marker)"}
+			}
+			for _, name := range [][]byte{bucketBlocks, bucketIntents, bucketCheckpoints, bucketMeta} {
+				if _, err := tx.CreateBucket(name); err != nil {
+					return fmt.Errorf("wal: open %s: create bucket %s: %w", l.path, name, err)
+				}
+			}
+			return tx.Bucket(bucketMeta).Put(keyFormat, formatName)
+		}
+		if f := meta.Get(keyFormat); string(f) != string(formatName) {
+			return &notDatabaseError{path: l.path, why: fmt.Sprintf("format %q, want %q", f, formatName)}
+		}
+		for _, name := range [][]byte{bucketBlocks, bucketIntents, bucketCheckpoints} {
+			if tx.Bucket(name) == nil {
+				return &CorruptError{Reason: fmt.Sprintf("%s: bucket %s missing", l.path, name)}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	err = l.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyLastSeq); v != nil {
+			if len(v) != 8 {
+				return &CorruptError{Reason: fmt.Sprintf("%s: meta last_seq has %d bytes", l.path, len(v))}
+			}
+			last = binary.BigEndian.Uint64(v)
+		}
+		blocks := tx.Bucket(bucketBlocks)
+		k, _ := blocks.Cursor().Last()
+		if k == nil {
+			return nil
+		}
+		first, v, err := blockAt(blocks, k)
+		if err != nil {
+			return err
+		}
+		blockLast, err := lastSeqOfBlock(first, v)
+		if err != nil {
+			return err
+		}
+		last = max(last, blockLast)
+		return nil
+	})
+	return last, err
+}
+
+// StalePID returns the pid found in a PID file left behind at Open by a
+// process that no longer held the database (it crashed or was killed), or
+// 0 if there was none. The caller may warn about the unclean shutdown.
+func (l *Log) StalePID() int { return l.stalePID }
+
+// Path returns the file the log was opened from.
+func (l *Log) Path() string { return l.path }
+
+// LastSeq returns the last seq assigned and made durable; it survives
+// reopen and compaction. 0 for an empty log.
+func (l *Log) LastSeq() uint64 { return l.lastSeq.Load() }
+
+// Close waits for the writes already queued to finish, then closes the
+// file and removes the PID file. Appends that arrive after Close began
+// get ErrClosed. Calling Close again returns nil.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.done
+		return nil
+	}
+	l.closed = true
+	l.cond.Broadcast()
+	l.mu.Unlock()
+	<-l.done // the writer drained the queue and exited
+
+	var errs []error
+	if err := l.db.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("wal: close %s: %w", l.path, err))
+	}
+	if l.ownPID {
+		if err := removePIDFile(l.opts.PIDFile); err != nil {
+			errs = append(errs, fmt.Errorf("wal: close %s: %w", l.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (l *Log) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// view runs fn in a read transaction, turning a bbolt panic on a damaged
+// page into a *CorruptError and a closed database into ErrClosed.
+func (l *Log) view(fn func(tx *bolt.Tx) error) (err error) {
+	if l.isClosed() {
+		return ErrClosed
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CorruptError{Reason: fmt.Sprintf("%s: bbolt panicked reading: %v", l.path, r)}
+		}
+	}()
+	err = l.db.View(fn)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// Append writes entries to the log and returns their seqs (contiguous, in
+// order) once they are durable. Entries with a zero Time get Options.Now().
+// Seq on input is ignored. Append neither modifies nor retains entries,
+// but they must not change until it returns. An Append whose ctx ends before its entries are
+// written returns ctx.Err() and writes nothing; once the write has
+// started it completes and Append returns success.
+func (l *Log) Append(ctx context.Context, entries ...Entry) ([]uint64, error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	r := newRequest(ctx)
+	size := 0
+	for i := range entries {
+		e := &entries[i]
+		if e.Time.IsZero() {
+			if r.now.IsZero() {
+				r.now = l.opts.Now()
+			}
+		} else if !validTime(e.Time) {
+			r.release()
+			return nil, fmt.Errorf("wal: append: entry %d (%s): time %v outside years 1-9999", i, e.Type, e.Time)
+		}
+		n := encodedSize(e)
+		if n > maxEntryBytes {
+			r.release()
+			return nil, fmt.Errorf("wal: append: entry %d (%s) is %d bytes, limit %d", i, e.Type, n, maxEntryBytes)
+		}
+		size += n
+	}
+	r.entries, r.size = entries, size
+	err := l.submit(r)
+	first := r.first
+	r.release()
+	if err != nil {
+		return nil, err
+	}
+	seqs := make([]uint64, len(entries))
+	for i := range seqs {
+		seqs[i] = first + uint64(i)
+	}
+	return seqs, nil
+}
+
+// Commit marks intents as done: Uncommitted no longer lists them and
+// Compact may drop them. Durable on return. Committing a seq that is not
+// an uncommitted intent is a no-op; a seq never assigned (0 or above
+// LastSeq) gives an error wrapping ErrUnknownSeq and commits nothing.
+func (l *Log) Commit(ctx context.Context, seqs ...uint64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
+	r := newRequest(ctx)
+	r.commits = seqs
+	err := l.submit(r)
+	r.release()
+	return err
+}
+
+// Uncommitted returns the intents that have no commit, in seq order.
+func (l *Log) Uncommitted() ([]Entry, error) {
+	var out []Entry
+	err := l.view(func(tx *bolt.Tx) error {
+		blocks := tx.Bucket(bucketBlocks)
+		bc := blocks.Cursor()
+		var (
+			cached    []Entry
+			cachedKey []byte
+		)
+		ic := tx.Bucket(bucketIntents).Cursor()
+		for k, _ := ic.First(); k != nil; k, _ = ic.Next() {
+			if len(k) != 8 {
+				return &CorruptError{Reason: fmt.Sprintf("intent key of %d bytes", len(k))}
+			}
+			seq := binary.BigEndian.Uint64(k)
+			bk := seekBlock(bc, seq)
+			if bk == nil || binary.BigEndian.Uint64(bk) > seq {
+				return &CorruptError{Seq: seq, Reason: "intent has no entry"}
+			}
+			if string(bk) != string(cachedKey) {
+				first, bv, err := blockAt(blocks, bk)
+				if err != nil {
+					return err
+				}
+				cached = cached[:0]
+				cachedKey = append(cachedKey[:0], bk...)
+				if err := decodeBlock(first, bv, func(e Entry, _ []byte) error {
+					cached = append(cached, e)
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			e, ok := findSeq(cached, seq)
+			if !ok {
+				return &CorruptError{Seq: seq, Reason: "intent has no entry"}
+			}
+			if !e.Intent {
+				return &CorruptError{Seq: seq, Reason: "intent key for an entry that is not an intent"}
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func findSeq(es []Entry, seq uint64) (Entry, bool) {
+	lo, hi := 0, len(es)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if es[m].Seq < seq {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(es) && es[lo].Seq == seq {
+		return es[lo], true
+	}
+	return Entry{}, false
+}
+
+const (
+	replayChunkEntries = 1024
+	replayChunkBytes   = 4 << 20
+)
+
+// Replay calls fn for every entry with Seq >= from, in seq order, up to
+// the LastSeq at the time of the call. It reads in chunks and calls fn
+// outside any transaction. An error from fn stops the replay and is
+// returned wrapped; damaged data is returned as *CorruptError.
+func (l *Log) Replay(from uint64, fn func(Entry) error) error {
+	upto := l.LastSeq()
+	next := max(from, 1)
+	for next <= upto {
+		var chunk []Entry
+		more := false
+		err := l.view(func(tx *bolt.Tx) error {
+			blocks := tx.Bucket(bucketBlocks)
+			c := blocks.Cursor()
+			bytes := 0
+			for k := seekBlock(c, next); k != nil; k, _ = c.Next() {
+				first, v, err := blockAt(blocks, k)
+				if err != nil {
+					return err
+				}
+				if first > upto {
+					return nil
+				}
+				if len(chunk) > 0 && (len(chunk) >= replayChunkEntries || bytes >= replayChunkBytes) {
+					more = true
+					return nil
+				}
+				bytes += len(v)
+				if err := decodeBlock(first, v, func(e Entry, _ []byte) error {
+					if e.Seq >= next && e.Seq <= upto {
+						chunk = append(chunk, e)
+					}
+					return nil
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range chunk {
+			if err := fn(e); err != nil {
+				return fmt.Errorf("wal: replay stopped at seq %d: %w", e.Seq, err)
+			}
+		}
+		if !more {
+			return nil
+		}
+		next = chunk[len(chunk)-1].Seq + 1
+	}
+	return nil
+}
+
+// Stats describe the log.
+type Stats struct {
+	Entries     int    // entries stored
+	Blocks      int    // group-commit blocks stored
+	Bytes       int64  // size of the file
+	LastSeq     uint64 // last seq assigned
+	Uncommitted int    // intents without a commit
+	Checkpoints int    // owners with a checkpoint
+	// OldestCheckpoint is the checkpoint with the lowest Seq (the one that
+	// holds back compaction), without its Snapshot; zero when there is none.
+	OldestCheckpoint Checkpoint
+}
+
+// Stats counts entries, blocks, intents and checkpoints. It walks every
+// block (lengths only, no CRC checks).
+func (l *Log) Stats() (Stats, error) {
+	s := Stats{LastSeq: l.LastSeq()}
+	err := l.view(func(tx *bolt.Tx) error {
+		blocks := tx.Bucket(bucketBlocks)
+		c := blocks.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			first, v, err := blockAt(blocks, k)
+			if err != nil {
+				return err
+			}
+			n, err := countEntries(first, v)
+			if err != nil {
+				return err
+			}
+			s.Entries += n
+			s.Blocks++
+		}
+		s.Uncommitted = tx.Bucket(bucketIntents).Stats().KeyN
+		return forEachCheckpoint(tx, func(cp Checkpoint) error {
+			s.Checkpoints++
+			if s.Checkpoints == 1 || cp.Seq < s.OldestCheckpoint.Seq {
+				cp.Snapshot = nil
+				s.OldestCheckpoint = cp
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	fi, err := os.Stat(l.path)
+	if err != nil {
+		return Stats{}, fmt.Errorf("wal: stats %s: %w", l.path, err)
+	}
+	s.Bytes = fi.Size()
+	return s, nil
+}
