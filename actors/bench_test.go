@@ -48,7 +48,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			runtime.GC()
 			bu := setup(&testing.T{}, setupOpts{backends: []string{"api"}, conc: 64, hourly: 1 << 30,
-				probe: probe.Config{NoPropose: true, Turns: 1}})
+				probe: probe.Config{NoPropose: true, Turns: 1, TaskType: benchTaskType}})
 			bu.t = nil
 			bu.opts.TickInterval = 100 * time.Millisecond
 			var done atomic.Int64
@@ -84,6 +84,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
 			b.ReportMetric(rssMB(), "rss-MB")
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
 			_ = sys.Stop()
 			_ = bu.log.Close()
 			os.RemoveAll(bu.dir)
@@ -184,7 +187,7 @@ func BenchmarkRecovery(b *testing.B) {
 
 	opts := Options{Log: log, Scheduler: scheduler.Config{MaxPending: 1 << 20, MessageLimit: 50},
 		Modules: nil, Dry: true}
-	opts.Modules = append(opts.Modules, probe.New(probe.Config{NoPropose: true, Turns: 4}))
+	opts.Modules = append(opts.Modules, probe.New(probe.Config{NoPropose: true, Turns: 4, TaskType: benchTaskType}))
 	b.Run("fano-recover", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			start := time.Now()

@@ -56,7 +56,7 @@ func killWorker(dir string, tasks int) int {
 		Scheduler:    scheduler.Config{MaxPending: 1 << 20, MessageLimit: 50},
 		Allocator:    allocator.Config{Backends: []allocator.BackendConfig{{Name: "api", Kind: "sim", HourlyLimit: 1 << 30, MaxConcurrency: 64}}},
 		Backends:     []gateway.Backend{sim.New(sim.Config{Name: "api", Style: "api", Seed: 1}, clock)},
-		Modules:      []modules.Module{probe.New(probe.Config{NoPropose: true, Turns: 1})},
+		Modules:      []modules.Module{probe.New(probe.Config{NoPropose: true, Turns: 1, TaskType: benchTaskType})},
 		TickInterval: 100 * time.Millisecond, MaxRunning: 64, CheckpointInterval: time.Second,
 		Observe: func(_ string, e *pb.Event) {
 			if e.GetTaskCompleted() != nil {

@@ -184,8 +184,12 @@ func questions(n int) []string {
 	return out
 }
 
+// benchTaskType makes the sim echo the prompt: benchmarks measure fano's
+// cost per task, not the size of made-up answers.
+const benchTaskType = "echo"
+
 func benchTask(i int) *pb.Task {
 	subject := fmt.Sprintf("b%06d", i)
-	return &pb.Task{Id: modules.TaskKey(probe.Name, probe.TaskType, subject), Module: probe.Name, TaskType: probe.TaskType,
+	return &pb.Task{Id: modules.TaskKey(probe.Name, benchTaskType, subject), Module: probe.Name, TaskType: benchTaskType,
 		Subject: subject, MaxRequests: 1, Context: map[string]string{"question": "bench " + subject}}
 }

@@ -9,8 +9,11 @@ import (
 
 // Collector exposes a snapshot source to Prometheus (the control panel's
 // /metrics). Rolling 24-hour counts are gauges: they fall as old minutes
-// leave the window. It is an unchecked collector (label values come and
-// go with modules and backends), so Describe sends nothing.
+// leave the window. Figures the panel already exports from the live
+// system (task counts by state, quotas, WAL, uptime, Go runtime) are left
+// out so the two can share a registry. It is an unchecked collector
+// (label values come and go with modules and backends), so Describe sends
+// nothing.
 type Collector struct {
 	snap func() Snapshot
 }
@@ -89,36 +92,15 @@ func (s Snapshot) Series() []Series {
 	counts("fano_quota_used_24h", "Quota uses recorded in the last 24 hours, by backend.", "backend", s.QuotaUsed)
 	counts("fano_health_alerts_24h", "Health alerts raised in the last 24 hours, by kind.", "kind", s.HealthAlerts)
 	for _, k := range sortedKeys(s.LLMAvgResponseSeconds) {
-		out = append(out, Series{Name: "fano_llm_avg_response_seconds", Help: "Mean LLM response time over the last 24 hours, by backend.",
+		out = append(out, Series{Name: "fano_llm_avg_response_seconds_24h", Help: "Mean LLM response time over the last 24 hours, by backend.",
 			Labels: [][2]string{{"backend", k}}, Value: s.LLMAvgResponseSeconds[k]})
 	}
-	gauge := func(name, help, label string, m map[string]int) {
-		for _, k := range sortedKeys(m) {
-			out = append(out, Series{Name: name, Help: help, Labels: [][2]string{{label, k}}, Value: float64(m[k])})
-		}
-	}
-	gauge("fano_queue_depth", "Tasks waiting (PENDING or READY), by module.", "module", s.QueueDepth)
-	gauge("fano_running_tasks", "Tasks RUNNING, by module.", "module", s.Running)
-	gauge("fano_paused_tasks", "Tasks PAUSED, by module.", "module", s.Paused)
-	for _, q := range s.Quotas {
-		l := [][2]string{{"backend", q.Backend}}
-		out = append(out,
-			Series{Name: "fano_quota_hourly_used", Help: "Requests used in the current hour window.", Labels: l, Value: float64(q.HourlyUsed)},
-			Series{Name: "fano_quota_hourly_limit", Help: "Believed hourly request limit.", Labels: l, Value: float64(q.HourlyLimit)},
-			Series{Name: "fano_quota_deep_used", Help: "Deep-mode requests used in the current day window.", Labels: l, Value: float64(q.DeepUsed)},
-			Series{Name: "fano_quota_deep_limit", Help: "Daily deep-mode limit.", Labels: l, Value: float64(q.DeepLimit)},
-		)
-	}
-	one("fano_avg_task_wait_seconds", "Mean time from submit to first start over the last 24 hours.", s.AvgTaskWaitSeconds)
+	one("fano_task_wait_seconds_avg_24h", "Mean time from submit to first start over the last 24 hours.", s.AvgTaskWaitSeconds)
 	one("fano_oldest_pending_task_age_seconds", "Age of the oldest waiting task.", s.OldestPendingSeconds)
-	one("fano_requests_in_flight", "LLM requests sent and not yet answered.", float64(s.InFlight))
-	one("fano_memory_usage_mb", "Memory obtained from the OS by the Go runtime.", s.MemoryMB)
-	one("fano_goroutines", "Goroutines.", float64(s.Goroutines))
 	one("fano_disk_usage_percent", "Used share of the data directory's file system.", s.DiskUsagePercent)
 	one("fano_checkpoints", "Checkpoints stored.", float64(s.CheckpointCount))
-	one("fano_wal_size_mb", "Size of the WAL file.", s.WALSizeMB)
-	one("fano_uptime_seconds", "Seconds since fano run started.", s.UptimeSeconds)
 	one("fano_recoveries", "Recoveries run by this process.", float64(s.RecoveryCount))
+	one("fano_metrics_dropped_notices", "Notices the metrics feed could not take (its buffer was full).", float64(s.DroppedNotices))
 	return out
 }
 

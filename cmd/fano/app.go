@@ -63,19 +63,21 @@ func openApp(g *globals, console string) (*app, error) {
 	if err := config.CheckDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if console == "" {
-		console = cfg.Logging.Console
-	}
-	logger, closeLog, err := logging.New(logging.Options{Dir: filepath.Join(cfg.DataDir, "logs"), Level: cfg.Logging.Level, Console: console})
-	if err != nil {
-		return nil, err
-	}
+	// The WAL first: a locked or corrupt database stops us before we
+	// write anything, not even a log line.
 	log, err := wal.Open(filepath.Join(cfg.DataDir, "fano.db"), wal.Options{
 		LockTimeout: time.Second,
 		PIDFile:     filepath.Join(cfg.DataDir, "fano.pid"),
 	})
 	if err != nil {
-		closeLog()
+		return nil, err
+	}
+	if console == "" {
+		console = cfg.Logging.Console
+	}
+	logger, closeLog, err := logging.New(logging.Options{Dir: filepath.Join(cfg.DataDir, "logs"), Level: cfg.Logging.Level, Console: console})
+	if err != nil {
+		log.Close()
 		return nil, err
 	}
 	if pid := log.StalePID(); pid != 0 {
