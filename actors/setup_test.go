@@ -24,7 +24,7 @@ import (
 // bundle is one test's fano: a real WAL file, sim backends, a probe
 // module, and a feed of applied events.
 type bundle struct {
-	t      *testing.T
+	t      testing.TB
 	dir    string
 	log    *wal.Log
 	clock  clockwork.Clock
@@ -48,7 +48,7 @@ type setupOpts struct {
 	noSync    bool // tests of logic, not durability, skip fsync
 }
 
-func setup(t *testing.T, so setupOpts) *bundle {
+func setup(t testing.TB, so setupOpts) *bundle {
 	t.Helper()
 	if so.clock == nil {
 		so.clock = clockwork.NewRealClock()

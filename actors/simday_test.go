@@ -25,11 +25,7 @@ func simulateDay(t testing.TB) dayResult {
 	start := time.Date(2026, 1, 5, 0, 0, 30, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(start)
 	deepLimits := map[string]int{"chatgpt": 100, "gemini": 20, "claude": 100}
-	tt, ok := t.(*testing.T)
-	if !ok {
-		tt = &testing.T{}
-	}
-	b := setup(tt, setupOpts{clock: clock, hourly: 50, deep: 100, noSync: true,
+	b := setup(t, setupOpts{clock: clock, hourly: 50, deep: 100, noSync: true,
 		probe: probe.Config{Questions: questions(4000), Turns: 1, DeepQuestions: 400},
 		mutate: func(o *Options) {
 			for i := range o.Allocator.Backends {
@@ -87,4 +83,25 @@ func TestSimulatedDayUsesEveryBudget(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"chatgpt": 100, "gemini": 20, "claude": 100}, res.deep)
 	require.Zero(t, res.rateLimited, "no backend may answer 'rate limited'")
+}
+
+// BenchmarkSimulatedDay: a day with known limits on the fake clock. Goal:
+// quota used >= 99 % of the usable hourly budget (the configured limit
+// less the 10 % buffer) and of the deep budgets, with 0 rate-limit answers.
+// The baseline is the budget itself (100 %).
+func BenchmarkSimulatedDay(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		res := simulateDay(b)
+		used, budget := 0, 0
+		for _, hours := range res.hourly {
+			for _, n := range hours {
+				used += n
+				budget += 45
+			}
+		}
+		deep := res.deep["chatgpt"] + res.deep["gemini"] + res.deep["claude"]
+		b.ReportMetric(100*float64(used)/float64(budget), "hourly-used-%")
+		b.ReportMetric(100*float64(deep)/220, "deep-used-%")
+		b.ReportMetric(float64(res.rateLimited), "rate-limited")
+	}
 }
