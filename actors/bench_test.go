@@ -16,7 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"fano/actors/allocator"
 	"fano/actors/scheduler"
+	"fano/gateway"
+	"fano/gateway/sim"
 	"fano/modules/probe"
 	"fano/pb"
 	"fano/wal"
@@ -154,22 +157,35 @@ func BenchmarkRecovery(b *testing.B) {
 	require.NoError(b, err)
 	var batch []wal.Entry
 	flush := func() {
-		if _, err := log.Append(context.Background(), batch...); err != nil {
+		seqs, err := log.Append(context.Background(), batch...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Answered requests are committed, as fano does as it goes.
+		var answered []uint64
+		for i, e := range batch {
+			if e.Intent && i+1 < len(batch) && batch[i+1].Type == "llm_response_received" {
+			// (the request just before its answer)
+				answered = append(answered, seqs[i])
+			}
+		}
+		if err := log.Commit(context.Background(), answered...); err != nil {
 			b.Fatal(err)
 		}
 		batch = batch[:0]
 	}
 	for i := 0; i < tasks; i++ {
 		t := benchTask(i)
-		t.MaxRequests = 4
+		t.MaxRequests = 2
 		life := taskLife(t)
-		// submit, start, then four turns of request + answer (+ module event),
-		// and completion for all but one task in a hundred (left running).
+		// submit, start, then two turns of quota + request + answer (+ module
+		// event), and completion for all but one task in a hundred (left
+		// running): about 11 entries a task.
 		for _, g := range life[:2] {
 			batch = append(batch, g...)
 		}
-		for turn := 0; turn < 4; turn++ {
-			for _, g := range life[3:5] {
+		for turn := 0; turn < 2; turn++ {
+			for _, g := range life[2:5] {
 				batch = append(batch, g...)
 			}
 		}
@@ -187,7 +203,9 @@ func BenchmarkRecovery(b *testing.B) {
 
 	opts := Options{Log: log, Scheduler: scheduler.Config{MaxPending: 1 << 20, MessageLimit: 50},
 		Modules: nil, Dry: true}
-	opts.Modules = append(opts.Modules, probe.New(probe.Config{NoPropose: true, Turns: 4, TaskType: benchTaskType}))
+	opts.Modules = append(opts.Modules, probe.New(probe.Config{NoPropose: true, Turns: 2, TaskType: benchTaskType}))
+	opts.Allocator = allocator.Config{Backends: []allocator.BackendConfig{{Name: "api", Kind: "sim", HourlyLimit: 1 << 30, MaxConcurrency: 64}}}
+	opts.Backends = []gateway.Backend{sim.New(sim.Config{Name: "api", Style: "api"}, nil)}
 	b.Run("fano-recover", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			start := time.Now()

@@ -346,6 +346,15 @@ func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 	return out
 }
 
+// ForEach calls fn on every task in memory, in no order, without copying:
+// fn must not change or keep the task. Recovery's checks read 100k tasks
+// this way instead of cloning them.
+func (s *State) ForEach(fn func(t *pb.Task)) {
+	for _, en := range s.tasks {
+		fn(en.t)
+	}
+}
+
 // Counts returns module -> state -> number of tasks in memory.
 func (s *State) Counts() map[string]map[pb.TaskState]int {
 	out := make(map[string]map[pb.TaskState]int, len(s.counts))
