@@ -90,6 +90,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+			if st, err := bu.log.Stats(); err == nil && st.Blocks > 0 {
+				b.ReportMetric(float64(st.Entries)/float64(st.Blocks), "entries/commit")
+			}
 			_ = sys.Stop()
 			_ = bu.log.Close()
 			os.RemoveAll(bu.dir)

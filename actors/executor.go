@@ -151,13 +151,6 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	t := e.task
 	llm := t.LlmAssigned
 	deep := act.DeepMode || t.RequiresDeepMode
-	if err := e.sys.useQuota(llm, deep, t.Id); err != nil {
-		var nq *allocator.NoQuotaError
-		if errors.As(err, &nq) {
-			return e.pause("quota", nq.Until)
-		}
-		return e.pause("quota", time.Time{})
-	}
 	turn := int32(0)
 	var history []gateway.Message
 	url := ""
@@ -168,14 +161,32 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 			history = append(history, gateway.Message{Role: m.Role, Content: m.Content})
 		}
 	}
-	// N5: the conversation, with this prompt, is durable before the request leaves.
+	// The quota use and the request intent are written at the same time:
+	// both are durable before the request leaves (N5; spec: record usage
+	// first), and neither waits for the other's fsync.
+	quota := make(chan error, 1)
+	go func() { quota <- e.sys.useQuota(llm, deep, t.Id) }()
 	seqs, err := e.persist(&pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
 		TaskId: t.Id, Llm: llm, Prompt: act.Prompt, DeepMode: deep, Turn: turn, Images: act.Images,
 	}}})
+	qerr := <-quota
 	if err != nil {
 		return e.pause("wal", time.Time{})
 	}
 	reqSeq := seqs[0]
+	if qerr != nil {
+		// No quota: the request never leaves; close its intent.
+		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
+			TaskId: t.Id, Llm: llm, Kind: "quota", Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn,
+		}}}); perr != nil {
+			return e.pause("wal", time.Time{})
+		}
+		var nq *allocator.NoQuotaError
+		if errors.As(qerr, &nq) {
+			return e.pause("quota", nq.Until)
+		}
+		return e.pause("quota", time.Time{})
+	}
 
 	callCtx, cancel := context.WithCancelCause(ctx)
 	timer := e.sys.clock.AfterFunc(e.sys.opts.RequestTimeout, func() { cancel(errTimeout) })

@@ -13,23 +13,31 @@ import (
 )
 
 // journal is the persist step of decide -> persist -> apply for one WAL
-// owner. Batches are appended in the order they were given, by one loop,
-// and handed back to the owning actor's mailbox once durable, so the actor
-// applies its events in sequence order and its applied state is always a
-// prefix of its log. While one Append is in flight, new batches queue up
-// and go out together in the next one (group commit at the actor level;
-// the WAL groups across actors).
+// owner. Batches are enqueued in the WAL in the order they were given, by
+// one loop that never waits for an fsync (wal.AppendAsync), and handed
+// back to the owning actor's mailbox once durable, in that same order, by
+// a second loop; so the actor applies its events in sequence order and
+// its applied state is always a prefix of its log, while several of its
+// appends share the WAL's group commits.
 type journal struct {
 	log   *wal.Log
 	owner string
 	root  *actor.RootContext
 	self  *actor.PID
 
-	mu      sync.Mutex
-	queue   []*batch
-	wake    chan struct{}
-	stop    chan struct{}
-	stopped chan struct{}
+	mu       sync.Mutex
+	queue    []*batch
+	wake     chan struct{}
+	stop     chan struct{}
+	stopped  chan struct{}
+	inflight chan pending // enqueued appends, oldest first
+}
+
+// pending is one enqueued append and the batches it carries.
+type pending struct {
+	batches []*batch
+	ok      []*batch // the batches that were encoded and enqueued
+	wait    func() ([]uint64, error)
 }
 
 // batch is one decision's events and what to do once they are applied.
@@ -50,8 +58,10 @@ func newJournal(log *wal.Log, owner string, root *actor.RootContext, self *actor
 	j := &journal{
 		log: log, owner: owner, root: root, self: self,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+		inflight: make(chan pending, 1024),
 	}
 	go j.loop()
+	go j.deliver()
 	return j
 }
 
@@ -68,6 +78,7 @@ func (j *journal) persist(events []*pb.Event, then func([]uint64, error)) {
 	}
 }
 
+// close stops the journal after everything queued so far is delivered.
 func (j *journal) close() {
 	select {
 	case <-j.stop:
@@ -78,15 +89,37 @@ func (j *journal) close() {
 }
 
 func (j *journal) loop() {
-	defer close(j.stopped)
+	defer close(j.inflight) // deliver ends after the last append
 	for {
 		select {
 		case <-j.wake:
 		case <-j.stop:
-			j.flush() // deliver what was queued before the stop
+			j.flush() // what was queued before the stop goes out too
 			return
 		}
 		j.flush()
+	}
+}
+
+// deliver waits for each append in order and hands its batches to the
+// actor.
+func (j *journal) deliver() {
+	defer close(j.stopped)
+	for p := range j.inflight {
+		seqs, err := p.wait()
+		i := 0
+		for _, b := range p.ok {
+			if err != nil {
+				b.err = fmt.Errorf("%s: persist %d events: %w", j.owner, len(b.events), err)
+				continue
+			}
+			b.seqs = seqs[i : i+len(b.events)]
+			i += len(b.events)
+		}
+		if err == nil {
+			go commitAnswered(j.log, p.ok) // off the append path; see commitAnswered
+		}
+		j.root.Send(j.self, &persisted{batches: p.batches})
 	}
 }
 
@@ -116,22 +149,11 @@ func (j *journal) flush() {
 			entries = append(entries, enc...)
 		}
 	}
+	wait := func() ([]uint64, error) { return nil, nil }
 	if len(entries) > 0 {
-		seqs, err := j.log.Append(context.Background(), entries...)
-		i := 0
-		for _, b := range ok {
-			if err != nil {
-				b.err = fmt.Errorf("%s: persist %d events: %w", j.owner, len(b.events), err)
-				continue
-			}
-			b.seqs = seqs[i : i+len(b.events)]
-			i += len(b.events)
-		}
-		if err == nil {
-			go commitAnswered(j.log, ok) // off the append path; see commitAnswered
-		}
+		wait = j.log.AppendAsync(entries...)
 	}
-	j.root.Send(j.self, &persisted{batches: batches})
+	j.inflight <- pending{batches: batches, ok: ok, wait: wait}
 }
 
 // commitAnswered marks the request intents that the persisted answers and

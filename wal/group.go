@@ -70,6 +70,15 @@ func (r *request) finish(err error) {
 
 // submit queues r for the writer and waits for its outcome.
 func (l *Log) submit(r *request) error {
+	if err := l.enqueue(r); err != nil {
+		return err
+	}
+	return l.await(r)
+}
+
+// enqueue puts r at the end of the writer's queue: requests are written in
+// the order they were enqueued.
+func (l *Log) enqueue(r *request) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
@@ -89,6 +98,11 @@ func (l *Log) submit(r *request) error {
 	if l.hookEnqueued != nil {
 		l.hookEnqueued()
 	}
+	return nil
+}
+
+// await waits for the outcome of an enqueued request.
+func (l *Log) await(r *request) error {
 	select {
 	case <-r.done:
 		return r.err

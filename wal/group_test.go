@@ -81,3 +81,41 @@ func TestWriteFailureIsSticky(t *testing.T) {
 	require.Equal(t, "ok", string(got[0].Payload))
 	require.Equal(t, []uint64{2}, appendT(t, l, ent("a", "t", "again")))
 }
+
+// AppendAsync keeps several appends in flight and still assigns sequence
+// numbers in call order; every one is durable once its wait returns.
+func TestAppendAsyncKeepsCallOrder(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "fano.db")
+	l, err := Open(path, Options{})
+	require.NoError(t, err)
+	var waits []func() ([]uint64, error)
+	for i := 0; i < 200; i++ {
+		waits = append(waits, l.AppendAsync(Entry{Owner: "o", Type: "t", Payload: []byte{byte(i)}}, Entry{Owner: "o", Type: "t", Payload: []byte{byte(i), 1}}))
+	}
+	var last uint64
+	for i, w := range waits {
+		seqs, err := w()
+		require.NoError(t, err)
+		require.Len(t, seqs, 2)
+		require.Greater(t, seqs[0], last, "append %d out of order", i)
+		require.Equal(t, seqs[0]+1, seqs[1])
+		last = seqs[1]
+	}
+	require.NoError(t, l.Close())
+
+	l, err = Open(path, Options{})
+	require.NoError(t, err)
+	defer l.Close()
+	n := 0
+	require.NoError(t, l.Replay(1, func(e Entry) error {
+		require.Equal(t, byte(n/2), e.Payload[0])
+		n++
+		return nil
+	}))
+	require.Equal(t, 400, n)
+
+	wait := l.AppendAsync(Entry{Owner: "o", Type: "t", Payload: make([]byte, maxEntryBytes+1)})
+	_, err = wait()
+	require.Error(t, err, "an oversized entry is refused through AppendAsync too")
+}

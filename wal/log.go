@@ -313,6 +313,39 @@ func (l *Log) Append(ctx context.Context, entries ...Entry) ([]uint64, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
+	r, err := l.newAppend(ctx, entries)
+	if err != nil {
+		return nil, err
+	}
+	err = l.submit(r)
+	return r.seqs(len(entries), err)
+}
+
+// AppendAsync queues entries like Append but returns at once; wait blocks
+// until they are durable and returns their sequence numbers. Appends are
+// written in the order AppendAsync was called, so one goroutine can keep
+// several in flight and still have its entries in sequence order (actors
+// persist their events this way without waiting for each fsync). wait
+// must be called exactly once.
+func (l *Log) AppendAsync(entries ...Entry) (wait func() ([]uint64, error)) {
+	if len(entries) == 0 {
+		return func() ([]uint64, error) { return nil, nil }
+	}
+	r, err := l.newAppend(context.Background(), entries)
+	if err == nil {
+		err = l.enqueue(r)
+	}
+	if err != nil {
+		if r != nil {
+			r.release()
+		}
+		return func() ([]uint64, error) { return nil, err }
+	}
+	return func() ([]uint64, error) { return r.seqs(len(entries), l.await(r)) }
+}
+
+// newAppend checks entries and builds their request.
+func (l *Log) newAppend(ctx context.Context, entries []Entry) (*request, error) {
 	r := newRequest(ctx)
 	size := 0
 	for i := range entries {
@@ -333,13 +366,17 @@ func (l *Log) Append(ctx context.Context, entries ...Entry) ([]uint64, error) {
 		size += n
 	}
 	r.entries, r.size = entries, size
-	err := l.submit(r)
+	return r, nil
+}
+
+// seqs turns a finished append into its sequence numbers and releases r.
+func (r *request) seqs(n int, err error) ([]uint64, error) {
 	first := r.first
 	r.release()
 	if err != nil {
 		return nil, err
 	}
-	seqs := make([]uint64, len(entries))
+	seqs := make([]uint64, n)
 	for i := range seqs {
 		seqs[i] = first + uint64(i)
 	}
