@@ -168,7 +168,7 @@ func BenchmarkRecovery(b *testing.B) {
 		var answered []uint64
 		for i, e := range batch {
 			if e.Intent && i+1 < len(batch) && batch[i+1].Type == "llm_response_received" {
-			// (the request just before its answer)
+				// (the request just before its answer)
 				answered = append(answered, seqs[i])
 			}
 		}

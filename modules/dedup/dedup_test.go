@@ -86,12 +86,12 @@ func TestAddReplacesRemoveAndLoad(t *testing.T) {
 // never invents a match (scores are exact).
 func TestIndexMatchesExhaustive(t *testing.T) {
 	cp := newCorpus(7)
-	items := cp.items(3000)
+	items := cp.items(1000)
 	c := New(Config{ExactBelow: 1})
 	c.Load("explorer/blessed", items)
 	found, total := 0, 0
-	for i := 0; i < 300; i++ {
-		q := cp.variant(items[i*7].Text)
+	for i := 0; i < 150; i++ {
+		q := cp.variant(items[i*6].Text)
 		want := c.Exhaustive(q)
 		got := c.Match(q)
 		if got.ID != "" {
@@ -105,24 +105,24 @@ func TestIndexMatchesExhaustive(t *testing.T) {
 			}
 		}
 	}
-	require.Greater(t, total, 100)
+	require.Greater(t, total, 50)
 	assert.GreaterOrEqual(t, float64(found)/float64(total), 0.97, "recall of duplicates: %d of %d", found, total)
 }
 
 func TestRebuildAfterRemovals(t *testing.T) {
 	cp := newCorpus(3)
-	items := cp.items(5000)
+	items := cp.items(2500)
 	c := New(Config{ExactBelow: 1})
 	c.Load("k", items)
-	for _, it := range items[:4000] {
+	for _, it := range items[:2000] {
 		c.Remove(it.ID)
 	}
-	assert.Equal(t, 1000, c.Len())
+	assert.Equal(t, 500, c.Len())
 	c.mu.RLock()
 	slots := len(c.items)
 	c.mu.RUnlock()
-	assert.Less(t, slots, 5000, "dead slots were reclaimed")
-	for _, it := range items[4000:4100] {
+	assert.Less(t, slots, 2500, "dead slots were reclaimed")
+	for _, it := range items[2000:2100] {
 		id, score, _ := c.Check(it.Text)
 		assert.Equal(t, it.ID, id)
 		assert.Equal(t, 1.0, score)

@@ -1,7 +1,6 @@
 package dedup
 
 import (
-	"hash/fnv"
 	"slices"
 	"strings"
 	"unicode"
@@ -114,10 +113,13 @@ func Shingles(text string) []uint32 {
 	return slices.Compact(out)
 }
 
+// hash32 is 64-bit FNV-1a folded to 32 bits.
 func hash32(s string) uint32 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	v := h.Sum64()
+	v := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		v ^= uint64(s[i])
+		v *= 1099511628211
+	}
 	return uint32(v) ^ uint32(v>>32)
 }
 
