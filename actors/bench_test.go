@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,13 +27,16 @@ import (
 )
 
 // rssMB reads the process's resident memory (VmRSS) in MB.
-func rssMB() float64 {
+func rssMB() float64 { return procStatusMB("VmRSS:") }
+
+// procStatusMB reads one "kB" field of /proc/self/status in MB.
+func procStatusMB(field string) float64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field) {
 			f := strings.Fields(line)
 			kb, _ := strconv.Atoi(f[1])
 			return float64(kb) / 1024
@@ -87,9 +91,17 @@ func BenchmarkEndToEnd(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
 			b.ReportMetric(rssMB(), "rss-MB")
+			b.ReportMetric(procStatusMB("RssFile:"), "rss-file-MB")
+			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MB")
+			b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-heap-MB")
+			if f := os.Getenv("FANO_BENCH_HEAPPROFILE"); f != "" {
+				if out, err := os.Create(f); err == nil {
+					_ = pprof.WriteHeapProfile(out)
+					out.Close()
+				}
+			}
 			if st, err := bu.log.Stats(); err == nil && st.Blocks > 0 {
 				b.ReportMetric(float64(st.Entries)/float64(st.Blocks), "entries/commit")
 			}

@@ -53,7 +53,7 @@ var rows = []row{
 	{"pick-next >= 100x faster at 100k", "BenchmarkPick/fano/pending=100000", "ns/op", "BenchmarkPick/spec-resort/pending=100000", "ns/op", false, "x faster"},
 	{"end-to-end >= 5,000 tasks/s", "BenchmarkEndToEnd/fano", "tasks/s", "BenchmarkEndToEnd/wal-floor", "tasks/s", true, "of floor"},
 	{"RSS for 20k tasks <= 60 MB", "BenchmarkEndToEnd/fano", "rss-MB", "", "", false, ""},
-	{"heap for 20k tasks (info)", "BenchmarkEndToEnd/fano", "heap-MB", "", "", false, ""},
+	{"live heap for 20k tasks (info)", "BenchmarkEndToEnd/fano", "live-heap-MB", "", "", false, ""},
 	{"recovery 100k tasks / ~1M entries <= 2 s", "BenchmarkRecovery/fano-recover", "s/recovery", "BenchmarkRecovery/decode-only", "s/recovery", false, "x decode-only"},
 	{"SIGKILL at half-way: run again <= 1 s", "BenchmarkKillRestart", "s-to-run-again", "BenchmarkKillRestart", "s-cold-start(baseline)", false, "x cold start"},
 	{"SIGKILL: tasks lost = 0", "BenchmarkKillRestart", "lost", "", "", false, ""},
