@@ -44,6 +44,9 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		if err := h.sys.writeExports(h.mod, exportsOf(h.mod, applied)); err != nil {
 			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".export_failed").Msg("output file not written; recovery will write it")
 		}
+		if bl, ok := h.mod.(modules.Backlogger); ok {
+			h.sys.backlogs.Store(h.mod.Name(), bl.Backlog())
+		}
 		if h.sys.clock.Since(h.lastPropose) >= h.sys.opts.TickInterval {
 			h.propose(ctx)
 		}

@@ -25,7 +25,11 @@ type schedulerActor struct {
 	// with every deep budget spent) until the next tick, so they are not
 	// picked again and again ahead of work that can run.
 	deferred []string
-	stopping bool
+	// cancelling holds cancels forwarded to a running task's executor. An
+	// executor that was already pausing itself ends without seeing it, so
+	// when it is done the cancel is carried out here.
+	cancelling map[string]string
+	stopping   bool
 }
 
 func (a *schedulerActor) Receive(ctx actor.Context) {
@@ -60,6 +64,12 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	case *allocated:
 		a.onAllocated(ctx, m)
 	case *executorDone:
+		if reason, ok := a.cancelling[m.taskID]; ok {
+			delete(a.cancelling, m.taskID)
+			if !m.result.GetCancelled() {
+				a.cancel(&cancelTask{id: m.taskID, reason: reason, reply: make(chan error, 1)})
+			}
+		}
 		a.dispatch(ctx)
 	case *preemptQuery:
 		if ok, id := a.state.ShouldPreempt(m.taskID, m.llm); ok {
@@ -201,6 +211,10 @@ func (a *schedulerActor) cancel(m *cancelTask) {
 	ev, err := a.state.DecideCancel(m.id, m.reason, a.sys.clock.Now())
 	if errors.Is(err, scheduler.ErrRunning) {
 		// The executor owns a running task: it cancels and writes the event.
+		if a.cancelling == nil {
+			a.cancelling = map[string]string{}
+		}
+		a.cancelling[m.id] = m.reason
 		a.sys.root.Send(a.sys.orchestratorPID, &cancelTask{id: m.id, reason: m.reason, reply: m.reply})
 		return
 	}
@@ -208,5 +222,17 @@ func (a *schedulerActor) cancel(m *cancelTask) {
 		m.reply <- err
 		return
 	}
-	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { m.reply <- err })
+	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
+		m.reply <- err
+		if err != nil {
+			return
+		}
+		// The module learns its task will not run (e.g. a review seat
+		// becomes an abstention); nobody waits for its answer here.
+		if t, ok := a.state.Task(m.id); ok {
+			if pid, ok := a.sys.modulePIDs[t.Module]; ok {
+				a.sys.root.Send(pid, &moduleEnd{task: t, failed: true, reason: "cancelled: " + m.reason, reply: make(chan error, 1)})
+			}
+		}
+	})
 }

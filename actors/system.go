@@ -55,6 +55,8 @@ type System struct {
 	initAlloc   *allocState
 	initModules map[string]uint64
 
+	backlogs sync.Map // module -> int (modules.Backlogger)
+
 	subsMu sync.Mutex
 	subs   atomic.Pointer[[]*subscriber]
 
@@ -279,6 +281,19 @@ func (s *System) notify(n Notice) {
 	}
 }
 
+// Backends are the gateways fano runs (status reads their optional
+// State() string, e.g. a circuit breaker's).
+func (s *System) Backends() []gateway.Backend { return s.opts.Backends }
+
+// ModuleNames lists the configured modules in the order given.
+func (s *System) ModuleNames() []string {
+	out := make([]string, len(s.opts.Modules))
+	for i, m := range s.opts.Modules {
+		out[i] = m.Name()
+	}
+	return out
+}
+
 // Clock is the system's clock.
 func (s *System) Clock() clockwork.Clock { return s.clock }
 
@@ -304,9 +319,14 @@ func (s *System) schedulerEnv() scheduler.Env {
 	}
 }
 
-// backlog is read by the scheduler actor on its tick; modules publish it
-// through their hosts (see modulehost.go), 0 until they do.
-func (s *System) backlog(module string) int { return 0 }
+// backlog is read by the scheduler actor on its tick; module hosts of
+// modules.Backlogger publish it after applying events.
+func (s *System) backlog(module string) int {
+	if v, ok := s.backlogs.Load(module); ok {
+		return v.(int)
+	}
+	return 0
+}
 
 func (s *System) takeScheduler() *schedState {
 	s.mu.Lock()

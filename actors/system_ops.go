@@ -224,6 +224,27 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 	if r.err != nil {
 		return "", fmt.Errorf("stop stuck task %s: %w", id, r.err)
 	}
+	// A tick that read the task between the executor's pause and our
+	// follow-up may have decided to resume it, and that resume lands after
+	// the follow-up. Nothing can start the task meanwhile (dispatch is
+	// off), so write the follow-up again until it is the last word.
+	for i := 0; ; i++ {
+		cur, ok := s.Task(id)
+		if !ok || settled(cur, fail, reason) {
+			break
+		}
+		if i == 5 {
+			return outcome, fmt.Errorf("stop stuck task %s: it is %s after %d attempts", id, cur.State, i+1)
+		}
+		reply := make(chan taskEventsReply, 1)
+		r, err := ask(s, s.schedulerPID, &taskEvents{taskID: id, events: []*pb.Event{followUp()}, reply: reply}, reply)
+		if err == nil {
+			err = r.err
+		}
+		if err != nil {
+			return outcome, fmt.Errorf("stop stuck task %s: %w", id, err)
+		}
+	}
 	if fail {
 		if err := s.moduleEnd(t, true, reason); err != nil {
 			return outcome, fmt.Errorf("stop stuck task %s: tell module %s: %w", id, t.Module, err)
@@ -291,4 +312,16 @@ func mailboxDepth(ap *actor.ActorProcess) (depth int) {
 		return -1
 	}
 	return mb.UserMessageCount()
+}
+
+// settled reports whether the stuck task's follow-up is its current state,
+// or it ended by itself.
+func settled(t *pb.Task, fail bool, reason string) bool {
+	switch {
+	case t.State == pb.TaskState_TASK_STATE_COMPLETED || t.State == pb.TaskState_TASK_STATE_CANCELLED:
+		return true
+	case fail:
+		return t.State == pb.TaskState_TASK_STATE_FAILED
+	}
+	return t.State == pb.TaskState_TASK_STATE_PAUSED && t.PauseReason == reason || t.State == pb.TaskState_TASK_STATE_FAILED
 }

@@ -34,6 +34,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Short: "Show tasks and the WAL of the data directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if live, err := livePanelStatus(cmd, g); err != nil || live {
+				return err
+			}
 			cfg, err := loadConfig(g)
 			if err != nil {
 				return err

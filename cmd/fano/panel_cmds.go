@@ -1,0 +1,483 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/proto"
+
+	"fano/actors/scheduler"
+	"fano/config"
+	"fano/control"
+	"fano/pb"
+	"fano/wal"
+)
+
+// Commands that talk to the running orchestrator through its control
+// panel: fano tasks, cancel, seed add, comment add. With none running,
+// read commands read the data directory and say so; changes need it
+// running (except `seed add`, which an offline hook may take).
+
+func init() {
+	extraCommands = append(extraCommands, newTasksCmd, newCancelCmd, newSeedCmd, newCommentCmd)
+}
+
+// offlineSeedAdd, if set (by the explorer's own file), adds a seed to a
+// data directory no fano runs on. Nil: `fano seed add` needs fano running.
+var offlineSeedAdd func(g *globals, text string, priority int) error
+
+// panelConn is how the CLI reaches a running panel.
+type panelConn struct {
+	cfg    *config.Config
+	client *control.Client
+	addr   string
+	tokErr error // why no token could be read (reported only for changes)
+}
+
+// findPanel works out the panel's address (<data-dir>/panel.addr, written
+// by the running fano, else control.address) and token (control.token,
+// $control.token_env, else <data-dir>/panel.token).
+func findPanel(g *globals) (*panelConn, error) {
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	addr := cfg.Control.Address
+	if b, err := os.ReadFile(filepath.Join(cfg.DataDir, control.AddrFile)); err == nil && strings.TrimSpace(string(b)) != "" {
+		addr = strings.TrimSpace(string(b))
+	}
+	base, err := control.BaseURL(addr)
+	if err != nil {
+		return nil, err
+	}
+	tok, _, tokErr := control.ResolveToken(cfg.Control, cfg.DataDir, os.Getenv, false)
+	return &panelConn{cfg: cfg, addr: addr, tokErr: tokErr,
+		client: &control.Client{BaseURL: base, Token: tok, HTTP: &http.Client{Timeout: 30 * time.Second}}}, nil
+}
+
+// online says whether the panel of this data directory answers. A panel
+// that serves another data directory is an error, not a fallback.
+func (p *panelConn) online(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	h, err := p.client.Healthz(ctx)
+	if errors.Is(err, control.ErrNotRunning) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("control panel at %s: %w", p.addr, err)
+	}
+	if want, err := filepath.Abs(p.cfg.DataDir); err == nil && h.DataDir != "" && h.DataDir != want {
+		return false, fmt.Errorf("the fano answering at %s runs on data dir %s, not %s: pass --data-dir or --config", p.addr, h.DataDir, want)
+	}
+	return true, nil
+}
+
+// needToken says why a change cannot be authorised, if it cannot.
+func (p *panelConn) needToken() error {
+	if p.tokErr != nil {
+		return fmt.Errorf("panel token: %w", p.tokErr)
+	}
+	if p.client.Token == "" {
+		return fmt.Errorf("no panel token: none in control.token, $%s or %s", p.cfg.Control.TokenEnv, filepath.Join(p.cfg.DataDir, control.TokenFile))
+	}
+	return nil
+}
+
+// notRunning is the error of a change that needs the running orchestrator.
+func notRunning(p *panelConn, what string) error {
+	return fmt.Errorf("fano is not running on %s (no control panel answers at %s): %s needs the running orchestrator; start it with `fano run`",
+		p.cfg.DataDir, p.addr, what)
+}
+
+// apiErr makes an API error one clear line.
+func apiErr(what string, err error) error {
+	var ae *control.APIError
+	if errors.As(err, &ae) {
+		return fmt.Errorf("%s: %s (HTTP %d)", what, ae.Message, ae.Status)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// tasksReport is `fano tasks --json`.
+type tasksReport struct {
+	Running bool               `json:"running"`
+	Message string             `json:"message,omitempty"`
+	Tasks   []control.TaskView `json:"tasks"`
+}
+
+func newTasksCmd(g *globals) *cobra.Command {
+	var module, state string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "tasks [task-id]",
+		Short: "List tasks, newest first (or show one task with its conversation)",
+		Long: "List tasks from the running orchestrator's control panel; with none running, from the data directory.\n" +
+			"With a task id, show that task and its conversation.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if state != "" {
+				if _, ok := control.ParseState(state); !ok {
+					return fmt.Errorf("--state: unknown task state %q (use pending, ready, running, paused, completed, failed or cancelled)", state)
+				}
+			}
+			if limit < 1 || limit > 10000 {
+				return fmt.Errorf("--limit: must be from 1 to 10000 (is %d)", limit)
+			}
+			p, err := findPanel(g)
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			up, err := p.online(ctx)
+			if err != nil {
+				return err
+			}
+			var rep tasksReport
+			if up {
+				rep.Running = true
+				if len(args) == 1 {
+					t, err := p.client.Task(ctx, args[0])
+					if err != nil {
+						return apiErr("task "+args[0], err)
+					}
+					rep.Tasks = []control.TaskView{t}
+				} else if rep.Tasks, err = p.client.Tasks(ctx, module, state, limit); err != nil {
+					return apiErr("tasks", err)
+				}
+			} else {
+				tasks, err := offlineTasks(g, p, module, state, limit, args)
+				if err != nil {
+					return err
+				}
+				rep.Tasks = tasks
+				rep.Message = "fano is not running: tasks as recorded in " + p.cfg.DataDir +
+					" (a RUNNING task was cut off: the next start pauses and resumes it)"
+			}
+			if rep.Tasks == nil {
+				rep.Tasks = []control.TaskView{}
+			}
+			if g.json {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			if rep.Message != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), rep.Message)
+			}
+			if len(args) == 1 {
+				return printTask(cmd.OutOrStdout(), rep.Tasks[0])
+			}
+			return printTasks(cmd.OutOrStdout(), rep.Tasks)
+		},
+	}
+	cmd.Flags().StringVar(&module, "module", "", "only tasks of this module")
+	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state (pending, running, paused, completed, failed, cancelled)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many tasks")
+	jsonFlag(cmd, g)
+	return cmd
+}
+
+// offlineTasks rebuilds the scheduler's tasks from the WAL (checkpoint,
+// then its later entries), read-only. A locked database means a fano runs
+// whose panel does not answer: that is said, not worked around.
+func offlineTasks(g *globals, p *panelConn, module, state string, limit int, ids []string) ([]control.TaskView, error) {
+	a, err := openApp(g, "off")
+	if errors.Is(err, wal.ErrLocked) {
+		return nil, fmt.Errorf("%w; its control panel does not answer at %s (is control.enabled off?)", err, p.addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	st, err := readScheduler(a)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) == 1 {
+		t, ok := st.Task(ids[0])
+		if !ok {
+			return nil, fmt.Errorf("task %q not found in %s", ids[0], a.dataDir)
+		}
+		return []control.TaskView{control.TaskViewOf(t, true)}, nil
+	}
+	want, _ := control.ParseState(state)
+	tasks := st.Tasks(func(t *pb.Task) bool {
+		return (module == "" || t.GetModule() == module) && (state == "" || t.GetState() == want)
+	}, 0)
+	slices.SortFunc(tasks, func(x, y *pb.Task) int {
+		return cmp.Or(cmp.Compare(y.GetCreatedAt(), x.GetCreatedAt()), strings.Compare(x.GetId(), y.GetId()))
+	})
+	if len(tasks) > limit {
+		tasks = tasks[:limit]
+	}
+	out := make([]control.TaskView, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, control.TaskViewOf(t, false))
+	}
+	return out, nil
+}
+
+// schedulerOwner is the WAL owner of task events (pb/events.proto).
+const schedulerOwner = "scheduler"
+
+// readScheduler loads the scheduler's checkpoint and replays its later
+// entries, writing nothing.
+func readScheduler(a *app) (*scheduler.State, error) {
+	cfg := scheduler.Config{MessageLimit: a.cfg.Orchestrator.Tasks.ConversationMessageLimit, MaxPending: a.cfg.Orchestrator.Scheduler.MaxPendingTasks}
+	st := scheduler.New(cfg)
+	from := uint64(1)
+	cp, ok, err := a.log.LoadCheckpoint(schedulerOwner)
+	if err != nil {
+		return nil, fmt.Errorf("read tasks: %w", err)
+	}
+	if ok {
+		var snap pb.SchedulerSnapshot
+		if err := proto.Unmarshal(cp.Snapshot, &snap); err != nil {
+			return nil, fmt.Errorf("read tasks: scheduler checkpoint at seq %d does not decode: %w", cp.Seq, err)
+		}
+		if st, err = scheduler.Restore(cfg, &snap); err != nil {
+			return nil, fmt.Errorf("read tasks: scheduler checkpoint at seq %d: %w", cp.Seq, err)
+		}
+		from = cp.Seq + 1
+	}
+	err = a.log.Replay(from, func(ent wal.Entry) error {
+		if ent.Owner != schedulerOwner {
+			return nil
+		}
+		var e pb.Event
+		if err := proto.Unmarshal(ent.Payload, &e); err != nil {
+			return fmt.Errorf("wal entry %d (%s): decode: %w", ent.Seq, ent.Type, err)
+		}
+		_ = st.Apply(&e) // an entry that does not apply is `fano recover`'s to report
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read tasks: %w", err)
+	}
+	return st, nil
+}
+
+func printTasks(w io.Writer, tasks []control.TaskView) error {
+	if len(tasks) == 0 {
+		_, err := fmt.Fprintln(w, "no tasks")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATE\tMODULE\tTYPE\tLLM\tREQUESTS\tPRIORITY\tCREATED\tID")
+	for _, t := range tasks {
+		created := ""
+		if t.CreatedAt != nil {
+			created = t.CreatedAt.Local().Format("01-02 15:04:05")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", t.State, t.Module, t.TaskType, cmp.Or(t.LLMAssigned, "-"),
+			t.RequestCount, t.MaxRequests, t.Priority, created, t.ID)
+	}
+	return tw.Flush()
+}
+
+func printTask(w io.Writer, t control.TaskView) error {
+	fmt.Fprintf(w, "%s  %s  (%s/%s)\n", t.ID, t.State, t.Module, t.TaskType)
+	fmt.Fprintf(w, "  requests %d/%d, priority %d, attempts %d, llm %s\n", t.RequestCount, t.MaxRequests, t.Priority, t.Attempts, cmp.Or(t.LLMAssigned, "-"))
+	if t.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", t.Error)
+	}
+	if t.PauseReason != "" {
+		fmt.Fprintf(w, "  paused: %s\n", t.PauseReason)
+	}
+	if c := t.Conversation; c != nil {
+		fmt.Fprintf(w, "  conversation on %s, %d turns\n", cmp.Or(c.LLM, "-"), c.TurnCount)
+		for _, m := range c.Messages {
+			fmt.Fprintf(w, "\n[%s%s]\n%s\n", m.Role, map[bool]string{true: " " + m.LLM, false: ""}[m.LLM != ""], m.Content)
+		}
+	}
+	return nil
+}
+
+func newCancelCmd(g *globals) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "cancel <task-id>",
+		Short: "Cancel a waiting or running task (needs fano running)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := findPanel(g)
+			if err != nil {
+				return err
+			}
+			up, err := p.online(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if !up {
+				return notRunning(p, "cancel")
+			}
+			if err := p.needToken(); err != nil {
+				return err
+			}
+			r, err := p.client.Cancel(cmd.Context(), args[0], reason)
+			if err != nil {
+				return apiErr("cancel "+args[0], err)
+			}
+			if g.json {
+				return writeJSON(cmd.OutOrStdout(), r)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", r.TaskID, r.Status)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why (kept with the task)")
+	jsonFlag(cmd, g)
+	return cmd
+}
+
+func newSeedCmd(g *globals) *cobra.Command {
+	seed := &cobra.Command{Use: "seed", Short: "Manage the explorer's seed questions"}
+	var priority int
+	add := &cobra.Command{
+		Use:   `add "<text>"`,
+		Short: "Add a seed question for the explorer",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text := strings.TrimSpace(args[0])
+			if text == "" {
+				return errors.New("seed add: the text is empty")
+			}
+			return postSeed(cmd, g, text, priority)
+		},
+	}
+	add.Flags().IntVar(&priority, "priority", 0, "priority of the seed (0: the explorer's default)")
+	jsonFlag(add, g)
+	seed.AddCommand(add)
+	return seed
+}
+
+// postSeed adds a seed through the running orchestrator, else through
+// offlineSeedAdd, else explains that fano must run.
+func postSeed(cmd *cobra.Command, g *globals, text string, priority int) error {
+	p, err := findPanel(g)
+	if err != nil {
+		return err
+	}
+	up, err := p.online(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if !up {
+		if offlineSeedAdd == nil {
+			return notRunning(p, "seed add")
+		}
+		return offlineSeedAdd(g, text, priority)
+	}
+	if err := p.needToken(); err != nil {
+		return err
+	}
+	r, err := p.client.AddSeed(cmd.Context(), text, priority)
+	if err != nil {
+		return apiErr("seed add", err)
+	}
+	return printCommand(cmd, g, r, "seed")
+}
+
+func newCommentCmd(g *globals) *cobra.Command {
+	comment := &cobra.Command{Use: "comment", Short: "Comment on the living document"}
+	add := &cobra.Command{
+		Use:   `add <section-id> "<text>"`,
+		Short: "Comment on a section of the document; comments are addressed first (needs fano running)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(args[0]) == "" || strings.TrimSpace(args[1]) == "" {
+				return errors.New("comment add: the section id and the text must not be empty")
+			}
+			return postComment(cmd, g, args[0], args[1])
+		},
+	}
+	jsonFlag(add, g)
+	comment.AddCommand(add)
+	return comment
+}
+
+// postComment adds a comment through the running orchestrator.
+func postComment(cmd *cobra.Command, g *globals, section, text string) error {
+	p, err := findPanel(g)
+	if err != nil {
+		return err
+	}
+	up, err := p.online(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if !up {
+		return notRunning(p, "comment add")
+	}
+	if err := p.needToken(); err != nil {
+		return err
+	}
+	r, err := p.client.AddComment(cmd.Context(), section, text)
+	if err != nil {
+		return apiErr("comment add", err)
+	}
+	return printCommand(cmd, g, r, "comment")
+}
+
+func printCommand(cmd *cobra.Command, g *globals, r control.CommandResult, what string) error {
+	if g.json {
+		return writeJSON(cmd.OutOrStdout(), r)
+	}
+	_, err := fmt.Fprintf(cmd.OutOrStdout(), "%s added to %s (%s)\n", what, r.Module, strings.Join(r.Events, ", "))
+	return err
+}
+
+// livePanelStatus prints the running orchestrator's status from its panel
+// and reports true, or reports false when no panel answers (then
+// `fano status` reads the data directory). For cmd/fano/status.go.
+func livePanelStatus(cmd *cobra.Command, g *globals) (bool, error) {
+	p, err := findPanel(g)
+	if err != nil {
+		return false, err
+	}
+	up, err := p.online(cmd.Context())
+	if err != nil || !up {
+		return false, err
+	}
+	st, err := p.client.Status(cmd.Context())
+	if err != nil {
+		return false, apiErr("status", err)
+	}
+	if g.json {
+		return true, writeJSON(cmd.OutOrStdout(), struct {
+			Running bool `json:"running"`
+			control.Status
+		}{true, st})
+	}
+	return true, printLiveStatus(cmd.OutOrStdout(), st)
+}
+
+func printLiveStatus(w io.Writer, st control.Status) error {
+	fmt.Fprintf(w, "fano is %s (up %s, data dir %s)\n", st.State, st.Uptime, st.DataDir)
+	t := st.Tasks
+	fmt.Fprintf(w, "tasks: %d pending, %d running, %d paused, %d completed (%d in 24 h), %d failed, %d cancelled\n",
+		t.Pending+t.Ready, t.Running, t.Paused, t.Completed, t.Completed24h, t.Failed, t.Cancelled)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "BACKEND\tSTATE\tHOURLY\tDEEP\tIN FLIGHT\tCIRCUIT")
+	for _, b := range st.Backends {
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d (usable %d)\t%d/%d\t%d/%d\t%s\n", b.Name, b.State, b.HourlyUsed, b.HourlyLimit, b.Usable,
+			b.DeepModeUsed, b.DeepModeLimit, b.InUse, b.MaxConcurrency, cmp.Or(b.Circuit, "-"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range st.Running {
+		fmt.Fprintf(w, "running: %s on %s (request %d/%d)\n", r.ID, r.LLM, r.RequestCount, r.MaxRequests)
+	}
+	return nil
+}

@@ -1,0 +1,624 @@
+package control
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/modules"
+	"fano/pb"
+)
+
+// maxBody bounds a request body: seeds and comments are prose, not files.
+const maxBody = 1 << 20
+
+// defaultLimit and maxLimit bound GET /api/orchestrator/tasks.
+const (
+	defaultLimit = 50
+	maxLimit     = 10000
+)
+
+func (s *Server) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /healthz", s.handleHealthz)
+	m.Handle("GET /metrics", s.metrics.handler())
+	m.HandleFunc("GET /api/orchestrator/status", s.handleStatus)
+	m.HandleFunc("GET /api/orchestrator/tasks", s.handleTasks)
+	// Task ids hold slashes ("probe/exploration/q0001"): the id is the
+	// rest of the path, raw or %2F-escaped.
+	m.HandleFunc("GET /api/orchestrator/task/{id...}", s.handleTask)
+	m.Handle("POST /api/orchestrator/task/{rest...}", s.auth(http.HandlerFunc(s.handleCancel)))
+	m.Handle("POST /api/seeds", s.auth(http.HandlerFunc(s.handleSeed)))
+	m.Handle("POST /api/comments", s.auth(http.HandlerFunc(s.handleComment)))
+	m.Handle("POST /api/backends/{name}/pause", s.auth(http.HandlerFunc(s.handlePause)))
+	m.Handle("POST /api/backends/{name}/resume", s.auth(http.HandlerFunc(s.handleResume)))
+	m.HandleFunc("GET /api/document", s.handleDocument)
+	m.HandleFunc("GET /api/events", s.handleEvents)
+	m.Handle("GET /", s.webHandler())
+	return m
+}
+
+// apiError is the body of every error answer.
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, format string, args ...any) {
+	writeJSON(w, code, apiError{Error: fmt.Sprintf(format, args...)})
+}
+
+// guard refuses requests whose Host is a DNS name the panel does not know
+// (a DNS-rebinding page would send its own name), and sets headers that
+// keep the page out of frames.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			writeError(w, http.StatusMisdirectedRequest,
+				"host %q is not served here: use the IP address, localhost, or add the origin to control.allowed_origins", r.Host)
+			return
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) hostAllowed(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "" || net.ParseIP(host) != nil || strings.EqualFold(host, "localhost") {
+		return true
+	}
+	for _, o := range s.opts.AllowedOrigins {
+		if u, err := url.Parse(o); err == nil && strings.EqualFold(u.Hostname(), host) {
+			return true
+		}
+	}
+	return false
+}
+
+func hashToken(tok string) [32]byte { return sha256.Sum256([]byte(tok)) }
+
+// auth lets a request through only with "Authorization: Bearer <token>".
+// The comparison is of fixed-size hashes in constant time, so neither the
+// token's bytes nor its length leak through timing.
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		got := hashToken(strings.TrimSpace(tok))
+		if !ok || subtle.ConstantTimeCompare(got[:], s.tokenH[:]) != 1 {
+			s.logger.Warn().Str("event", "control.panel.unauthorized").Str("method", r.Method).Str("path", r.URL.Path).
+				Str("remote", r.RemoteAddr).Bool("had_token", ok).Msg("mutation without a valid token")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="fano"`)
+			writeError(w, http.StatusUnauthorized,
+				"this change needs the panel token: send \"Authorization: Bearer <token>\" (the token is in panel.token in the data directory, or control.token / control.token_env)")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeBody reads one JSON object into v. An empty body is allowed when
+// optional; unknown fields, wrong types and trailing data are errors that
+// name the field or the byte offset.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, optional bool) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return fmt.Errorf("request body is larger than %d bytes", maxBody)
+		}
+		return fmt.Errorf("read request body: %w", err)
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		if optional {
+			return nil
+		}
+		return errors.New("empty request body: expected a JSON object")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonProblem(err)
+	}
+	if dec.More() {
+		return errors.New("bad JSON: more than one value in the body")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err != io.EOF {
+		return errors.New("bad JSON: data after the object")
+	}
+	return nil
+}
+
+// jsonProblem turns a decoder error into a message naming the field.
+func jsonProblem(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("bad JSON at byte %d: %v", syn.Offset, err)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return fmt.Errorf("bad JSON: expected an object, got %s", typ.Value)
+		}
+		return fmt.Errorf("field %q: expected %s, got %s", field, typ.Type, typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("bad JSON: the body ends in the middle of a value")
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("unknown field %s", msg)
+	}
+	return fmt.Errorf("bad JSON: %v", err)
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Healthz{Status: "ok", Service: "fano", DataDir: s.opts.DataDir})
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.status())
+}
+
+// status gathers the status from the scheduler and allocator (one round
+// trip each), the module list and the cached WAL figures.
+func (s *Server) status() Status {
+	now := s.sys.Clock().Now()
+	up := time.Since(s.started)
+	state := "running"
+	if !s.sys.Accepting() {
+		state = "not_accepting" // the health monitor stopped new work (low disk)
+	}
+	st := Status{
+		State: state, Uptime: up.Round(time.Second).String(), UptimeSeconds: up.Seconds(),
+		StartedAt: s.started.UTC(), DataDir: s.opts.DataDir,
+		LLMs: map[string]LLMStatus{}, Backends: []BackendView{}, Modules: []ModuleView{}, Running: []RunningTask{},
+	}
+	counts := s.sys.Counts()
+	st.Tasks.ByModule = map[string]map[string]int{}
+	for module, byState := range counts {
+		m := map[string]int{}
+		for state, n := range byState {
+			if n == 0 {
+				continue
+			}
+			m[StateName(state)] = n
+			switch state {
+			case pb.TaskState_TASK_STATE_PENDING:
+				st.Tasks.Pending += n
+			case pb.TaskState_TASK_STATE_READY:
+				st.Tasks.Ready += n
+			case pb.TaskState_TASK_STATE_RUNNING:
+				st.Tasks.Running += n
+			case pb.TaskState_TASK_STATE_PAUSED:
+				st.Tasks.Paused += n
+			case pb.TaskState_TASK_STATE_COMPLETED:
+				st.Tasks.Completed += n
+			case pb.TaskState_TASK_STATE_FAILED:
+				st.Tasks.Failed += n
+			case pb.TaskState_TASK_STATE_CANCELLED:
+				st.Tasks.Cancelled += n
+			}
+		}
+		st.Tasks.ByModule[module] = m
+	}
+	since := now.Add(-24 * time.Hour).UnixNano()
+	n24 := 0
+	// The filter counts inside the scheduler and keeps nothing: no copies.
+	s.sys.Tasks(func(t *pb.Task) bool {
+		if t.GetState() == pb.TaskState_TASK_STATE_COMPLETED && t.GetCompletedAt() >= since {
+			n24++
+		}
+		return false
+	}, 0)
+	st.Tasks.Completed24h = n24
+
+	running := s.sys.Tasks(func(t *pb.Task) bool { return t.GetState() == pb.TaskState_TASK_STATE_RUNNING }, 0)
+	byBackend := map[string][]string{}
+	for _, t := range running {
+		byBackend[t.GetLlmAssigned()] = append(byBackend[t.GetLlmAssigned()], t.GetId())
+		rt := RunningTask{ID: t.GetId(), Module: t.GetModule(), TaskType: t.GetTaskType(), LLM: t.GetLlmAssigned(),
+			RequestCount: t.GetRequestCount(), MaxRequests: t.GetMaxRequests(), DeepMode: t.GetRequiresDeepMode()}
+		if p := timePtr(t.GetStartedAt()); p != nil {
+			rt.StartedAt = *p
+		}
+		st.Running = append(st.Running, rt)
+	}
+
+	circuits := s.circuits()
+	for _, b := range s.sys.Quotas() {
+		st.LLMs[b.Name] = LLMStatus{Available: b.Available, HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit,
+			DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit}
+		bv := BackendView{
+			Name: b.Name, Kind: b.Kind, State: backendState(b, now), Available: b.Available,
+			HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit, LimitEstimate: b.LimitEstimate, Usable: b.Usable,
+			DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit, Paused: b.Paused, PauseReason: b.PauseReason,
+			InUse: b.InUse, MaxConcurrency: b.MaxConcurrency, Circuit: circuits[b.Name],
+			RunningTasks: nonNil(byBackend[b.Name]),
+		}
+		if !b.RateLimitedUntil.IsZero() {
+			t := b.RateLimitedUntil.UTC()
+			bv.RateLimitedUntil = &t
+		}
+		st.Backends = append(st.Backends, bv)
+	}
+	for _, m := range s.modules() {
+		mv := ModuleView{Name: m.Name, Capabilities: m.Capabilities, Tasks: st.Tasks.ByModule[m.Name]}
+		if mv.Tasks == nil {
+			mv.Tasks = map[string]int{}
+		}
+		st.Modules = append(st.Modules, mv)
+	}
+	st.WAL = s.walStats()
+	if s.opts.Health != nil {
+		st.Health = s.opts.Health.Health()
+	}
+	return st
+}
+
+// circuits reads the circuit state of backends that report one.
+func (s *Server) circuits() map[string]string {
+	out := map[string]string{}
+	for _, b := range s.opts.Backends {
+		if c, ok := b.(interface{ State() string }); ok {
+			out[b.Name()] = c.State()
+		}
+	}
+	return out
+}
+
+// handleTasks lists tasks, newest first: GET ?module=&state=&limit=.
+func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "module" && k != "state" && k != "limit" {
+			writeError(w, http.StatusBadRequest, "unknown query parameter %q (use module, state, limit)", k)
+			return
+		}
+	}
+	module := q.Get("module")
+	var state pb.TaskState
+	if v := q.Get("state"); v != "" {
+		st, ok := ParseState(v)
+		if !ok {
+			writeError(w, http.StatusBadRequest, "query parameter \"state\": unknown task state %q (use pending, ready, running, paused, completed, failed or cancelled)", v)
+			return
+		}
+		state = st
+	}
+	limit := defaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLimit {
+			writeError(w, http.StatusBadRequest, "query parameter \"limit\": must be a whole number from 1 to %d (is %q)", maxLimit, v)
+			return
+		}
+		limit = n
+	}
+	match := func(t *pb.Task) bool {
+		return (module == "" || t.GetModule() == module) && (state == 0 || t.GetState() == state)
+	}
+	writeJSON(w, http.StatusOK, s.newestTasks(match, limit))
+}
+
+// newestTasks returns up to limit matching tasks, newest first. A first
+// pass inside the scheduler keeps only (created, id) of every match, a
+// second copies just the chosen tasks, so a large queue is never cloned
+// whole.
+func (s *Server) newestTasks(match func(*pb.Task) bool, limit int) []TaskView {
+	type key struct {
+		created int64
+		id      string
+	}
+	var keys []key
+	s.sys.Tasks(func(t *pb.Task) bool {
+		if match(t) {
+			keys = append(keys, key{t.GetCreatedAt(), t.GetId()})
+		}
+		return false
+	}, 0)
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(b.created, a.created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	if len(keys) > limit {
+		keys = keys[:limit]
+	}
+	want := make(map[string]int, len(keys))
+	for i, k := range keys {
+		want[k.id] = i
+	}
+	tasks := s.sys.Tasks(func(t *pb.Task) bool { _, ok := want[t.GetId()]; return ok }, 0)
+	slices.SortFunc(tasks, func(a, b *pb.Task) int { return cmp.Compare(want[a.GetId()], want[b.GetId()]) })
+	out := make([]TaskView, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, taskView(t, false))
+	}
+	return out
+}
+
+func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	t, ok := s.sys.Task(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, "task %q not found (unknown, or finished and forgotten after its retention period)", id)
+		return
+	}
+	writeJSON(w, http.StatusOK, taskView(t, true))
+}
+
+type cancelRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// handleCancel serves POST /api/orchestrator/task/{id}/cancel.
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	id, ok := strings.CutSuffix(r.PathValue("rest"), "/cancel")
+	if !ok || id == "" {
+		writeError(w, http.StatusNotFound, "no such endpoint: POST %s (did you mean POST /api/orchestrator/task/{id}/cancel?)", r.URL.Path)
+		return
+	}
+	var req cancelRequest
+	if err := decodeBody(w, r, &req, true); err != nil {
+		writeError(w, http.StatusBadRequest, "cancel %s: %v", id, err)
+		return
+	}
+	reason := cmp.Or(strings.TrimSpace(req.Reason), "cancelled by the operator (control panel)")
+	before, known := s.sys.Task(id)
+	err := s.sys.Cancel(id, reason)
+	var nf *scheduler.NotFoundError
+	switch {
+	case errors.As(err, &nf):
+		writeError(w, http.StatusNotFound, "task %q not found", id)
+		return
+	case errors.Is(err, scheduler.ErrFinished):
+		writeError(w, http.StatusBadRequest, "task %q is already finished: %v", id, err)
+		return
+	case err != nil:
+		s.logger.Error().Err(err).Str("event", "control.panel.cancel_failed").Str("task_id", id).Msg("cancel")
+		writeError(w, http.StatusInternalServerError, "cancel %s: %v", id, err)
+		return
+	}
+	s.logger.Info().Str("event", "control.panel.task_cancelled").Str("task_id", id).Str("reason", reason).Msg("task cancelled")
+	status := "cancelled"
+	if known && before.GetState() == pb.TaskState_TASK_STATE_RUNNING {
+		status = "cancelling"
+	}
+	writeJSON(w, http.StatusOK, CancelResult{Status: status, TaskID: id})
+}
+
+type seedRequest struct {
+	Text     string `json:"text"`
+	Priority int    `json:"priority"`
+	Module   string `json:"module,omitempty"`
+}
+
+type commentRequest struct {
+	SectionID string `json:"section_id"`
+	Text      string `json:"text"`
+	Module    string `json:"module,omitempty"`
+}
+
+// decideError marks an error of a module's decision (bad input: 400), as
+// opposed to a failure to persist it (500).
+type decideError struct{ err error }
+
+func (e *decideError) Error() string { return e.err.Error() }
+func (e *decideError) Unwrap() error { return e.err }
+
+// errNoCapability says the module does not implement the interface.
+var errNoCapability = errors.New("module lacks the capability")
+
+func (s *Server) handleSeed(w http.ResponseWriter, r *http.Request) {
+	var req seedRequest
+	if err := decodeBody(w, r, &req, false); err != nil {
+		writeError(w, http.StatusBadRequest, "add seed: %v", err)
+		return
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		writeError(w, http.StatusBadRequest, "add seed: field \"text\" is required")
+		return
+	}
+	module, ok := s.pickModule(w, req.Module, capSeeds, "explorer", "seeds")
+	if !ok {
+		return
+	}
+	s.command(w, module, "seed_added", func(m modules.Module) ([]*pb.ModuleEvent, error) {
+		st, ok := m.(modules.SeedTaker)
+		if !ok {
+			return nil, errNoCapability
+		}
+		return st.DecideAddSeed(req.Text, req.Priority, s.sys.Clock().Now())
+	})
+}
+
+func (s *Server) handleComment(w http.ResponseWriter, r *http.Request) {
+	var req commentRequest
+	if err := decodeBody(w, r, &req, false); err != nil {
+		writeError(w, http.StatusBadRequest, "add comment: %v", err)
+		return
+	}
+	if strings.TrimSpace(req.SectionID) == "" {
+		writeError(w, http.StatusBadRequest, "add comment: field \"section_id\" is required")
+		return
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		writeError(w, http.StatusBadRequest, "add comment: field \"text\" is required")
+		return
+	}
+	module, ok := s.pickModule(w, req.Module, capComments, "documenter", "comments")
+	if !ok {
+		return
+	}
+	s.command(w, module, "comment_added", func(m modules.Module) ([]*pb.ModuleEvent, error) {
+		c, ok := m.(modules.Commenter)
+		if !ok {
+			return nil, errNoCapability
+		}
+		return c.DecideAddComment(req.SectionID, req.Text, s.sys.Clock().Now())
+	})
+}
+
+// pickModule finds the module for a capability: the one named, else the
+// preferred one, else any that has it. It answers 409 itself when none
+// can, naming what is missing.
+func (s *Server) pickModule(w http.ResponseWriter, named, c, preferred, what string) (string, bool) {
+	if named != "" {
+		if !s.moduleConfigured(named) {
+			writeError(w, http.StatusConflict, "module %q is not configured in this fano", named)
+			return "", false
+		}
+		if !s.hasCapability(named, c) {
+			writeError(w, http.StatusConflict, "module %q does not accept %s", named, what)
+			return "", false
+		}
+		return named, true
+	}
+	m, ok := s.moduleWith(c, preferred)
+	if !ok {
+		writeError(w, http.StatusConflict, "no configured module accepts %s (the %s module is not enabled in this fano)", what, preferred)
+		return "", false
+	}
+	return m, true
+}
+
+// command has module decide events and persists them; the module's own
+// refusal (empty text, unknown section) is a 400 with its message.
+func (s *Server) command(w http.ResponseWriter, module, action string, decide func(modules.Module) ([]*pb.ModuleEvent, error)) {
+	var types []string
+	err := s.sys.Command(module, func(m modules.Module) ([]*pb.ModuleEvent, error) {
+		evs, err := decide(m)
+		if err != nil {
+			return nil, &decideError{err}
+		}
+		for _, e := range evs {
+			types = append(types, e.GetType())
+		}
+		return evs, nil
+	})
+	var de *decideError
+	switch {
+	case errors.Is(err, errNoCapability):
+		writeError(w, http.StatusConflict, "module %q cannot do this", module)
+		return
+	case errors.As(err, &de):
+		writeError(w, http.StatusBadRequest, "%s: %v", module, de.err)
+		return
+	case err != nil:
+		s.logger.Error().Err(err).Str("event", "control."+module+".command_failed").Str("action", action).Msg("module command")
+		writeError(w, http.StatusInternalServerError, "%s: %v", module, err)
+		return
+	}
+	s.logger.Info().Str("event", "control."+module+"."+action).Strs("module_events", types).Msg(action)
+	if types == nil {
+		types = []string{}
+	}
+	writeJSON(w, http.StatusOK, CommandResult{Status: "added", Module: module, Events: types})
+}
+
+type pauseRequest struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) {
+	var req pauseRequest
+	if err := decodeBody(w, r, &req, true); err != nil {
+		writeError(w, http.StatusBadRequest, "pause %s: %v", r.PathValue("name"), err)
+		return
+	}
+	s.pause(w, r.PathValue("name"), cmp.Or(strings.TrimSpace(req.Reason), "paused by the operator (control panel)"), true)
+}
+
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) {
+	var req struct{}
+	if err := decodeBody(w, r, &req, true); err != nil {
+		writeError(w, http.StatusBadRequest, "resume %s: %v", r.PathValue("name"), err)
+		return
+	}
+	s.pause(w, r.PathValue("name"), "", false)
+}
+
+func (s *Server) pause(w http.ResponseWriter, name, reason string, pause bool) {
+	err := s.sys.PauseBackend(name, reason, pause)
+	switch {
+	case errors.Is(err, allocator.ErrUnknownBackend):
+		writeError(w, http.StatusNotFound, "backend %q is not configured", name)
+		return
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "backend %s: %v", name, err)
+		return
+	}
+	action := "resumed"
+	if pause {
+		action = "paused"
+	}
+	s.logger.Info().Str("event", "control.panel.backend_"+action).Str("backend", name).Str("reason", reason).Msg("backend " + action)
+	writeJSON(w, http.StatusOK, BackendResult{Backend: name, Paused: pause})
+}
+
+// handleDocument serves the living document as Markdown, or as JSON with
+// its section ids (?format=json or Accept: application/json).
+func (s *Server) handleDocument(w http.ResponseWriter, r *http.Request) {
+	module, ok := s.moduleWith(capDocument, "documenter")
+	if !ok {
+		writeError(w, http.StatusNotFound, "no document: no configured module renders one (the documenter module is not enabled in this fano)")
+		return
+	}
+	doc := Document{Module: module, Sections: []string{}}
+	err := s.sys.WithModule(module, func(m modules.Module) {
+		if d, ok := m.(modules.DocumentReader); ok {
+			doc.Markdown = d.DocumentMarkdown()
+		}
+		if sl, ok := m.(sectionLister); ok {
+			doc.Sections = append(doc.Sections, sl.SectionIDs()...)
+		}
+	})
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, "document: %v", err)
+		return
+	}
+	if r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json") {
+		writeJSON(w, http.StatusOK, doc)
+		return
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = io.WriteString(w, doc.Markdown)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
