@@ -210,6 +210,8 @@ func (s *System) newModule(m modules.Module) (*owned, error) {
 			return nil, fmt.Errorf("recover: checkpoint of %s at seq %d does not decode: %w", owner, cp.Seq, err)
 		}
 		last = cp.Seq
+	} else if err := m.Restore(s.blank[m.Name()]); err != nil {
+		return nil, fmt.Errorf("recover: reset %s: %w", owner, err)
 	}
 	return &owned{last: last, apply: func(e *pb.Event) error {
 		me := e.GetModuleEvent()

@@ -56,6 +56,10 @@ type System struct {
 	initModules map[string]uint64
 
 	backlogs sync.Map // module -> int (modules.Backlogger)
+	// blank holds each module's snapshot as constructed: a restarted host
+	// resets its module to it before replaying, so no event is applied
+	// twice on top of the state the crash left behind.
+	blank map[string][]byte
 
 	subsMu sync.Mutex
 	subs   atomic.Pointer[[]*subscriber]
@@ -88,10 +92,16 @@ func newSystem(opts Options) (*System, error) {
 		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}),
 		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}), finished: make(chan struct{}),
 	}
+	s.blank = map[string][]byte{}
 	for _, m := range opts.Modules {
 		if _, dup := s.taskTypes[m.Name()]; dup {
 			return nil, fmt.Errorf("actors: module %q configured twice", m.Name())
 		}
+		blank, err := m.Snapshot()
+		if err != nil {
+			return nil, fmt.Errorf("actors: module %s: snapshot: %w", m.Name(), err)
+		}
+		s.blank[m.Name()] = blank
 		types := map[string]bool{}
 		for _, t := range m.TaskTypes() {
 			types[t] = true

@@ -83,7 +83,8 @@ func NewService(cfg Config, opts ServiceOptions) *Service {
 	return &Service{opts: opts, mon: New(cfg), ctx: ctx, cancel: cancel}
 }
 
-// Start runs a check every CheckInterval until Stop. The ticker exists
+// Start runs a first check at once (so the status means something from
+// the start), then one every CheckInterval until Stop. The ticker exists
 // when Start returns, so advancing a fake clock right after reaches it.
 func (s *Service) Start() {
 	s.startOnce.Do(func() {
@@ -91,6 +92,7 @@ func (s *Service) Start() {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			s.CheckNow(s.ctx)
 			for {
 				select {
 				case <-s.ticker.Chan():
