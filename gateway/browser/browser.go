@@ -1,0 +1,947 @@
+// Package browser is the gateway to chat web sites (ChatGPT, Gemini,
+// Claude, ...) through a real Chromium driven by playwright-go.
+//
+// Everything site-specific lives in a Profile (YAML; built-in ones for
+// chatgpt, gemini and claude, user ones from the config's
+// site_profiles_file). Each backend has its own persistent Chromium profile
+// directory (<data-dir>/browser/<name>, mode 0700) that keeps the login a
+// person made once with `fano login <name>`.
+//
+// A Send navigates to the conversation (or the start page), sets deep mode,
+// attaches images, types the prompt, clicks send and polls the page until
+// the answer is complete: the "generating" signal is gone and the answer's
+// text has been stable for the profile's stable time. A rate-limit banner
+// becomes a *gateway.RateLimitedError with the retry time read from it; a
+// login wall becomes gateway.Unavailable. When ctx ends first, the answer
+// is stopped, the page is dropped and the error wraps ctx.Err(); the
+// browser stays ready for the next request.
+package browser
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/playwright-community/playwright-go"
+	"github.com/rs/zerolog"
+
+	"fano/gateway"
+)
+
+// Config is one browser backend.
+type Config struct {
+	// Name is the backend's name (logs, errors, the profile directory).
+	Name string
+	// Profile is the site profile (see LoadProfiles, Profile.WithBaseURL).
+	Profile *Profile
+	// ProfileDir is the persistent Chromium profile, normally
+	// ProfileDir(dataDir, Name). Created with mode 0700.
+	ProfileDir string
+	Headless   bool
+	// Executable is the Chromium binary; default /usr/bin/chromium.
+	Executable string
+	// ExtraArgs are added to Chromium's command line (tests add a
+	// --host-resolver-rules that keeps Chromium off the network).
+	ExtraArgs []string
+	// RecycleAfterRequests / RecycleAfter restart the browser (the profile,
+	// and with it the login, stays) after that many requests or that long;
+	// 0 = never. A browser's memory grows over days.
+	RecycleAfterRequests int
+	RecycleAfter         time.Duration
+	// RequestTimeout caps one Send (0: only the caller's ctx).
+	RequestTimeout time.Duration
+	// ActionTimeout bounds one click, fill or upload; default 30 s.
+	ActionTimeout time.Duration
+	// RecheckInterval is how often Health (and Send) try again after the
+	// backend went down (start page check failed, login wall); default 5 min.
+	RecheckInterval time.Duration
+	// StartTimeout bounds the start-up check in New; default the profile's
+	// load timeout plus a minute for launching.
+	StartTimeout time.Duration
+	// Clock gives the wall time for reading "try again at 3:45 PM" and for
+	// RecycleAfter / RecheckInterval; default the real clock. Page polling
+	// always runs on real time (it waits for a real browser).
+	Clock  clockwork.Clock
+	Logger zerolog.Logger
+}
+
+// Stats counts what a backend did (for status pages and tests).
+type Stats struct {
+	Launches int // browser starts, including recycles
+	Recycles int
+	Requests int // requests that reached the browser
+}
+
+// Backend is a gateway.Backend driving one chat site in one browser
+// profile. Requests are served one at a time (a page is one conversation
+// at a time); Send, Health, Stats and Close are safe for concurrent use.
+// Health never waits for a running Send.
+type Backend struct {
+	cfg   Config
+	p     *Profile
+	name  string
+	clock clockwork.Clock
+	log   zerolog.Logger
+
+	life context.Context // cancelled by Close
+	kill context.CancelFunc
+
+	// sem is held by the one goroutine using the browser (Send, a
+	// recheck, Close); it owns the fields up to mu.
+	sem      chan struct{}
+	pw       *playwright.Playwright
+	release  func()
+	bc       playwright.BrowserContext
+	page     playwright.Page
+	launched time.Time
+	served   int // requests since launch
+
+	mu      sync.Mutex // guards the fields below
+	down    error      // why the backend cannot take requests; nil = up
+	checked time.Time  // when down was last decided
+	closed  bool
+	stats   Stats
+}
+
+var _ gateway.Backend = (*Backend)(nil)
+
+var errClosed = errors.New("backend closed")
+
+// New starts a backend: it launches Chromium on the profile directory and
+// checks the start page (login wall, the profile's startup selectors).
+// New fails only for an invalid Config; when the browser cannot start or
+// the start page does not match the profile, it returns a backend that is
+// down: Health and Send return that error (gateway.ErrUnavailable, naming
+// the backend and the selector) and retry every RecheckInterval, while the
+// rest of fano runs.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	if strings.TrimSpace(cfg.Name) == "" {
+		return nil, errors.New("browser backend: no name")
+	}
+	if cfg.Profile == nil {
+		return nil, fmt.Errorf("browser backend %s: no site profile", cfg.Name)
+	}
+	if cfg.ProfileDir == "" {
+		return nil, fmt.Errorf("browser backend %s: no profile directory", cfg.Name)
+	}
+	if dir, err := filepath.Abs(cfg.ProfileDir); err == nil {
+		cfg.ProfileDir = dir // Chromium wants an absolute path
+	}
+	if cfg.ActionTimeout <= 0 {
+		cfg.ActionTimeout = 30 * time.Second
+	}
+	if cfg.RecheckInterval <= 0 {
+		cfg.RecheckInterval = 5 * time.Minute
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = cfg.Profile.loadTimeout() + time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	b := &Backend{
+		cfg: cfg, p: cfg.Profile, name: cfg.Name, clock: cfg.Clock,
+		log: cfg.Logger.With().Str("backend", cfg.Name).Logger(),
+		sem: make(chan struct{}, 1),
+	}
+	b.life, b.kill = context.WithCancel(context.Background())
+	b.sem <- struct{}{}
+	defer func() { <-b.sem }()
+	ctx, stop := b.bind(ctx)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	_ = b.check(ctx)
+	return b, nil
+}
+
+// Name implements gateway.Backend.
+func (b *Backend) Name() string { return b.name }
+
+// Profile returns the site profile in use.
+func (b *Backend) Profile() *Profile { return b.p }
+
+// Stats returns the counters.
+func (b *Backend) Stats() Stats {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.stats
+}
+
+// Health reports whether the backend can take requests: nil, or the
+// gateway.ErrUnavailable error that put it down (login required, a
+// selector that matches nothing, no browser). Once RecheckInterval has
+// passed it checks the site again, unless a request is using the browser.
+func (b *Backend) Health(ctx context.Context) error {
+	b.mu.Lock()
+	closed, down, checked := b.closed, b.down, b.checked
+	b.mu.Unlock()
+	switch {
+	case closed:
+		return gateway.Unavailable(b.name, "backend closed")
+	case down == nil:
+		return nil
+	case b.clock.Since(checked) < b.cfg.RecheckInterval:
+		return down
+	}
+	select {
+	case b.sem <- struct{}{}:
+	default:
+		return down
+	}
+	defer func() { <-b.sem }()
+	if b.isClosed() {
+		return gateway.Unavailable(b.name, "backend closed")
+	}
+	ctx, stop := b.bind(ctx)
+	defer stop()
+	return b.check(ctx)
+}
+
+func (b *Backend) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}
+
+// Close stops the browser (an in-flight Send ends at once with
+// gateway.ErrUnavailable). The profile directory stays.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	b.kill()
+	b.sem <- struct{}{} // wait for the user of the browser; never released
+	err := b.closeBrowser()
+	if b.release != nil {
+		b.release()
+		b.release = nil
+	}
+	return err
+}
+
+// Send implements gateway.Backend: one prompt, one answer. It waits for the
+// browser if another request is using it.
+func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	started := time.Now()
+	images, err := b.checkRequest(req)
+	if err != nil {
+		return gateway.Response{}, err
+	}
+	if b.cfg.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.cfg.RequestTimeout)
+		defer cancel()
+	}
+	ctx, stop := b.bind(ctx)
+	defer stop()
+	select {
+	case b.sem <- struct{}{}:
+	case <-ctx.Done():
+		return gateway.Response{}, b.ctxErr(ctx, "waiting for the browser")
+	}
+	defer func() { <-b.sem }()
+	if b.isClosed() {
+		return gateway.Response{}, gateway.Unavailable(b.name, "backend closed")
+	}
+	if err := b.ready(ctx); err != nil {
+		return gateway.Response{}, err
+	}
+	b.served++
+	b.mu.Lock()
+	b.stats.Requests++
+	b.mu.Unlock()
+	text, convURL, err := b.exchange(ctx, req, images)
+	if err != nil {
+		return gateway.Response{}, err
+	}
+	return gateway.Response{Content: text, ConversationURL: convURL, Duration: time.Since(started)}, nil
+}
+
+// checkRequest rejects what no retry can fix, before using any quota.
+func (b *Backend) checkRequest(req gateway.Request) ([]string, error) {
+	if strings.TrimSpace(req.Prompt) == "" {
+		return nil, gateway.Permanent(b.name, "task %s: empty prompt", req.TaskID)
+	}
+	if req.DeepMode && b.p.Selectors.DeepMode == "" {
+		return nil, gateway.Permanent(b.name, "task %s: deep mode requested but site profile %s has no selectors.deep_mode", req.TaskID, b.p.Name)
+	}
+	if req.ConversationURL != "" {
+		u, err := url.Parse(req.ConversationURL)
+		if err != nil || u.Scheme+"://"+u.Host != b.p.origin() {
+			return nil, gateway.Permanent(b.name, "task %s: conversation URL %q is not on %s", req.TaskID, req.ConversationURL, b.p.origin())
+		}
+	}
+	if len(req.Images) > 0 && b.p.Selectors.FileInput == "" {
+		return nil, gateway.Permanent(b.name, "task %s: images attached but site profile %s has no selectors.file_input", req.TaskID, b.p.Name)
+	}
+	var images []string
+	for _, img := range req.Images {
+		abs, err := filepath.Abs(img)
+		if err == nil {
+			_, err = os.Stat(abs)
+		}
+		if err != nil {
+			return nil, gateway.Permanent(b.name, "task %s: image %s: %v", req.TaskID, img, err)
+		}
+		images = append(images, abs)
+	}
+	return images, nil
+}
+
+// bind ties ctx to the backend's life: Close cancels it with errClosed.
+func (b *Backend) bind(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(b.life, func() { cancel(errClosed) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// ctxErr is the error for a ctx that ended: it wraps ctx.Err() (deadline:
+// transient; cancelled: the caller is shutting down), or says the backend
+// was closed.
+func (b *Backend) ctxErr(ctx context.Context, doing string) error {
+	if errors.Is(context.Cause(ctx), errClosed) {
+		return gateway.Unavailable(b.name, "backend closed while %s", doing)
+	}
+	return fmt.Errorf("%s: %s: %w", b.name, doing, ctx.Err())
+}
+
+// fail classifies an error of a browser step: ctx's end wins; anything
+// else is transient (a retry on a fresh page may work) and drops the page.
+func (b *Backend) fail(ctx context.Context, doing string, err error) error {
+	if ctx.Err() != nil {
+		return b.ctxErr(ctx, doing)
+	}
+	b.dropPage()
+	return &gateway.Error{Backend: b.name, Kind: gateway.ErrTransient, Msg: doing, Err: err}
+}
+
+// setDown records why the backend cannot take requests (nil: it can);
+// the error is always of kind unavailable.
+func (b *Backend) setDown(err error) error {
+	if err != nil && !errors.Is(err, gateway.ErrUnavailable) {
+		var ge *gateway.Error
+		if errors.As(err, &ge) {
+			err = &gateway.Error{Backend: b.name, Kind: gateway.ErrUnavailable, Msg: ge.Msg, Err: ge.Err}
+		} else {
+			err = &gateway.Error{Backend: b.name, Kind: gateway.ErrUnavailable, Msg: "browser", Err: err}
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if (b.down == nil) != (err == nil) {
+		if err != nil {
+			b.log.Warn().Str("event", "gateway.browser.down").Err(err).Msg("browser backend unavailable")
+		} else {
+			b.log.Info().Str("event", "gateway.browser.up").Msg("browser backend available")
+		}
+	}
+	b.down = err
+	b.checked = b.clock.Now()
+	return err
+}
+
+// ready makes sure a browser is running and the backend is up (rechecking
+// a down backend when it is due), recycling an old browser first.
+// Called with sem held.
+func (b *Backend) ready(ctx context.Context) error {
+	b.mu.Lock()
+	down, checked := b.down, b.checked
+	b.mu.Unlock()
+	if down != nil {
+		if b.clock.Since(checked) < b.cfg.RecheckInterval {
+			return down
+		}
+		if err := b.check(ctx); err != nil {
+			return err
+		}
+	}
+	if b.bc != nil && b.recycleDue() {
+		b.log.Info().Str("event", "gateway.browser.recycle").Int("requests", b.served).
+			Dur("age", b.clock.Since(b.launched)).Msg("restarting the browser")
+		_ = b.closeBrowser()
+		b.mu.Lock()
+		b.stats.Recycles++
+		b.mu.Unlock()
+	}
+	if b.bc == nil {
+		if err := b.start(ctx); err != nil {
+			if ctx.Err() != nil {
+				return err // not a verdict on the browser
+			}
+			return b.setDown(err)
+		}
+	}
+	return nil
+}
+
+func (b *Backend) recycleDue() bool {
+	if n := b.cfg.RecycleAfterRequests; n > 0 && b.served >= n {
+		return true
+	}
+	if h := b.cfg.RecycleAfter; h > 0 && b.clock.Since(b.launched) >= h {
+		return true
+	}
+	return false
+}
+
+// start launches Chromium on the profile. Called with sem held.
+func (b *Backend) start(ctx context.Context) error {
+	if err := ensureProfileDir(b.cfg.ProfileDir); err != nil {
+		return gateway.Unavailable(b.name, "browser profile directory %s: %v", b.cfg.ProfileDir, err)
+	}
+	if b.pw == nil {
+		pw, release, err := acquire()
+		if err != nil {
+			return gateway.Unavailable(b.name, "%v", err)
+		}
+		b.pw, b.release = pw, release
+	}
+	timeout := time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	if err := ctx.Err(); err != nil {
+		return b.ctxErr(ctx, "starting the browser")
+	}
+	bc, err := launch(b.pw, launchOptions{
+		Executable: b.cfg.Executable, ProfileDir: b.cfg.ProfileDir, Headless: b.cfg.Headless,
+		ExtraArgs: b.cfg.ExtraArgs, Timeout: timeout,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return b.ctxErr(ctx, "starting the browser")
+		}
+		return gateway.Unavailable(b.name, "%v", err)
+	}
+	b.bc, b.launched, b.served = bc, b.clock.Now(), 0
+	b.mu.Lock()
+	b.stats.Launches++
+	b.mu.Unlock()
+	b.log.Info().Str("event", "gateway.browser.launch").Str("profile_dir", b.cfg.ProfileDir).
+		Bool("headless", b.cfg.Headless).Msg("browser started")
+	return nil
+}
+
+// closeBrowser closes the page and the browser. Called with sem held.
+func (b *Backend) closeBrowser() error {
+	b.dropPage()
+	if b.bc == nil {
+		return nil
+	}
+	err := b.bc.Close()
+	b.bc = nil
+	switch {
+	case errors.Is(err, playwright.ErrTargetClosed):
+		// Already gone (the driver or browser got the shutdown signal too).
+		b.log.Debug().Str("event", "gateway.browser.already_closed").Err(err).Msg("browser was already closed")
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s: closing the browser: %w", b.name, err)
+	}
+	return nil
+}
+
+// dropPage closes the current page (a running answer or navigation ends
+// with it); the next request opens a fresh one.
+func (b *Backend) dropPage() {
+	if b.page != nil {
+		_ = b.page.Close()
+		b.page = nil
+	}
+}
+
+// openPage returns the page, opening one (and relaunching a browser that
+// died) when needed. Called with sem held.
+func (b *Backend) openPage(ctx context.Context) (playwright.Page, error) {
+	if b.page != nil && !b.page.IsClosed() {
+		return b.page, nil
+	}
+	b.page = nil
+	for attempt := 0; ; attempt++ {
+		if b.bc == nil {
+			if err := b.start(ctx); err != nil {
+				return nil, err
+			}
+		}
+		var pages []playwright.Page
+		pages = b.bc.Pages()
+		if len(pages) > 0 && !pages[0].IsClosed() {
+			b.page = pages[0]
+			return b.page, nil
+		}
+		p, err := b.bc.NewPage()
+		if err == nil {
+			b.page = p
+			return p, nil
+		}
+		// The browser is gone (crashed, killed): start it again, once.
+		_ = b.closeBrowser()
+		if attempt > 0 {
+			return nil, b.fail(ctx, "opening a page", err)
+		}
+	}
+}
+
+// do runs fn, a blocking Playwright call, and returns its error, or ctx's
+// error when ctx ends first; then the page is closed so that fn returns
+// at once.
+func (b *Backend) do(ctx context.Context, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		b.dropPage()
+		<-done
+		return ctx.Err()
+	}
+}
+
+//go:embed poll.js
+var pollJS string
+
+//go:embed count.js
+var countJS string
+
+//go:embed deepmode.js
+var deepModeJS string
+
+// pageState is one reading of the page (poll.js).
+type pageState struct {
+	Answers    int    `json:"answers"`
+	Text       string `json:"text"`
+	Generating bool   `json:"generating"`
+	Prompt     bool   `json:"prompt"`
+	Login      bool   `json:"login"`
+	Banner     string `json:"banner"`
+}
+
+// read reads the page once.
+func (b *Backend) read(ctx context.Context, page playwright.Page) (pageState, error) {
+	s := b.p.Selectors
+	arg := map[string]any{
+		"answer": s.Answer, "generating": s.Generating, "prompt": s.Prompt,
+		"login": s.LoginWall, "banner": b.p.RateLimit.Banner,
+	}
+	var st pageState
+	var raw any
+	if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(pollJS, arg); return err }); err != nil {
+		return st, err
+	}
+	err := remarshal(raw, &st)
+	return st, err
+}
+
+func remarshal(in, out any) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// loginErr is the error for a login wall: the backend goes down and the
+// browser is closed, so that `fano login` can open the profile.
+func (b *Backend) loginErr() error {
+	err := gateway.Unavailable(b.name, "login required: the site shows its login wall (selectors.login_wall %q); run `fano login %s`", b.p.Selectors.LoginWall, b.name)
+	b.log.Warn().Str("event", "gateway.browser.login_required").Msg("the site wants a login; run fano login")
+	_ = b.closeBrowser()
+	return b.setDown(err)
+}
+
+// rateLimited turns a visible banner into a RateLimitedError.
+func (b *Backend) rateLimited(banner string) error {
+	d, reason := b.p.BannerRetry(banner, b.clock.Now())
+	b.log.Info().Str("event", "gateway.browser.rate_limited").Dur("retry_after", d).Str("reason", reason).Msg("rate-limit banner")
+	return &gateway.RateLimitedError{Backend: b.name, RetryAfter: d, Reason: reason}
+}
+
+// check loads the start page and verifies the profile against it: no
+// login wall, every startup selector matches, every selector is valid CSS.
+// It records the result (setDown) and returns it. Called with sem held.
+func (b *Backend) check(ctx context.Context) error {
+	if b.bc == nil {
+		if err := b.start(ctx); err != nil {
+			if ctx.Err() != nil {
+				return err // not a verdict on the site
+			}
+			return b.setDown(err)
+		}
+	}
+	page, err := b.openPage(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return b.setDown(err)
+	}
+	if err := b.goTo(ctx, page, b.p.StartURL); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return b.setDown(gateway.Unavailable(b.name, "start page %s did not load: %v", b.p.StartURL, err))
+	}
+	all := map[string]string{}
+	for _, f := range selectorFields {
+		if sel := b.p.Selectors.selector(f); sel != "" {
+			all["selectors."+f] = sel
+		}
+	}
+	if b.p.RateLimit.Banner != "" {
+		all["rate_limit.banner"] = b.p.RateLimit.Banner
+	}
+	deadline := time.Now().Add(b.p.loadTimeout())
+	for {
+		counts, err := b.count(ctx, page, all)
+		if err != nil {
+			if ctx.Err() != nil {
+				return b.ctxErr(ctx, "checking the start page")
+			}
+			return b.setDown(gateway.Unavailable(b.name, "checking the start page %s: %v", b.p.StartURL, err))
+		}
+		var invalid []string
+		for _, k := range sortedKeys(all) {
+			if counts[k] < 0 {
+				invalid = append(invalid, fmt.Sprintf("%s %q", k, all[k]))
+			}
+		}
+		if len(invalid) > 0 {
+			return b.setDown(gateway.Unavailable(b.name, "site profile %s: invalid CSS selector %s", b.p.Name, strings.Join(invalid, ", ")))
+		}
+		st, err := b.read(ctx, page)
+		if err != nil {
+			if ctx.Err() != nil {
+				return b.ctxErr(ctx, "checking the start page")
+			}
+			return b.setDown(gateway.Unavailable(b.name, "checking the start page %s: %v", b.p.StartURL, err))
+		}
+		if st.Login {
+			return b.loginErr()
+		}
+		var missing []string
+		for _, f := range b.p.StartupCheck {
+			if counts["selectors."+f] == 0 {
+				missing = append(missing, fmt.Sprintf("selectors.%s %q", f, b.p.Selectors.selector(f)))
+			}
+		}
+		// Ready: every startup selector matches and the prompt input shows
+		// (a page may hold a hidden composer while it decides to show its
+		// login wall).
+		if len(missing) == 0 && st.Prompt {
+			return b.setDown(nil)
+		}
+		if time.Now().After(deadline) {
+			var err error
+			if len(missing) > 0 {
+				b.log.Error().Str("event", "gateway.browser.selector_missing").Strs("selectors", missing).Msg("site profile does not match the start page")
+				err = gateway.Unavailable(b.name, "site profile %s: %s matched nothing on the start page %s within %s (fix it in site_profiles_file)",
+					b.p.Name, strings.Join(missing, ", "), b.p.StartURL, b.p.loadTimeout())
+			} else {
+				err = gateway.Unavailable(b.name, "site profile %s: selectors.prompt %q is on the start page %s but did not show within %s",
+					b.p.Name, b.p.Selectors.Prompt, b.p.StartURL, b.p.loadTimeout())
+			}
+			_ = b.closeBrowser()
+			return b.setDown(err)
+		}
+		if err := sleepCtx(ctx, b.p.poll()); err != nil {
+			return b.ctxErr(ctx, "checking the start page")
+		}
+	}
+}
+
+// count returns how many elements each selector matches (-1: invalid).
+func (b *Backend) count(ctx context.Context, page playwright.Page, sels map[string]string) (map[string]int, error) {
+	arg := make(map[string]any, len(sels)) // playwright-go serialises only map[string]any
+	for k, v := range sels {
+		arg[k] = v
+	}
+	var raw any
+	if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(countJS, arg); return err }); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	err := remarshal(raw, &out)
+	return out, err
+}
+
+func (b *Backend) goTo(ctx context.Context, page playwright.Page, target string) error {
+	return b.do(ctx, func() error {
+		_, err := page.Goto(target, playwright.PageGotoOptions{
+			WaitUntil: playwright.WaitUntilStateDomcontentloaded,
+			Timeout:   playwright.Float(float64(b.p.loadTimeout().Milliseconds())),
+		})
+		return err
+	})
+}
+
+// exchange is one prompt and answer on the page. Called with sem held.
+func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []string) (string, string, error) {
+	sel := b.p.Selectors
+	page, err := b.openPage(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	target, continuing := b.p.StartURL, req.ConversationURL != ""
+	if continuing {
+		target = req.ConversationURL
+	}
+	if err := b.goTo(ctx, page, target); err != nil {
+		return "", "", b.fail(ctx, "loading "+target, err)
+	}
+	st, err := b.waitLoaded(ctx, page, continuing)
+	if err != nil {
+		return "", "", err
+	}
+	if sel.DeepMode != "" {
+		if err := b.setDeepMode(ctx, page, req.DeepMode); err != nil {
+			return "", "", err
+		}
+	}
+	if len(images) > 0 {
+		err := b.do(ctx, func() error {
+			return page.Locator(sel.FileInput).First().SetInputFiles(images, playwright.LocatorSetInputFilesOptions{Timeout: b.actionMS()})
+		})
+		if err != nil {
+			return "", "", b.fail(ctx, fmt.Sprintf("attaching %d image(s) with selectors.file_input %q", len(images), sel.FileInput), err)
+		}
+	}
+	if st, err = b.read(ctx, page); err != nil {
+		return "", "", b.fail(ctx, "reading the page", err)
+	}
+	before := st.Answers
+	if err := b.do(ctx, func() error {
+		return page.Locator(sel.Prompt).First().Fill(req.Prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
+	}); err != nil {
+		return "", "", b.fail(ctx, fmt.Sprintf("typing the prompt into selectors.prompt %q", sel.Prompt), err)
+	}
+	if err := b.do(ctx, func() error {
+		return page.Locator(sel.Send).First().Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
+	}); err != nil {
+		return "", "", b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
+	}
+	text, err := b.waitAnswer(ctx, page, before)
+	if err != nil {
+		return "", "", err
+	}
+	convURL := page.URL()
+	if convURL == b.p.StartURL {
+		convURL = "" // the site gave this conversation no address of its own
+	}
+	return text, convURL, nil
+}
+
+func (b *Backend) actionMS() *float64 {
+	return playwright.Float(float64(b.cfg.ActionTimeout.Milliseconds()))
+}
+
+// waitLoaded waits until the prompt input shows (and, continuing a
+// conversation, its earlier answers), stopping at a login wall or a
+// rate-limit banner.
+func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continuing bool) (pageState, error) {
+	deadline := time.Now().Add(b.p.loadTimeout())
+	for {
+		st, err := b.read(ctx, page)
+		if err != nil {
+			return st, b.fail(ctx, "reading the page", err)
+		}
+		switch {
+		case st.Login:
+			return st, b.loginErr()
+		case st.Banner != "":
+			return st, b.rateLimited(st.Banner)
+		case st.Prompt && (!continuing || st.Answers > 0):
+			return st, nil
+		}
+		if time.Now().After(deadline) {
+			b.dropPage()
+			if !st.Prompt {
+				return st, gateway.Transient(b.name, "selectors.prompt %q did not show within %s", b.p.Selectors.Prompt, b.p.loadTimeout())
+			}
+			return st, gateway.Transient(b.name, "the conversation showed no earlier answer (selectors.answer %q) within %s", b.p.Selectors.Answer, b.p.loadTimeout())
+		}
+		if err := sleepCtx(ctx, b.p.poll()); err != nil {
+			return st, b.ctxErr(ctx, "loading the page")
+		}
+	}
+}
+
+// setDeepMode turns the site's deep-mode switch on or off.
+func (b *Backend) setDeepMode(ctx context.Context, page playwright.Page, want bool) error {
+	sel := b.p.Selectors
+	arg := map[string]any{"toggle": sel.DeepMode, "on": sel.DeepModeOn}
+	state := func() (*bool, error) {
+		var raw any
+		if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(deepModeJS, arg); return err }); err != nil {
+			return nil, err
+		}
+		var on *bool
+		err := remarshal(raw, &on)
+		return on, err
+	}
+	on, err := state()
+	if err != nil {
+		return b.fail(ctx, "reading the deep-mode switch", err)
+	}
+	if on == nil {
+		if !want {
+			return nil // no switch on this page: it cannot be on
+		}
+		return gateway.Transient(b.name, "deep-mode switch selectors.deep_mode %q not found", sel.DeepMode)
+	}
+	if *on == want {
+		return nil
+	}
+	if err := b.do(ctx, func() error {
+		return page.Locator(sel.DeepMode).First().Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
+	}); err != nil {
+		return b.fail(ctx, fmt.Sprintf("clicking the deep-mode switch selectors.deep_mode %q", sel.DeepMode), err)
+	}
+	deadline := time.Now().Add(b.cfg.ActionTimeout)
+	for {
+		on, err := state()
+		if err != nil {
+			return b.fail(ctx, "reading the deep-mode switch", err)
+		}
+		if on != nil && *on == want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return gateway.Transient(b.name, "deep-mode switch selectors.deep_mode %q did not turn %s", sel.DeepMode, map[bool]string{true: "on", false: "off"}[want])
+		}
+		if err := sleepCtx(ctx, b.p.poll()); err != nil {
+			return b.ctxErr(ctx, "setting deep mode")
+		}
+	}
+}
+
+// waitAnswer polls until the new answer is complete: a new answer exists,
+// the generating signal is gone and the text has been stable for the
+// profile's stable time.
+func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before int) (string, error) {
+	sel := b.p.Selectors
+	sent := time.Now()
+	var (
+		started     bool
+		last        string
+		stableSince time.Time
+		quietSince  time.Time // generation ended with an empty answer
+	)
+	for {
+		if ctx.Err() != nil {
+			b.abandon(page)
+			return "", b.ctxErr(ctx, "waiting for the answer")
+		}
+		st, err := b.readSoft(ctx, page)
+		if err != nil {
+			return "", b.fail(ctx, "reading the answer", err)
+		}
+		now := time.Now()
+		switch {
+		case st.Login:
+			return "", b.loginErr()
+		case st.Banner != "":
+			b.abandon(page)
+			return "", b.rateLimited(st.Banner)
+		}
+		if st.Answers > before || st.Generating {
+			started = true
+		}
+		switch {
+		case !started:
+			if now.Sub(sent) > b.p.startTimeout() {
+				b.dropPage()
+				return "", gateway.Transient(b.name, "no answer began within %s of sending (selectors.answer %q found no new answer, selectors.generating %q never showed)",
+					b.p.startTimeout(), sel.Answer, sel.Generating)
+			}
+		case st.Generating || st.Answers <= before:
+			stableSince, quietSince = time.Time{}, time.Time{}
+		case strings.TrimSpace(st.Text) == "":
+			if quietSince.IsZero() {
+				quietSince = now
+			} else if now.Sub(quietSince) > b.p.startTimeout() {
+				b.dropPage()
+				return "", gateway.Transient(b.name, "empty answer (selectors.answer %q)", sel.Answer)
+			}
+		case st.Text != last || stableSince.IsZero():
+			last, stableSince = st.Text, now
+		case now.Sub(stableSince) >= b.p.stable():
+			return strings.TrimSpace(st.Text), nil
+		}
+		if err := sleepCtx(ctx, b.p.poll()); err != nil {
+			b.abandon(page)
+			return "", b.ctxErr(ctx, "waiting for the answer")
+		}
+	}
+}
+
+// readSoft is read for the answer loop: a read in progress when ctx ends
+// may finish (it takes milliseconds), so that the page is still there to
+// stop the answer. It is bounded by readTimeout and by Close.
+func (b *Backend) readSoft(ctx context.Context, page playwright.Page) (pageState, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readTimeout)
+	defer cancel()
+	stop := context.AfterFunc(b.life, cancel)
+	defer stop()
+	return b.read(rctx, page)
+}
+
+// readTimeout bounds one reading of the page.
+const readTimeout = 10 * time.Second
+
+// abandon stops a running answer (best effort, a few seconds at most),
+// waits for the site to show it stopped, and drops the page, so the next
+// request starts clean.
+func (b *Backend) abandon(page playwright.Page) {
+	defer b.dropPage()
+	stop := b.p.Selectors.StopSelector()
+	if stop == "" || page.IsClosed() || b.life.Err() != nil {
+		return
+	}
+	loc := page.Locator(stop).First()
+	if vis, err := loc.IsVisible(); err != nil || !vis {
+		return
+	}
+	if err := loc.Click(playwright.LocatorClickOptions{Timeout: playwright.Float(3000)}); err != nil {
+		b.log.Debug().Str("event", "gateway.browser.stop_failed").Err(err).Msg("could not stop the answer")
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.life, 3*time.Second)
+	defer cancel()
+	for {
+		st, err := b.read(ctx, page)
+		if err != nil || !st.Generating {
+			return
+		}
+		if sleepCtx(ctx, b.p.poll()) != nil {
+			return
+		}
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,345 @@
+// Package fakechat serves the fake chat web UIs of testdata/chatui on
+// 127.0.0.1 for tests that drive a real browser: one Server per site
+// (chatgpt, gemini, claude), conversations kept in memory, and a control
+// (Server.SetControl or POST /__fake/control) for the login wall, the
+// rate-limit banner, streaming speed and "generate forever".
+//
+// The answer to a prompt is "Answer <turn> to: <prompt>", prefixed with
+// "[deep mode] " when deep mode was on and followed by the attached file
+// names, then a fixed tail ending in "(end of answer)".
+package fakechat
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Sites are the fake UIs, one per built-in site profile.
+var Sites = []string{"chatgpt", "gemini", "claude"}
+
+// Tail ends every complete answer.
+const Tail = "This answer is streamed token by token, so a reader must wait for its end. (end of answer)"
+
+// Control is how the fake site behaves; the zero value is a plain,
+// logged-in site without limits.
+type Control struct {
+	// LoginWall shows the login wall instead of the composer.
+	LoginWall bool `json:"login_wall"`
+	// Limit answers are given, then every send shows the rate-limit
+	// banner instead of answering; 0 = no limit.
+	Limit int `json:"limit"`
+	// BannerOnLoad also shows the banner when a page loads once the limit
+	// is reached (before anything is sent).
+	BannerOnLoad bool `json:"banner_on_load"`
+	// Banner is the banner's text (default: the site's "try again later").
+	Banner string `json:"banner"`
+	// Forever keeps an answer streaming until the stop button is clicked.
+	Forever bool `json:"forever"`
+	// TokenMS is the delay between streamed tokens (default 5).
+	TokenMS int `json:"token_ms"`
+	// PauseMS pauses before the last token, with the stop button still
+	// shown (a reader that only waits for stable text ends too early).
+	PauseMS int `json:"pause_ms"`
+	// HistoryDelayMS delays showing a loaded conversation's earlier turns
+	// after the composer (default 100).
+	HistoryDelayMS int `json:"history_delay_ms"`
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Sent is one send the server received.
+type Sent struct {
+	Conversation string   `json:"conversation_id"`
+	Prompt       string   `json:"prompt"`
+	Deep         bool     `json:"deep"`
+	Attachments  []string `json:"attachments"`
+}
+
+// Server is one fake site on 127.0.0.1. Safe for concurrent use.
+type Server struct {
+	site string
+	dir  string
+	srv  *httptest.Server
+
+	mu       sync.Mutex
+	ctl      Control
+	convs    map[string][]Message
+	sent     []Sent
+	answered int
+	stops    int
+	stopped  chan struct{} // closed and replaced on every stop
+	sendSeen chan struct{} // closed and replaced on every send
+}
+
+// New starts the fake site on 127.0.0.1, serving testdata/chatui (see Dir).
+func New(site string) (*Server, error) {
+	dir, err := Dir()
+	if err != nil {
+		return nil, err
+	}
+	return NewInDir(dir, site)
+}
+
+// NewInDir starts the fake site, serving the UIs under dir.
+func NewInDir(dir, site string) (*Server, error) {
+	if !slices.Contains(Sites, site) {
+		return nil, fmt.Errorf("fakechat: unknown site %q (known: %s)", site, strings.Join(Sites, ", "))
+	}
+	if _, err := os.Stat(filepath.Join(dir, site, "index.html")); err != nil {
+		return nil, fmt.Errorf("fakechat: %w", err)
+	}
+	s := &Server{site: site, dir: dir, convs: map[string][]Message{}, stopped: make(chan struct{}), sendSeen: make(chan struct{})}
+	s.srv = httptest.NewServer(s.routes())
+	return s, nil
+}
+
+// Dir finds testdata/chatui: $FANO_CHATUI_DIR, else by walking up from the
+// working directory to the module root.
+func Dir() (string, error) {
+	if d := os.Getenv("FANO_CHATUI_DIR"); d != "" {
+		return d, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return filepath.Join(d, "testdata", "chatui"), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("fakechat: no go.mod above the working directory; set FANO_CHATUI_DIR")
+		}
+	}
+}
+
+// URL is the site's base URL, like http://127.0.0.1:41234.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Site is the site's name.
+func (s *Server) Site() string { return s.site }
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Control returns the current behaviour.
+func (s *Server) Control() Control {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctl
+}
+
+// SetControl sets the behaviour; it also restarts the answer count that
+// Limit applies to.
+func (s *Server) SetControl(c Control) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ctl = c
+	s.answered = 0
+}
+
+// Sent returns every send received, oldest first.
+func (s *Server) Sent() []Sent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.sent)
+}
+
+// Sends returns how many sends were received, and a channel that is
+// closed at the next one.
+func (s *Server) Sends() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sent), s.sendSeen
+}
+
+// Conversation returns a conversation's turns (nil if unknown).
+func (s *Server) Conversation(id string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.convs[id])
+}
+
+// Stops returns how often a stop button was clicked, and a channel that is
+// closed at the next click.
+func (s *Server) Stops() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stops, s.stopped
+}
+
+// ConversationID returns the id in a conversation URL of this site.
+func (s *Server) ConversationID(url string) string {
+	i := strings.LastIndexByte(url, '/')
+	if i < 0 {
+		return ""
+	}
+	return url[i+1:]
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /__fake/common/", http.StripPrefix("/__fake/common/", noCache(http.FileServer(http.Dir(filepath.Join(s.dir, "common"))))))
+	mux.Handle("GET /__fake/site/", http.StripPrefix("/__fake/site/", noCache(http.FileServer(http.Dir(filepath.Join(s.dir, s.site))))))
+	mux.HandleFunc("GET /__fake/api/session", s.session)
+	mux.HandleFunc("GET /__fake/api/conversation/{id}", s.conversation)
+	mux.HandleFunc("POST /__fake/api/send", s.send)
+	mux.HandleFunc("POST /__fake/api/stop", s.stop)
+	mux.HandleFunc("GET /__fake/control", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Control()) })
+	mux.HandleFunc("POST /__fake/control", func(w http.ResponseWriter, r *http.Request) {
+		var c Control
+		if err := json.NewDecoder(r.Body).Decode(&c); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.SetControl(c)
+		writeJSON(w, c)
+	})
+	mux.HandleFunc("GET /favicon.ico", http.NotFound)
+	// Every other path is the single-page app (start page, conversations).
+	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		http.ServeFile(w, r, filepath.Join(s.dir, s.site, "index.html"))
+	})
+	return mux
+}
+
+func noCache(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// banner returns the banner text when the limit is reached ("" if not).
+// Called with mu held.
+func (s *Server) banner() string {
+	if s.ctl.Limit <= 0 || s.answered < s.ctl.Limit {
+		return ""
+	}
+	if s.ctl.Banner != "" {
+		return s.ctl.Banner
+	}
+	switch s.site {
+	case "claude":
+		return "You are out of free messages. Please try again later."
+	case "gemini":
+		return "You've reached your limit. Try again later."
+	default:
+		return "You've reached our limit of messages per hour. Please try again later."
+	}
+}
+
+func (s *Server) session(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delay := s.ctl.HistoryDelayMS
+	if delay == 0 {
+		delay = 100
+	}
+	banner := ""
+	if s.ctl.BannerOnLoad {
+		banner = s.banner()
+	}
+	writeJSON(w, map[string]any{"login_wall": s.ctl.LoginWall, "banner": banner, "history_delay_ms": delay})
+}
+
+func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	msgs, ok := s.convs[id]
+	msgs = slices.Clone(msgs)
+	s.mu.Unlock()
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	writeJSON(w, map[string]any{"id": id, "messages": msgs})
+}
+
+func (s *Server) send(w http.ResponseWriter, r *http.Request) {
+	var in Sent
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, in)
+	close(s.sendSeen)
+	s.sendSeen = make(chan struct{})
+	if s.ctl.LoginWall {
+		writeJSON(w, map[string]any{"login_wall": true})
+		return
+	}
+	if b := s.banner(); b != "" {
+		writeJSON(w, map[string]any{"banner": b})
+		return
+	}
+	id := in.Conversation
+	if _, ok := s.convs[id]; !ok || id == "" {
+		id = s.newID()
+	}
+	turn := len(s.convs[id])/2 + 1
+	answer := fmt.Sprintf("Answer %d to: %s", turn, in.Prompt)
+	if in.Deep {
+		answer = "[deep mode] " + answer
+	}
+	if len(in.Attachments) > 0 {
+		answer += " [attachments: " + strings.Join(in.Attachments, ", ") + "]"
+	}
+	answer += " " + Tail
+	stored := answer
+	if s.ctl.Forever {
+		stored = answer + " (stopped)"
+	}
+	s.convs[id] = append(s.convs[id], Message{"user", in.Prompt}, Message{"assistant", stored})
+	s.answered++
+	tokenMS := s.ctl.TokenMS
+	if tokenMS == 0 {
+		tokenMS = 5
+	}
+	writeJSON(w, map[string]any{
+		"conversation_id": id, "answer": answer, "forever": s.ctl.Forever,
+		"token_ms": tokenMS, "pause_ms": s.ctl.PauseMS,
+	})
+}
+
+func (s *Server) stop(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stops++
+	close(s.stopped)
+	s.stopped = make(chan struct{})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// newID makes a conversation id shaped like the site's. Called with mu held.
+func (s *Server) newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	h := hex.EncodeToString(b)
+	if s.site == "gemini" {
+		return h[:16]
+	}
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}

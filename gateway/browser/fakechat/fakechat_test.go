@@ -1,0 +1,80 @@
+package fakechat
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func post(t *testing.T, url string, body any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(body)
+	require.NoError(t, err)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(data))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var out map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	return out
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// The server side of the fake sites, without a browser: pages, the
+// conversation store, the limit and the control endpoint.
+func TestServer(t *testing.T) {
+	for _, site := range Sites {
+		s, err := New(site)
+		require.NoError(t, err)
+		defer s.Close()
+		assert.True(t, strings.HasPrefix(s.URL(), "http://127.0.0.1:"))
+		code, body := get(t, s.URL()+"/some/conversation/path")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, "/__fake/common/fakechat.js")
+		code, _ = get(t, s.URL()+"/__fake/site/app.js")
+		assert.Equal(t, http.StatusOK, code, site)
+	}
+
+	s, err := New("chatgpt")
+	require.NoError(t, err)
+	defer s.Close()
+	api := s.URL() + "/__fake/api"
+	a := post(t, api+"/send", Sent{Prompt: "hi", Deep: true, Attachments: []string{"x.png"}})
+	id := a["conversation_id"].(string)
+	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`, id)
+	assert.Equal(t, "[deep mode] Answer 1 to: hi [attachments: x.png] "+Tail, a["answer"])
+	a = post(t, api+"/send", Sent{Conversation: id, Prompt: "more"})
+	assert.Equal(t, id, a["conversation_id"])
+	assert.Equal(t, "Answer 2 to: more "+Tail, a["answer"])
+	code, body := get(t, api+"/conversation/"+id)
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `"content":"more"`)
+	code, _ = get(t, api+"/conversation/nope")
+	assert.Equal(t, http.StatusNotFound, code)
+
+	// Control over HTTP: a limit of one answer, banner on load.
+	post(t, s.URL()+"/__fake/control", Control{Limit: 1, Banner: "wait 5 minutes", BannerOnLoad: true})
+	assert.Nil(t, post(t, api+"/send", Sent{Prompt: "ok"})["banner"])
+	assert.Equal(t, "wait 5 minutes", post(t, api+"/send", Sent{Prompt: "no"})["banner"])
+	_, body = get(t, api+"/session")
+	assert.Contains(t, body, `"banner":"wait 5 minutes"`)
+	s.SetControl(Control{LoginWall: true})
+	assert.Equal(t, true, post(t, api+"/send", Sent{Prompt: "x"})["login_wall"])
+	n, _ := s.Sends()
+	assert.Equal(t, 5, n)
+}

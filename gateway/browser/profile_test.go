@@ -1,0 +1,120 @@
+package browser
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBuiltinProfiles(t *testing.T) {
+	builtin, err := Builtin()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"chatgpt", "claude", "gemini"}, Names(builtin))
+	for name, p := range builtin {
+		assert.Equal(t, name, p.Name)
+		assert.NotEmpty(t, p.Selectors.Generating, name)
+		assert.NotEmpty(t, p.Selectors.LoginWall, name)
+		assert.NotEmpty(t, p.Selectors.DeepMode, name)
+		assert.NotEmpty(t, p.Selectors.FileInput, name)
+		assert.NotEmpty(t, p.RateLimit.Patterns, name)
+		assert.Equal(t, []string{"prompt"}, p.StartupCheck, name)
+	}
+	assert.Equal(t, "https://claude.ai/new", builtin["claude"].StartURL)
+	assert.Equal(t, "button[aria-label='Stop response']", builtin["claude"].Selectors.StopSelector())
+	assert.Equal(t, "button[data-testid='stop-button']", builtin["chatgpt"].Selectors.StopSelector())
+}
+
+func TestWithBaseURL(t *testing.T) {
+	builtin, err := Builtin()
+	require.NoError(t, err)
+	p, err := builtin["gemini"].WithBaseURL("http://127.0.0.1:4321")
+	require.NoError(t, err)
+	assert.Equal(t, "http://127.0.0.1:4321/app", p.StartURL)
+	assert.Equal(t, "http://127.0.0.1:4321", p.origin())
+	assert.Equal(t, "https://gemini.google.com/app", builtin["gemini"].StartURL, "the original is unchanged")
+	_, err = builtin["gemini"].WithBaseURL("127.0.0.1:4321")
+	assert.EqualError(t, err, `site profile gemini: base URL "127.0.0.1:4321": must be an http(s) URL like http://127.0.0.1:8080`)
+}
+
+func TestUserProfiles(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "sites.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`profiles:
+  chatgpt:              # patch one selector of the built-in
+    selectors:
+      answer: "div.agent-turn"
+  work-claude:          # a copy of claude on another address
+    extends: claude
+    start_url: https://claude.example.org/new
+    completion: {stable_ms: 3000}
+  mine:
+    start_url: http://127.0.0.1:9000/
+    selectors: {prompt: textarea, send: "button.send", answer: ".reply"}
+    rate_limit:
+      banner: ".limit"
+      patterns:
+        - {match: "wait (?P<in>\\d+ min)", retry: relative}
+`), 0o600))
+	profiles, err := LoadProfiles(file)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"chatgpt", "claude", "gemini", "mine", "work-claude"}, Names(profiles))
+
+	gpt := profiles["chatgpt"]
+	assert.Equal(t, "div.agent-turn", gpt.Selectors.Answer)
+	assert.Equal(t, "#prompt-textarea", gpt.Selectors.Prompt, "fields not set keep the built-in's")
+	assert.Len(t, gpt.RateLimit.Patterns, 3)
+
+	wc := profiles["work-claude"]
+	assert.Equal(t, "https://claude.example.org/new", wc.StartURL)
+	assert.Equal(t, 3000, wc.Completion.StableMS)
+	assert.Equal(t, 400, wc.Completion.PollMS)
+	assert.Equal(t, "div.font-claude-response", wc.Selectors.Answer)
+	assert.Equal(t, "https://claude.ai/new", profiles["claude"].StartURL)
+
+	mine := profiles["mine"]
+	assert.Equal(t, []string{"prompt", "send"}, mine.StartupCheck)
+	assert.Equal(t, defaultStableMS, mine.Completion.StableMS)
+	d, _ := mine.BannerRetry("Please wait 12 min.", time.Now())
+	assert.Equal(t, 12*time.Minute, d)
+}
+
+// Every mistake in a user profiles file is one clear error naming the
+// file, the line and the field.
+func TestUserProfileErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"profiles:\n  x:\n    start_url: http://a/\n    selectors: {prompt: p, send: s, answr: a}\n",
+			"sites.yaml:4: profiles.x.selectors.answr: unknown field (known: prompt, send, answer, generating, stop, login_wall, deep_mode, deep_mode_on, file_input)"},
+		{"profiles:\n  x:\n    start_url: http://a/\n    selectors: {prompt: p, send: s}\n",
+			"sites.yaml: profiles.x.selectors.answer: missing; a CSS selector"},
+		{"profiles:\n  x:\n    extends: chatgtp\n",
+			"sites.yaml:3: profiles.x.extends: unknown profile \"chatgtp\" (known: chatgpt, claude, gemini)"},
+		{"profiles:\n  chatgpt:\n    start_url: chatgpt.com\n",
+			"sites.yaml:3: profiles.chatgpt.start_url: \"chatgpt.com\" must be an http(s) URL"},
+		{"profiles:\n  chatgpt:\n    rate_limit:\n      patterns:\n        - {match: \"in (\\\\d+ min\", retry: relative}\n",
+			"sites.yaml:5: profiles.chatgpt.rate_limit.patterns[0].match: error parsing regexp: missing closing ): `in (\\d+ min`"},
+		{"profiles:\n  chatgpt:\n    rate_limit:\n      patterns:\n        - {match: \"in (\\\\d+ min)\", retry: relative}\n",
+			"sites.yaml:5: profiles.chatgpt.rate_limit.patterns[0].match: retry relative needs a named group (?P<in>...) holding the duration"},
+		{"profiles:\n  chatgpt:\n    rate_limit:\n      patterns:\n        - {match: \"limit\", retry: soon}\n",
+			"sites.yaml:5: profiles.chatgpt.rate_limit.patterns[0].retry: \"soon\" must be one of: absolute, relative, none"},
+		{"profiles:\n  chatgpt:\n    startup_check: [prompt, sned]\n",
+			"sites.yaml:3: profiles.chatgpt.startup_check[1]: unknown selector \"sned\" (one of: prompt, send, answer, generating, stop, login_wall, deep_mode, deep_mode_on, file_input)"},
+		{"profiles:\n  chatgpt:\n    completion: {stable_ms: fast}\n",
+			"sites.yaml:3: profiles.chatgpt.completion.stable_ms: cannot unmarshal !!str `fast` into int"},
+		{"profile:\n  x: {}\n", "sites.yaml:1: profile: unknown key; the file has one key, profiles"},
+		{"profiles: [a]\n", "sites.yaml:1: profiles: must map a profile name to a profile"},
+	} {
+		_, err := ParseProfiles([]byte(tc.yaml), "sites.yaml")
+		if assert.Error(t, err, tc.yaml) {
+			assert.Equal(t, tc.want, err.Error(), tc.yaml)
+		}
+	}
+	// An empty file adds nothing.
+	profiles, err := ParseProfiles(nil, "sites.yaml")
+	require.NoError(t, err)
+	assert.Len(t, profiles, 3)
+	_, err = LoadProfiles(filepath.Join(t.TempDir(), "missing.yaml"))
+	assert.ErrorContains(t, err, "site profiles file: open ")
+}

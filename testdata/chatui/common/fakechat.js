@@ -1,0 +1,114 @@
+// fakechat.js: the behaviour every fake chat UI shares. A site script calls
+// FakeChat.start(site) with the DOM hooks of its own markup:
+//
+//   convPath(id)           the URL path of conversation id
+//   convId(pathname)       the conversation id in a path, or null
+//   prompt()               the text typed into the prompt input
+//   clearPrompt()
+//   files()                the names of the attached files
+//   clearFiles()
+//   deepOn()               whether deep mode is on
+//   showComposer()         the page is ready for input
+//   showLogin()            the login wall
+//   showBanner(text)       the rate-limit banner
+//   setGenerating(bool)    stop button / streaming marker
+//   addUser(text)
+//   addAssistant()         -> {append(text), finish()}
+//   onSend(fn), onStop(fn) wire the buttons
+//
+// The server (gateway/browser/fakechat) answers /__fake/api/*.
+(function () {
+  'use strict';
+  const API = '/__fake/api';
+
+  window.FakeChat = {
+    start(site) {
+      let conv = null;
+      let generating = false;
+      let timer = null;
+      let current = null;
+
+      const post = (path, body) =>
+        fetch(API + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+
+      function finish() {
+        clearTimeout(timer);
+        generating = false;
+        if (current) current.finish();
+        current = null;
+        site.setGenerating(false);
+      }
+
+      function stream(d) {
+        generating = true;
+        site.setGenerating(true);
+        current = site.addAssistant();
+        const tokens = d.answer.match(/\S+\s*/g) || [];
+        let i = 0;
+        const step = () => {
+          if (!generating) return;
+          if (i < tokens.length) {
+            current.append(tokens[i++]);
+            const pause = d.pause_ms > 0 && i === tokens.length - 1;
+            timer = setTimeout(step, pause ? d.pause_ms : d.token_ms);
+            return;
+          }
+          if (d.forever) {
+            current.append(' more');
+            timer = setTimeout(step, d.token_ms);
+            return;
+          }
+          finish();
+        };
+        timer = setTimeout(step, d.token_ms);
+      }
+
+      async function send() {
+        const text = site.prompt().trim();
+        if (!text || generating) return;
+        const files = site.files();
+        site.addUser(text);
+        site.clearPrompt();
+        site.clearFiles();
+        const r = await post('/send', { conversation_id: conv || '', prompt: text, deep: site.deepOn(), attachments: files });
+        const d = await r.json();
+        if (d.login_wall) { site.showLogin(); return; }
+        if (d.banner) { site.showBanner(d.banner); return; }
+        if (!conv) {
+          conv = d.conversation_id;
+          history.pushState({}, '', site.convPath(conv));
+        }
+        stream(d);
+      }
+
+      function stop() {
+        if (!generating) return;
+        finish();
+        navigator.sendBeacon(API + '/stop', JSON.stringify({ conversation_id: conv || '' }));
+      }
+
+      async function init() {
+        site.onSend(send);
+        site.onStop(stop);
+        const sess = await (await fetch(API + '/session')).json();
+        if (sess.login_wall) { site.showLogin(); return; }
+        if (sess.banner) site.showBanner(sess.banner);
+        site.showComposer();
+        const id = site.convId(location.pathname);
+        if (!id) return;
+        // Like the real sites, the earlier turns arrive after the composer.
+        await new Promise((ok) => setTimeout(ok, sess.history_delay_ms || 0));
+        const r = await fetch(API + '/conversation/' + encodeURIComponent(id));
+        if (!r.ok) return;
+        const c = await r.json();
+        conv = c.id;
+        for (const m of c.messages) {
+          if (m.role === 'user') site.addUser(m.content);
+          else { const a = site.addAssistant(); a.append(m.content); a.finish(); }
+        }
+      }
+
+      init();
+    },
+  };
+})();
