@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -89,7 +90,7 @@ func (s *System) ReconnectBackends(ctx context.Context, names []string) []Backen
 	failed := map[string]string{}
 	for _, b := range s.opts.Backends {
 		r, ok := b.(Reconnector)
-		if !ok || !contains(names, b.Name()) {
+		if !ok || !slices.Contains(names, b.Name()) {
 			continue
 		}
 		if err := r.Reconnect(ctx); err != nil {
@@ -103,15 +104,6 @@ func (s *System) ReconnectBackends(ctx context.Context, names []string) []Backen
 		}
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // StuckOutcome says how StopStuckTask ended a run.

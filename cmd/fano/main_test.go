@@ -27,7 +27,9 @@ func TestMain(m *testing.M) {
 func fanoCmd(t testing.TB, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "FANO_BE_MAIN=1")
+	// atexit_sleep_ms=0: the race detector's 1 s pause at every exit of a
+	// subprocess adds up over the suite.
+	cmd.Env = append(os.Environ(), "FANO_BE_MAIN=1", "GORACE=atexit_sleep_ms=0")
 	return cmd
 }
 

@@ -479,5 +479,6 @@ func printLiveStatus(w io.Writer, st control.Status) error {
 	for _, r := range st.Running {
 		fmt.Fprintf(w, "running: %s on %s (request %d/%d)\n", r.ID, r.LLM, r.RequestCount, r.MaxRequests)
 	}
+	printLiveHealth(w, st.Health)
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -31,6 +29,7 @@ func newRunCmd(g *globals) *cobra.Command {
 }
 
 func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
+	untilIdleRun = untilIdle // the heartbeat prints an ETA
 	// Signals are caught from the start, so a signal during recovery is
 	// not the default "die at once".
 	sigs := make(chan os.Signal, 4)
@@ -95,7 +94,7 @@ loop:
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGUSR1 {
-				path, err := dumpStacks(a.dataDir)
+				path, err := dumpState(a.dataDir, sys)
 				if err != nil {
 					a.logger.Error().Err(err).Str("event", "cmd.fano.stack_dump_failed").Msg("stack dump")
 				} else {
@@ -136,8 +135,10 @@ loop:
 		counts = sys.Counts()
 	}
 	stopServices()
-	if err := sys.Stop(); err != nil {
-		return fmt.Errorf("stop: %w", err)
+	stopErr := sys.Stop()
+	finishOps() // the shutdown's own events reach logs/trace.log; it is closed
+	if stopErr != nil {
+		return fmt.Errorf("stop: %w", stopErr)
 	}
 	if reason == "idle" {
 		done := 0
@@ -147,18 +148,4 @@ loop:
 		fmt.Fprintf(cmd.OutOrStdout(), "fano: no work left; %d tasks completed; data in %s\n", done, a.dataDir)
 	}
 	return nil
-}
-
-// dumpStacks writes every goroutine's stack to logs/stacks-<time>.txt.
-func dumpStacks(dataDir string) (string, error) {
-	path := filepath.Join(dataDir, "logs", "stacks-"+time.Now().UTC().Format("20060102T150405.000Z")+".txt")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
-		return "", err
-	}
-	return path, f.Sync()
 }

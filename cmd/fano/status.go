@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/spf13/cobra"
@@ -18,6 +19,8 @@ type statusReport struct {
 	DataDir  string                 `json:"data_dir"`
 	WAL      *walStats              `json:"wal,omitempty"`
 	Recovery *actors.RecoveryReport `json:"recovery,omitempty"`
+	// Ops is health (while fano runs) and the 24-hour metrics.
+	Ops *opsSection `json:"ops,omitempty"`
 }
 
 type walStats struct {
@@ -46,6 +49,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if errors.Is(err, wal.ErrLocked) {
 				rep.Running = true
 				rep.Message = err.Error() + "; live status comes from the control panel"
+				if rep.Ops, err = readOpsStatus(cfg.DataDir, nil, time.Now()); err != nil {
+					return err
+				}
 				return printStatus(cmd, g, rep)
 			}
 			if err != nil {
@@ -69,6 +75,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if rep.Recovery, err = actors.Recover(opts); err != nil {
 				return err
 			}
+			if rep.Ops, err = readOpsStatus(a.dataDir, a.log, time.Now()); err != nil {
+				return err
+			}
 			return printStatus(cmd, g, rep)
 		},
 	}
@@ -87,8 +96,8 @@ func printStatus(cmd *cobra.Command, g *globals, r statusReport) error {
 			r.WAL.Entries, r.WAL.Bytes, r.WAL.LastSeq, r.WAL.Uncommitted, r.WAL.OldestCheckpoint)
 	}
 	if r.Recovery != nil {
-		_, err := fmt.Fprintf(w, "tasks: %d (%v)\n", r.Recovery.TasksRecovered, r.Recovery.TaskStates)
-		return err
+		fmt.Fprintf(w, "tasks: %d (%v)\n", r.Recovery.TasksRecovered, r.Recovery.TaskStates)
 	}
+	printOps(w, r.Ops)
 	return nil
 }

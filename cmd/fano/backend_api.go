@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"fano/config"
+	"fano/gateway"
+	"fano/gateway/api"
+	"fano/gateway/breaker"
+	"fano/gateway/ratelimit"
+)
+
+// The "api" backend type: an OpenAI-compatible chat completions API, paced
+// by a per-model rate limiter and guarded by a circuit breaker.
+func init() {
+	backendFactories[config.TypeAPI] = newAPIBackend
+}
+
+// apiLimiters shares one limiter per (base URL, model, key variable) among
+// the backends one buildBackends call makes: two backends on the same
+// provider model spend the same budget.
+var apiLimiters sync.Map // *backendEnv -> *ratelimit.Registry
+
+func newAPIBackend(name string, b *config.Backend, env *backendEnv) (gateway.Backend, error) {
+	o := b.API
+	if o == nil {
+		return nil, fmt.Errorf("backends.%s.api: missing", name)
+	}
+	// The variable's NAME is in the config; its value (the key) is never
+	// printed, not even in this error.
+	keyValue := strings.TrimSpace(os.Getenv(o.APIKeyEnv))
+	if o.APIKeyEnv == "" || keyValue == "" {
+		return nil, fmt.Errorf("environment variable %q (backends.%s.api.api_key_env) is unset or empty: export the API key in it before starting fano", o.APIKeyEnv, name)
+	}
+	regAny, _ := apiLimiters.LoadOrStore(env, ratelimit.NewRegistry(env.Clock))
+	lim := regAny.(*ratelimit.Registry).Get(o.BaseURL+"|"+o.Model+"|"+o.APIKeyEnv,
+		ratelimit.Config{Name: o.Model, InitialRPM: o.InitialRPM})
+	gw, err := api.New(api.Config{
+		Name: name, BaseURL: o.BaseURL, Model: o.Model, APIKey: api.Secret(keyValue),
+		Timeout: time.Duration(o.TimeoutSeconds) * time.Second,
+		Limiter: lim, Clock: env.Clock, Logger: env.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return wrapBreaker(gw, env), nil
+}
+
+// wrapBreaker guards a backend with the circuit breaker configured in
+// llm.circuit_breaker, logging its transitions. It is idempotent, so
+// buildBackends may wrap every backend, API ones included.
+func wrapBreaker(gw gateway.Backend, env *backendEnv) gateway.Backend {
+	if _, ok := gw.(*breaker.Backend); ok {
+		return gw
+	}
+	cb := env.Cfg.LLM.CircuitBreaker
+	log := env.Logger
+	return breaker.Wrap(gw, breaker.Config{
+		FailureThreshold: cb.FailureThreshold,
+		RecoveryTimeout:  time.Duration(cb.RecoveryTimeoutSeconds) * time.Second,
+		HalfOpenRequests: cb.HalfOpenRequests,
+		Clock:            env.Clock,
+		OnStateChange: func(backend, from, to string) {
+			ev := log.Info()
+			if to == breaker.Open {
+				ev = log.Warn()
+			}
+			ev.Str("event", "gateway."+backend+".circuit_"+strings.ReplaceAll(to, "-", "_")).
+				Str("from", from).Str("to", to).Msg("circuit breaker changed state")
+		},
+	})
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"fano/config"
+	"fano/modules/probe"
+	"fano/pb"
+)
+
+// syncBuffer is a log sink safe for the goroutines that write to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The ops run service on a real system: the heartbeat summarizes what
+// changed, then says idle; ops-status.json and the trace log are written;
+// `fano status` reads them back.
+func TestOpsServiceHeartbeatTraceAndStatus(t *testing.T) {
+	o := startOpsSys(t, opsSysConfig{latency: 2 * time.Second, probe: probe.Config{NoPropose: true, Turns: 2}})
+	var logs syncBuffer
+	logger := zerolog.New(&logs)
+	cfg := config.New()
+	cfg.Orchestrator.Health.MinDiskSpaceGB = 0 // the test machine's disk is not the point here
+	rc := &runContext{Cfg: cfg, DataDir: o.dir, Sys: o.sys, Logger: logger, Clock: o.clock, Stop: func(string) {}}
+	untilIdleRun = true
+	t.Cleanup(func() { untilIdleRun = false })
+	stop, err := startOps(rc)
+	require.NoError(t, err)
+	t.Cleanup(stop)
+
+	// Two questions are asked; answers come after 2 s on the clock.
+	for _, q := range []string{"one", "two"} {
+		r, err := o.sys.Submit(&pb.Task{Id: "probe/exploration/" + q, Module: probe.Name, TaskType: probe.TaskType, Subject: q,
+			MaxRequests: 2, Context: map[string]string{"question": "question " + q}})
+		require.NoError(t, err)
+		require.True(t, r.Accepted, r.Reason)
+	}
+	// The clock moves on a short real ticker until both are done.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for done := 0; done < 2; {
+		select {
+		case n := <-o.events:
+			if n.Event.GetTaskCompleted() != nil {
+				done++
+			}
+		case <-tick.C:
+			o.clock.Advance(100 * time.Millisecond)
+		case <-deadline:
+			t.Fatal("tasks did not complete")
+		}
+	}
+	require.NoError(t, o.sys.WaitIdle(within(t, 20*time.Second)))
+	liveOps.Load().health.CheckNow(within(t, 10*time.Second))
+	liveOps.Load().heartbeat()
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"event":"cmd.fano.heartbeat"`) }, 10*time.Second, 5*time.Millisecond)
+	first := lastLine(t, logs.String(), "cmd.fano.heartbeat")
+	require.Contains(t, first, "+2 completed")
+	require.Contains(t, first, "4 requests, 4 answers")
+	require.Contains(t, first, "no work left")
+	liveOps.Load().heartbeat()
+	second := lastLine(t, logs.String(), "cmd.fano.heartbeat")
+	require.Contains(t, second, "idle ")
+	require.Contains(t, second, `"changed":false`)
+
+	// ops-status.json: health and the 24-hour metrics.
+	sec, err := readOpsStatus(o.dir, nil, o.clock.Now())
+	require.NoError(t, err)
+	require.NotNil(t, sec)
+	require.Equal(t, "running", sec.Source)
+	require.Equal(t, int64(2), sec.Metrics.TasksCompleted["probe"])
+	require.Equal(t, int64(4), sec.Metrics.LLMRequests["alpha"])
+	require.InDelta(t, 2.05, sec.Metrics.LLMAvgResponseSeconds["alpha"], 0.051, "2 s latency, on a clock moving in 100 ms steps")
+	require.Equal(t, 1, sec.Health.LLMsTotal)
+	require.GreaterOrEqual(t, sec.Health.Checks, 1)
+
+	// The panel's view.
+	view := panelOps{liveOps.Load()}.Health().(opsView)
+	require.Equal(t, int64(2), view.Metrics.TasksCompleted["probe"])
+	hs, ok := opsHealthStatus()
+	require.True(t, ok)
+	require.Equal(t, 1, hs.LLMsAvailable)
+
+	// Stopped (as `fano run` does: services, then the system, then finishOps).
+	stop()
+	finishOps()
+	trace := readTrace(t, filepath.Join(o.dir, "logs", "trace.log"))
+	require.Len(t, trace, 4)
+	for _, l := range trace {
+		require.Equal(t, "alpha", l.Backend)
+		require.Equal(t, "ok", l.Outcome)
+		require.Equal(t, "probe", l.Module)
+		require.InDelta(t, 2050, l.DurationMS, 51)
+		require.Positive(t, l.PromptBytes)
+		require.Positive(t, l.AnswerBytes)
+	}
+	raw, err := os.ReadFile(filepath.Join(o.dir, "logs", "trace.log"))
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "question", "no prompt text in the trace")
+
+	// Offline, `fano status` takes the metrics from the WAL.
+	sec, err = readOpsStatus(o.dir, o.log, o.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, "wal", sec.Source)
+	require.Equal(t, int64(2), sec.Metrics.TasksCompleted["probe"])
+	require.Equal(t, int64(4), sec.Metrics.QuotaUsed["alpha"])
+	var w strings.Builder
+	printOps(&w, sec)
+	require.Contains(t, w.String(), "2 tasks completed")
+}
+
+func lastLine(t *testing.T, text, event string) string {
+	t.Helper()
+	var last string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, `"event":"`+event+`"`) {
+			last = l
+		}
+	}
+	require.NotEmpty(t, last, "no %s line", event)
+	return last
+}
+
+func readTrace(t *testing.T, path string) []traceLine {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []traceLine
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l traceLine
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &l), sc.Text())
+		out = append(out, l)
+	}
+	return out
+}
+
+// The trace log pairs each request with its end and writes sizes and
+// times only: a failure's error text and the prompt never appear.
+func TestTraceLogLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "trace.log")
+	tr, err := openTrace(path)
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	ev := func(d time.Duration, e *pb.Event) *pb.Event { e.At = at.Add(d).UnixNano(); return e }
+	for _, e := range []*pb.Event{
+		ev(0, &pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: "explorer/critique/t1", Llm: "gemini", Prompt: "SECRET PROMPT", DeepMode: true, Turn: 2}}}),
+		ev(3*time.Second, &pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: "explorer/critique/t1", Llm: "gemini", Content: "answer!", Turn: 2, DurationNs: int64(3 * time.Second), PromptTokens: 4, CompletionTokens: 2}}}),
+		ev(4*time.Second, &pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: "explorer/critique/t1", Llm: "gemini", Prompt: "SECRET PROMPT 2", Turn: 3}}}),
+		ev(4500*time.Millisecond, &pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{TaskId: "explorer/critique/t1", Llm: "gemini", Kind: "cancelled", Error: "token=abc123 leaked", Turn: 3}}}),
+	} {
+		require.NoError(t, tr.observe(e))
+	}
+	tr.close()
+	lines := readTrace(t, path)
+	require.Len(t, lines, 2)
+	require.Equal(t, traceLine{Time: at.Add(3 * time.Second), Backend: "gemini", Task: "explorer/critique/t1", Module: "explorer", TaskType: "critique",
+		Turn: 2, Deep: true, Outcome: "ok", DurationMS: 3000, PromptBytes: 13, AnswerBytes: 7, PromptTokens: 4, CompletionTokens: 2}, lines[0])
+	require.Equal(t, "cancelled", lines[1].Outcome)
+	require.InDelta(t, 500, lines[1].DurationMS, 1e-6)
+	require.Equal(t, 15, lines[1].PromptBytes)
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "SECRET")
+	require.NotContains(t, string(raw), "abc123")
+}
+
+func counts(m map[pb.TaskState]int) map[string]map[pb.TaskState]int {
+	return map[string]map[pb.TaskState]int{"probe": m}
+}
+
+// The heartbeat: a change summary, then one short idle line; an ETA from
+// the pace so far on --until-idle runs.
+func TestHeartbeatLines(t *testing.T) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	h := newHeartbeat(start)
+	done := func(id string) *pb.Event {
+		return &pb.Event{Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: id}}}
+	}
+	h.observe(&pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: "p/x/1"}}})
+	h.observe(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{TaskId: "p/x/1", Kind: "rate_limited"}}})
+	h.observe(done("p/x/1"))
+	h.observe(done("p/x/2"))
+	line, changed := h.line(start.Add(time.Minute), counts(map[pb.TaskState]int{pb.TaskState_TASK_STATE_PENDING: 4, pb.TaskState_TASK_STATE_COMPLETED: 2}), time.Time{}, true)
+	require.True(t, changed)
+	require.Equal(t, "+2 completed, 1 requests, 0 answers, 1 failed (1 rate limited); now 0 running, 4 waiting, 0 paused; eta ~2m0s (4 tasks left at 2.0/min)", line)
+
+	line, changed = h.line(start.Add(2*time.Minute), counts(map[pb.TaskState]int{pb.TaskState_TASK_STATE_PENDING: 4, pb.TaskState_TASK_STATE_COMPLETED: 2}), time.Time{}, true)
+	require.False(t, changed)
+	require.Equal(t, "idle 1m0s: 0 running, 4 waiting, 0 paused", line)
+
+	resume := time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC)
+	line, _ = h.line(start.Add(3*time.Minute), counts(map[pb.TaskState]int{pb.TaskState_TASK_STATE_PAUSED: 1}), resume, false)
+	require.Equal(t, "state changed; now 0 running, 0 waiting, 1 paused", line)
+	line, _ = h.line(start.Add(4*time.Minute), counts(map[pb.TaskState]int{pb.TaskState_TASK_STATE_PAUSED: 1}), resume, false)
+	require.Equal(t, "idle 1m0s: 0 running, 0 waiting, 1 paused (next resume 12:30:00)", line)
+
+	h2 := newHeartbeat(start)
+	h2.observe(&pb.Event{Body: &pb.Event_TaskSubmitted{TaskSubmitted: &pb.TaskSubmitted{Task: &pb.Task{Id: "p/x/9"}}}})
+	line, _ = h2.line(start.Add(time.Minute), counts(map[pb.TaskState]int{pb.TaskState_TASK_STATE_PENDING: 1}), time.Time{}, true)
+	require.Equal(t, "+1 new tasks; now 0 running, 1 waiting, 0 paused; eta unknown (1 tasks left, none finished yet)", line)
+}
+
+// SIGUSR1's dump: stacks, each actor's mailbox depth, and the tasks.
+func TestDumpStateHasStacksMailboxesAndTasks(t *testing.T) {
+	o := startOpsSys(t, opsSysConfig{timeoutRate: 1, probe: probe.Config{Questions: []string{"q"}, Turns: 1}})
+	o.waitTask("probe/exploration/q0000", "request in flight", awaitingAnswer)
+	path, err := dumpState(o.dir, o.sys)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(filepath.Base(path), "stacks-"))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	text := string(b)
+	require.Contains(t, text, "== goroutines ==")
+	require.Contains(t, text, "goroutine ")
+	require.Contains(t, text, "== mailboxes")
+	require.Regexp(t, `\n\s+\d+  orchestrator/scheduler\n`, text)
+	require.NotContains(t, text, "    -1  orchestrator/scheduler", "depth readable")
+	require.Contains(t, text, "== tasks ==")
+	require.Contains(t, text, "probe: RUNNING 1")
+	require.Contains(t, text, "probe/exploration/q0000 on alpha, 1 requests, awaiting answer: true")
+
+	// Without a system (a dump before it started) only the stacks.
+	path, err = dumpState(t.TempDir(), nil)
+	require.NoError(t, err)
+	b, _ = os.ReadFile(path)
+	require.NotContains(t, string(b), "== tasks ==")
+}
