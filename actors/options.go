@@ -34,6 +34,9 @@ type Options struct {
 	RequestTimeout     time.Duration   // per LLM call
 	RetryBackoff       []time.Duration // transient failures: 60/300/900 s, then FAILED
 	ShutdownTimeout    time.Duration   // how long executors get to pause at shutdown
+	// FinishedRetention: finished tasks leave memory this long after they
+	// finished, archived in the WAL file first (0 = keep them in memory).
+	FinishedRetention time.Duration
 
 	// OutputDir is <data-dir>/output, where modules' files go ("" = none).
 	OutputDir string

@@ -1,10 +1,13 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"fano/actors/scheduler"
 	"fano/pb"
@@ -30,6 +33,15 @@ type schedulerActor struct {
 	// when it is done the cancel is carried out here.
 	cancelling map[string]string
 	stopping   bool
+
+	lastForget time.Time // finished tasks past retention are archived now and then
+	forgetting bool      // an archive write is under way
+}
+
+// archived reports that finished tasks are on disk and may leave memory.
+type archived struct {
+	events []*pb.Event
+	err    error
 }
 
 func (a *schedulerActor) Receive(ctx actor.Context) {
@@ -57,7 +69,15 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		if evs := a.state.DecideResume(now); len(evs) > 0 {
 			a.j.persist(evs, nil)
 		}
+		a.forget(ctx, now)
 		a.dispatch(ctx)
+	case *archived:
+		a.forgetting = false
+		if m.err != nil {
+			a.sys.logger.Error().Err(m.err).Str("event", "actors.scheduler.archive_failed").Msg("finished tasks stay in memory")
+			return
+		}
+		a.j.persist(m.events, nil)
 	case *freeSlots:
 		a.free = *m
 		a.dispatch(ctx)
@@ -104,6 +124,37 @@ func (a *schedulerActor) start(ctx actor.Context) {
 	}
 	a.j = newJournal(a.sys.log, ownerScheduler, a.sys.root, ctx.Self())
 }
+
+// forget archives finished tasks older than the retention period, then
+// logs that they left memory (DESIGN.md §3: weeks of running must not grow
+// the heap). The archive write runs off the actor; at most one at a time.
+func (a *schedulerActor) forget(ctx actor.Context, now time.Time) {
+	retention := a.sys.opts.FinishedRetention
+	if retention <= 0 || a.forgetting || now.Sub(a.lastForget) < time.Minute {
+		return
+	}
+	a.lastForget = now
+	tasks, evs := a.state.DecideForget(now, retention, 5000)
+	if len(tasks) == 0 {
+		return
+	}
+	items := make(map[string][]byte, len(tasks))
+	for _, t := range tasks {
+		data, err := proto.Marshal(t)
+		if err != nil {
+			return
+		}
+		items[archiveKey(t.Id)] = data
+	}
+	a.forgetting = true
+	self := ctx.Self()
+	go func() {
+		err := a.sys.log.Archive(context.Background(), items)
+		a.sys.root.Send(self, &archived{events: evs, err: err})
+	}()
+}
+
+func archiveKey(taskID string) string { return "task/" + taskID }
 
 func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 	respond := func(r *pb.TaskSubmitReply) {

@@ -588,12 +588,24 @@ func (s *System) PauseBackend(name, reason string, pause bool) error {
 	return r
 }
 
-// Task returns a copy of one task.
+// Task returns a copy of one task; a finished task that left memory is
+// read back from the archive.
 func (s *System) Task(id string) (*pb.Task, bool) {
 	var t *pb.Task
 	var ok bool
 	s.withScheduler(func(st *scheduler.State) { t, ok = st.Task(id) })
-	return t, ok
+	if ok {
+		return t, true
+	}
+	data, found, err := s.log.Archived(archiveKey(id))
+	if err != nil || !found {
+		return nil, false
+	}
+	var at pb.Task
+	if proto.Unmarshal(data, &at) != nil {
+		return nil, false
+	}
+	return &at, true
 }
 
 // Tasks returns copies of the tasks that match.

@@ -12,6 +12,7 @@
 package scheduler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -315,6 +316,49 @@ func (s *State) DecideResume(now time.Time) []*pb.Event {
 		evs = append(evs, &pb.Event{At: at, Body: &pb.Event_TaskResumed{TaskResumed: &pb.TaskResumed{TaskId: id}}})
 	}
 	return evs
+}
+
+// DecideForget picks up to max finished tasks that finished more than
+// retention before now, oldest first, and returns copies of them (to be
+// archived on disk first) with their TaskForgotten events. O(n): callers
+// run it now and then, not on every tick.
+func (s *State) DecideForget(now time.Time, retention time.Duration, max int) ([]*pb.Task, []*pb.Event) {
+	if retention <= 0 || max <= 0 {
+		return nil, nil
+	}
+	cutoff := now.Add(-retention).UnixNano()
+	var old []*entry
+	for _, en := range s.tasks {
+		if IsFinished(en.t.State) && finishedAt(en.t) <= cutoff {
+			old = append(old, en)
+		}
+	}
+	slices.SortFunc(old, func(a, b *entry) int {
+		if c := cmp.Compare(finishedAt(a.t), finishedAt(b.t)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.t.Id, b.t.Id)
+	})
+	if len(old) > max {
+		old = old[:max]
+	}
+	tasks := make([]*pb.Task, len(old))
+	evs := make([]*pb.Event, len(old))
+	at := now.UnixNano()
+	for i, en := range old {
+		tasks[i] = proto.Clone(en.t).(*pb.Task)
+		evs[i] = &pb.Event{At: at, Body: &pb.Event_TaskForgotten{TaskForgotten: &pb.TaskForgotten{TaskId: en.t.Id}}}
+	}
+	return tasks, evs
+}
+
+// finishedAt is when a finished task finished: completed_at, else its last
+// update (failed and cancelled tasks).
+func finishedAt(t *pb.Task) int64 {
+	if t.CompletedAt != 0 {
+		return t.CompletedAt
+	}
+	return t.UpdatedAt
 }
 
 // Queries.

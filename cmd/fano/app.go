@@ -130,6 +130,7 @@ func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
 		MaxRequests:        cfg.MaxRequests,
 		RequestTimeout:     time.Duration(o.Tasks.RequestTimeoutSeconds) * time.Second,
 		RetryBackoff:       backoff,
+		FinishedRetention:  time.Duration(o.State.FinishedTaskRetentionHours) * time.Hour,
 	}, nil
 }
 
