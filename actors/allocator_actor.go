@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -42,13 +43,18 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		if ok && !a.book.Acquire(llm) {
 			ok = false
 		}
+		if ok {
+			a.sys.slots.add(llm, 1)
+		}
 		if !ok {
 			llm = ""
 		}
 		ctx.Send(a.sys.schedulerPID, &allocated{taskID: m.task.GetId(), llm: llm})
 		a.publish(ctx)
 	case *release:
-		a.book.Release(m.backend)
+		if a.sys.slots.add(m.backend, -1) {
+			a.book.Release(m.backend)
+		}
 		a.publish(ctx)
 	case *useQuota:
 		ev, err := a.book.DecideUse(m.backend, m.deep, m.taskID, a.sys.clock.Now())
@@ -97,9 +103,13 @@ func (a *allocatorActor) start(ctx actor.Context) {
 			panic(fmt.Errorf("allocator: recover after restart: %w", err))
 		}
 		a.book, a.last = st.book, st.last
-		// Slots of calls still running are not in the WAL: take them again.
-		for _, llm := range a.sys.runningLLMs() {
-			a.book.Acquire(llm)
+		// Slots are not in the WAL: take back exactly those the previous
+		// instance held (see slotCounts), so a release sent to it and
+		// handled here is neither lost nor counted twice.
+		for llm, n := range a.sys.slots.snapshot() {
+			for i := 0; i < n; i++ {
+				a.book.Acquire(llm)
+			}
 		}
 		a.sys.logger.Warn().Str("event", "actors.allocator.restarted").Uint64("seq", a.last).Msg("allocator restarted from the WAL")
 	}
@@ -118,4 +128,37 @@ func (a *allocatorActor) publish(ctx actor.Context) {
 	}
 	a.sys.setQuotaView(fs.quota)
 	ctx.Send(a.sys.schedulerPID, fs)
+}
+
+// slotCounts mirrors the allocator's request slots outside the actor
+// instance, so a restarted allocator takes back exactly the slots its
+// predecessor held. Only the allocator actor changes it.
+type slotCounts struct {
+	mu    sync.Mutex
+	inUse map[string]int
+}
+
+// add changes backend's count by delta; a release of a slot nobody holds
+// reports false and changes nothing.
+func (c *slotCounts) add(backend string, delta int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inUse == nil {
+		c.inUse = map[string]int{}
+	}
+	if c.inUse[backend]+delta < 0 {
+		return false
+	}
+	c.inUse[backend] += delta
+	return true
+}
+
+func (c *slotCounts) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.inUse))
+	for k, v := range c.inUse {
+		out[k] = v
+	}
+	return out
 }

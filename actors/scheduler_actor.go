@@ -123,7 +123,13 @@ func (a *schedulerActor) start(ctx actor.Context) {
 		a.sys.logger.Warn().Str("event", "actors.scheduler.restarted").Uint64("seq", a.last).Msg("scheduler restarted from the WAL")
 	}
 	a.j = newJournal(a.sys.log, ownerScheduler, a.sys.root, ctx.Self())
+	a.sys.scheduler.Store(a)
 }
+
+// current is the live scheduler instance. A continuation (journal then)
+// runs in the actor's goroutine but may have been created by an instance
+// that has since been restarted: it must read the current one's state.
+func (a *schedulerActor) current() *schedulerActor { return a.sys.scheduler.Load() }
 
 // forget archives finished tasks older than the retention period, then
 // logs that they left memory (DESIGN.md §3: weeks of running must not grow
@@ -245,14 +251,22 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *allocated) {
 	ev := &pb.Event{At: nanos(a.sys.clock.Now()), Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: m.taskID, Llm: m.llm}}}
 	a.allocating++ // until the start is durable
 	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-		a.allocating--
+		a.allocating-- // this instance's count; a restarted one starts at 0
+		cur := a.current()
 		if err != nil {
 			a.sys.root.Send(a.sys.allocatorPID, &release{backend: m.llm})
-			a.state.Unpick(m.taskID)
+			cur.state.Unpick(m.taskID)
 			a.sys.logger.Error().Err(err).Str("task", m.taskID).Str("event", "actors.scheduler.start_failed").Msg("could not persist task start")
 			return
 		}
-		t, _ := a.state.Task(m.taskID)
+		t, ok := cur.state.Task(m.taskID)
+		if !ok || t.State != pb.TaskState_TASK_STATE_RUNNING || t.LlmAssigned != m.llm {
+			// Cannot happen while the start is applied before this runs;
+			// never run an executor on a task in another state.
+			a.sys.root.Send(a.sys.allocatorPID, &release{backend: m.llm})
+			a.sys.logger.Error().Str("task", m.taskID).Str("event", "actors.scheduler.start_mismatch").Msg("task not running after its start")
+			return
+		}
 		a.sys.executors.Add(1)
 		a.sys.root.Send(a.sys.orchestratorPID, &startExecutor{task: t})
 	})
@@ -280,7 +294,7 @@ func (a *schedulerActor) cancel(m *cancelTask) {
 		}
 		// The module learns its task will not run (e.g. a review seat
 		// becomes an abstention); nobody waits for its answer here.
-		if t, ok := a.state.Task(m.id); ok {
+		if t, ok := a.current().state.Task(m.id); ok {
 			if pid, ok := a.sys.modulePIDs[t.Module]; ok {
 				a.sys.root.Send(pid, &moduleEnd{task: t, failed: true, reason: "cancelled: " + m.reason, reply: make(chan error, 1)})
 			}

@@ -56,6 +56,9 @@ type System struct {
 	initModules map[string]uint64
 
 	backlogs sync.Map // module -> int (modules.Backlogger)
+	slots    slotCounts
+	// scheduler is the live scheduler instance (see schedulerActor.current).
+	scheduler atomic.Pointer[schedulerActor]
 	// blank holds each module's snapshot as constructed: a restarted host
 	// resets its module to it before replaying, so no event is applied
 	// twice on top of the state the crash left behind.
@@ -362,16 +365,6 @@ func (s *System) takeModule(name string) (uint64, bool) {
 	return last, ok
 }
 
-// runningLLMs lists the backends of tasks that executors are running.
-func (s *System) runningLLMs() []string {
-	var out []string
-	s.withScheduler(func(st *scheduler.State) {
-		for _, t := range st.Running() {
-			out = append(out, t.LlmAssigned)
-		}
-	})
-	return out
-}
 
 func (s *System) saveCheckpoint(owner string, seq uint64, snap proto.Message) error {
 	data, err := proto.Marshal(snap)

@@ -13,6 +13,7 @@ import (
 	"fano/modules"
 	"fano/modules/probe"
 	"fano/pb"
+	"fano/wal"
 )
 
 func TestRunToCompletion(t *testing.T) {
@@ -118,7 +119,16 @@ func TestSupervisorRestartsPanickingChild(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	require.NoError(t, sys.WaitIdle(ctx))
+	if err := sys.WaitIdle(ctx); err != nil {
+		t.Logf("counts %v, executors %d, slots %v", sys.Counts(), sys.Running(), sys.slots.snapshot())
+		for _, q := range sys.Quotas() {
+			t.Logf("backend %+v", q)
+		}
+		for _, tk := range sys.Tasks(func(tk *pb.Task) bool { return tk.State != pb.TaskState_TASK_STATE_COMPLETED }, 0) {
+			t.Logf("task %s %s picked? llm %s reason %q", tk.Id, tk.State, tk.LlmAssigned, tk.PauseReason)
+		}
+		t.Fatal(err)
+	}
 	for _, tk := range sys.Tasks(nil, 0) {
 		require.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, tk.State, tk.Id)
 	}
@@ -126,8 +136,25 @@ func TestSupervisorRestartsPanickingChild(t *testing.T) {
 	require.NoError(t, sys.WithModule(probe.Name, func(m modules.Module) { answers = m.(*probe.Module).Answers() }))
 	require.Len(t, answers, 10)
 	for id, a := range answers {
+		if len(a) != 2 {
+			dumpTask(t, b, id)
+		}
 		require.Len(t, a, 2, "task %s: the restarted module lost or doubled answers", id)
 	}
+}
+
+// dumpTask logs a task's events in the WAL (for a failing test).
+func dumpTask(t *testing.T, b *bundle, id string) {
+	_ = b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return nil
+		}
+		if tid, _ := scheduler.TaskID(e); tid == id || e.GetModuleEvent().GetTaskId() == id {
+			t.Logf("seq %d %s %s %v", ent.Seq, ent.Owner, ent.Type, e.Body)
+		}
+		return nil
+	})
 }
 
 // Shutdown in the middle of requests pauses running tasks (never FAILED)
