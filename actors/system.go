@@ -365,7 +365,6 @@ func (s *System) takeModule(name string) (uint64, bool) {
 	return last, ok
 }
 
-
 func (s *System) saveCheckpoint(owner string, seq uint64, snap proto.Message) error {
 	data, err := proto.Marshal(snap)
 	if err != nil {

@@ -151,13 +151,13 @@ func buildBackends(cfg *config.Config, env *backendEnv) ([]gateway.Backend, allo
 		switch b.Type {
 		case config.TypeSim:
 			s := b.Sim
-			out = append(out, sim.New(sim.Config{
+			out = append(out, wrapBreaker(sim.New(sim.Config{
 				Name: name, Style: s.Style, Seed: s.Seed,
 				Latency: time.Duration(s.LatencyMS) * time.Millisecond, Jitter: time.Duration(s.LatencyJitterMS) * time.Millisecond,
 				HourlyLimit: orDefault(s.HourlyLimit, b.HourlyLimit), DeepDailyLimit: orDefault(s.DeepModeDailyLimit, b.DeepModeDailyLimit),
 				HourlyResetMinute: cfg.LLM.HourlyResetMinute, DailyResetHour: cfg.LLM.DailyResetHour,
 				TimeoutRate: s.TimeoutRate, TransientRate: s.TransientRate, MalformedRate: s.MalformedRate,
-			}, env.Clock))
+			}, env.Clock), env))
 		default:
 			mk, ok := backendFactories[b.Type]
 			if !ok {
@@ -167,7 +167,8 @@ func buildBackends(cfg *config.Config, env *backendEnv) ([]gateway.Backend, allo
 			if err != nil {
 				return nil, ac, fmt.Errorf("backend %s: %w", name, err)
 			}
-			out = append(out, gw)
+			// Every backend sits behind a circuit breaker (spec §9.3).
+			out = append(out, wrapBreaker(gw, env))
 		}
 		ac.Backends = append(ac.Backends, allocator.BackendConfig{
 			Name: name, Kind: b.Type, HourlyLimit: b.HourlyLimit, DeepDailyLimit: b.DeepModeDailyLimit, MaxConcurrency: b.MaxConcurrency,

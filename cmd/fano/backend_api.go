@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -32,15 +31,15 @@ func newAPIBackend(name string, b *config.Backend, env *backendEnv) (gateway.Bac
 	}
 	// The variable's NAME is in the config; its value (the key) is never
 	// printed, not even in this error.
-	keyValue := strings.TrimSpace(os.Getenv(o.APIKeyEnv))
-	if o.APIKeyEnv == "" || keyValue == "" {
-		return nil, fmt.Errorf("environment variable %q (backends.%s.api.api_key_env) is unset or empty: export the API key in it before starting fano", o.APIKeyEnv, name)
+	key, err := api.KeyFromEnv(name, o.APIKeyEnv)
+	if err != nil {
+		return nil, err
 	}
 	regAny, _ := apiLimiters.LoadOrStore(env, ratelimit.NewRegistry(env.Clock))
 	lim := regAny.(*ratelimit.Registry).Get(o.BaseURL+"|"+o.Model+"|"+o.APIKeyEnv,
 		ratelimit.Config{Name: o.Model, InitialRPM: o.InitialRPM})
 	gw, err := api.New(api.Config{
-		Name: name, BaseURL: o.BaseURL, Model: o.Model, APIKey: api.Secret(keyValue),
+		Name: name, BaseURL: o.BaseURL, Model: o.Model, APIKey: key,
 		Timeout: time.Duration(o.TimeoutSeconds) * time.Second,
 		Limiter: lim, Clock: env.Clock, Logger: env.Logger,
 	})

@@ -61,8 +61,9 @@ func TestCorruptDatabaseIsReportedAndKept(t *testing.T) {
 	db := filepath.Join(dir, "fano.db")
 	garbage := bytes.Repeat([]byte("not a database "), 1000)
 	require.NoError(t, os.WriteFile(db, garbage, 0o600))
+	cfg := writeConfig(t, t.TempDir(), coreConfig(10))
 	for _, args := range [][]string{{"run"}, {"recover"}, {"wal", "inspect"}, {"status"}} {
-		_, stderr, err := runFano(t, append(args, "--data-dir", dir)...)
+		_, stderr, err := runFano(t, append(args, "--config", cfg, "--data-dir", dir)...)
 		require.Error(t, err, "%v", args)
 		require.Contains(t, stderr, db, "%v", args)
 		got, rerr := os.ReadFile(db)

@@ -69,6 +69,9 @@ func findPanel(g *globals) (*panelConn, error) {
 // online says whether the panel of this data directory answers. A panel
 // that serves another data directory is an error, not a fallback.
 func (p *panelConn) online(ctx context.Context) (bool, error) {
+	if !p.cfg.Control.Enabled {
+		return false, nil // this data directory's fano runs no panel
+	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	h, err := p.client.Healthz(ctx)

@@ -61,6 +61,11 @@ var rows = []row{
 	{"simulated day: hourly budget used >= 99%", "BenchmarkSimulatedDay", "hourly-used-%", "", "", true, ""},
 	{"simulated day: deep budget used >= 99%", "BenchmarkSimulatedDay", "deep-used-%", "", "", true, ""},
 	{"simulated day: rate-limit answers = 0", "BenchmarkSimulatedDay", "rate-limited", "", "", false, ""},
+	{"429 incident: fano 429s <= 10", "BenchmarkIncident429", "fano-429s", "BenchmarkIncident429", "baseline-429s", false, "of baseline"},
+	{"429 incident: >= 97% of 200 RPM", "BenchmarkIncident429", "fano-rpm-%", "BenchmarkIncident429", "baseline-rpm-%", true, "of baseline"},
+	{"dedup check at 10k <= 1 ms", "BenchmarkCheck/stored=10000", "ns/op", "BenchmarkCheck/stored=10000", "baseline-ns/op", false, "x faster"},
+	{"dedup check at 100k <= 1 ms", "BenchmarkCheck/stored=100000", "ns/op", "BenchmarkCheck/stored=100000", "baseline-ns/op", false, "x faster"},
+	{"signal to exit, call in flight <= 2 s", "BenchmarkShutdown", "inflight-exit-ms", "BenchmarkShutdown", "idle-exit-ms", false, "x idle"},
 }
 
 func main() {

@@ -1,0 +1,184 @@
+// Package breaker wraps a gateway.Backend in a circuit breaker
+// (sony/gobreaker/v2, spec §9.3): after FailureThreshold consecutive
+// failures the circuit opens and every Send is refused at once as
+// gateway.Unavailable("circuit open"); after RecoveryTimeout it goes
+// half-open and lets HalfOpenRequests probes through; that many successes
+// close it, one failure opens it again.
+//
+// A rate limit, a cancellation and a request the rate limiter never sent
+// say nothing about the backend's health: they are neither failures nor
+// successes. A timeout is a failure.
+package breaker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/sony/gobreaker/v2"
+
+	"fano/gateway"
+	"fano/gateway/ratelimit"
+)
+
+// States as State reports them.
+const (
+	Closed   = "closed"
+	Open     = "open"
+	HalfOpen = "half-open"
+)
+
+// Config configures a breaker; zero fields take the spec's defaults
+// (config llm.circuit_breaker: 5, 300 s, 3).
+type Config struct {
+	FailureThreshold int
+	RecoveryTimeout  time.Duration
+	HalfOpenRequests int
+	// Clock times the open period (so tests and the fake-clock simulation
+	// control it).
+	Clock clockwork.Clock
+	// OnStateChange, if set, hears every transition. It is called
+	// synchronously inside the breaker: it must not block nor call the
+	// Backend.
+	OnStateChange func(backend, from, to string)
+}
+
+// Backend is a gateway.Backend guarded by a circuit breaker. Safe for
+// concurrent use.
+type Backend struct {
+	inner    gateway.Backend
+	cb       *gobreaker.CircuitBreaker[gateway.Response]
+	clock    clockwork.Clock
+	timeout  time.Duration
+	onChange func(backend, from, to string)
+
+	mu        sync.Mutex
+	openUntil time.Time
+	opened    uint64
+}
+
+var _ gateway.Backend = (*Backend)(nil)
+
+// errOpen marks a request gobreaker admitted although our clock still
+// holds the circuit open; it is excluded from the counts.
+var errOpen = errors.New("circuit open")
+
+// Wrap guards inner with a circuit breaker.
+func Wrap(inner gateway.Backend, cfg Config) *Backend {
+	if cfg.FailureThreshold <= 0 {
+		cfg.FailureThreshold = 5
+	}
+	if cfg.RecoveryTimeout <= 0 {
+		cfg.RecoveryTimeout = 300 * time.Second
+	}
+	if cfg.HalfOpenRequests <= 0 {
+		cfg.HalfOpenRequests = 3
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	b := &Backend{inner: inner, clock: cfg.Clock, timeout: cfg.RecoveryTimeout, onChange: cfg.OnStateChange}
+	threshold := uint32(cfg.FailureThreshold)
+	b.cb = gobreaker.NewCircuitBreaker[gateway.Response](gobreaker.Settings{
+		Name:        inner.Name(),
+		MaxRequests: uint32(cfg.HalfOpenRequests),
+		// gobreaker times the open state with time.Now. We time it on
+		// our clock instead (openUntil) and let gobreaker's own open
+		// period lapse at once, so it is half-open whenever we let a
+		// request reach it.
+		Timeout:     time.Nanosecond,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold },
+		IsExcluded:  notAFailure,
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			b.stateChanged(from, to)
+		},
+	})
+	return b
+}
+
+// notAFailure: rate limits, cancellations and unsent requests do not count.
+func notAFailure(err error) bool {
+	var rl *gateway.RateLimitedError
+	return errors.As(err, &rl) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, ratelimit.ErrNotSent) || errors.Is(err, errOpen)
+}
+
+// stateChanged runs under gobreaker's lock (never call cb here).
+func (b *Backend) stateChanged(from, to gobreaker.State) {
+	b.mu.Lock()
+	if to == gobreaker.StateOpen {
+		b.openUntil = b.clock.Now().Add(b.timeout)
+		b.opened++
+	}
+	b.mu.Unlock()
+	if b.onChange != nil {
+		b.onChange(b.inner.Name(), from.String(), to.String())
+	}
+}
+
+func (b *Backend) openedUntil() (time.Time, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.openUntil, b.clock.Now().Before(b.openUntil)
+}
+
+// Name is the wrapped backend's name.
+func (b *Backend) Name() string { return b.inner.Name() }
+
+// Unwrap returns the guarded backend (for its own Stats).
+func (b *Backend) Unwrap() gateway.Backend { return b.inner }
+
+// State is "closed", "open" or "half-open", for status displays.
+func (b *Backend) State() string {
+	if _, open := b.openedUntil(); open {
+		return Open
+	}
+	return b.cb.State().String()
+}
+
+// Opened counts how often the circuit has opened.
+func (b *Backend) Opened() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.opened
+}
+
+func (b *Backend) openError() error {
+	until, _ := b.openedUntil()
+	return gateway.Unavailable(b.inner.Name(), "circuit open until %s after repeated failures", until.UTC().Format(time.RFC3339))
+}
+
+// Send passes req to the backend unless the circuit is open (or half-open
+// with all its probes in flight): then it fails at once with
+// gateway.Unavailable naming the backend.
+func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	if _, open := b.openedUntil(); open {
+		return gateway.Response{}, b.openError()
+	}
+	resp, err := b.cb.Execute(func() (gateway.Response, error) {
+		if _, open := b.openedUntil(); open {
+			return gateway.Response{}, errOpen // opened while we were admitted
+		}
+		return b.inner.Send(ctx, req)
+	})
+	switch {
+	case errors.Is(err, errOpen), errors.Is(err, gobreaker.ErrOpenState):
+		return resp, b.openError()
+	case errors.Is(err, gobreaker.ErrTooManyRequests):
+		return resp, gateway.Unavailable(b.inner.Name(), "circuit half-open: its probe requests are in flight")
+	}
+	return resp, err
+}
+
+// Health is Unavailable while the circuit is open, else the backend's.
+func (b *Backend) Health(ctx context.Context) error {
+	if _, open := b.openedUntil(); open {
+		return b.openError()
+	}
+	return b.inner.Health(ctx)
+}
+
+// Close closes the backend.
+func (b *Backend) Close() error { return b.inner.Close() }

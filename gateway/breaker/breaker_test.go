@@ -1,0 +1,239 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"fano/gateway"
+	"fano/gateway/ratelimit"
+)
+
+// scripted is an LLM whose next outcomes the test sets; calls counts the
+// Sends that reached it. block, if set, holds each Send until it is closed.
+type scripted struct {
+	mu    sync.Mutex
+	errs  []error // consumed in order; empty = success
+	calls int
+	block chan struct{}
+	in    chan struct{} // signalled when a Send starts
+}
+
+func (s *scripted) Name() string { return "llm-a" }
+
+func (s *scripted) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	s.mu.Lock()
+	s.calls++
+	var err error
+	if len(s.errs) > 0 {
+		err, s.errs = s.errs[0], s.errs[1:]
+	}
+	block, in := s.block, s.in
+	s.mu.Unlock()
+	if in != nil {
+		in <- struct{}{}
+	}
+	if block != nil {
+		<-block
+	}
+	if err != nil {
+		return gateway.Response{}, err
+	}
+	return gateway.Response{Content: "ok"}, nil
+}
+
+func (s *scripted) Health(context.Context) error { return nil }
+func (s *scripted) Close() error                 { return nil }
+
+func (s *scripted) script(errs ...error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errs = append(s.errs, errs...)
+}
+
+func (s *scripted) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+type transition struct{ from, to string }
+
+func setup(t *testing.T) (*Backend, *scripted, *clockwork.FakeClock, chan transition) {
+	t.Helper()
+	inner := &scripted{}
+	clock := clockwork.NewFakeClock()
+	changes := make(chan transition, 100)
+	b := Wrap(inner, Config{FailureThreshold: 5, RecoveryTimeout: 300 * time.Second, HalfOpenRequests: 3, Clock: clock,
+		OnStateChange: func(backend, from, to string) {
+			assert.Equal(t, "llm-a", backend)
+			changes <- transition{from, to}
+		}})
+	return b, inner, clock, changes
+}
+
+func send(b *Backend) error {
+	_, err := b.Send(context.Background(), gateway.Request{TaskID: "t", Prompt: "p"})
+	return err
+}
+
+func expectChange(t *testing.T, ch chan transition, from, to string) {
+	t.Helper()
+	select {
+	case c := <-ch:
+		require.Equal(t, transition{from, to}, c)
+	default:
+		t.Fatalf("no %s -> %s transition", from, to)
+	}
+}
+
+func transient() error { return gateway.Transient("llm-a", "HTTP 503") }
+
+func TestOpensAfterFiveConsecutiveFailures(t *testing.T) {
+	b, inner, _, changes := setup(t)
+	// A success in between resets the run.
+	inner.script(transient(), transient(), transient(), transient(), nil)
+	for range 5 {
+		_ = send(b)
+	}
+	assert.Equal(t, Closed, b.State())
+
+	inner.script(transient(), transient(), transient(), transient())
+	for range 4 {
+		require.ErrorIs(t, send(b), gateway.ErrTransient)
+	}
+	assert.Equal(t, Closed, b.State())
+	inner.script(&gateway.Error{Backend: "llm-a", Kind: gateway.ErrTransient, Msg: "timed out", Err: context.DeadlineExceeded})
+	require.ErrorIs(t, send(b), context.DeadlineExceeded, "a timeout is a failure")
+	assert.Equal(t, Open, b.State())
+	expectChange(t, changes, Closed, Open)
+	calls := inner.count()
+
+	err := send(b)
+	require.ErrorIs(t, err, gateway.ErrUnavailable)
+	assert.Equal(t, "unavailable", gateway.Kind(err))
+	assert.Contains(t, err.Error(), "llm-a")
+	assert.Contains(t, err.Error(), "circuit open")
+	assert.Equal(t, calls, inner.count(), "an open circuit sends nothing")
+	require.ErrorIs(t, b.Health(context.Background()), gateway.ErrUnavailable)
+	assert.EqualValues(t, 1, b.Opened())
+}
+
+func TestRateLimitsCancellationsAndUnsentAreNotFailures(t *testing.T) {
+	b, inner, _, _ := setup(t)
+	for range 4 {
+		inner.script(
+			&gateway.RateLimitedError{Backend: "llm-a", RetryAfter: time.Minute},
+			fmt.Errorf("llm-a: request cancelled: %w", context.Canceled),
+			fmt.Errorf("llm-a: not sent: %w", fmt.Errorf("rate limiter m: %w: %w", ratelimit.ErrNotSent, context.DeadlineExceeded)),
+		)
+	}
+	for range 12 {
+		require.Error(t, send(b))
+	}
+	assert.Equal(t, Closed, b.State())
+	// ... and they do not break a run of failures either way.
+	inner.script(transient(), transient(), transient(), transient(), &gateway.RateLimitedError{Backend: "llm-a"}, transient())
+	for range 6 {
+		_ = send(b)
+	}
+	assert.Equal(t, Open, b.State())
+}
+
+func TestHalfOpenAfterRecoveryTimeoutThenClosesAfterThreeSuccesses(t *testing.T) {
+	b, inner, clock, changes := setup(t)
+	for range 5 {
+		inner.script(transient())
+		_ = send(b)
+	}
+	expectChange(t, changes, Closed, Open)
+
+	clock.Advance(299 * time.Second)
+	assert.Equal(t, Open, b.State())
+	require.ErrorIs(t, send(b), gateway.ErrUnavailable)
+
+	clock.Advance(time.Second)
+	assert.Equal(t, HalfOpen, b.State())
+	expectChange(t, changes, Open, HalfOpen)
+
+	require.NoError(t, send(b))
+	require.NoError(t, send(b))
+	assert.Equal(t, HalfOpen, b.State())
+	require.NoError(t, send(b))
+	assert.Equal(t, Closed, b.State())
+	expectChange(t, changes, HalfOpen, Closed)
+}
+
+func TestHalfOpenFailureReopensForAnotherTimeout(t *testing.T) {
+	b, inner, clock, changes := setup(t)
+	for range 5 {
+		inner.script(transient())
+		_ = send(b)
+	}
+	clock.Advance(300 * time.Second)
+	require.NoError(t, send(b))
+	inner.script(transient())
+	require.ErrorIs(t, send(b), gateway.ErrTransient)
+	assert.Equal(t, Open, b.State())
+	expectChange(t, changes, Closed, Open)
+	expectChange(t, changes, Open, HalfOpen)
+	expectChange(t, changes, HalfOpen, Open)
+
+	clock.Advance(299 * time.Second)
+	assert.Equal(t, Open, b.State())
+	clock.Advance(time.Second)
+	assert.Equal(t, HalfOpen, b.State())
+	assert.EqualValues(t, 2, b.Opened())
+}
+
+// Half-open lets exactly three probes through at once.
+func TestHalfOpenAdmitsThreeProbes(t *testing.T) {
+	b, inner, clock, _ := setup(t)
+	for range 5 {
+		inner.script(transient())
+		_ = send(b)
+	}
+	clock.Advance(300 * time.Second)
+
+	release := make(chan struct{})
+	inner.mu.Lock()
+	inner.block, inner.in = release, make(chan struct{}, 3)
+	inner.mu.Unlock()
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() { errs <- send(b) }()
+	}
+	for range 3 {
+		select {
+		case <-inner.in:
+		case <-time.After(5 * time.Second):
+			t.Fatal("probe not admitted")
+		}
+	}
+	err := send(b)
+	require.ErrorIs(t, err, gateway.ErrUnavailable)
+	assert.Contains(t, err.Error(), "half-open")
+	close(release)
+	for range 3 {
+		require.NoError(t, <-errs)
+	}
+	assert.Equal(t, Closed, b.State())
+}
+
+func TestPassesThroughNameUnwrapAndErrors(t *testing.T) {
+	b, inner, _, _ := setup(t)
+	assert.Equal(t, "llm-a", b.Name())
+	assert.Same(t, inner, b.Unwrap())
+	perm := gateway.Permanent("llm-a", "HTTP 400")
+	inner.script(perm)
+	assert.True(t, errors.Is(send(b), gateway.ErrPermanent))
+	require.NoError(t, b.Health(context.Background()))
+	require.NoError(t, b.Close())
+}
