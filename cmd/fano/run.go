@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -146,6 +147,9 @@ loop:
 			done += byState[pb.TaskState_TASK_STATE_COMPLETED]
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "fano: no work left; %d tasks completed; data in %s\n", done, a.dataDir)
+		if doc := filepath.Join(a.dataDir, "output", "DOCUMENT.md"); exists(doc) {
+			fmt.Fprintf(cmd.OutOrStdout(), "fano: the document is %s\n", doc)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,147 @@
+package researcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"fano/pb"
+	"fano/wal"
+)
+
+var (
+	fanoBin      string
+	fanoBuildErr error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fano-researcher-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fanoBin = filepath.Join(dir, "fano")
+	out, err := exec.Command("go", "build", "-o", fanoBin, "fano/cmd/fano").CombinedOutput()
+	if err != nil {
+		fanoBuildErr = fmt.Errorf("go build fano/cmd/fano: %v\n%s", err, out)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const runConfig = `
+data_dir: %[1]s/data
+backends:
+  chatgpt: {type: sim, hourly_limit: 1000, sim: {seed: 1, style: chatgpt}}
+  claude:  {type: sim, hourly_limit: 1000, sim: {seed: 3, style: claude}}
+control: {enabled: false}
+orchestrator:
+  tasks:
+    max_requests_per_task: {exploration: 1}
+explorer:
+  seeds_file: %[1]s/seeds.yaml
+documenter: {enabled: false}
+researcher: {enabled: true, sources_dir: %[2]s}
+logging: {level: info, console: json}
+`
+
+func runFano(t *testing.T, dir, sources string) (string, *wal.Log) {
+	t.Helper()
+	cfgPath := filepath.Join(dir, "fano.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, runConfig, dir, sources), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "seeds.yaml"), []byte("seeds:\n  - text: \"How many points has the Fano plane?\"\n"), 0o644))
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, fanoBin, "--config", cfgPath, "run", "--until-idle").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	log, err := wal.Open(filepath.Join(dir, "data", "fano.db"), wal.Options{LockTimeout: 5 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = log.Close() })
+	return string(out), log
+}
+
+func moduleEvents(t *testing.T, log *wal.Log, owner string) []*pb.Event {
+	var out []*pb.Event
+	require.NoError(t, log.Replay(1, func(ent wal.Entry) error {
+		if ent.Owner == owner {
+			var e pb.Event
+			require.NoError(t, proto.Unmarshal(ent.Payload, &e))
+			out = append(out, &e)
+		}
+		return nil
+	}))
+	return out
+}
+
+// The researcher turns a source file into an explorer seed: `fano run`
+// evaluates, extracts and synthesizes the source, the feed adds the
+// finding's question as a seed (an explorer event in the WAL) and records
+// the finding delivered; replaying the researcher's WAL events rebuilds
+// its state with the finding delivered.
+func TestSourceFileBecomesSeed(t *testing.T) {
+	if fanoBuildErr != nil {
+		t.Fatal(fanoBuildErr)
+	}
+	dir := t.TempDir()
+	sources := filepath.Join(dir, "sources")
+	require.NoError(t, os.Mkdir(sources, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sources, "hamming.md"),
+		[]byte("# Hamming code\n\nThe Hamming code of length 7 is built from the Fano plane: its codewords of weight 3 are the lines."), 0o644))
+	_, log := runFano(t, dir, sources)
+
+	srcs, _, err := LoadSources(sources)
+	require.NoError(t, err)
+	m, err := New(Config{Sources: srcs})
+	require.NoError(t, err)
+	for _, e := range moduleEvents(t, log, "module/"+Name) {
+		require.NoError(t, m.Apply(e.GetModuleEvent(), time.Unix(0, e.At)))
+	}
+	fs := m.Findings()
+	require.Len(t, fs, 1, "one finding from the source")
+	assert.True(t, fs[0].Delivered)
+	assert.Equal(t, srcs[0].ID, fs[0].From)
+
+	var seeds []string
+	for _, e := range moduleEvents(t, log, "module/explorer") {
+		if me := e.GetModuleEvent(); me.Type == "seed_added" {
+			var d struct{ Text string }
+			require.NoError(t, json.Unmarshal(me.Data, &d))
+			seeds = append(seeds, d.Text)
+		}
+	}
+	assert.Contains(t, seeds, strings.TrimSpace(fs[0].Question), "the finding's question is an explorer seed")
+}
+
+// Bad input: a missing sources directory is logged as an error naming it
+// and fano runs on — the explorer still explores its seeds.
+func TestMissingSourcesDirAffectsNothingElse(t *testing.T) {
+	if fanoBuildErr != nil {
+		t.Fatal(fanoBuildErr)
+	}
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-dir")
+	out, log := runFano(t, dir, missing)
+	assert.Contains(t, out, "no work left")
+	logText, err := os.ReadFile(filepath.Join(dir, "data", "logs", "fano.log"))
+	require.NoError(t, err)
+	assert.Contains(t, string(logText), "modules.researcher.source_problem")
+	assert.Contains(t, string(logText), missing)
+	threads := 0
+	for _, e := range moduleEvents(t, log, "module/explorer") {
+		if e.GetModuleEvent().Type == "thread_started" {
+			threads++
+		}
+	}
+	assert.Positive(t, threads, "the explorer ran")
+}
