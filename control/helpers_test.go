@@ -126,9 +126,14 @@ const inFlightWaiters = 3
 func (f *fixture) waitFor(what string, cond func() bool) {
 	f.t.Helper()
 	deadline := time.After(10 * time.Second)
+	// Notices wake it; the ticker re-checks too, since a notice dropped
+	// from a full buffer must not leave it waiting on a quiet system.
+	recheck := time.NewTicker(10 * time.Millisecond)
+	defer recheck.Stop()
 	for !cond() {
 		select {
 		case <-f.notices:
+		case <-recheck.C:
 		case <-deadline:
 			f.t.Fatalf("timed out waiting for %s", what)
 		}
