@@ -36,6 +36,20 @@
     }
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i];
+      // The two HTML shapes the documenter writes, and only them: a section
+      // anchor and a footer line. Anything else stays escaped text.
+      const anchor = line.match(/^<a id="([A-Za-z0-9_-]+)"><\/a>$/);
+      if (anchor) {
+        flushPara(); flushList();
+        out.push('<a id="' + anchor[1] + '"></a>');
+        continue;
+      }
+      const sub = line.match(/^<sub>(.*)<\/sub>$/);
+      if (sub) {
+        flushPara(); flushList();
+        out.push("<p><sub>" + inline(sub[1]) + "</sub></p>");
+        continue;
+      }
       const fence = line.match(/^\s*(```|~~~)(.*)$/);
       if (fence) {
         flushPara(); flushList();
