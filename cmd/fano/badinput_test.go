@@ -93,3 +93,26 @@ func TestLockedDatabaseNamesThePid(t *testing.T) {
 	require.NoError(t, first.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, first.Wait(), "the first fano exits cleanly on SIGTERM")
 }
+
+// `fano config validate` also loads browser site profiles: an unknown
+// profile name or a broken site_profiles_file is named before fano runs.
+func TestConfigValidateChecksSiteProfiles(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "backends:\n  web:\n    type: browser\n    browser: {profile: nosuchsite}\n")
+	_, stderr, err := runFano(t, "config", "validate", "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+	require.Error(t, err)
+	require.Contains(t, stderr, "backends.web")
+	require.Contains(t, stderr, "nosuchsite")
+
+	profiles := filepath.Join(dir, "sites.yaml")
+	require.NoError(t, os.WriteFile(profiles, []byte("profiles:\n  mysite:\n    bogus_field: 1\n"), 0o600))
+	cfg = writeConfig(t, dir, "site_profiles_file: "+profiles+"\nbackends:\n  web:\n    type: browser\n    browser: {profile: mysite}\n")
+	_, stderr, err = runFano(t, "config", "validate", "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+	require.Error(t, err)
+	require.Contains(t, stderr, profiles)
+
+	cfg = writeConfig(t, dir, "backends:\n  chatgpt:\n    type: browser\n")
+	out, stderr, err := runFano(t, "config", "validate", "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+	require.NoError(t, err, stderr)
+	require.Contains(t, out, "ok")
+}

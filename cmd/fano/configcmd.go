@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	"fano/config"
+
 	"github.com/spf13/cobra"
 )
 
@@ -16,6 +18,15 @@ func newConfigCmd(g *globals) *cobra.Command {
 			cfg, err := loadConfig(g)
 			if err != nil {
 				return err
+			}
+			// Browser backends: their site profiles (built-in and the
+			// site_profiles_file) load and name a known profile.
+			for _, b := range cfg.EnabledBackends() {
+				if bc, _ := cfg.Backend(b); bc.Type == config.TypeBrowser {
+					if _, err := browserConfig(b, bc, cfg, cfg.DataDir); err != nil {
+						return fmt.Errorf("backends.%s: %w", b, err)
+					}
+				}
 			}
 			name := g.configPath
 			if name == "" {
