@@ -1,7 +1,6 @@
 package documenter
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,32 +16,16 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"fano/internal/fanotest"
 	"fano/modules/dedup"
 	"fano/pb"
 	"fano/wal"
 )
 
-// fanoBin is the fano binary TestMain builds for the subprocess test.
-var (
-	fanoBin      string
-	fanoBuildErr error
-)
+// fano is the binary the subprocess tests run.
+var fano fanotest.Binary
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fano-documenter-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fanoBin = filepath.Join(dir, "fano")
-	out, err := exec.Command("go", "build", "-o", fanoBin, "fano/cmd/fano").CombinedOutput()
-	if err != nil {
-		fanoBuildErr = fmt.Errorf("go build fano/cmd/fano: %v\n%s", err, out)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fanotest.Main(m, &fano) }
 
 const crashConfig = `
 data_dir: %[1]s/data
@@ -74,9 +56,7 @@ seeds:
 // afterwards DOCUMENT.md on disk is exactly what the recovered state
 // renders, and every insight is incorporated at most once.
 func TestCrashBetweenDraftAndIncorporation(t *testing.T) {
-	if fanoBuildErr != nil {
-		t.Fatal(fanoBuildErr)
-	}
+	fanoBin := fano.Require(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "fano.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, crashConfig, dir), 0o644))
@@ -97,7 +77,7 @@ wait:
 	for {
 		select {
 		case <-tick.C:
-			if logHas(logFile, "modules.documenter.drafted") {
+			if fanotest.LogHas(logFile, "modules.documenter.drafted") {
 				break wait
 			}
 		case err := <-exited:
@@ -183,22 +163,4 @@ func recovered(t *testing.T, log *wal.Log) *Module {
 		return m.Apply(e.GetModuleEvent(), time.Unix(0, e.At))
 	}))
 	return m
-}
-
-// logHas reports whether the JSON log has an entry of the event.
-func logHas(path, event string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	needle := `"event":"` + event + `"`
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), needle) {
-			return true
-		}
-	}
-	return false
 }

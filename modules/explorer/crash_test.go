@@ -1,7 +1,6 @@
 package explorer
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,33 +16,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"fano/internal/fanotest"
 	"fano/actors/scheduler"
 	"fano/pb"
 	"fano/wal"
 )
 
-// fanoBin is the fano binary TestMain builds for the subprocess tests;
-// fanoBuildErr says why there is none.
-var (
-	fanoBin      string
-	fanoBuildErr error
-)
+// fano is the binary the subprocess tests run.
+var fano fanotest.Binary
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fano-explorer-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fanoBin = filepath.Join(dir, "fano")
-	out, err := exec.Command("go", "build", "-o", fanoBin, "fano/cmd/fano").CombinedOutput()
-	if err != nil {
-		fanoBuildErr = fmt.Errorf("go build fano/cmd/fano: %v\n%s", err, out)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fanotest.Main(m, &fano) }
 
 const crashConfig = `
 data_dir: %[1]s/data
@@ -75,9 +57,7 @@ seeds:
 // resumed reviewer whose verdict is in the WAL asks nothing, and applying
 // a verdict twice changes nothing.
 func TestCrashDuringReviewResumesWithoutDuplicateReviews(t *testing.T) {
-	if fanoBuildErr != nil {
-		t.Fatal(fanoBuildErr)
-	}
+	fanoBin := fano.Require(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "fano.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, crashConfig, dir), 0o644))
@@ -100,7 +80,7 @@ wait:
 	for {
 		select {
 		case <-tick.C:
-			if logHas(logFile, "modules.explorer.task_started", "/"+TypeReview+"/") {
+			if fanotest.LogHas(logFile, "modules.explorer.task_started", "/"+TypeReview+"/") {
 				break wait
 			}
 		case err := <-exited:
@@ -191,25 +171,6 @@ wait:
 		_, err := os.Stat(filepath.Join(data, "output", "blessed", ins.ID+".json"))
 		assert.NoError(t, err, "output file of %s", ins.ID)
 	}
-}
-
-// logHas reports whether the JSON log has an entry of the event whose
-// line also contains every one of and.
-func logHas(path, event string, and ...string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	needle := `"event":"` + event + `"`
-	for sc.Scan() {
-		if line := sc.Text(); strings.Contains(line, needle) && !slices.ContainsFunc(and, func(s string) bool { return !strings.Contains(line, s) }) {
-			return true
-		}
-	}
-	return false
 }
 
 // runningTasks replays the scheduler's events of a stopped data dir and

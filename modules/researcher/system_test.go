@@ -15,30 +15,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"fano/internal/fanotest"
 	"fano/pb"
 	"fano/wal"
 )
 
-var (
-	fanoBin      string
-	fanoBuildErr error
-)
+// fano is the binary the subprocess tests run.
+var fano fanotest.Binary
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fano-researcher-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fanoBin = filepath.Join(dir, "fano")
-	out, err := exec.Command("go", "build", "-o", fanoBin, "fano/cmd/fano").CombinedOutput()
-	if err != nil {
-		fanoBuildErr = fmt.Errorf("go build fano/cmd/fano: %v\n%s", err, out)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fanotest.Main(m, &fano) }
 
 const runConfig = `
 data_dir: %[1]s/data
@@ -63,7 +48,7 @@ func runFano(t *testing.T, dir, sources string) (string, *wal.Log) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "seeds.yaml"), []byte("seeds:\n  - text: \"How many points has the Fano plane?\"\n"), 0o644))
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, fanoBin, "--config", cfgPath, "run", "--until-idle").CombinedOutput()
+	out, err := exec.CommandContext(ctx, fano.Require(t), "--config", cfgPath, "run", "--until-idle").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	log, err := wal.Open(filepath.Join(dir, "data", "fano.db"), wal.Options{LockTimeout: 5 * time.Second})
 	require.NoError(t, err)
@@ -90,9 +75,7 @@ func moduleEvents(t *testing.T, log *wal.Log, owner string) []*pb.Event {
 // the finding delivered; replaying the researcher's WAL events rebuilds
 // its state with the finding delivered.
 func TestSourceFileBecomesSeed(t *testing.T) {
-	if fanoBuildErr != nil {
-		t.Fatal(fanoBuildErr)
-	}
+	fano.Require(t)
 	dir := t.TempDir()
 	sources := filepath.Join(dir, "sources")
 	require.NoError(t, os.Mkdir(sources, 0o755))
@@ -126,9 +109,7 @@ func TestSourceFileBecomesSeed(t *testing.T) {
 // Bad input: a missing sources directory is logged as an error naming it
 // and fano runs on — the explorer still explores its seeds.
 func TestMissingSourcesDirAffectsNothingElse(t *testing.T) {
-	if fanoBuildErr != nil {
-		t.Fatal(fanoBuildErr)
-	}
+	fano.Require(t)
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "no-such-dir")
 	out, log := runFano(t, dir, missing)
