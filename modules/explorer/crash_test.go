@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"fano/internal/fanotest"
 	"fano/actors/scheduler"
+	"fano/internal/fanotest"
 	"fano/pb"
 	"fano/wal"
 )
