@@ -15,13 +15,32 @@ var (
 	ErrTransient   = errors.New("transient")
 	ErrPermanent   = errors.New("permanent")
 	ErrUnavailable = errors.New("unavailable")
+	// ErrCredentials: the backend refused who we are (HTTP 401/403, a key
+	// variable unset or revoked). A fault of the backend, never of a task:
+	// the backend is parked until its credentials work again.
+	ErrCredentials = errors.New("credentials")
+	// ErrBadAnswer: the backend answered, but with a refusal or nothing.
+	// Never saved as content; the request goes to another backend.
+	ErrBadAnswer = errors.New("bad answer")
+	// ErrHung: the answer stalled or never started. The backend is free
+	// again at once; it does not count against the task.
+	ErrHung = errors.New("hung")
+	// ErrConversationGone: the conversation the task continued is gone or
+	// belongs to someone else. The task starts a fresh one on that backend,
+	// primed with its history.
+	ErrConversationGone = errors.New("conversation gone")
 )
 
-// RateLimitedError says the backend refused for now. RetryAfter zero means
-// the backend gave no time: park it until its next quota window.
+// RateLimitedError says the backend refused for now. Two kinds are kept
+// apart: a rate limit (Cap false: a per-minute window, seconds to minutes)
+// and a usage cap (Cap true: a subscription cap, "continue after 7:29 PM").
+// Until is the absolute time the provider named, if any; RetryAfter the
+// relative one. Both zero: no time was given.
 type RateLimitedError struct {
 	Backend    string
 	RetryAfter time.Duration
+	Until      time.Time
+	Cap        bool
 	Reason     string
 }
 
@@ -70,9 +89,15 @@ func Unavailable(backend, format string, args ...any) error {
 	return &Error{Backend: backend, Kind: ErrUnavailable, Msg: fmt.Sprintf(format, args...)}
 }
 
+// Classified builds a failure of backend of the given kind.
+func Classified(backend string, kind error, format string, args ...any) error {
+	return &Error{Backend: backend, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
 // Kind names how err should be routed: "rate_limited", "cancelled",
-// "transient", "unavailable" or "permanent". Unknown errors are permanent:
-// a failure nobody classified should not be retried forever.
+// "credentials", "bad_answer", "hung", "conversation_gone", "transient",
+// "unavailable" or "permanent". Unknown errors are permanent: a failure
+// nobody classified should not be retried forever.
 func Kind(err error) string {
 	var rl *RateLimitedError
 	switch {
@@ -82,6 +107,14 @@ func Kind(err error) string {
 		return "rate_limited"
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
+	case errors.Is(err, ErrCredentials):
+		return "credentials"
+	case errors.Is(err, ErrBadAnswer):
+		return "bad_answer"
+	case errors.Is(err, ErrHung):
+		return "hung"
+	case errors.Is(err, ErrConversationGone):
+		return "conversation_gone"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrTransient):
 		return "transient"
 	case errors.Is(err, ErrUnavailable):
