@@ -13,8 +13,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time (-ldflags "-X main.version=...").
-var version = "dev"
+// version, when set at build time (-ldflags "-X main.version=..."),
+// replaces the module version `fano version` reads from the build info.
+var version = ""
 
 func main() {
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
@@ -60,15 +61,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newStatusCmd(g),
 		newWALCmd(g),
 		newConfigCmd(g),
-		&cobra.Command{
-			Use:   "version",
-			Short: "Print the version",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "fano %s\n", version)
-				return err
-			},
-		},
+		newVersionCmd(g),
 	)
 	for _, mk := range extraCommands {
 		root.AddCommand(mk(g))

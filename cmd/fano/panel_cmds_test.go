@@ -193,7 +193,7 @@ func TestPanelCommands(t *testing.T) {
 	cmd := &cobra.Command{}
 	cmd.SetOut(&buf)
 	cmd.SetContext(context.Background())
-	live, err := livePanelStatus(cmd, &globals{configPath: cfg})
+	live, err := livePanelStatus(cmd, &globals{configPath: cfg}, p)
 	require.NoError(t, err)
 	assert.True(t, live)
 	assert.Contains(t, buf.String(), "fano is running")
@@ -232,7 +232,7 @@ func TestPanelCommands(t *testing.T) {
 		assert.Contains(t, errOut, "fano is not running")
 	}
 
-	live, err = livePanelStatus(cmd, &globals{configPath: cfg})
+	live, err = livePanelStatus(cmd, &globals{configPath: cfg}, p)
 	require.NoError(t, err)
 	assert.False(t, live, "no panel: fano status reads the data directory")
 
