@@ -6,10 +6,17 @@ GO    ?= go
 PLAYWRIGHT_DRIVER_PATH ?= $(HOME)/.cache/fano/playwright-driver
 export PLAYWRIGHT_DRIVER_PATH
 
-.PHONY: run test test-short deps bench proto build lint fuzz clean
+.PHONY: run run-fresh test test-short deps bench proto build lint fuzz clean
 
-## run: the offline demo on the built-in simulated LLMs
+## run: the offline demo on the built-in simulated LLMs; a second run
+## continues ./fano-data (fano says so), `make run-fresh` starts over
 run: build
+	@if [ -d fano-data ]; then echo "make run: continuing ./fano-data from the last run (make run-fresh starts over)"; fi
+	./bin/fano run --until-idle --data-dir ./fano-data
+
+## run-fresh: the demo from scratch (deletes ./fano-data first)
+run-fresh: build
+	rm -rf ./fano-data
 	./bin/fano run --until-idle --data-dir ./fano-data
 
 build:

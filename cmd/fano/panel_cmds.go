@@ -401,7 +401,7 @@ func newCancelCmd(g *globals) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
 		Use:   "cancel <task-id>",
-		Short: "Cancel a waiting or running task (needs fano running)",
+		Short: "Cancel a waiting or running task (fano must be running)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := findPanel(g)
@@ -435,11 +435,11 @@ func newCancelCmd(g *globals) *cobra.Command {
 }
 
 func newSeedCmd(g *globals) *cobra.Command {
-	seed := &cobra.Command{Use: "seed", Short: "Manage the explorer's seed questions"}
+	seed := &cobra.Command{Use: "seed", Short: "Give the explorer questions to work on"}
 	var priority int
 	add := &cobra.Command{
 		Use:   `add "<text>"`,
-		Short: "Add a seed question for the explorer",
+		Short: "Add a question for the explorer to explore",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.TrimSpace(args[0])
@@ -483,10 +483,10 @@ func postSeed(cmd *cobra.Command, g *globals, text string, priority int) error {
 }
 
 func newCommentCmd(g *globals) *cobra.Command {
-	comment := &cobra.Command{Use: "comment", Short: "Comment on the living document"}
+	comment := &cobra.Command{Use: "comment", Short: "Comment on the document fano writes"}
 	add := &cobra.Command{
 		Use:   `add <section-id> "<text>"`,
-		Short: "Comment on a section of the document; comments are addressed first (needs fano running)",
+		Short: "Comment on a section of the document; fano revises it with your comment first (fano must be running)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(args[0]) == "" || strings.TrimSpace(args[1]) == "" {
