@@ -168,6 +168,8 @@ func TestStatusAndTasksRunningAndStopped(t *testing.T) {
 	assert.Greater(t, backends[0].(map[string]any)["hourly_used"], float64(0), "quota used, from the data directory")
 	assert.Equal(t, float64(1), off["recovery"].(map[string]any)["tasks_paused"], "the next start pauses the cut-off task")
 
+	readmeMatches(t, off)
+
 	out, errOut, err = runQuick(t, "status", "--config", cfg)
 	require.NoError(t, err, errOut)
 	assert.Contains(t, out, "fano is not running (data dir "+dataDir+")")
@@ -194,6 +196,58 @@ func TestStatusAndTasksRunningAndStopped(t *testing.T) {
 	require.NoError(t, err, errOut)
 	assert.Contains(t, errOut, "fano is not running")
 	assert.NotContains(t, errOut, "RUNNING")
+}
+
+// readmeMatches checks the README's example of `fano status --json`
+// (stopped) against what the command printed: the same top-level keys,
+// and every key the example shows exists in the output.
+func readmeMatches(t *testing.T, got map[string]any) {
+	t.Helper()
+	text, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	const marker = "<!-- README example: fano status --json (stopped) -->\n```json\n"
+	_, block, ok := strings.Cut(string(text), marker)
+	require.True(t, ok, "README: no %q", marker)
+	block, _, ok = strings.Cut(block, "\n```")
+	require.True(t, ok)
+	var example map[string]any
+	require.NoError(t, json.Unmarshal([]byte(block), &example), "README example")
+	assert.Equal(t, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(example)), "README: top-level keys")
+	var sub func(path string, ex, out any)
+	sub = func(path string, ex, out any) {
+		switch e := ex.(type) {
+		case map[string]any:
+			o, ok := out.(map[string]any)
+			if !assert.True(t, ok, "README: %s is an object, the output's is %T", path, out) {
+				return
+			}
+			for k, v := range e {
+				if _, in := o[k]; !in && (keyedByData(path) || path+"."+k == ".wal.oldest_checkpoint") {
+					continue // names and states, not fields; or a field shown only when there is one
+				}
+				if assert.Contains(t, o, k, "README: %s.%s is not in the output", path, k) {
+					sub(path+"."+k, v, o[k])
+				}
+			}
+		case []any:
+			o, ok := out.([]any)
+			if assert.True(t, ok, "README: %s is a list, the output's is %T", path, out) && len(e) > 0 && len(o) > 0 {
+				sub(path+"[0]", e[0], o[0])
+			}
+		}
+	}
+	sub("", example, got)
+}
+
+// keyedByData says whether the object at path is keyed by names or
+// states (backends, modules, task states) rather than by fields.
+func keyedByData(path string) bool {
+	for _, p := range []string{".tasks.by_module", ".llms", ".recovery.checkpoints", ".recovery.task_states", ".modules[0].tasks", ".ops.metrics."} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func without(keys []string, drop ...string) []string {

@@ -126,7 +126,8 @@ func TestPanelCommands(t *testing.T) {
 
 	code, out, errOut := cli("tasks", "--config", cfg, "--limit", "2")
 	require.Equal(t, 0, code)
-	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 3, "a header and two tasks:\n%s", out)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 4, "a header, two tasks and how many there are:\n%s", out)
+	assert.True(t, strings.HasSuffix(out, "\n2 of 5 (use --limit or --state)\n"), out)
 	assert.Contains(t, out, "STATE")
 
 	code, _, errOut = cli("tasks", "--config", cfg, "--state", "sleepy")

@@ -132,6 +132,13 @@ func offlineStatus(g *globals, p *panelConn) (statusReport, error) {
 	if rep.Recovery, err = actors.Recover(opts); err != nil {
 		return rep, err
 	}
+	// Lists are lists in JSON, empty or not.
+	if rep.Recovery.Repairs == nil {
+		rep.Recovery.Repairs = []string{}
+	}
+	if rep.Recovery.Problems == nil {
+		rep.Recovery.Problems = []string{}
+	}
 	rep.Ops, err = readOpsStatus(a.dataDir, a.log, now)
 	return rep, err
 }
