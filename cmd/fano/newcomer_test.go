@@ -319,6 +319,7 @@ func TestRunTwiceAndPanelPortInUse(t *testing.T) {
 	assert.NotEqual(t, address, m[1])
 	assert.Contains(t, out, "fano control panel: http://"+m[1]+"/")
 	assert.Contains(t, out, "fano: no work left; 5 tasks completed (5 in this run)")
+	assert.Contains(t, out, " status --config "+cfg+", ")
 
 	out, errOut, err = runQuick(t, "run", "--until-idle", "--config", cfg)
 	require.NoError(t, err, errOut)

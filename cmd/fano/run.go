@@ -163,6 +163,15 @@ loop:
 		if doc := filepath.Join(a.dataDir, "output", "DOCUMENT.md"); exists(doc) {
 			fmt.Fprintf(cmd.OutOrStdout(), "fano: the document is %s\n", doc)
 		}
+		// Where to look next, as this fano was invoked (./bin/fano).
+		same := ""
+		if g.configPath != "" {
+			same += " --config " + g.configPath
+		}
+		if g.dataDir != "" {
+			same += " --data-dir " + g.dataDir
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "fano: to look around: %[1]s status%[2]s, %[1]s tasks%[2]s\n", os.Args[0], same)
 	}
 	return nil
 }

@@ -278,8 +278,8 @@ func printStatus(cmd *cobra.Command, g *globals, r statusReport) error {
 		if cp := r.WAL.OldestCheckpoint; cp != nil {
 			oldest = fmt.Sprintf("%s@%d", cp.Owner, cp.Seq)
 		}
-		fmt.Fprintf(w, "wal: %d entries, %d bytes, last seq %d, %d open intents, oldest checkpoint %s\n",
-			r.WAL.Entries, r.WAL.Bytes, r.WAL.LastSeq, r.WAL.Uncommitted, oldest)
+		fmt.Fprintf(w, "wal: %d entries, %.1f MB, last seq %d, %d open intents, oldest checkpoint %s\n",
+			r.WAL.Entries, float64(r.WAL.Bytes)/1e6, r.WAL.LastSeq, r.WAL.Uncommitted, oldest)
 	}
 	if rc := r.Recovery; rc != nil && (rc.TasksPaused > 0 || rc.RequestsInterrupted > 0 || len(rc.Repairs) > 0 || len(rc.Problems) > 0) {
 		fmt.Fprintf(w, "next start: pauses and resumes %d RUNNING tasks, re-sends %d interrupted requests, %d repairs, %d problems (details: fano recover --dry-run)\n",
