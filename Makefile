@@ -19,8 +19,10 @@ run-fresh: build
 	rm -rf ./fano-data
 	./bin/fano run --until-idle --data-dir ./fano-data
 
+# -buildvcs=auto: `fano version` names the commit even where GOFLAGS turns
+# stamping off (git worktrees are never stamped: their .git is a file).
 build:
-	$(GO) build -o bin/fano ./cmd/fano
+	$(GO) build -buildvcs=auto -o bin/fano ./cmd/fano
 
 ## test: install what tests need, then run every test with the race detector
 test: deps
