@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"fano/control"
+	"fano/wal"
 )
 
 // What a newcomer meets first: version, help, status and tasks with fano
@@ -330,4 +331,20 @@ func TestRunTwiceAndPanelPortInUse(t *testing.T) {
 	_, errOut, err = runQuick(t, "run", "--config", cfg)
 	require.Error(t, err)
 	assert.Contains(t, errOut, address+" (control.address) is in use, by another fano or another program: stop it, or set control.address to a free port")
+}
+
+// A second fano on the same data directory names the first and says what
+// to do, and changes nothing.
+func TestRunBesideARunningFano(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	cfg := writeConfig(t, dir, probeConfig(dataDir, "127.0.0.1:0", 1))
+	require.NoError(t, os.MkdirAll(dataDir, 0o700))
+	log, err := wal.Open(filepath.Join(dataDir, "fano.db"), wal.Options{PIDFile: filepath.Join(dataDir, "fano.pid")})
+	require.NoError(t, err)
+	defer log.Close()
+	_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg)
+	require.Error(t, err)
+	assert.Contains(t, errOut, fmt.Sprintf("in use by pid %d: another fano runs on this data directory; stop it first, or pass another --data-dir", os.Getpid()))
+	assert.Zero(t, log.LastSeq(), "nothing written")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,6 +14,7 @@ import (
 
 	"fano/actors"
 	"fano/pb"
+	"fano/wal"
 )
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -43,6 +45,9 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	defer signal.Stop(sigs)
 
 	a, err := openApp(g, "")
+	if errors.Is(err, wal.ErrLocked) {
+		return fmt.Errorf("%w: another fano runs on this data directory; stop it first, or pass another --data-dir", err)
+	}
 	if err != nil {
 		return err
 	}
