@@ -726,6 +726,13 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if st, err = b.read(ctx, page); err != nil {
 		return "", "", b.fail(ctx, "reading the page", err)
 	}
+	if st.Banner != "" {
+		// Shown before sending: a limit stops here; anything else was not
+		// caused by this prompt and is not held against it.
+		if err := b.onNotice(st.Banner, false); err != nil {
+			return "", "", err
+		}
+	}
 	before := st.Answers
 	if err := b.do(ctx, func() error {
 		return b.locate(page, sel.Prompt, true).Fill(req.Prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})

@@ -325,10 +325,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	if tokenMS == 0 {
 		tokenMS = 5
 	}
-	writeJSON(w, map[string]any{
+	resp := map[string]any{
 		"conversation_id": id, "answer": answer, "forever": s.ctl.Forever,
-		"token_ms": tokenMS, "pause_ms": s.ctl.PauseMS, "banner": notice,
-	})
+		"token_ms": tokenMS, "pause_ms": s.ctl.PauseMS,
+	}
+	if notice != "" {
+		resp["banner"] = notice // shown while the answer still comes
+	}
+	writeJSON(w, resp)
 }
 
 func (s *Server) stop(w http.ResponseWriter, _ *http.Request) {
