@@ -37,7 +37,8 @@
     generating: shown(s.generating).length > 0,
     prompt: shown(s.prompt).length > 0,
     login: shown(s.login).length > 0,
-    logged_in: shown(s.logged_in).length > 0,
+    // An account menu may sit in a collapsed sidebar: being there counts.
+    logged_in: first(s.logged_in).length > 0,
     banner: shown(s.banner).map(text).join('\n'),
     url: location.href,
   };

@@ -77,8 +77,8 @@ type Selectors struct {
 	Stop SelectorList `yaml:"stop"`
 	// LoginWall is visible when the site wants a login.
 	LoginWall SelectorList `yaml:"login_wall"`
-	// LoggedIn is visible only when a user is logged in (an account
-	// menu). Set it for sites that let guests chat: a visible composer
+	// LoggedIn is on the page (visible or not: it may sit in a collapsed
+	// sidebar) only when a user is logged in (an account menu). Set it for sites that let guests chat: a visible composer
 	// without it is guest mode, which fano treats as a login wall.
 	LoggedIn SelectorList `yaml:"logged_in"`
 	// DeepMode is the old single-toggle form of controls.deep_mode: the

@@ -84,7 +84,8 @@
   FakeChat.start({
     onSession: (sess) => {
       shape = sess.shape || {};
-      $('profile').hidden = !!shape.guest;
+      if (shape.guest) $('profile').remove(); // guests have no account menu
+      else $('profile').hidden = false;
       $('guest-login').hidden = !shape.guest;
     },
     convPath: (id) => '/c/' + id,
@@ -96,7 +97,7 @@
     deepOn: () => effort() === 'High',
     showComposer: () => { $('composer').hidden = false; },
     showLogin: () => {
-      $('composer').hidden = true; $('profile').hidden = true;
+      $('composer').hidden = true; if ($('profile')) $('profile').remove();
       $('login-button').hidden = false; $('welcome-login').hidden = false;
     },
     showBanner: showNotice,

@@ -44,7 +44,8 @@
   FakeChat.start({
     onSession: (sess) => {
       const shape = sess.shape || {};
-      $('account').hidden = !!shape.guest;
+      if (shape.guest) $('account').remove(); // guests have no account link
+      else $('account').hidden = false;
       $('guest-signin').hidden = !shape.guest;
     },
     convPath: (id) => '/app/' + id,
@@ -55,7 +56,7 @@
     clearFiles: () => { if (input()) input().remove(); $('chips').textContent = ''; },
     deepOn: () => extended,
     showComposer: () => { $('composer').hidden = false; },
-    showLogin: () => { $('composer').hidden = true; $('account').hidden = true; $('signin').hidden = false; },
+    showLogin: () => { $('composer').hidden = true; if ($('account')) $('account').remove(); $('signin').hidden = false; },
     showBanner: (text) => { $('snack-label').textContent = text; $('snack').hidden = false; },
     setGenerating: (on) => {
       streaming = on;
