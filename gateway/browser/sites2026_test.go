@@ -224,3 +224,31 @@ func TestSites2026Login(t *testing.T) {
 		})
 	}
 }
+
+// A control with always: true (a model or effort choice) is switched on
+// before every prompt, through its menu, whatever the request asks.
+func TestSites2026AlwaysControl(t *testing.T) {
+	f := newFixture2026(t, "chatgpt", fakechat.Control{})
+	profiles, err := ParseProfiles([]byte(`profiles:
+  effort-high:
+    extends: chatgpt
+    selectors: {deep_mode: "", deep_mode_on: ""}
+    controls:
+      effort:
+        steps: ["button.__composer-pill[aria-haspopup='menu']"]
+        item: {css: "[role='menuitemradio']", text: "High"}
+        always: true
+`), "sites.yaml")
+	require.NoError(t, err)
+	p := profiles["effort-high"].clone()
+	delete(p.Controls, "deep_mode")
+	p, err = p.WithBaseURL(f.site.URL())
+	require.NoError(t, err)
+	p.Completion = f.cfg.Profile.Completion
+	f.cfg.Profile = p
+	b := f.start(t)
+	r := send(t, b, gateway.Request{TaskID: "t", Prompt: "Go."})
+	assert.Equal(t, "[deep mode] Answer 1 to: Go. "+fakechat.Tail, r.Content, "the fake site answers in deep mode when the effort is High")
+	require.Len(t, f.site.Sent(), 1)
+	assert.True(t, f.site.Sent()[0].Deep)
+}
