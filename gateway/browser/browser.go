@@ -603,6 +603,9 @@ func (b *Backend) check(ctx context.Context) error {
 		return b.setDown(gateway.Unavailable(b.name, "start page %s did not load: %v", b.p.StartURL, err))
 	}
 	all := profileSelectors(b.p)
+	for k, v := range controlSelectors(b.p) {
+		all[k] = v // checked for valid CSS only: they show once a menu opens
+	}
 	deadline := time.Now().Add(b.p.loadTimeout())
 	for {
 		counts, err := b.count(ctx, page, all)

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/playwright-community/playwright-go"
@@ -29,6 +30,30 @@ func profileSelectors(p *Profile) map[string]SelectorList {
 	}
 	if !p.RateLimit.Banner.Empty() {
 		all["rate_limit.banner"] = p.RateLimit.Banner
+	}
+	return all
+}
+
+// controlSelectors are the selector lists of p's controls by field path
+// ("controls.deep_mode.steps[0]", "controls.deep_mode.item").
+func controlSelectors(p *Profile) map[string]SelectorList {
+	all := map[string]SelectorList{}
+	for name, c := range p.Controls {
+		if c == nil {
+			continue
+		}
+		at := "controls." + name
+		for i, st := range c.Steps {
+			all[fmt.Sprintf("%s.steps[%d]", at, i)] = st.CSS
+		}
+		for k, t := range map[string]Target{"item": c.Item, "off": c.Off, "shown": c.Shown} {
+			if !t.Empty() {
+				all[at+"."+k] = t.CSS
+			}
+		}
+		if !c.On.Empty() {
+			all[at+".on"] = c.On
+		}
 	}
 	return all
 }

@@ -252,3 +252,16 @@ func TestSites2026AlwaysControl(t *testing.T) {
 	require.Len(t, f.site.Sent(), 1)
 	assert.True(t, f.site.Sent()[0].Deep)
 }
+
+// A control selector that is not valid CSS is named at start-up, before
+// any menu is opened.
+func TestSites2026InvalidControlSelector(t *testing.T) {
+	f := newFixture2026(t, "claude", fakechat.Control{})
+	p := f.cfg.Profile.clone()
+	p.Controls["deep_mode"].Steps = []Target{{CSS: SelectorList{"button[data-testid='model-selector-dropdown']"}}, {CSS: SelectorList{"div[[", "div.ok"}}}
+	f.cfg.Profile = p
+	b := f.start(t)
+	err := b.Health(context.Background())
+	require.ErrorIs(t, err, gateway.ErrUnavailable)
+	assert.Contains(t, err.Error(), `invalid CSS selector controls.deep_mode.steps[1] "div[[, div.ok"`)
+}
