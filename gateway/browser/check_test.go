@@ -73,3 +73,19 @@ func TestCheckProfile(t *testing.T) {
 		assert.Contains(t, checkField(t, r, "controls.deep_mode").Detail, `item "[role='menuitemradio']" with text "Ultra" did not show`)
 	})
 }
+
+// A site that sends the browser to its login page is reported as such.
+func TestCheckProfileLoginPage(t *testing.T) {
+	f := newFixture2026(t, "claude", fakechat.Control{LoginWall: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	r, err := CheckProfile(ctx, f.cfg, &out)
+	require.NoError(t, err)
+	t.Log(out.String())
+	login := checkField(t, r, "login")
+	assert.False(t, login.OK)
+	assert.Regexp(t, `login (wall|page)`, login.Detail)
+	assert.Contains(t, r.URL, "/login")
+	assert.GreaterOrEqual(t, r.Problems, 1)
+}

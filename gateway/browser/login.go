@@ -123,10 +123,10 @@ func waitShown(ctx context.Context, p *Profile, page playwright.Page) (pageState
 		if err == nil {
 			err = remarshal(raw, &st)
 		}
-		if err != nil {
+		if err != nil && !isNavigating(err) {
 			return st, err
 		}
-		if st.Login || p.isLoginURL(st.URL) || st.Prompt && (st.LoggedIn || p.Selectors.LoggedIn.Empty()) {
+		if err == nil && (st.Login || p.isLoginURL(st.URL) || st.Prompt && (st.LoggedIn || p.Selectors.LoggedIn.Empty())) {
 			return st, nil
 		}
 		if err := sleepCtx(ctx, p.poll()); err != nil {
