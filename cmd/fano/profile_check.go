@@ -78,6 +78,7 @@ when a site changed.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			fmt.Fprintf(cmd.OutOrStdout(), "fano %s\n", version)
 			report, err := browser.CheckProfile(ctx, bc, cmd.OutOrStdout())
 			if err != nil {
 				return err

@@ -107,6 +107,9 @@ func CheckProfile(ctx context.Context, cfg Config, out io.Writer) (*CheckReport,
 	}
 	r.URL = page.URL()
 	fmt.Fprintf(out, "start_url %s: loaded %s\n", p.StartURL, r.URL)
+	if ua, err := page.Evaluate("navigator.userAgent"); err == nil {
+		fmt.Fprintf(out, "browser: %v\n", ua)
+	}
 	add := func(f FieldCheck, counts bool) {
 		r.Fields = append(r.Fields, f)
 		mark := "ok     "
