@@ -114,7 +114,7 @@ func CheckProfile(ctx context.Context, cfg Config, out io.Writer) (*CheckReport,
 		r.Fields = append(r.Fields, f)
 		mark := "ok     "
 		if !f.OK {
-			mark = "MISSING"
+			mark = "absent "
 			if counts {
 				r.Problems++
 				mark = "PROBLEM"
@@ -187,7 +187,8 @@ func CheckProfile(ctx context.Context, cfg Config, out io.Writer) (*CheckReport,
 		}
 		add(FieldCheck{"controls." + name, ok, detail}, true)
 	}
-	fmt.Fprintf(out, "%d problem(s)\n", r.Problems)
+	fmt.Fprintf(out, "%d problem(s). \"absent\" is normal on a start page for what shows only while chatting\n"+
+		"(answer, generating, stop, send, login_wall, notices; file_input behind an upload menu).\n", r.Problems)
 	return r, ctx.Err()
 }
 
