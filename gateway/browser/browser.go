@@ -751,7 +751,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if err != nil {
 		return "", "", err
 	}
-	convURL := page.URL()
+	convURL := b.settledURL(ctx, page)
 	if convURL == b.p.StartURL {
 		convURL = "" // the site gave this conversation no address of its own
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/playwright-community/playwright-go"
 
@@ -147,4 +148,20 @@ func (b *Backend) evaluate(ctx context.Context, page playwright.Page, js string,
 func isNavigating(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "Execution context was destroyed") || strings.Contains(msg, "navigation")
+}
+
+// settledURL is the page's conversation address once it is no interim one
+// (profile pending_url); "" when it stays interim for the load timeout.
+func (b *Backend) settledURL(ctx context.Context, page playwright.Page) string {
+	deadline := time.Now().Add(b.p.loadTimeout())
+	for {
+		u := page.URL()
+		if !b.p.isPendingURL(u) {
+			return u
+		}
+		if time.Now().After(deadline) || sleepCtx(ctx, b.p.poll()) != nil {
+			b.log.Warn().Str("event", "gateway.browser.pending_url").Str("url", u).Msg("the conversation kept an interim address; not stored")
+			return ""
+		}
+	}
 }

@@ -41,6 +41,10 @@ type Profile struct {
 	// LoginURL are regular expressions on the page's URL: a page whose
 	// URL matches one is a login page (a redirect to /login).
 	LoginURL []string `yaml:"login_url"`
+	// PendingURL are regular expressions on the page's URL: a conversation
+	// address matching one is an interim one (ChatGPT's /c/WEB:<id> right
+	// after sending); fano waits for the real one and never stores it.
+	PendingURL []string `yaml:"pending_url"`
 	// Controls are the site's settings reached through steps (open a
 	// menu, pick an item, read its state, close). Names fano drives:
 	// deep_mode (on when a request asks for deep mode, off otherwise) and
@@ -53,7 +57,8 @@ type Profile struct {
 	// default prompt and send.
 	StartupCheck []string `yaml:"startup_check"`
 
-	loginURL []*regexp.Regexp
+	loginURL   []*regexp.Regexp
+	pendingURL []*regexp.Regexp
 }
 
 // Selectors locate the elements of a chat page. Each is a SelectorList: one
@@ -227,6 +232,8 @@ func (p *Profile) clone() *Profile {
 	c.RateLimit.Patterns = slices.Clone(p.RateLimit.Patterns)
 	c.LoginURL = slices.Clone(p.LoginURL)
 	c.loginURL = slices.Clone(p.loginURL)
+	c.PendingURL = slices.Clone(p.PendingURL)
+	c.pendingURL = slices.Clone(p.pendingURL)
 	if p.Controls != nil {
 		c.Controls = make(map[string]*Control, len(p.Controls))
 		for k, v := range p.Controls {

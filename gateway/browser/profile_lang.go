@@ -147,6 +147,16 @@ func (p *Profile) isLoginURL(u string) bool {
 	return false
 }
 
+// isPendingURL says whether a page URL is an interim conversation address.
+func (p *Profile) isPendingURL(u string) bool {
+	for _, re := range p.pendingURL {
+		if re.MatchString(u) {
+			return true
+		}
+	}
+	return false
+}
+
 // validateLanguage checks and compiles the parts of a profile beyond
 // plain selectors: login URLs, controls and notice kinds. It also turns
 // the old selectors.deep_mode toggle into controls.deep_mode.
@@ -159,6 +169,15 @@ func (p *Profile) validateLanguage(add func(field, format string, args ...any)) 
 			continue
 		}
 		p.loginURL = append(p.loginURL, re)
+	}
+	p.pendingURL = nil
+	for i, s := range p.PendingURL {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			add(fmt.Sprintf("pending_url[%d]", i), "%v", err)
+			continue
+		}
+		p.pendingURL = append(p.pendingURL, re)
 	}
 	if !p.Selectors.DeepMode.Empty() {
 		if p.Controls == nil {

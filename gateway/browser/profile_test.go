@@ -36,6 +36,8 @@ func TestBuiltinProfiles(t *testing.T) {
 	assert.True(t, builtin["chatgpt"].isLoginURL("https://auth.openai.com/log-in"))
 	assert.True(t, builtin["gemini"].isLoginURL("https://accounts.google.com/ServiceLogin?continue=x"))
 	assert.False(t, builtin["gemini"].isLoginURL("https://gemini.google.com/app"))
+	assert.True(t, builtin["chatgpt"].isPendingURL("https://chatgpt.com/c/WEB:4f1c"))
+	assert.False(t, builtin["chatgpt"].isPendingURL("https://chatgpt.com/c/6710d1a2-0c3e-8000-9e1f-1b2c3d4e5f60"))
 }
 
 func TestWithBaseURL(t *testing.T) {

@@ -265,3 +265,14 @@ func TestSites2026InvalidControlSelector(t *testing.T) {
 	require.ErrorIs(t, err, gateway.ErrUnavailable)
 	assert.Contains(t, err.Error(), `invalid CSS selector controls.deep_mode.steps[1] "div[[, div.ok"`)
 }
+
+// ChatGPT's interim /c/WEB:<id> address is never stored: fano waits for
+// the real one.
+func TestSites2026PendingConversationURL(t *testing.T) {
+	f := newFixture2026(t, "chatgpt", fakechat.Control{Shape2026: fakechat.Shape2026{PendingURL: true}})
+	b := f.start(t)
+	r := send(t, b, gateway.Request{TaskID: "t", Prompt: "Where?"})
+	assert.Regexp(t, `/c/[0-9a-f-]{36}$`, r.ConversationURL)
+	r2 := send(t, b, gateway.Request{TaskID: "t", Prompt: "Here.", ConversationURL: r.ConversationURL})
+	assert.Equal(t, answer("2", "Here."), r2.Content)
+}

@@ -25,6 +25,9 @@ type Shape2026 struct {
 	// BannerAnswers: once the limit is reached the banner shows but the
 	// answer still comes (a degraded notice that keeps answering).
 	BannerAnswers bool `json:"banner_answers"`
+	// PendingURL: ChatGPT first shows /c/WEB:<request id> after a send
+	// and the real conversation address only a second later.
+	PendingURL bool `json:"pending_url"`
 	// ArtifactPanel shows Claude's artifact side panel (which carries the
 	// answer class outside the turns) with this text.
 	ArtifactPanel string `json:"artifact_panel"`

@@ -81,6 +81,15 @@
     return div;
   }
 
+  // pending_url: an interim /c/WEB:<id> address at once, the real one a
+  // second later.
+  const pushState = history.pushState.bind(history);
+  send.addEventListener('click', () => {
+    if (!shape.pending_url || /^\/c\/[\w-]+$/.test(location.pathname)) return;
+    pushState({}, '', '/c/WEB:' + Math.random().toString(16).slice(2));
+    history.pushState = (s, t, u) => { setTimeout(() => pushState(s, t, u), 1000); };
+  });
+
   FakeChat.start({
     onSession: (sess) => {
       shape = sess.shape || {};
