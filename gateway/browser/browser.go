@@ -571,7 +571,11 @@ func remarshal(in, out any) error {
 // loginErr is the error for a login wall: the backend goes down and the
 // browser is closed, so that `fano login` can open the profile.
 func (b *Backend) loginErr() error {
-	err := gateway.Unavailable(b.name, "login required: the site shows its login wall (selectors.login_wall %q); run `fano login %s`", b.p.Selectors.LoginWall, b.name)
+	what := fmt.Sprintf("its login wall (selectors.login_wall %q)", b.p.Selectors.LoginWall)
+	if len(b.p.LoginURL) > 0 {
+		what = fmt.Sprintf("its login wall or login page (selectors.login_wall %q, login_url %q)", b.p.Selectors.LoginWall, b.p.LoginURL)
+	}
+	err := gateway.Unavailable(b.name, "login required: the site shows %s; run `fano login %s`", what, b.name)
 	b.log.Warn().Str("event", "gateway.browser.login_required").Msg("the site wants a login; run fano login")
 	_ = b.closeBrowser()
 	return b.setDown(err)
