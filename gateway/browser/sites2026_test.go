@@ -276,3 +276,13 @@ func TestSites2026PendingConversationURL(t *testing.T) {
 	r2 := send(t, b, gateway.Request{TaskID: "t", Prompt: "Here.", ConversationURL: r.ConversationURL})
 	assert.Equal(t, answer("2", "Here."), r2.Content)
 }
+
+// A dialog that was already open before the prompt was sent is not the
+// prompt's failure: the answer is read as usual.
+func TestSites2026NoticeBeforeSending(t *testing.T) {
+	f := newFixture2026(t, "chatgpt", fakechat.Control{Shape2026: fakechat.Shape2026{NoticeOnLoad: "What's new: projects can now hold files.", StartDelayMS: 300}})
+	b := f.start(t)
+	r := send(t, b, gateway.Request{TaskID: "t", Prompt: "Go on."})
+	assert.Equal(t, answer("1", "Go on."), r.Content)
+	assert.Empty(t, r.Model)
+}

@@ -332,6 +332,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	if notice != "" {
 		resp["banner"] = notice // shown while the answer still comes
 	}
+	if s.ctl.StartDelayMS > 0 {
+		resp["start_ms"] = s.ctl.StartDelayMS
+	}
 	writeJSON(w, resp)
 }
 

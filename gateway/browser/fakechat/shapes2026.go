@@ -19,6 +19,11 @@ type Shape2026 struct {
 	// starts, while the answer still comes (a degraded-model notice, an
 	// unrelated toast).
 	Notice string `json:"notice"`
+	// NoticeOnLoad is shown in the notice container when a page loads
+	// (a "what's new" dialog, a leftover toast).
+	NoticeOnLoad string `json:"notice_on_load"`
+	// StartDelayMS delays the start of an answer after a send.
+	StartDelayMS int `json:"start_delay_ms"`
 	// NoticeContainer is where Notice and the banner show: "dialog"
 	// (default), "toast" or "error" (ChatGPT's text-error line).
 	NoticeContainer string `json:"notice_container"`

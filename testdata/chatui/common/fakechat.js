@@ -79,7 +79,8 @@
           conv = d.conversation_id;
           history.pushState({}, '', site.convPath(conv));
         }
-        stream(d);
+        if (d.start_ms) setTimeout(() => stream(d), d.start_ms); // a site slow to start
+        else stream(d);
       }
 
       function stop() {

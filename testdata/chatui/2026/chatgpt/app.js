@@ -96,6 +96,7 @@
       if (shape.guest) $('profile').remove(); // guests have no account menu
       else $('profile').hidden = false;
       $('guest-login').hidden = !shape.guest;
+      if (shape.notice_on_load) showNotice(shape.notice_on_load);
     },
     convPath: (id) => '/c/' + id,
     convId: (p) => { const m = p.match(/^\/c\/([\w-]+)$/); return m ? m[1] : null; },
