@@ -194,6 +194,11 @@ type BrowserOptions struct {
 	RecycleAfterRequests int `yaml:"recycle_after_requests"`
 	RecycleAfterHours    int `yaml:"recycle_after_hours"`
 	TimeoutSeconds       int `yaml:"timeout_seconds"`
+	// AcceptDegraded are the task types that take an answer the site gives
+	// with another model after a degraded notice (ChatGPT's free-plan
+	// fallback); "*" for all. The model is recorded with the answer. Other
+	// task types wait for the limit to reset.
+	AcceptDegraded []string `yaml:"accept_degraded,omitempty"`
 }
 
 // APIOptions configures an OpenAI-compatible API backend.

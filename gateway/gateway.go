@@ -33,8 +33,11 @@ type Message struct {
 
 // Response is a backend's answer.
 type Response struct {
-	Content          string
-	ConversationURL  string // where the conversation lives now (browser)
+	Content         string
+	ConversationURL string // where the conversation lives now (browser)
+	// Model is set when the site said it answered with another model than
+	// usual (a browser site's degraded notice); "" = the usual model.
+	Model            string
 	Duration         time.Duration
 	PromptTokens     int64
 	CompletionTokens int64

@@ -69,5 +69,6 @@ func browserConfig(name string, b *config.Backend, cfg *config.Config, dataDir s
 		RecycleAfterRequests: opts.RecycleAfterRequests,
 		RecycleAfter:         time.Duration(opts.RecycleAfterHours) * time.Hour,
 		RequestTimeout:       time.Duration(opts.TimeoutSeconds) * time.Second,
+		AcceptDegraded:       opts.AcceptDegraded,
 	}, nil
 }

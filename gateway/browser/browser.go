@@ -58,6 +58,11 @@ type Config struct {
 	// 0 = never. A browser's memory grows over days.
 	RecycleAfterRequests int
 	RecycleAfter         time.Duration
+	// AcceptDegraded are the task types that take an answer the site
+	// gives with another model after a degraded notice ("*": all); the
+	// model is recorded in the response. Others wait for the limit to
+	// reset, as for a usage cap.
+	AcceptDegraded []string
 	// RequestTimeout caps one Send (0: only the caller's ctx).
 	RequestTimeout time.Duration
 	// ActionTimeout bounds one click, fill or upload; default 30 s.
@@ -104,7 +109,12 @@ type Backend struct {
 	bc       playwright.BrowserContext
 	page     playwright.Page
 	launched time.Time
-	served   int // requests since launch
+	served   int    // requests since launch
+	degraded string // the current request was answered by another model (noticeOutcome.model)
+	taskType string // the current request's task type
+	// noticeAccepted is the notice text the current request went on
+	// after (a degraded model, a message that is no limit).
+	noticeAccepted string
 
 	mu      sync.Mutex // guards the fields below
 	down    error      // why the backend cannot take requests; nil = up
@@ -265,11 +275,12 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	b.mu.Lock()
 	b.stats.Requests++
 	b.mu.Unlock()
+	b.degraded, b.noticeAccepted = "", ""
 	text, convURL, err := b.exchange(ctx, req, images)
 	if err != nil {
 		return gateway.Response{}, err
 	}
-	return gateway.Response{Content: text, ConversationURL: convURL, Duration: time.Since(started)}, nil
+	return gateway.Response{Content: text, ConversationURL: convURL, Duration: time.Since(started), Model: b.degraded}, nil
 }
 
 // checkRequest rejects what no retry can fix, before using any quota.
@@ -277,8 +288,8 @@ func (b *Backend) checkRequest(req gateway.Request) ([]string, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, gateway.Permanent(b.name, "task %s: empty prompt", req.TaskID)
 	}
-	if req.DeepMode && b.p.Selectors.DeepMode == "" {
-		return nil, gateway.Permanent(b.name, "task %s: deep mode requested but site profile %s has no selectors.deep_mode", req.TaskID, b.p.Name)
+	if req.DeepMode && !b.p.HasDeepMode() {
+		return nil, deepModeFailure(b.name, req.TaskID, b.p.Name)
 	}
 	if req.ConversationURL != "" {
 		u, err := url.Parse(req.ConversationURL)
@@ -286,7 +297,7 @@ func (b *Backend) checkRequest(req gateway.Request) ([]string, error) {
 			return nil, gateway.Permanent(b.name, "task %s: conversation URL %q is not on %s", req.TaskID, req.ConversationURL, b.p.origin())
 		}
 	}
-	if len(req.Images) > 0 && b.p.Selectors.FileInput == "" {
+	if len(req.Images) > 0 && b.p.Selectors.FileInput.Empty() {
 		return nil, gateway.Permanent(b.name, "task %s: images attached but site profile %s has no selectors.file_input", req.TaskID, b.p.Name)
 	}
 	var images []string
@@ -532,19 +543,17 @@ type pageState struct {
 	Generating bool   `json:"generating"`
 	Prompt     bool   `json:"prompt"`
 	Login      bool   `json:"login"`
+	LoggedIn   bool   `json:"logged_in"`
 	Banner     string `json:"banner"`
+	URL        string `json:"url"`
 }
 
 // read reads the page once.
 func (b *Backend) read(ctx context.Context, page playwright.Page) (pageState, error) {
-	s := b.p.Selectors
-	arg := map[string]any{
-		"answer": s.Answer, "generating": s.Generating, "prompt": s.Prompt,
-		"login": s.LoginWall, "banner": b.p.RateLimit.Banner,
-	}
+	arg := pollArg(b.p)
 	var st pageState
 	var raw any
-	if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(pollJS, arg); return err }); err != nil {
+	if err := b.evaluate(ctx, page, pollJS, arg, &raw); err != nil {
 		return st, err
 	}
 	err := remarshal(raw, &st)
@@ -562,17 +571,14 @@ func remarshal(in, out any) error {
 // loginErr is the error for a login wall: the backend goes down and the
 // browser is closed, so that `fano login` can open the profile.
 func (b *Backend) loginErr() error {
-	err := gateway.Unavailable(b.name, "login required: the site shows its login wall (selectors.login_wall %q); run `fano login %s`", b.p.Selectors.LoginWall, b.name)
+	what := fmt.Sprintf("its login wall (selectors.login_wall %q)", b.p.Selectors.LoginWall)
+	if len(b.p.LoginURL) > 0 {
+		what = fmt.Sprintf("its login wall or login page (selectors.login_wall %q, login_url %q)", b.p.Selectors.LoginWall, b.p.LoginURL)
+	}
+	err := gateway.Unavailable(b.name, "login required: the site shows %s; run `fano login %s`", what, b.name)
 	b.log.Warn().Str("event", "gateway.browser.login_required").Msg("the site wants a login; run fano login")
 	_ = b.closeBrowser()
 	return b.setDown(err)
-}
-
-// rateLimited turns a visible banner into a RateLimitedError.
-func (b *Backend) rateLimited(banner string) error {
-	d, reason := b.p.BannerRetry(banner, b.clock.Now())
-	b.log.Info().Str("event", "gateway.browser.rate_limited").Dur("retry_after", d).Str("reason", reason).Msg("rate-limit banner")
-	return &gateway.RateLimitedError{Backend: b.name, RetryAfter: d, Reason: reason}
 }
 
 // check loads the start page and verifies the profile against it: no
@@ -600,14 +606,9 @@ func (b *Backend) check(ctx context.Context) error {
 		}
 		return b.setDown(gateway.Unavailable(b.name, "start page %s did not load: %v", b.p.StartURL, err))
 	}
-	all := map[string]string{}
-	for _, f := range selectorFields {
-		if sel := b.p.Selectors.selector(f); sel != "" {
-			all["selectors."+f] = sel
-		}
-	}
-	if b.p.RateLimit.Banner != "" {
-		all["rate_limit.banner"] = b.p.RateLimit.Banner
+	all := profileSelectors(b.p)
+	for k, v := range controlSelectors(b.p) {
+		all[k] = v // checked for valid CSS only: they show once a menu opens
 	}
 	deadline := time.Now().Add(b.p.loadTimeout())
 	for {
@@ -634,7 +635,7 @@ func (b *Backend) check(ctx context.Context) error {
 			}
 			return b.setDown(gateway.Unavailable(b.name, "checking the start page %s: %v", b.p.StartURL, err))
 		}
-		if st.Login {
+		if st.Login || b.p.isLoginURL(st.URL) {
 			return b.loginErr()
 		}
 		var missing []string
@@ -646,11 +647,14 @@ func (b *Backend) check(ctx context.Context) error {
 		// Ready: every startup selector matches and the prompt input shows
 		// (a page may hold a hidden composer while it decides to show its
 		// login wall).
-		if len(missing) == 0 && st.Prompt {
+		if len(missing) == 0 && st.Prompt && (st.LoggedIn || b.p.Selectors.LoggedIn.Empty()) {
 			return b.setDown(nil)
 		}
 		if time.Now().After(deadline) {
 			var err error
+			if len(missing) == 0 && st.Prompt {
+				return b.guestErr()
+			}
 			if len(missing) > 0 {
 				b.log.Error().Str("event", "gateway.browser.selector_missing").Strs("selectors", missing).Msg("site profile does not match the start page")
 				err = gateway.Unavailable(b.name, "site profile %s: %s matched nothing on the start page %s within %s (fix it in site_profiles_file)",
@@ -669,13 +673,13 @@ func (b *Backend) check(ctx context.Context) error {
 }
 
 // count returns how many elements each selector matches (-1: invalid).
-func (b *Backend) count(ctx context.Context, page playwright.Page, sels map[string]string) (map[string]int, error) {
+func (b *Backend) count(ctx context.Context, page playwright.Page, sels map[string]SelectorList) (map[string]int, error) {
 	arg := make(map[string]any, len(sels)) // playwright-go serialises only map[string]any
 	for k, v := range sels {
-		arg[k] = v
+		arg[k] = v.js()
 	}
 	var raw any
-	if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(countJS, arg); return err }); err != nil {
+	if err := b.evaluate(ctx, page, countJS, arg, &raw); err != nil {
 		return nil, err
 	}
 	out := map[string]int{}
@@ -707,18 +711,20 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if err := b.goTo(ctx, page, target); err != nil {
 		return "", "", b.fail(ctx, "loading "+target, err)
 	}
+	b.taskType = req.TaskType
 	st, err := b.waitLoaded(ctx, page, continuing)
 	if err != nil {
 		return "", "", err
 	}
-	if sel.DeepMode != "" {
-		if err := b.setDeepMode(ctx, page, req.DeepMode); err != nil {
-			return "", "", err
-		}
+	if err := b.setControls(ctx, page, req.DeepMode); err != nil {
+		return "", "", err
 	}
 	if len(images) > 0 {
+		if err := b.openUpload(ctx, page); err != nil {
+			return "", "", err
+		}
 		err := b.do(ctx, func() error {
-			return page.Locator(sel.FileInput).First().SetInputFiles(images, playwright.LocatorSetInputFilesOptions{Timeout: b.actionMS()})
+			return b.locate(page, sel.FileInput, false).SetInputFiles(images, playwright.LocatorSetInputFilesOptions{Timeout: b.actionMS()})
 		})
 		if err != nil {
 			return "", "", b.fail(ctx, fmt.Sprintf("attaching %d image(s) with selectors.file_input %q", len(images), sel.FileInput), err)
@@ -727,14 +733,21 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if st, err = b.read(ctx, page); err != nil {
 		return "", "", b.fail(ctx, "reading the page", err)
 	}
+	if st.Banner != "" {
+		// Shown before sending: a limit stops here; anything else was not
+		// caused by this prompt and is not held against it.
+		if err := b.onNotice(st.Banner, false); err != nil {
+			return "", "", err
+		}
+	}
 	before := st.Answers
 	if err := b.do(ctx, func() error {
-		return page.Locator(sel.Prompt).First().Fill(req.Prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
+		return b.locate(page, sel.Prompt, true).Fill(req.Prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
 	}); err != nil {
 		return "", "", b.fail(ctx, fmt.Sprintf("typing the prompt into selectors.prompt %q", sel.Prompt), err)
 	}
 	if err := b.do(ctx, func() error {
-		return page.Locator(sel.Send).First().Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
+		return b.locate(page, sel.Send, true).Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
 	}); err != nil {
 		return "", "", b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
 	}
@@ -742,7 +755,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if err != nil {
 		return "", "", err
 	}
-	convURL := page.URL()
+	convURL := b.settledURL(ctx, page)
 	if convURL == b.p.StartURL {
 		convURL = "" // the site gave this conversation no address of its own
 	}
@@ -764,15 +777,22 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continui
 			return st, b.fail(ctx, "reading the page", err)
 		}
 		switch {
-		case st.Login:
+		case st.Login || b.p.isLoginURL(st.URL):
 			return st, b.loginErr()
 		case st.Banner != "":
-			return st, b.rateLimited(st.Banner)
-		case st.Prompt && (!continuing || st.Answers > 0):
+			if err := b.onNotice(st.Banner, false); err != nil {
+				return st, err
+			}
+		}
+		loggedIn := st.LoggedIn || b.p.Selectors.LoggedIn.Empty()
+		if st.Prompt && loggedIn && (!continuing || st.Answers > 0) {
 			return st, nil
 		}
 		if time.Now().After(deadline) {
 			b.dropPage()
+			if st.Prompt && !loggedIn {
+				return st, b.guestErr()
+			}
 			if !st.Prompt {
 				return st, gateway.Transient(b.name, "selectors.prompt %q did not show within %s", b.p.Selectors.Prompt, b.p.loadTimeout())
 			}
@@ -780,55 +800,6 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continui
 		}
 		if err := sleepCtx(ctx, b.p.poll()); err != nil {
 			return st, b.ctxErr(ctx, "loading the page")
-		}
-	}
-}
-
-// setDeepMode turns the site's deep-mode switch on or off.
-func (b *Backend) setDeepMode(ctx context.Context, page playwright.Page, want bool) error {
-	sel := b.p.Selectors
-	arg := map[string]any{"toggle": sel.DeepMode, "on": sel.DeepModeOn}
-	state := func() (*bool, error) {
-		var raw any
-		if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(deepModeJS, arg); return err }); err != nil {
-			return nil, err
-		}
-		var on *bool
-		err := remarshal(raw, &on)
-		return on, err
-	}
-	on, err := state()
-	if err != nil {
-		return b.fail(ctx, "reading the deep-mode switch", err)
-	}
-	if on == nil {
-		if !want {
-			return nil // no switch on this page: it cannot be on
-		}
-		return gateway.Transient(b.name, "deep-mode switch selectors.deep_mode %q not found", sel.DeepMode)
-	}
-	if *on == want {
-		return nil
-	}
-	if err := b.do(ctx, func() error {
-		return page.Locator(sel.DeepMode).First().Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
-	}); err != nil {
-		return b.fail(ctx, fmt.Sprintf("clicking the deep-mode switch selectors.deep_mode %q", sel.DeepMode), err)
-	}
-	deadline := time.Now().Add(b.cfg.ActionTimeout)
-	for {
-		on, err := state()
-		if err != nil {
-			return b.fail(ctx, "reading the deep-mode switch", err)
-		}
-		if on != nil && *on == want {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return gateway.Transient(b.name, "deep-mode switch selectors.deep_mode %q did not turn %s", sel.DeepMode, map[bool]string{true: "on", false: "off"}[want])
-		}
-		if err := sleepCtx(ctx, b.p.poll()); err != nil {
-			return b.ctxErr(ctx, "setting deep mode")
 		}
 	}
 }
@@ -856,11 +827,13 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 		}
 		now := time.Now()
 		switch {
-		case st.Login:
+		case st.Login || b.p.isLoginURL(st.URL):
 			return "", b.loginErr()
 		case st.Banner != "":
-			b.abandon(page)
-			return "", b.rateLimited(st.Banner)
+			if err := b.onNotice(st.Banner, !st.Generating && st.Answers <= before); err != nil {
+				b.abandon(page)
+				return "", err
+			}
 		}
 		if st.Answers > before || st.Generating {
 			started = true
@@ -913,10 +886,10 @@ const readTimeout = 10 * time.Second
 func (b *Backend) abandon(page playwright.Page) {
 	defer b.dropPage()
 	stop := b.p.Selectors.StopSelector()
-	if stop == "" || page.IsClosed() || b.life.Err() != nil {
+	if stop.Empty() || page.IsClosed() || b.life.Err() != nil {
 		return
 	}
-	loc := page.Locator(stop).First()
+	loc := b.locate(page, stop, true)
 	if vis, err := loc.IsVisible(); err != nil || !vis {
 		return
 	}
@@ -937,7 +910,7 @@ func (b *Backend) abandon(page playwright.Page) {
 	}
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
