@@ -142,7 +142,9 @@ func (c *Cleaner) Clean(text string) (string, []Removal) {
 	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
 	content := contentLines(lines)
 	var removed []Removal
-	take := func(kind string, s string) { removed = append(removed, Removal{Kind: kind, Sentence: strings.TrimSpace(s)}) }
+	take := func(kind string, s string) {
+		removed = append(removed, Removal{Kind: kind, Sentence: strings.TrimSpace(s)})
+	}
 
 	// Openers: leading sentences of the first content lines.
 	for _, i := range content {

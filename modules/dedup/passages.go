@@ -130,6 +130,18 @@ func (p *Passages) overlaps(text string, exhaustive bool, skipOwners []string) [
 	return out
 }
 
+// Find is the stored sentence (not one of skipOwners') that sentence
+// repeats, if any.
+func (p *Passages) Find(sentence string, skipOwners ...string) (Overlap, bool) {
+	if contentWords(sentence) < MinPassageWords {
+		return Overlap{}, false
+	}
+	return p.best(sentence, false, skipOwners)
+}
+
+// Indexed says whether a sentence is long enough to be indexed and checked.
+func Indexed(sentence string) bool { return contentWords(sentence) >= MinPassageWords }
+
 // best is the most similar stored sentence at or above the threshold
 // whose owner is not skipped.
 func (p *Passages) best(sentence string, exhaustive bool, skipOwners []string) (Overlap, bool) {

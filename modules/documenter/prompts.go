@@ -34,6 +34,12 @@ type (
 		SectionTitle string
 		Critique     string // why the previous draft was refused
 		Draft        string // the draft under exposition evaluation
+		// The rest of the document, within a budget: its contents
+		// (Omitted older sections left out) and the passages of other
+		// sections that overlap the statement or the previous draft.
+		Contents []tocEntry
+		Omitted  int
+		Passages []passageNote
 	}
 
 	commentData struct {
@@ -46,8 +52,9 @@ type (
 // samples render each template once at load, so a template that names a
 // field that does not exist fails at start, naming its file.
 var samples = map[string]any{
-	promptMath:       oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q"},
-	promptDraft:      oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q", Section: "s", SectionTitle: "st", Critique: "c"},
+	promptMath: oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q"},
+	promptDraft: oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q", Section: "s", SectionTitle: "st", Critique: "c",
+		Contents: []tocEntry{{ID: "sec-1", Title: "T", Summary: "S"}}, Omitted: 1, Passages: []passageNote{{Section: "sec-1", Title: "T", Text: "P"}}},
 	promptExposition: oppData{Title: "t", Insight: "i", Draft: "d"},
 	promptComment:    commentData{Title: "t", Section: "s", Comment: "c"},
 	promptReview:     commentData{Title: "t", Section: "s"},

@@ -345,11 +345,14 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			sec = &Section{ID: d.Section, Title: d.Title, Insights: []string{}, Order: st.Seq, CreatedAt: at}
 			st.Sections[d.Section] = sec
 		}
-		if sec.Markdown == "" {
+		switch {
+		case d.Markdown == "": // the insight's content already stood in the section
+		case sec.Markdown == "":
 			sec.Markdown = d.Markdown
-		} else {
+		default:
 			sec.Markdown = strings.TrimRight(sec.Markdown, "\n") + "\n\n" + d.Markdown
 		}
+		m.passages.Set(sec.ID, sec.Markdown)
 		sec.Insights = append(sec.Insights, d.Insight)
 		sec.Version++
 		sec.UpdatedAt = at
@@ -404,6 +407,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			sec.Markdown = d.Markdown
 			sec.Version++
 			sec.UpdatedAt = at
+			m.passages.Set(sec.ID, sec.Markdown)
 		}
 
 	case evCommentFailed:
@@ -516,4 +520,9 @@ func (m *Module) reset(st state) {
 		}
 	}
 	m.checker.Load(KindSection, items)
+	texts := map[string]string{}
+	for id, sec := range st.Sections {
+		texts[id] = sec.Markdown
+	}
+	m.passages.Load(texts)
 }

@@ -300,6 +300,8 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		if sec := m.st.Sections[o.Target]; sec != nil {
 			d.Section, d.SectionTitle = sec.Markdown, sec.Title
 		}
+		d.Contents, d.Omitted = m.contents(promptBudgetChars / 2)
+		d.Passages = m.nearPassages(o, promptBudgetChars/2)
 		if len(o.Exposition) > 0 {
 			d.Critique = o.Exposition[len(o.Exposition)-1].Rationale
 		}
@@ -357,14 +359,27 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		if err != nil || o.Status != StatusDrafting || o.Drafts+1 != n {
 			return nil, err
 		}
-		title, body := splitHeading(answer)
+		title, body := splitHeading(m.cleanAnswer(t.Id, answer))
 		if body == "" {
 			return nil, &modules.ValidationError{TaskID: t.Id, Phase: "rules", Msg: "empty draft", Raw: answer}
 		}
 		if title == "" {
 			title = titleFrom(o)
 		}
-		return []*pb.ModuleEvent{event(evDrafted, t.Id, draftedData{Insight: o.Insight, Draft: n, Task: t.Id, LLM: llm, Title: title, Text: body})}, nil
+		drafted := event(evDrafted, t.Id, draftedData{Insight: o.Insight, Draft: n, Task: t.Id, LLM: llm, Title: title, Text: body})
+		if ovs := m.overlapsOf(body); len(ovs) > 0 && n < m.cfg.MaxDrafts {
+			// Passages that stand elsewhere: the editor sends the draft
+			// back, naming them and their sections.
+			return []*pb.ModuleEvent{drafted, event(evExposition, t.Id, expositionData{Insight: o.Insight, Draft: n, Task: t.Id,
+				LLM: reviewerDedup, Verdict: VerdictReject, Rationale: m.overlapCritique(ovs)})}, nil
+		}
+		if pruned, _ := m.prune(body); pruned == "" {
+			// Nothing new in the last draft: no exposition to judge.
+			return []*pb.ModuleEvent{drafted, m.incorporation(o, body, title, t.Id)}, nil
+		} else if pruned != body {
+			drafted = event(evDrafted, t.Id, draftedData{Insight: o.Insight, Draft: n, Task: t.Id, LLM: llm, Title: title, Text: pruned})
+		}
+		return []*pb.ModuleEvent{drafted}, nil
 	case TypeExpositionEvaluation:
 		o, n, err := m.draftTarget(t)
 		if err != nil || o.Status != StatusExposition || o.Drafts != n || len(o.Exposition) >= n {
@@ -384,7 +399,8 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		if err != nil || c.Status != CommentOpen {
 			return nil, err
 		}
-		_, body := splitHeading(answer)
+		_, body := splitHeading(m.cleanAnswer(t.Id, answer))
+		body, _ = m.prune(body, sec.ID)
 		if body == "" {
 			return nil, &modules.ValidationError{TaskID: t.Id, Phase: "rules", Msg: "empty revision", Raw: answer}
 		}
@@ -412,11 +428,36 @@ func (m *Module) decideIncorporation(o *Opportunity, taskID string) *pb.ModuleEv
 			return event(evOppFailed, taskID, oppFailedData{Insight: o.Insight, Status: StatusDuplicate, Reason: "duplicates " + mt.ID + " (incorporated meanwhile)"})
 		}
 	}
-	d := incorporatedData{Insight: o.Insight, Markdown: o.Draft}
-	if sec := m.st.Sections[o.Target]; sec != nil {
+	return m.incorporation(o, o.Draft, o.DraftTitle, taskID)
+}
+
+// incorporation decides where draft goes and what of it: what the
+// document says already is left out; a draft titled like a section, or
+// whose statement a section states, extends it (one subject, one
+// section); a draft with nothing new goes
+// to the section that says it, or, founding no section, makes the
+// insight a duplicate.
+func (m *Module) incorporation(o *Opportunity, draft, title, taskID string) *pb.ModuleEvent {
+	d := incorporatedData{Insight: o.Insight}
+	target := o.Target
+	if m.st.Sections[target] == nil {
+		target = m.sameTitle(title)
+	}
+	if m.st.Sections[target] == nil {
+		target = m.statedIn(o.Text) // its statement stands there already
+	}
+	md, where := m.prune(draft)
+	if md == "" && m.st.Sections[target] == nil && where != "" {
+		target = where
+	}
+	d.Markdown = md
+	if sec := m.st.Sections[target]; sec != nil {
 		d.Section, d.Title = sec.ID, sec.Title
 	} else {
-		d.Section, d.Created, d.Title = sectionID(o.Insight), true, o.DraftTitle
+		d.Section, d.Created, d.Title = sectionID(o.Insight), true, title
+		if md == "" {
+			return event(evOppFailed, taskID, oppFailedData{Insight: o.Insight, Status: StatusDuplicate, Reason: "every passage of the draft already stands in the document"})
+		}
 	}
 	return event(evIncorporated, taskID, d)
 }
@@ -461,12 +502,28 @@ func (m *Module) decideMath(o *Opportunity, extra *Evaluation) *mathDecidedData 
 	case mt.Borderline:
 		d.Outcome, d.Target = "accepted", sec
 		d.Reason = tally + fmt.Sprintf("; extends section %s (similarity %.2f)", sec, mt.Score)
+	case m.statedIn(o.Text) != "":
+		sec := m.statedIn(o.Text)
+		d.Outcome, d.Target = "accepted", sec
+		d.Reason = tally + "; its statement stands in section " + sec + ", which it extends"
 	default:
 		d.Outcome = "accepted"
 		d.Reason = tally + "; a new section"
 	}
 	return d
 }
+
+// statedIn is the section whose text states text, "" if none.
+func (m *Module) statedIn(text string) string {
+	if ov, ok := m.passages.Find(text); ok {
+		return ov.Owner
+	}
+	return ""
+}
+
+// reviewerDedup names the text-level duplicate check where an exposition
+// verdict records who refused a draft.
+const reviewerDedup = "dedup"
 
 // DecideCompletion records what a task that ended without its result
 // leaves behind (its request budget spent on unusable answers).
