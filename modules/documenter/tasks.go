@@ -367,9 +367,10 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 			title = titleFrom(o)
 		}
 		drafted := event(evDrafted, t.Id, draftedData{Insight: o.Insight, Draft: n, Task: t.Id, LLM: llm, Title: title, Text: body})
-		if ovs := m.overlapsOf(body); len(ovs) > 0 && n < m.cfg.MaxDrafts {
-			// Passages that stand elsewhere: the editor sends the draft
-			// back, naming them and their sections.
+		if ovs := m.overlapsOf(body); n == 1 && n < m.cfg.MaxDrafts && 2*len(ovs) >= indexedSentences(body) && len(ovs) > 0 {
+			// A first draft that mostly restates the document: the
+			// editor sends it back once, naming the passages and their
+			// sections. Lesser overlaps are pruned (no request spent).
 			return []*pb.ModuleEvent{drafted, event(evExposition, t.Id, expositionData{Insight: o.Insight, Draft: n, Task: t.Id,
 				LLM: reviewerDedup, Verdict: VerdictReject, Rationale: m.overlapCritique(ovs)})}, nil
 		}
@@ -511,6 +512,17 @@ func (m *Module) decideMath(o *Opportunity, extra *Evaluation) *mathDecidedData 
 		d.Reason = tally + "; a new section"
 	}
 	return d
+}
+
+// indexedSentences counts the sentences of text the passage check reads.
+func indexedSentences(text string) int {
+	n := 0
+	for _, s := range dedup.Sentences(text) {
+		if dedup.Indexed(s) {
+			n++
+		}
+	}
+	return n
 }
 
 // statedIn is the section whose text states text, "" if none.
