@@ -47,6 +47,9 @@ const (
 	TypeExpositionEvaluation = "exposition_evaluation"
 	TypeAddressComment       = "address_comment"
 	TypeReviewSection        = "review_section"
+	// TypeReviseSection turns a section's review into a proposed
+	// revision, which an exposition evaluation accepts or refuses.
+	TypeReviseSection = "revise_section"
 )
 
 // KindSection is the kind of the documenter's items in the shared dedup
@@ -197,7 +200,7 @@ func (m *Module) Name() string { return Name }
 
 // TaskTypes lists the documenter's task types.
 func (m *Module) TaskTypes() []string {
-	return []string{TypeMathEvaluation, TypeDraft, TypeExpositionEvaluation, TypeAddressComment, TypeReviewSection}
+	return []string{TypeMathEvaluation, TypeDraft, TypeExpositionEvaluation, TypeAddressComment, TypeReviewSection, TypeReviseSection}
 }
 
 // Backlog is the number of opportunities not yet decided (spec §6.1.1:

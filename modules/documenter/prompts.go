@@ -19,9 +19,10 @@ const (
 	promptExposition = "exposition_evaluation"
 	promptComment    = "address_comment"
 	promptReview     = "review_section"
+	promptRevise     = "revise_section"
 )
 
-var promptNames = []string{promptMath, promptDraft, promptExposition, promptComment, promptReview}
+var promptNames = []string{promptMath, promptDraft, promptExposition, promptComment, promptReview, promptRevise}
 
 // Data of the templates.
 type (
@@ -47,6 +48,13 @@ type (
 		Section string // its Markdown
 		Comment string
 	}
+
+	reviseData struct {
+		Title      string // the section's title
+		Section    string // its Markdown
+		Review     string // the review to answer
+		Statements string // the statements the section presents
+	}
 )
 
 // samples render each template once at load, so a template that names a
@@ -58,6 +66,7 @@ var samples = map[string]any{
 	promptExposition: oppData{Title: "t", Insight: "i", Draft: "d"},
 	promptComment:    commentData{Title: "t", Section: "s", Comment: "c"},
 	promptReview:     commentData{Title: "t", Section: "s"},
+	promptRevise:     reviseData{Title: "t", Section: "s", Review: "r", Statements: "x"},
 }
 
 // clip shortens s to at most n characters, at a word boundary.
