@@ -25,7 +25,7 @@ func init() {
 
 func newDocCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "doc", Short: "Check or export the document"}
-	cmd.AddCommand(newDocCheckCmd(g))
+	cmd.AddCommand(newDocCheckCmd(g), newDocExportCmd(g))
 	return cmd
 }
 
