@@ -26,6 +26,10 @@ type Passages struct {
 // indexed nor checked ("It follows." says nothing that could repeat).
 const MinPassageWords = 4
 
+// passageExactBelow: a passage index smaller than this compares every
+// stored sentence (perfect recall; cheap at this size).
+const passageExactBelow = 512
+
 // KindPassage is the kind of a Passages item.
 const KindPassage = "passage"
 
@@ -42,6 +46,9 @@ type Overlap struct {
 func NewPassages(cfg Config) *Passages {
 	cfg = cfg.withDefaults()
 	cfg.BorderlineLow = cfg.Threshold
+	// Sentences are many and short: the index pays off early (a whole
+	// document is checked sentence by sentence).
+	cfg.ExactBelow = min(cfg.ExactBelow, passageExactBelow)
 	return &Passages{c: New(cfg), owners: map[string]int{}}
 }
 
