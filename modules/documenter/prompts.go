@@ -63,10 +63,11 @@ var samples = map[string]any{
 	promptMath: oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q"},
 	promptDraft: oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q", Section: "s", SectionTitle: "st", Critique: "c",
 		Contents: []tocEntry{{ID: "sec-1", Title: "T", Summary: "S"}}, Omitted: 1, Passages: []passageNote{{Section: "sec-1", Title: "T", Text: "P"}}},
-	promptExposition: oppData{Title: "t", Insight: "i", Draft: "d"},
-	promptComment:    commentData{Title: "t", Section: "s", Comment: "c"},
-	promptReview:     commentData{Title: "t", Section: "s"},
-	promptRevise:     reviseData{Title: "t", Section: "s", Review: "r", Statements: "x"},
+	promptExposition: oppData{Title: "t", Insight: "i", Draft: "d", Contents: []tocEntry{{ID: "sec-1", Title: "T", Summary: "S"}}, Omitted: 1,
+		Passages: []passageNote{{Section: "sec-1", Title: "T", Text: "P"}}},
+	promptComment: commentData{Title: "t", Section: "s", Comment: "c"},
+	promptReview:  commentData{Title: "t", Section: "s"},
+	promptRevise:  reviseData{Title: "t", Section: "s", Review: "r", Statements: "x"},
 }
 
 // clip shortens s to at most n characters, at a word boundary.

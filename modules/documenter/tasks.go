@@ -347,7 +347,10 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		if err != nil || o.Status != StatusExposition || o.Drafts != n || len(o.Exposition) >= n {
 			return done, err
 		}
-		p, err := m.prompts.render(promptExposition, oppData{Insight: o.Text, Draft: o.Draft, Title: m.cfg.Title})
+		d := oppData{Insight: o.Text, Draft: o.Draft, Title: m.cfg.Title}
+		d.Contents, d.Omitted = m.contents(promptBudgetChars / 2)
+		d.Passages = m.nearPassages(o, promptBudgetChars/2)
+		p, err := m.prompts.render(promptExposition, d)
 		return ask(p), err
 	case TypeReviseSection:
 		sec, v, err := m.reviewTarget(t)

@@ -1,9 +1,12 @@
 package documenter
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -109,4 +112,47 @@ func TestCheckDocumentFindsEachKind(t *testing.T) {
 		got[f.Kind]++
 	}
 	assert.Equal(t, map[string]int{FindingRepeatedSentence: 1, FindingRepeatedTitle: 1, FindingFiller: 1, FindingBrokenAnchor: 2, FindingEmptySection: 1}, got)
+}
+
+// The draft prompt carries the document's contents within its budget:
+// with many sections the latest are listed and the rest counted.
+func TestDraftPromptContentsWithinBudget(t *testing.T) {
+	h := newHarness(t, Config{})
+	for i := range 120 {
+		id := fmt.Sprintf("sec-%03d", i)
+		h.m.st.Sections[id] = &Section{ID: id, Title: fmt.Sprintf("Section number %d", i), Order: int64(i + 1),
+			Markdown: fmt.Sprintf("Statement %d says that structure %d has property p%d in every plane.", i, i*7919, i*104729)}
+	}
+	h.m.reset(h.m.st)
+	h.note("in-1", factPoints)
+	var draft *pb.Task
+	for tk := h.next(); tk != nil; tk = h.next() {
+		if tk.TaskType == TypeDraft {
+			draft = tk
+			break
+		}
+		h.run(tk)
+	}
+	require.NotNil(t, draft)
+	act, err := h.m.NextAction(draft)
+	require.NoError(t, err)
+	contents, _, _ := strings.Cut(act.Prompt, "Write a new section")
+	assert.LessOrEqual(t, len(contents), promptBudgetChars, "the contents stay within the budget")
+	assert.Contains(t, act.Prompt, "Section number 119 (#sec-119)", "the latest section is listed")
+	assert.NotContains(t, act.Prompt, "(#sec-000)")
+	assert.Regexp(t, `\(\d+ earlier sections not shown\)`, act.Prompt)
+	assert.Contains(t, act.Prompt, "Statement: "+factPoints)
+}
+
+// What the cleaning step removes is logged at debug level.
+func TestFillerRemovalLoggedAtDebug(t *testing.T) {
+	var buf bytes.Buffer
+	log := zerolog.New(&buf).Level(zerolog.DebugLevel)
+	h := newHarness(t, Config{Logger: &log})
+	h.answer = paddedAnswer(map[string][]string{})
+	h.note("in-1", factPoints)
+	h.runAll()
+	assert.Contains(t, buf.String(), `"event":"modules.documenter.filler_removed"`)
+	assert.Contains(t, buf.String(), `"sentence":"Great question!"`)
+	assert.Contains(t, buf.String(), `"sentence":"Want me to turn this into a short proof sketch?"`)
 }
