@@ -384,6 +384,13 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			return nil // the incorporated flag is set once (M4)
 		}
 		sec := st.Sections[d.Section]
+		if sec == nil && d.Created {
+			// Decided beside another new section of the same title (both
+			// before either was applied): one title, one section.
+			if same := m.sameTitle(d.Title); same != "" {
+				sec = st.Sections[same]
+			}
+		}
 		if sec == nil {
 			if !d.Created {
 				return fmt.Errorf("documenter: insight %s extends unknown section %s", d.Insight, d.Section)
@@ -407,9 +414,9 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		sec.Insights = append(sec.Insights, d.Insight)
 		sec.Version++
 		sec.UpdatedAt = at
-		o.Status, o.Section, o.DecidedAt, o.Draft = StatusIncorporated, d.Section, at, ""
+		o.Status, o.Section, o.DecidedAt, o.Draft = StatusIncorporated, sec.ID, at, ""
 		st.Work = append(st.Work, Work{Kind: workNew, At: at})
-		m.checker.Add(sectionItem(d.Section, d.Insight), o.Text, KindSection)
+		m.checker.Add(sectionItem(sec.ID, d.Insight), o.Text, KindSection)
 
 	case evOppFailed:
 		d, err := decode[oppFailedData](e)

@@ -156,3 +156,22 @@ func TestFillerRemovalLoggedAtDebug(t *testing.T) {
 	assert.Contains(t, buf.String(), `"sentence":"Great question!"`)
 	assert.Contains(t, buf.String(), `"sentence":"Want me to turn this into a short proof sketch?"`)
 }
+
+// Two new sections of one title decided before either was applied
+// become one section when applied.
+func TestSameTitleDecidedTwiceIsOneSection(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.note("in-1", factPoints)
+	h.note("in-2", factGroup)
+	h.apply([]*pb.ModuleEvent{
+		event(evIncorporated, "t1", incorporatedData{Insight: "in-1", Section: sectionID("in-1"), Created: true, Title: "The Fano plane", Markdown: "Seven points."}),
+		event(evIncorporated, "t2", incorporatedData{Insight: "in-2", Section: sectionID("in-2"), Created: true, Title: "The  fano plane", Markdown: "Its group has order 168."}),
+	})
+	secs := h.m.Sections()
+	require.Len(t, secs, 1)
+	assert.Equal(t, []string{"in-1", "in-2"}, secs[0].Insights)
+	assert.Equal(t, "Seven points.\n\nIts group has order 168.", secs[0].Markdown)
+	assert.Equal(t, secs[0].ID, findOpp(h.m, "in-2").Section)
+	assert.Empty(t, h.m.Verify())
+	assert.Equal(t, snapshot(t, h.m), snapshot(t, h.replayed()))
+}
