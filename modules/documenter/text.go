@@ -100,6 +100,7 @@ func (m *Module) prune(text string, skip ...string) (string, string) {
 			t := strings.TrimSpace(line)
 			if t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "<") || strings.HasPrefix(t, "```") || t == "$$" {
 				lines = append(lines, line)
+				content = content || t != ""
 				continue
 			}
 			marker, sentences := splitLine(line)

@@ -175,3 +175,13 @@ func TestSameTitleDecidedTwiceIsOneSection(t *testing.T) {
 	assert.Empty(t, h.m.Verify())
 	assert.Equal(t, snapshot(t, h.m), snapshot(t, h.replayed()))
 }
+
+// Pruning keeps the structure of what it keeps: subheadings and display
+// math stay, a label left without its list goes.
+func TestPruneKeepsStructure(t *testing.T) {
+	h := newHarness(t, Config{})
+	h.m.passages.Set("sec-a", padPoints)
+	got, where := h.m.prune("### Proof\n\nCount the flags of the plane one line at a time.\n\n$$\n|F| = 21\n$$\n\n**Size:**\n- " + padPoints)
+	assert.Equal(t, "### Proof\n\nCount the flags of the plane one line at a time.\n\n$$\n|F| = 21\n$$", got)
+	assert.Equal(t, "sec-a", where)
+}
