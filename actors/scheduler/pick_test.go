@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"fano/pb"
 )
@@ -193,11 +194,13 @@ func TestShouldPreempt(t *testing.T) {
 	assert.False(t, ok, "not running")
 }
 
-// refPick is the brute-force reference: scan every task.
+// refPick is the brute-force reference: scan every task, each with the
+// spec's priority at now.
 func refPick(s *State, free []string, now int64, picked map[string]bool) *pb.Task {
 	var best *pb.Task
 	for id, en := range s.tasks {
-		t := en.t
+		t := proto.Clone(en.t).(*pb.Task)
+		t.Priority = s.priorityAt(t, now)
 		if t.State != pb.TaskState_TASK_STATE_PENDING || picked[id] || t.NotBefore > now {
 			continue
 		}

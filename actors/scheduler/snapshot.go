@@ -41,7 +41,7 @@ func (s *State) Snapshot() *pb.SchedulerSnapshot {
 }
 
 // Restore builds a scheduler from a snapshot (nil: empty). Priorities are
-// those at each task's updated_at until the first Recompute.
+// those at the latest updated_at until the first Recompute.
 func Restore(cfg Config, snap *pb.SchedulerSnapshot) (*State, error) {
 	s := New(cfg)
 	for i, t := range snap.GetTasks() {
@@ -60,6 +60,7 @@ func Restore(cfg Config, snap *pb.SchedulerSnapshot) (*State, error) {
 			continue
 		}
 		nt := proto.Clone(t).(*pb.Task)
+		s.advance(nt.UpdatedAt)
 		s.insert(nt, nt.UpdatedAt)
 	}
 	for _, st := range snap.GetRecentStarts() {
