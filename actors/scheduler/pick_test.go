@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
 	"fano/pb"
 )
@@ -198,9 +197,9 @@ func TestShouldPreempt(t *testing.T) {
 // spec's priority at now.
 func refPick(s *State, free []string, now int64, picked map[string]bool) *pb.Task {
 	var best *pb.Task
+	var bestP int32
 	for id, en := range s.tasks {
-		t := proto.Clone(en.t).(*pb.Task)
-		t.Priority = s.priorityAt(t, now)
+		t := en.t
 		if t.State != pb.TaskState_TASK_STATE_PENDING || picked[id] || t.NotBefore > now {
 			continue
 		}
@@ -215,8 +214,11 @@ func refPick(s *State, free []string, now int64, picked map[string]bool) *pb.Tas
 				}
 			}
 		}
-		if fits && (best == nil || before(t, best)) {
-			best = t
+		if !fits {
+			continue
+		}
+		if p := s.priorityAt(t, now); best == nil || ordered(p, bestP, t, best) {
+			best, bestP = t, p
 		}
 	}
 	return best

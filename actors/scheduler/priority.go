@@ -31,8 +31,8 @@ func backlogPressure(n int) int {
 // Cost: one question per module and per (backend, deep) that an unfinished
 // task prefers, plus the starts of the share window; not the queue length.
 func (s *State) refreshEnv(now int64, env Env) {
-	s.backlog = map[string]int{}
-	s.quota = map[quotaKey]bool{}
+	clear(s.backlog)
+	clear(s.quota)
 	if env.Backlog != nil {
 		for _, m := range s.modules() {
 			s.backlog[m] = env.Backlog(m)
@@ -44,7 +44,10 @@ func (s *State) refreshEnv(now int64, env Env) {
 		}
 	}
 
-	s.shareCounts = map[string]int{}
+	if s.shareCounts == nil {
+		s.shareCounts = map[string]int{}
+	}
+	clear(s.shareCounts)
 	s.shareTotal = 0
 	cutoff := now - int64(s.cfg.ShareWindow)
 	for _, st := range s.starts {

@@ -362,6 +362,7 @@ func (s *State) advance(at int64) {
 	sh := &s.q.steps
 	for len(*sh) > 0 && (*sh)[0].step <= at {
 		en := (*sh)[0]
+		s.rekeys++
 		s.keyAt(en, at)
 		en.h.fix(en.idx)
 		if en.step == noStep {
