@@ -57,6 +57,7 @@ var rows = []row{
 	{"tick + pick, 1M tasks", "BenchmarkTick/fano/tasks=1000000", "ns/op", "BenchmarkTick/spec-resort/tasks=1000000", "ns/op", false, "x faster"},
 	{"end-to-end >= 5,000 tasks/s", "BenchmarkEndToEnd/fano", "tasks/s", "BenchmarkEndToEnd/wal-floor", "tasks/s", true, "of floor"},
 	{"RSS for 20k tasks <= 60 MB", "BenchmarkEndToEnd/fano", "rss-MB", "", "", false, ""},
+	{"RSS for 20k tasks, 64 MB soft memory limit", "BenchmarkEndToEndMemoryLimit/limit=64MB/fano", "rss-MB", "BenchmarkEndToEnd/fano", "rss-MB", false, "x without"},
 	{"live heap for 20k tasks (info)", "BenchmarkEndToEnd/fano", "live-heap-MB", "", "", false, ""},
 	{"recovery 100k tasks / ~1M entries <= 2 s", "BenchmarkRecovery/fano-recover", "s/recovery", "BenchmarkRecovery/decode-only", "s/recovery", false, "x decode-only"},
 	{"SIGKILL at half-way: run again <= 1 s", "BenchmarkKillRestart", "s-to-run-again", "BenchmarkKillRestart", "s-cold-start(baseline)", false, "x cold start"},
