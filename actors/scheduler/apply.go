@@ -351,12 +351,12 @@ func (s *State) recordStart(module string, at int64) {
 	// stays a little longer. Amortized O(1).
 	cutoff := at - int64(s.cfg.ShareWindow)
 	drop := 0
-	for drop < len(s.starts) && s.starts[drop].At < cutoff {
+	for drop < len(s.starts) && s.starts[drop].at < cutoff {
 		drop++
 	}
 	if drop > 0 {
 		clear(s.starts[:drop])
 		s.starts = s.starts[drop:]
 	}
-	s.starts = append(s.starts, &pb.ModuleStart{Module: module, At: at})
+	s.starts = append(s.starts, moduleStart{module: module, at: at})
 }

@@ -51,8 +51,8 @@ func (s *State) refreshEnv(now int64, env Env) {
 	s.shareTotal = 0
 	cutoff := now - int64(s.cfg.ShareWindow)
 	for _, st := range s.starts {
-		if st.At >= cutoff && st.At <= now {
-			s.shareCounts[st.Module]++
+		if st.at >= cutoff && st.at <= now {
+			s.shareCounts[st.module]++
 			s.shareTotal++
 		}
 	}

@@ -158,7 +158,7 @@ type State struct {
 	counts    map[string]map[pb.TaskState]int
 	pending   int // PENDING + READY + PAUSED
 
-	starts []*pb.ModuleStart // task starts within ShareWindow of the last start, oldest first
+	starts []moduleStart // task starts within ShareWindow of the last start, oldest first
 
 	q  queue
 	at int64 // the scheduler's clock: the latest time it was told (unix ns); ready keys are priorities at at
@@ -172,6 +172,14 @@ type State struct {
 	quota       map[quotaKey]bool
 	shareCounts map[string]int
 	shareTotal  int
+}
+
+// moduleStart is a task start for module balance: a plain value, not a
+// *pb.ModuleStart, as an hour of starts at thousands a second is a lot of
+// small objects for the collector.
+type moduleStart struct {
+	module string
+	at     int64
 }
 
 type quotaKey struct {

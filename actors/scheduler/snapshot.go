@@ -35,7 +35,7 @@ func (s *State) Snapshot() *pb.SchedulerSnapshot {
 		snap.Tasks = append(snap.Tasks, t)
 	}
 	for _, st := range s.starts {
-		snap.RecentStarts = append(snap.RecentStarts, proto.Clone(st).(*pb.ModuleStart))
+		snap.RecentStarts = append(snap.RecentStarts, &pb.ModuleStart{Module: st.module, At: st.at})
 	}
 	return snap
 }
@@ -64,7 +64,7 @@ func Restore(cfg Config, snap *pb.SchedulerSnapshot) (*State, error) {
 		s.insert(nt, nt.UpdatedAt)
 	}
 	for _, st := range snap.GetRecentStarts() {
-		s.starts = append(s.starts, proto.Clone(st).(*pb.ModuleStart))
+		s.starts = append(s.starts, moduleStart{module: st.GetModule(), at: st.GetAt()})
 	}
 	return s, nil
 }
