@@ -79,7 +79,17 @@ type State struct {
 	// FinishedTaskRetentionHours is how long finished tasks stay in memory
 	// (they stay on disk).
 	FinishedTaskRetentionHours int `yaml:"finished_task_retention_hours"`
+	// MemoryLimitMB is the soft memory limit of `fano run` (Go's
+	// GOMEMLIMIT): past it the garbage collector runs more often instead of
+	// letting the heap double. 0: no limit. A GOMEMLIMIT in the environment
+	// wins.
+	MemoryLimitMB int `yaml:"memory_limit_mb"`
 }
+
+// DefaultMemoryLimitMB is the default soft memory limit: well above the
+// heap of a normal run (tens of MB), so the collector only works harder
+// when memory is really growing.
+const DefaultMemoryLimitMB = 256
 
 // Scheduler configures the priority scheduler.
 type Scheduler struct {
@@ -311,6 +321,7 @@ func New() *Config {
 				CheckpointIntervalSeconds:  60,
 				WALCompactThresholdMB:      100,
 				FinishedTaskRetentionHours: 24,
+				MemoryLimitMB:              DefaultMemoryLimitMB,
 			},
 			Scheduler: Scheduler{
 				TickIntervalMS:      100,

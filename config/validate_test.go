@@ -79,6 +79,10 @@ orchestrator: {state: {wal_compact_threshold_mb: -1}} # <-
 orchestrator:
   state: {finished_task_retention_hours: 0} # <-
 ` + sim, ""},
+		{"memory limit", "orchestrator.state.memory_limit_mb", `
+orchestrator:
+  state: {memory_limit_mb: -64} # <-
+` + sim, "negative"},
 		{"tick", "orchestrator.scheduler.tick_interval_ms", `
 orchestrator:
   scheduler:

@@ -1,18 +1,42 @@
 #!/usr/bin/env bash
 # Runs every performance benchmark, each beside its baseline, and prints one
 # table: goal, measured, baseline, ratio. Raw output goes to bench.out.
+#
+# BENCH_PROFILE=1 also writes a CPU and a heap profile per benchmark run,
+# with the test binary beside them, into BENCH_PROFILE_DIR (default
+# profiles/): <name>.cpu.pprof, <name>.mem.pprof, <name>.test, where <name>
+# is the package path with / as _ plus a number (e.g. actors_scheduler-2).
+# Read them with `go tool pprof` (README, Performance).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-bench.out}
 : > "$out"
+profdir=${BENCH_PROFILE_DIR:-profiles}
+if [ "${BENCH_PROFILE:-0}" = 1 ]; then
+	mkdir -p "$profdir"
+fi
+runs=0
 run() { # package, regexp, extra flags...
 	local pkg=$1 re=$2; shift 2
-	echo "== $pkg $re" >&2
-	go test -run '^$' -bench "$re" "$@" "$pkg" 2>&1 | tee -a "$out" | grep -E '^(Benchmark|FAIL|panic)' >&2
+	runs=$((runs + 1))
+	local prof=()
+	if [ "${BENCH_PROFILE:-0}" = 1 ]; then
+		local name
+		name=$(echo "${pkg#./}" | sed 's:/*$::; s:/:_:g')-$runs
+		prof=(-cpuprofile "$profdir/$name.cpu.pprof" -memprofile "$profdir/$name.mem.pprof" -o "$profdir/$name.test")
+		echo "== $pkg $re (profiles: $profdir/$name.{cpu,mem}.pprof)" >&2
+	else
+		echo "== $pkg $re" >&2
+	fi
+	go test -run '^$' -bench "$re" "${prof[@]}" "$@" "$pkg" 2>&1 | tee -a "$out" | grep -E '^(Benchmark|FAIL|panic)' >&2
 }
 run ./wal/ 'BenchmarkAppend$' -benchtime 2s
 run ./actors/scheduler/ 'BenchmarkPick$' -benchtime 200x
-run ./actors/ 'BenchmarkEndToEnd$|BenchmarkRecovery$|BenchmarkKillRestart$|BenchmarkSimulatedDay$' -benchtime 1x -timeout 30m
+# The tick: every fano op is 100 ms of simulated time, 36000x is one hour of
+# ticks; the spec's re-sort takes up to a second a pick at 1M, so fewer.
+run ./actors/scheduler/ 'BenchmarkTick$/fano/' -benchtime 36000x -timeout 30m
+run ./actors/scheduler/ 'BenchmarkTick$/spec-resort/' -benchtime 10x -timeout 30m
+run ./actors/ 'BenchmarkEndToEnd$|BenchmarkEndToEndMemoryLimit$|BenchmarkRecovery$|BenchmarkKillRestart$|BenchmarkSimulatedDay$' -benchtime 1x -timeout 30m
 [ -d gateway/ratelimit ] && run ./gateway/ratelimit/ 'BenchmarkIncident429' -benchtime 1x -timeout 20m
 [ -d modules/dedup ] && run ./modules/dedup/ 'BenchmarkCheck' -benchtime 1s
 [ -f cmd/fano/ops_bench_test.go ] && run ./cmd/fano/ 'BenchmarkShutdown' -benchtime 3x -timeout 10m

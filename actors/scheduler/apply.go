@@ -226,6 +226,7 @@ func (s *State) Apply(e *pb.Event) error {
 	if err := ApplyToTask(en.t, e, s.cfg.MessageLimit); err != nil {
 		return err
 	}
+	s.advance(e.At)
 	st := en.t.State
 	if st != old {
 		s.track(en, old, -1)
@@ -243,11 +244,12 @@ func (s *State) Apply(e *pb.Event) error {
 	if fresh || en.h != nil {
 		s.q.detach(en)
 		if st == pb.TaskState_TASK_STATE_PENDING && !en.picked {
-			if fresh {
-				en.t.Priority = s.priorityAt(en.t, e.At)
-			}
-			s.q.place(en, e.At)
+			s.place(en, e.At)
 		}
+	}
+	if IsFinished(st) && !IsFinished(old) {
+		// Its last priority stays as it was when it finished.
+		en.t.Priority = s.priorityAt(en.t, s.at)
 	}
 	return nil
 }
@@ -270,20 +272,18 @@ func (s *State) applySubmitted(id string, t *pb.Task, e *pb.Event) error {
 	if nt.MessageLimit <= 0 {
 		nt.MessageLimit = int32(s.cfg.MessageLimit)
 	}
+	s.advance(e.At)
 	s.insert(nt, e.At)
 	return nil
 }
 
 // insert adds a task to memory and, when PENDING, to the queue.
 func (s *State) insert(t *pb.Task, now int64) *entry {
-	en := &entry{t: t, idx: -1}
+	en := &entry{t: t, idx: -1, sidx: -1}
 	s.tasks[t.Id] = en
 	s.track(en, t.State, +1)
-	if !IsFinished(t.State) {
-		t.Priority = s.priorityAt(t, now)
-	}
 	if t.State == pb.TaskState_TASK_STATE_PENDING {
-		s.q.place(en, now)
+		s.place(en, now)
 	}
 	return en
 }
@@ -320,6 +320,12 @@ func (s *State) track(en *entry, st pb.TaskState, delta int) {
 		} else {
 			delete(s.open, id)
 		}
+		if p := en.t.LlmPreference; p != "" {
+			k := quotaKey{p, en.t.RequiresDeepMode}
+			if s.prefOpen[k] += delta; s.prefOpen[k] == 0 {
+				delete(s.prefOpen, k)
+			}
+		}
 	}
 	switch st {
 	case pb.TaskState_TASK_STATE_RUNNING:
@@ -345,12 +351,12 @@ func (s *State) recordStart(module string, at int64) {
 	// stays a little longer. Amortized O(1).
 	cutoff := at - int64(s.cfg.ShareWindow)
 	drop := 0
-	for drop < len(s.starts) && s.starts[drop].At < cutoff {
+	for drop < len(s.starts) && s.starts[drop].at < cutoff {
 		drop++
 	}
 	if drop > 0 {
 		clear(s.starts[:drop])
 		s.starts = s.starts[drop:]
 	}
-	s.starts = append(s.starts, &pb.ModuleStart{Module: module, At: at})
+	s.starts = append(s.starts, moduleStart{module: module, at: at})
 }

@@ -109,17 +109,44 @@ func checkInvariants(t testing.TB, s *State) {
 			}
 			if h.kind != kindDelayed {
 				require.Equal(t, h.deep, en.t.RequiresDeepMode, "task %s in the wrong deep/normal heap", en.t.Id)
+				require.Equal(t, h.module, en.t.Module, "task %s in another module's heap", en.t.Id)
+				// The incremental key is the spec's formula at the clock.
+				require.Equal(t, s.priorityAt(en.t, s.at), en.priority(), "task %s: key %d + bonus %d at clock %d", en.t.Id, en.key, h.bonus, s.at)
+				step := s.nextBoostStep(en.t.CreatedAt, s.at)
+				require.Equal(t, step, en.step, "task %s: next boost step", en.t.Id)
+				require.Greater(t, step, s.at, "task %s: a due step was not taken", en.t.Id)
+				if step == noStep {
+					require.Equal(t, -1, en.sidx, "task %s: in the step heap without a step", en.t.Id)
+				} else {
+					require.Same(t, en, s.q.steps[en.sidx], "task %s: missing from the step heap", en.t.Id)
+				}
+			} else {
+				require.Equal(t, -1, en.sidx, "delayed task %s in the step heap", en.t.Id)
 			}
 			if h.kind == kindPref {
-				require.Equal(t, h.key, heapKey(en.t.RequiresDeepMode, en.t.LlmPreference))
+				require.Equal(t, h.key, heapKey(en.t.RequiresDeepMode, en.t.Module, en.t.LlmPreference))
 			}
 			if h.kind == kindExcl {
 				k, _ := exclKey(en.t.LlmExclude)
-				require.Equal(t, h.key, heapKey(en.t.RequiresDeepMode, k))
+				require.Equal(t, h.key, heapKey(en.t.RequiresDeepMode, en.t.Module, k))
 				require.Empty(t, en.t.LlmPreference)
 			}
 		}
 	}
+	for i, en := range s.q.steps {
+		require.Equal(t, i, en.sidx)
+		require.True(t, inHeap[en.t.Id], "task %s in the step heap, not in a ready heap", en.t.Id)
+		if i > 0 {
+			require.False(t, s.q.steps.less(i, (i-1)/2), "step heap order broken at %d", i)
+		}
+	}
+	prefOpen := map[quotaKey]int{}
+	for _, en := range s.open {
+		if en.t.LlmPreference != "" {
+			prefOpen[quotaKey{en.t.LlmPreference, en.t.RequiresDeepMode}]++
+		}
+	}
+	require.Equal(t, prefOpen, s.prefOpen)
 	pending, running, paused := 0, 0, 0
 	open := 0
 	defer func() { require.Len(t, s.open, open, "open index holds finished or unknown tasks") }()

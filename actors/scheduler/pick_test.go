@@ -193,9 +193,11 @@ func TestShouldPreempt(t *testing.T) {
 	assert.False(t, ok, "not running")
 }
 
-// refPick is the brute-force reference: scan every task.
+// refPick is the brute-force reference: scan every task, each with the
+// spec's priority at now.
 func refPick(s *State, free []string, now int64, picked map[string]bool) *pb.Task {
 	var best *pb.Task
+	var bestP int32
 	for id, en := range s.tasks {
 		t := en.t
 		if t.State != pb.TaskState_TASK_STATE_PENDING || picked[id] || t.NotBefore > now {
@@ -212,8 +214,11 @@ func refPick(s *State, free []string, now int64, picked map[string]bool) *pb.Tas
 				}
 			}
 		}
-		if fits && (best == nil || before(t, best)) {
-			best = t
+		if !fits {
+			continue
+		}
+		if p := s.priorityAt(t, now); best == nil || ordered(p, bestP, t, best) {
+			best, bestP = t, p
 		}
 	}
 	return best

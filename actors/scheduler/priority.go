@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"time"
 
 	"fano/pb"
@@ -27,33 +28,31 @@ func backlogPressure(n int) int {
 
 // refreshEnv reads env's figures and the module shares at now. They are
 // kept for priorities computed between ticks (a task entering the queue).
+// Cost: one question per module and per (backend, deep) that an unfinished
+// task prefers, plus the starts of the share window; not the queue length.
 func (s *State) refreshEnv(now int64, env Env) {
-	s.backlog = map[string]int{}
-	s.quota = map[quotaKey]bool{}
+	clear(s.backlog)
+	clear(s.quota)
 	if env.Backlog != nil {
 		for _, m := range s.modules() {
 			s.backlog[m] = env.Backlog(m)
 		}
 	}
 	if env.HasQuota != nil {
-		for _, en := range s.open {
-			t := en.t
-			if t.LlmPreference == "" {
-				continue
-			}
-			k := quotaKey{t.LlmPreference, t.RequiresDeepMode}
-			if _, ok := s.quota[k]; !ok {
-				s.quota[k] = env.HasQuota(k.backend, k.deep)
-			}
+		for k := range s.prefOpen {
+			s.quota[k] = env.HasQuota(k.backend, k.deep)
 		}
 	}
 
-	s.shareCounts = map[string]int{}
+	if s.shareCounts == nil {
+		s.shareCounts = map[string]int{}
+	}
+	clear(s.shareCounts)
 	s.shareTotal = 0
 	cutoff := now - int64(s.cfg.ShareWindow)
 	for _, st := range s.starts {
-		if st.At >= cutoff && st.At <= now {
-			s.shareCounts[st.Module]++
+		if st.at >= cutoff && st.at <= now {
+			s.shareCounts[st.module]++
 			s.shareTotal++
 		}
 	}
@@ -77,30 +76,74 @@ func (s *State) hasQuota(backend string, deep bool) bool {
 }
 
 // priorityAt is spec §6.1.1's dynamic priority of t at now (unix ns), with
-// the env figures of the last Recompute.
+// the env figures of the last Recompute. It is the sum of three parts that
+// change at different moments: the task's own (fixed), the starvation boost
+// (steps with time, per task) and the environment's (changes on a tick, the
+// same for every task of a module and preferred backend).
 func (s *State) priorityAt(t *pb.Task, now int64) int32 {
+	return int32(s.ownPriority(t) + s.starvationBoost(t.CreatedAt, now) +
+		s.envBonus(t.Module, t.LlmPreference, t.RequiresDeepMode))
+}
+
+// ownPriority is the part that depends on the task alone: base priority and
+// human feedback urgency.
+func (s *State) ownPriority(t *pb.Task) int {
 	p := int(t.BasePriority)
 	if p == 0 {
 		p = s.basePriority(t.TaskType)
 	}
-	// Backlog pressure.
-	p += backlogPressure(s.backlog[t.Module])
-	// Starvation: per full hour waited, capped.
-	if waited := now - t.CreatedAt; t.CreatedAt > 0 && waited > 0 {
-		boost := int(waited/int64(time.Hour)) * s.cfg.BoostPerHour
-		p += min(boost, s.cfg.MaxBoost)
-	}
-	// Human feedback urgency.
 	if t.TaskType == CommentTaskType {
 		p += CommentUrgency
 	}
-	// Quota availability of the required backend.
-	if t.LlmPreference != "" && !s.hasQuota(t.LlmPreference, t.RequiresDeepMode) {
+	return p
+}
+
+// starvationBoost is spec §6.1.1's starvation factor: per full hour waited
+// since created, capped.
+func (s *State) starvationBoost(created, now int64) int {
+	if waited := now - created; created > 0 && waited > 0 {
+		boost := int(waited/int64(time.Hour)) * s.cfg.BoostPerHour
+		return min(boost, s.cfg.MaxBoost)
+	}
+	return 0
+}
+
+// noStep is the step time of a boost that never changes again.
+const noStep = math.MaxInt64
+
+// nextBoostStep is the earliest time after now at which the starvation boost
+// of a task created at created can differ from its value at now, or noStep.
+// The boost only changes at whole hours of waiting and stops changing at the
+// cap, so a task is re-keyed at most MaxBoost/BoostPerHour times.
+func (s *State) nextBoostStep(created, now int64) int64 {
+	if created <= 0 {
+		return noStep
+	}
+	rate, maxBoost := s.cfg.BoostPerHour, s.cfg.MaxBoost
+	waited := now - created
+	if waited <= 0 {
+		if maxBoost < 0 {
+			return created + 1 // the cap applies from the first nanosecond of waiting
+		}
+		waited = 0
+	}
+	hours := waited / int64(time.Hour)
+	if rate >= 0 && (rate == 0 || int(hours)*rate >= maxBoost) {
+		return noStep
+	}
+	return created + (hours+1)*int64(time.Hour)
+}
+
+// envBonus is the part set by the figures of the last Recompute: backlog
+// pressure and module balance of the module, the quota of the preferred
+// backend.
+func (s *State) envBonus(module, pref string, deep bool) int {
+	p := backlogPressure(s.backlog[module])
+	if pref != "" && !s.hasQuota(pref, deep) {
 		p -= NoQuotaPenalty
 	}
-	// Module balance: underserved in the recent starts.
-	if s.shareTotal > 0 && float64(s.shareCounts[t.Module])/float64(s.shareTotal) < BalanceShare {
+	if s.shareTotal > 0 && float64(s.shareCounts[module])/float64(s.shareTotal) < BalanceShare {
 		p += BalanceBonus
 	}
-	return int32(p)
+	return p
 }

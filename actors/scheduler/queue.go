@@ -5,10 +5,23 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"fano/pb"
 )
+
+// The queue keeps the scheduling order without re-sorting on a tick.
+//
+// A waiting task's priority (spec §6.1.1) is own + boost(waited) + env:
+// own is fixed; env is the same for every task of one module and preferred
+// backend and changes only on a tick; boost changes only when the task
+// crosses a whole hour of waiting, until the cap. So the ready tasks sit in
+// heaps that share their env part (one per module and backend constraint),
+// ordered by key = own + boost, which does not change with time; the heap
+// carries env as its bonus. A tick updates the bonus of each heap (not of
+// each task), and a heap of step times re-keys only the tasks whose boost
+// crosses a step — at most MaxBoost/BoostPerHour times in a task's wait.
+// Every key is the task's priority at s.at, the scheduler's clock (the
+// latest time it was told): exactly the spec's formula, evaluated for all
+// tasks at once.
 
 // entry is a task in memory plus its place in the queue.
 type entry struct {
@@ -16,33 +29,49 @@ type entry struct {
 	h      *taskHeap // the heap it sits in; nil when in none
 	idx    int       // index in h.items
 	picked bool      // handed out by Pick, not yet started or unpicked
+
+	// While in a ready heap: own priority + starvation boost at s.at, and
+	// when the boost changes next (noStep: never) with the index in the
+	// step heap (-1: not in it).
+	key  int32
+	step int64
+	sidx int
 }
 
 // heapKind says which map of the queue a heap belongs to.
 type heapKind uint8
 
 const (
-	kindPref    heapKind = iota // tasks with an llm_preference, one heap per backend
-	kindExcl                    // tasks without a preference, one heap per exclusion set
+	kindPref    heapKind = iota // tasks with an llm_preference, one heap per module and backend
+	kindExcl                    // tasks without a preference, one heap per module and exclusion set
 	kindDelayed                 // tasks whose not_before is in the future
 )
 
 // taskHeap is a binary heap of entries with positions tracked in the
-// entries, so removal is O(log n). Ready heaps put the highest priority first
+// entries, so removal is O(log n). Ready heaps put the highest key first
 // (ties: older created_at, then smaller id); the delayed heap the earliest
 // not_before first.
 type taskHeap struct {
-	kind  heapKind
-	key   string   // map key: deep marker + backend (kindPref) or canonical exclusion set (kindExcl)
-	deep  bool     // its tasks need deep mode: only backends with deep quota serve them
-	excl  []string // kindExcl: the backends these tasks must not use, sorted
-	items []*entry
+	kind   heapKind
+	key    string   // map key, see heapKey
+	module string   // ready heaps: the module of every task in it
+	pref   string   // kindPref: the preferred backend
+	deep   bool     // its tasks need deep mode: only backends with deep quota serve them
+	excl   []string // kindExcl: the backends these tasks must not use, sorted
+	bonus  int32    // ready heaps: envBonus of its tasks, set on each tick
+	items  []*entry
 }
 
-// before is the scheduling order: a runs before b.
+// before is the scheduling order of tasks by their priority field: a runs
+// before b.
 func before(a, b *pb.Task) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
+	return ordered(a.Priority, b.Priority, a, b)
+}
+
+// ordered is the scheduling order for priorities pa of a and pb of b.
+func ordered(pa, pb int32, a, b *pb.Task) bool {
+	if pa != pb {
+		return pa > pb
 	}
 	if a.CreatedAt != b.CreatedAt {
 		return a.CreatedAt < b.CreatedAt
@@ -50,15 +79,18 @@ func before(a, b *pb.Task) bool {
 	return a.Id < b.Id
 }
 
+// priority is a ready entry's priority at s.at.
+func (en *entry) priority() int32 { return en.key + en.h.bonus }
+
 func (h *taskHeap) less(i, j int) bool {
-	a, b := h.items[i].t, h.items[j].t
+	a, b := h.items[i], h.items[j]
 	if h.kind == kindDelayed {
-		if a.NotBefore != b.NotBefore {
-			return a.NotBefore < b.NotBefore
+		if a.t.NotBefore != b.t.NotBefore {
+			return a.t.NotBefore < b.t.NotBefore
 		}
-		return a.Id < b.Id
+		return a.t.Id < b.t.Id
 	}
-	return before(a, b)
+	return ordered(a.key, b.key, a.t, b.t)
 }
 
 func (h *taskHeap) swap(i, j int) {
@@ -98,6 +130,13 @@ func (h *taskHeap) down(i int) bool {
 	return i > start
 }
 
+// fix restores the order after the key at i changed.
+func (h *taskHeap) fix(i int) {
+	if !h.down(i) {
+		h.up(i)
+	}
+}
+
 func (h *taskHeap) push(en *entry) {
 	en.h, en.idx = h, len(h.items)
 	h.items = append(h.items, en)
@@ -113,8 +152,8 @@ func (h *taskHeap) remove(en *entry) {
 	}
 	h.items[last] = nil
 	h.items = h.items[:last]
-	if i != last && !h.down(i) {
-		h.up(i)
+	if i != last {
+		h.fix(i)
 	}
 	en.h, en.idx = nil, -1
 }
@@ -142,17 +181,82 @@ func (h *taskHeap) allows(b string) bool {
 	return !found
 }
 
+// stepHeap holds the ready entries whose boost will change, earliest step
+// first.
+type stepHeap []*entry
+
+func (sh stepHeap) less(i, j int) bool { return sh[i].step < sh[j].step }
+
+func (sh stepHeap) swap(i, j int) {
+	sh[i], sh[j] = sh[j], sh[i]
+	sh[i].sidx = i
+	sh[j].sidx = j
+}
+
+func (sh stepHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !sh.less(i, p) {
+			return
+		}
+		sh.swap(i, p)
+		i = p
+	}
+}
+
+func (sh stepHeap) down(i int) bool {
+	start, n := i, len(sh)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && sh.less(r, l) {
+			m = r
+		}
+		if !sh.less(m, i) {
+			break
+		}
+		sh.swap(i, m)
+		i = m
+	}
+	return i > start
+}
+
+func (sh *stepHeap) push(en *entry) {
+	en.sidx = len(*sh)
+	*sh = append(*sh, en)
+	sh.up(en.sidx)
+}
+
+func (sh *stepHeap) remove(en *entry) {
+	h := *sh
+	i, last := en.sidx, len(h)-1
+	if i != last {
+		h.swap(i, last)
+	}
+	h[last] = nil
+	*sh = h[:last]
+	if i != last && !sh.down(i) {
+		sh.up(i)
+	}
+	en.sidx = -1
+}
+
 // queue holds the PENDING tasks that are neither picked nor running.
 type queue struct {
 	pref    map[string]*taskHeap
 	excl    map[string]*taskHeap
 	delayed *taskHeap
+	steps   stepHeap
 }
 
 func (q *queue) init() {
 	q.pref = map[string]*taskHeap{}
 	q.excl = map[string]*taskHeap{}
 	q.delayed = &taskHeap{kind: kindDelayed}
+	q.steps = nil
 }
 
 // exclKey is the canonical form of an exclusion list: sorted, deduplicated.
@@ -166,23 +270,72 @@ func exclKey(ex []string) (string, []string) {
 	return strings.Join(s, "\x00"), s
 }
 
-// pushReady puts en into the heap its backend constraints select.
-func (q *queue) pushReady(en *entry) {
-	q.appendReady(en)
-	en.h.up(en.idx)
+// heapKey names a ready heap: deep-mode tasks sit in heaps of their own, so
+// a pick can offer them only the backends whose deep budget is not spent;
+// each module has its own, so a heap's tasks share their env bonus.
+func heapKey(deep bool, module, key string) string {
+	d := "n"
+	if deep {
+		d = "d"
+	}
+	return d + "\x01" + module + "\x01" + key
+}
+
+// readyHeap is the ready heap for t, made if missing.
+func (s *State) readyHeap(t *pb.Task) *taskHeap {
+	q := &s.q
+	deep := t.RequiresDeepMode
+	if p := t.LlmPreference; p != "" {
+		key := heapKey(deep, t.Module, p)
+		h := q.pref[key]
+		if h == nil {
+			h = &taskHeap{kind: kindPref, key: key, module: t.Module, pref: p, deep: deep}
+			h.bonus = int32(s.envBonus(h.module, h.pref, h.deep))
+			q.pref[key] = h
+		}
+		return h
+	}
+	ex, set := exclKey(t.LlmExclude)
+	key := heapKey(deep, t.Module, ex)
+	h := q.excl[key]
+	if h == nil {
+		h = &taskHeap{kind: kindExcl, key: key, module: t.Module, excl: set, deep: deep}
+		h.bonus = int32(s.envBonus(h.module, "", h.deep))
+		q.excl[key] = h
+	}
+	return h
+}
+
+// pushReady keys en at s.at and puts it into the ready heap its module and
+// backend constraints select.
+func (s *State) pushReady(en *entry) {
+	s.keyAt(en, s.at)
+	s.readyHeap(en.t).push(en)
+	if en.step != noStep {
+		s.q.steps.push(en)
+	}
+}
+
+// keyAt sets en's key and next step for time at.
+func (s *State) keyAt(en *entry, at int64) {
+	en.key = int32(s.ownPriority(en.t) + s.starvationBoost(en.t.CreatedAt, at))
+	en.step = s.nextBoostStep(en.t.CreatedAt, at)
 }
 
 // place puts a waiting task into the delayed heap or a ready heap.
-func (q *queue) place(en *entry, now int64) {
+func (s *State) place(en *entry, now int64) {
 	if en.t.NotBefore > now {
-		q.delayed.push(en)
+		s.q.delayed.push(en)
 		return
 	}
-	q.pushReady(en)
+	s.pushReady(en)
 }
 
 // detach takes en out of whichever heap holds it; empty heaps are dropped.
 func (q *queue) detach(en *entry) {
+	if en.sidx >= 0 {
+		q.steps.remove(en)
+	}
 	h := en.h
 	if h == nil {
 		return
@@ -198,8 +351,49 @@ func (q *queue) detach(en *entry) {
 	}
 }
 
-// promote moves delayed tasks whose not_before <= now into the ready heaps,
-// giving each its priority at now.
+// advance moves the scheduler's clock to at (never back) and re-keys the
+// ready tasks whose starvation boost stepped up by then. Cost: O(log n) per
+// step crossed, nothing when none is due.
+func (s *State) advance(at int64) {
+	if at <= s.at {
+		return
+	}
+	s.at = at
+	sh := &s.q.steps
+	for len(*sh) > 0 && (*sh)[0].step <= at {
+		en := (*sh)[0]
+		s.rekeys++
+		s.keyAt(en, at)
+		en.h.fix(en.idx)
+		if en.step == noStep {
+			sh.remove(en)
+		} else {
+			sh.down(0)
+		}
+	}
+}
+
+// rekeyAll computes every ready key at at from scratch, for a clock that
+// went back: O(n), never on a normal tick. Tasks whose not_before is after
+// at wait in the delayed heap again.
+func (s *State) rekeyAll(at int64) {
+	s.at = at
+	clear(s.q.steps)
+	s.q.steps = s.q.steps[:0]
+	var ready []*entry
+	for _, hs := range []map[string]*taskHeap{s.q.pref, s.q.excl} {
+		for _, h := range hs {
+			ready = append(ready, h.items...)
+		}
+	}
+	s.q.pref, s.q.excl = map[string]*taskHeap{}, map[string]*taskHeap{}
+	for _, en := range ready {
+		en.h, en.idx, en.sidx = nil, -1, -1
+		s.place(en, at)
+	}
+}
+
+// promote moves delayed tasks whose not_before <= now into the ready heaps.
 func (s *State) promote(now int64) {
 	d := s.q.delayed
 	for {
@@ -208,18 +402,8 @@ func (s *State) promote(now int64) {
 			return
 		}
 		d.remove(en)
-		en.t.Priority = s.priorityAt(en.t, now)
-		s.q.pushReady(en)
+		s.pushReady(en)
 	}
-}
-
-// heapKey keeps deep-mode tasks in heaps of their own, so a pick can offer
-// them only the backends whose deep budget is not spent.
-func heapKey(deep bool, key string) string {
-	if deep {
-		return "d\x01" + key
-	}
-	return "n\x01" + key
 }
 
 // best returns the first task in scheduling order that can use one of free
@@ -228,17 +412,17 @@ func heapKey(deep bool, key string) string {
 func (q *queue) best(free, deepFree []string) *entry {
 	var best *entry
 	consider := func(h *taskHeap) {
-		if en := h.top(); en != nil && (best == nil || before(en.t, best.t)) {
+		en := h.top()
+		if en != nil && (best == nil || ordered(en.priority(), best.priority(), en.t, best.t)) {
 			best = en
 		}
 	}
-	for _, b := range free {
-		if h := q.pref[heapKey(false, b)]; h != nil {
-			consider(h)
+	for _, h := range q.pref {
+		list := free
+		if h.deep {
+			list = deepFree
 		}
-	}
-	for _, b := range deepFree {
-		if h := q.pref[heapKey(true, b)]; h != nil {
+		if slices.Contains(list, h.pref) {
 			consider(h)
 		}
 	}
@@ -270,14 +454,17 @@ func (s *State) Pick(free []string, now time.Time) (*pb.Task, bool) {
 // PickFor is Pick where tasks that need deep mode may only use deepFree
 // (the free backends whose daily deep budget is not spent).
 func (s *State) PickFor(free, deepFree []string, now time.Time) (*pb.Task, bool) {
-	s.promote(now.UnixNano())
+	at := now.UnixNano()
+	s.advance(at)
+	s.promote(at)
 	en := s.q.best(free, deepFree)
 	if en == nil {
 		return nil, false
 	}
+	en.t.Priority = en.priority()
 	s.q.detach(en)
 	en.picked = true
-	return proto.Clone(en.t).(*pb.Task), true
+	return s.copyOf(en), true
 }
 
 // Unpick returns a picked task to the queue (its allocation failed).
@@ -288,7 +475,7 @@ func (s *State) Unpick(id string) {
 	}
 	en.picked = false
 	if en.t.State == pb.TaskState_TASK_STATE_PENDING && en.h == nil {
-		s.q.pushReady(en)
+		s.pushReady(en)
 	}
 }
 
@@ -300,7 +487,8 @@ func (s *State) Picked(id string) bool {
 
 // ShouldPreempt reports whether the best waiting task that could run on llm
 // beats the running task's priority by more than PreemptionThreshold, and if
-// so that task's id. Both priorities are those of the last Recompute.
+// so that task's id. Both priorities are taken at the scheduler's clock with
+// the figures of the last Recompute.
 func (s *State) ShouldPreempt(runningID, llm string) (bool, string) {
 	cur, ok := s.running[runningID]
 	if !ok {
@@ -310,59 +498,29 @@ func (s *State) ShouldPreempt(runningID, llm string) (bool, string) {
 	if w == nil || w.t.Id == runningID {
 		return false, ""
 	}
-	if int(w.t.Priority) > int(cur.t.Priority)+s.cfg.PreemptionThreshold {
+	if int(w.priority()) > int(s.priorityAt(cur.t, s.at))+s.cfg.PreemptionThreshold {
 		return true, w.t.Id
 	}
 	return false, ""
 }
 
-// Recompute runs on the scheduler tick: it reads env, recomputes the
-// priority of every unfinished task at now, promotes delayed tasks whose
-// not_before <= now and rebuilds the heaps. O(unfinished tasks): finished
-// ones are never walked.
+// Recompute runs on the scheduler tick: it reads env, moves the clock to
+// now (re-keying only the tasks whose starvation boost steps), sets each
+// heap's env bonus and promotes delayed tasks whose not_before <= now.
+// Cost: O(heaps + steps crossed + promoted), not O(waiting tasks); a clock
+// that went back re-keys everything once.
 func (s *State) Recompute(now time.Time, env Env) {
 	at := now.UnixNano()
 	s.refreshEnv(at, env)
-	for _, en := range s.open {
-		en.t.Priority = s.priorityAt(en.t, at)
-	}
-	d := s.q.delayed
-	for {
-		en := d.top()
-		if en == nil || en.t.NotBefore > at {
-			break
-		}
-		d.remove(en)
-		// Appended unordered; the init below orders them.
-		s.q.appendReady(en)
-	}
-	for _, h := range s.q.pref {
-		h.init()
-	}
-	for _, h := range s.q.excl {
-		h.init()
-	}
-}
-
-// appendReady adds en to its ready heap without restoring the heap order.
-func (q *queue) appendReady(en *entry) {
-	t := en.t
-	var h *taskHeap
-	deep := t.RequiresDeepMode
-	if p := t.LlmPreference; p != "" {
-		key := heapKey(deep, p)
-		if h = q.pref[key]; h == nil {
-			h = &taskHeap{kind: kindPref, key: key, deep: deep}
-			q.pref[key] = h
-		}
+	if at < s.at {
+		s.rekeyAll(at)
 	} else {
-		ex, set := exclKey(t.LlmExclude)
-		key := heapKey(deep, ex)
-		if h = q.excl[key]; h == nil {
-			h = &taskHeap{kind: kindExcl, key: key, excl: set, deep: deep}
-			q.excl[key] = h
+		s.advance(at)
+	}
+	for _, hs := range []map[string]*taskHeap{s.q.pref, s.q.excl} {
+		for _, h := range hs {
+			h.bonus = int32(s.envBonus(h.module, h.pref, h.deep))
 		}
 	}
-	en.h, en.idx = h, len(h.items)
-	h.items = append(h.items, en)
+	s.promote(at)
 }

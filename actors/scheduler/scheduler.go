@@ -158,9 +158,13 @@ type State struct {
 	counts    map[string]map[pb.TaskState]int
 	pending   int // PENDING + READY + PAUSED
 
-	starts []*pb.ModuleStart // task starts within ShareWindow of the last start, oldest first
+	starts []moduleStart // task starts within ShareWindow of the last start, oldest first
 
-	q queue
+	q  queue
+	at int64 // the scheduler's clock: the latest time it was told (unix ns); ready keys are priorities at at
+
+	prefOpen map[quotaKey]int // unfinished tasks per preferred backend and mode: whom a tick asks about quota
+	rekeys   uint64           // boost steps taken since New (benchmarks report them)
 
 	// Figures cached at the last Recompute for priorities computed between
 	// ticks (a task entering the queue). Derived, never persisted.
@@ -168,6 +172,14 @@ type State struct {
 	quota       map[quotaKey]bool
 	shareCounts map[string]int
 	shareTotal  int
+}
+
+// moduleStart is a task start for module balance: a plain value, not a
+// *pb.ModuleStart, as an hour of starts at thousands a second is a lot of
+// small objects for the collector.
+type moduleStart struct {
+	module string
+	at     int64
 }
 
 type quotaKey struct {
@@ -188,6 +200,7 @@ func New(cfg Config) *State {
 		counts:    map[string]map[pb.TaskState]int{},
 		backlog:   map[string]int{},
 		quota:     map[quotaKey]bool{},
+		prefOpen:  map[quotaKey]int{},
 	}
 	s.q.init()
 	return s
@@ -369,7 +382,21 @@ func (s *State) Task(id string) (*pb.Task, bool) {
 	if !ok {
 		return nil, false
 	}
-	return proto.Clone(en.t).(*pb.Task), true
+	return s.copyOf(en), true
+}
+
+// refresh sets an unfinished task's priority field to its priority at the
+// scheduler's clock; a tick does not touch every task, a read does.
+func (s *State) refresh(en *entry) {
+	if !IsFinished(en.t.State) {
+		en.t.Priority = s.priorityAt(en.t, s.at)
+	}
+}
+
+// copyOf is a copy of en's task with its priority refreshed.
+func (s *State) copyOf(en *entry) *pb.Task {
+	s.refresh(en)
+	return proto.Clone(en.t).(*pb.Task)
 }
 
 // Tasks returns copies of the tasks for which filter (nil: all) is true, in
@@ -378,11 +405,12 @@ func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 	ids := slices.Sorted(maps.Keys(s.tasks))
 	var out []*pb.Task
 	for _, id := range ids {
-		t := s.tasks[id].t
-		if filter != nil && !filter(t) {
+		en := s.tasks[id]
+		s.refresh(en)
+		if filter != nil && !filter(en.t) {
 			continue
 		}
-		out = append(out, proto.Clone(t).(*pb.Task))
+		out = append(out, proto.Clone(en.t).(*pb.Task))
 		if limit > 0 && len(out) >= limit {
 			break
 		}
@@ -395,6 +423,7 @@ func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 // this way instead of cloning them.
 func (s *State) ForEach(fn func(t *pb.Task)) {
 	for _, en := range s.tasks {
+		s.refresh(en)
 		fn(en.t)
 	}
 }
@@ -416,7 +445,7 @@ func (s *State) Running() []*pb.Task {
 	ids := slices.Sorted(maps.Keys(s.running))
 	out := make([]*pb.Task, 0, len(ids))
 	for _, id := range ids {
-		out = append(out, proto.Clone(s.running[id].t).(*pb.Task))
+		out = append(out, s.copyOf(s.running[id]))
 	}
 	return out
 }

@@ -35,13 +35,13 @@ func (s *State) Snapshot() *pb.SchedulerSnapshot {
 		snap.Tasks = append(snap.Tasks, t)
 	}
 	for _, st := range s.starts {
-		snap.RecentStarts = append(snap.RecentStarts, proto.Clone(st).(*pb.ModuleStart))
+		snap.RecentStarts = append(snap.RecentStarts, &pb.ModuleStart{Module: st.module, At: st.at})
 	}
 	return snap
 }
 
 // Restore builds a scheduler from a snapshot (nil: empty). Priorities are
-// those at each task's updated_at until the first Recompute.
+// those at the latest updated_at until the first Recompute.
 func Restore(cfg Config, snap *pb.SchedulerSnapshot) (*State, error) {
 	s := New(cfg)
 	for i, t := range snap.GetTasks() {
@@ -60,10 +60,11 @@ func Restore(cfg Config, snap *pb.SchedulerSnapshot) (*State, error) {
 			continue
 		}
 		nt := proto.Clone(t).(*pb.Task)
+		s.advance(nt.UpdatedAt)
 		s.insert(nt, nt.UpdatedAt)
 	}
 	for _, st := range snap.GetRecentStarts() {
-		s.starts = append(s.starts, proto.Clone(st).(*pb.ModuleStart))
+		s.starts = append(s.starts, moduleStart{module: st.GetModule(), at: st.GetAt()})
 	}
 	return s, nil
 }

@@ -52,6 +52,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 		return err
 	}
 	defer a.close()
+	memLimit, memLimitFrom := memoryLimit(a.cfg.Orchestrator.State.MemoryLimitMB)
 	opts, err := a.options(clockwork.NewRealClock())
 	if err != nil {
 		return err
@@ -91,6 +92,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	a.logger.Info().Str("event", "cmd.fano.started").Int("pid", os.Getpid()).Str("data_dir", a.dataDir).
 		Int("tasks_recovered", rep.TasksRecovered).Int("entries_replayed", rep.EntriesReplayed).
 		Int("tasks_paused", rep.TasksPaused).Strs("repairs", rep.Repairs).Strs("problems", rep.Problems).
+		Int64("memory_limit_mb", memLimit>>20).Str("memory_limit_from", memLimitFrom).
 		Msg("fano is running")
 	if earlier > 0 {
 		// A second `make run` finds the first one's data: say it goes on
