@@ -1,0 +1,929 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"fano/modules"
+	"fano/pb"
+)
+
+// Name is the module's name.
+const Name = "pipeline"
+
+// TaskType is the type of every pipeline task: one (item, llm step, model)
+// pair. The simulator answers it in the shape of the step's schema.
+const TaskType = "pipeline_llm"
+
+// Output files, relative to <run dir>/output.
+const (
+	ResultsFile  = "results.jsonl"
+	FailuresFile = "failures.jsonl"
+	SummaryFile  = "summary.json"
+)
+
+// Pair statuses.
+const (
+	StatusOK     = "ok"
+	StatusFailed = "failed"
+)
+
+// Module runs one pipeline definition over its items. Not safe for
+// concurrent use: its host actor is its only caller.
+type Module struct {
+	def     *Definition
+	items   []*Item
+	itemIdx map[string]int
+	window  int
+	hold    bool
+	st      state
+
+	// Transient: what is in flight now. A crash loses nothing here that
+	// matters: in-flight requests are re-asked after recovery.
+	reserved map[string]reservation // task id -> cost and request held back for it
+	deferred map[string]string      // task id -> why NextAction refused to ask
+	stopped  string                 // why no new work is proposed (a cap was reached)
+	low      int                    // items before it are finished (Propose's cursor)
+	now      time.Time
+}
+
+type reservation struct {
+	cost      float64
+	promptLen int
+}
+
+// pair is the durable state of one (step, item, model).
+type pair struct {
+	Status   string          `json:"s,omitempty"`
+	Output   json.RawMessage `json:"o,omitempty"`
+	Stage    string          `json:"st,omitempty"`
+	Error    string          `json:"e,omitempty"`
+	Raw      string          `json:"r,omitempty"`
+	Attempts int             `json:"a,omitempty"` // invalid answers in this generation
+	Gen      int             `json:"g,omitempty"` // rounds given up (retries, deferrals)
+	Cost     float64         `json:"c,omitempty"`
+	Tokens   int64           `json:"t,omitempty"`
+}
+
+type state struct {
+	Pairs    map[string]*pair `json:"pairs"`
+	Spent    float64          `json:"spent"`
+	Requests map[string]int   `json:"requests"` // UTC day -> LLM answers
+	Finished int              `json:"finished"` // run_finished events
+}
+
+// Config shapes a module.
+type Config struct {
+	Def   *Definition
+	Items []*Item
+	// Window bounds the tasks proposed ahead of the running ones (default
+	// 4096): a run of a million items does not offer a million tasks.
+	Window int
+	// Hold: propose nothing (maintenance commands change state only).
+	Hold bool
+}
+
+// New returns a module for a definition and its items.
+func New(cfg Config) *Module {
+	if cfg.Window <= 0 {
+		cfg.Window = 4096
+	}
+	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, itemIdx: make(map[string]int, len(cfg.Items)),
+		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState()}
+	for i, it := range cfg.Items {
+		m.itemIdx[it.Key] = i
+	}
+	return m
+}
+
+func newState() state {
+	return state{Pairs: map[string]*pair{}, Requests: map[string]int{}}
+}
+
+func (m *Module) Name() string        { return Name }
+func (m *Module) TaskTypes() []string { return []string{TaskType} }
+
+// Definition returns the module's definition.
+func (m *Module) Definition() *Definition { return m.def }
+
+func pairKey(step, item, model string) string { return step + "\x00" + item + "\x00" + model }
+
+func splitPairKey(k string) (step, item, model string) {
+	a, rest, _ := strings.Cut(k, "\x00")
+	b, c, _ := strings.Cut(rest, "\x00")
+	return a, b, c
+}
+
+func (m *Module) pairOf(step, item, model string) *pair {
+	return m.st.Pairs[pairKey(step, item, model)]
+}
+
+func done(p *pair) bool { return p != nil && p.Status != "" }
+
+// itemStatus: "done" when every llm pair of the item is finished (or can
+// never run because a dependency failed), "failed" if one failed, else
+// "open".
+func (m *Module) itemStatus(it *Item) string {
+	failed := false
+	for _, s := range m.def.order {
+		if s.LLM == nil {
+			continue
+		}
+		for _, model := range s.models {
+			p := m.pairOf(s.Name, it.Key, model)
+			switch {
+			case p != nil && p.Status == StatusFailed:
+				failed = true
+			case done(p):
+			case m.blocked(s, it):
+				failed = true
+			default:
+				return "open"
+			}
+		}
+	}
+	if failed {
+		return "failed"
+	}
+	return "done"
+}
+
+// ready reports whether every llm step s needs has all its pairs OK.
+func (m *Module) ready(s *Step, it *Item) bool {
+	for _, dep := range m.def.needsOf(s) {
+		if dep.LLM != nil {
+			for _, model := range dep.models {
+				p := m.pairOf(dep.Name, it.Key, model)
+				if p == nil || p.Status != StatusOK {
+					return false
+				}
+			}
+		} else if !m.ready(dep, it) {
+			return false
+		}
+	}
+	return true
+}
+
+// blocked reports whether a dependency of s failed for the item, so s can
+// never run in this generation.
+func (m *Module) blocked(s *Step, it *Item) bool {
+	for _, dep := range m.def.needsOf(s) {
+		if dep.LLM != nil {
+			for _, model := range dep.models {
+				if p := m.pairOf(dep.Name, it.Key, model); p != nil && p.Status == StatusFailed {
+					return true
+				}
+			}
+		}
+		if m.blocked(dep, it) {
+			return true
+		}
+	}
+	return false
+}
+
+// stepValues computes the outputs available to an item's steps: llm
+// outputs that are OK (one model: the output; several: model -> output),
+// expressions whose needs are met, and groups as step -> output.
+func (m *Module) stepValues(it *Item) (map[string]any, error) {
+	vals := map[string]any{}
+	for _, s := range m.def.order {
+		switch {
+		case s.LLM != nil:
+			outs := map[string]any{}
+			for _, model := range s.models {
+				p := m.pairOf(s.Name, it.Key, model)
+				if p == nil || p.Status != StatusOK {
+					continue
+				}
+				var v any
+				if err := json.Unmarshal(p.Output, &v); err != nil {
+					return nil, fmt.Errorf("step %s, item %s, model %s: stored output: %w", s.Name, it.Key, model, err)
+				}
+				outs[model] = v
+			}
+			if len(outs) < len(s.models) {
+				continue
+			}
+			if len(s.models) == 1 {
+				vals[s.Name] = outs[s.models[0]]
+			} else {
+				vals[s.Name] = outs
+			}
+		case s.expr != nil:
+			if !m.ready(s, it) {
+				continue
+			}
+			v, err := s.expr.eval(exprEnv(it.Fields, it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
+			if err != nil {
+				return nil, fmt.Errorf("step %s, item %s: expression: %w", s.Name, it.Key, err)
+			}
+			vals[s.Name] = v
+		}
+		if s.parent != "" {
+			if v, ok := vals[s.Name]; ok {
+				g, _ := vals[s.parent].(map[string]any)
+				if g == nil {
+					g = map[string]any{}
+					vals[s.parent] = g
+				}
+				g[s.Name] = v
+			}
+		}
+	}
+	return vals, nil
+}
+
+func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
+	subject := s.Name + "/" + model + "/" + strconv.Itoa(gen) + "/" + it.Key
+	return &pb.Task{
+		Id: modules.TaskKey(Name, TaskType, subject), Module: Name, TaskType: TaskType, Subject: subject,
+		LlmPreference: model, MaxRequests: int32(s.LLM.Attempts),
+		Context: map[string]string{"step": s.Name, "item": it.Key, "model": model, "gen": strconv.Itoa(gen)},
+	}
+}
+
+// Propose offers the next pairs that can run, items in source order and,
+// within an item, every model of a step side by side: a run cut short
+// covers all models evenly (seeds/003). At most Window tasks are offered.
+func (m *Module) Propose(now time.Time) []*pb.Task {
+	m.now = now
+	if m.hold || m.stopped != "" || m.dailySpent() {
+		return nil
+	}
+	prepared := -1
+	if m.def.Limits.MaxPrepared > 0 {
+		prepared = m.prepared()
+	}
+	var out []*pb.Task
+	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
+		m.low++
+	}
+	for i := m.low; i < len(m.items) && len(out) < m.window; i++ {
+		it := m.items[i]
+		for _, s := range m.def.order {
+			if s.LLM == nil || !m.ready(s, it) {
+				continue
+			}
+			if prepared >= 0 && s.class == "cheap" && prepared >= m.def.Limits.MaxPrepared && !m.cheapStarted(s, it) {
+				continue
+			}
+			for _, model := range s.models {
+				p := m.pairOf(s.Name, it.Key, model)
+				if done(p) {
+					continue
+				}
+				gen := 0
+				if p != nil {
+					gen = p.Gen
+				}
+				out = append(out, m.taskFor(s, it, model, gen))
+			}
+		}
+	}
+	return out
+}
+
+// prepared counts items whose cheap steps are done and whose other llm
+// steps are not: the buffer the watermark bounds.
+func (m *Module) prepared() int {
+	n := 0
+	for _, it := range m.items {
+		cheapDone, rest := true, false
+		for _, s := range m.def.order {
+			if s.LLM == nil {
+				continue
+			}
+			for _, model := range s.models {
+				d := done(m.pairOf(s.Name, it.Key, model))
+				if s.class == "cheap" && !d {
+					cheapDone = false
+				}
+				if s.class != "cheap" && !d {
+					rest = true
+				}
+			}
+		}
+		if cheapDone && rest {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *Module) cheapStarted(s *Step, it *Item) bool {
+	for _, model := range s.models {
+		if p := m.pairOf(s.Name, it.Key, model); p != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Module) day() string { return m.now.UTC().Format("2006-01-02") }
+
+// dailySpent: today's requests (answered and in flight) reached the
+// daily budget.
+func (m *Module) dailySpent() bool {
+	lim := m.def.Limits.DailyRequests
+	return lim > 0 && m.st.Requests[m.day()]+len(m.reserved) >= lim
+}
+
+func (m *Module) reservedCost() float64 {
+	c := 0.0
+	for _, r := range m.reserved {
+		c += r.cost
+	}
+	return c
+}
+
+func (m *Module) price(model string) Price { return m.def.Prices[model] }
+
+func tokens(n int) int64 { return int64((n + 3) / 4) }
+
+// cost estimates a request from its prompt and answer sizes (about four
+// characters a token), at the model's price.
+func (m *Module) cost(model string, promptLen, answerLen int) (float64, int64) {
+	p := m.price(model)
+	in, out := tokens(promptLen), tokens(answerLen)
+	return (float64(in)*p.Input + float64(out)*p.Output) / 1e6, in + out
+}
+
+type taskRef struct {
+	step  *Step
+	item  *Item
+	model string
+	gen   int
+	key   string
+}
+
+func (m *Module) ref(t *pb.Task) (taskRef, error) {
+	c := t.Context
+	s := m.def.Step(c["step"])
+	if s == nil || s.LLM == nil {
+		return taskRef{}, fmt.Errorf("task %s: step %q is not an llm step of pipeline %s", t.Id, c["step"], m.def.Name)
+	}
+	i, ok := m.itemIdx[c["item"]]
+	if !ok {
+		return taskRef{}, fmt.Errorf("task %s: item %q is not among the items", t.Id, c["item"])
+	}
+	gen, _ := strconv.Atoi(c["gen"])
+	return taskRef{step: s, item: m.items[i], model: c["model"], gen: gen, key: pairKey(s.Name, c["item"], c["model"])}, nil
+}
+
+// NextAction asks the step's prompt until an answer passes validation or
+// the attempts are spent. Before a request leaves it holds back the
+// request's worst-case cost and its place in the daily budget, so caps
+// stop work at the limit, not after it.
+func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
+	r, err := m.ref(t)
+	if err != nil {
+		return modules.Action{}, err
+	}
+	delete(m.reserved, t.Id)
+	p := m.st.Pairs[r.key]
+	if done(p) || (p != nil && p.Gen != r.gen) || (p != nil && p.Attempts >= r.step.LLM.Attempts) {
+		return modules.Action{Kind: modules.ActionDone}, nil
+	}
+	vals, err := m.stepValues(r.item)
+	if err != nil {
+		return modules.Action{}, err
+	}
+	prompt, err := m.def.RenderPrompt(r.step, r.item, vals, r.model)
+	if err != nil {
+		return modules.Action{}, err
+	}
+	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
+	if lim := m.def.Limits.MaxCost; lim > 0 && m.st.Spent+m.reservedCost()+est > lim {
+		m.deferred[t.Id] = fmt.Sprintf("max_cost %.4f reached (spent %.4f, in flight %.4f, next request up to %.4f)", lim, m.st.Spent, m.reservedCost(), est)
+		m.stopped = m.deferred[t.Id]
+		return modules.Action{Kind: modules.ActionDone}, nil
+	}
+	if m.dailySpent() {
+		m.deferred[t.Id] = fmt.Sprintf("daily_requests %d reached for %s", m.def.Limits.DailyRequests, m.day())
+		return modules.Action{Kind: modules.ActionDone}, nil
+	}
+	m.reserved[t.Id] = reservation{cost: est, promptLen: len(prompt)}
+	return modules.Action{Kind: modules.ActionLLMRequest, Prompt: prompt}, nil
+}
+
+type answerEvent struct {
+	Key    string          `json:"k"`
+	Gen    int             `json:"g"`
+	Output json.RawMessage `json:"o,omitempty"`
+	Stage  string          `json:"st,omitempty"`
+	Error  string          `json:"e,omitempty"`
+	Raw    string          `json:"r,omitempty"`
+	Cost   float64         `json:"c,omitempty"`
+	Tokens int64           `json:"t,omitempty"`
+}
+
+// DecideResponse validates an answer in two phases (schema, then rules).
+// A valid answer is the pair's result; an invalid one is recorded with
+// its raw text and the stage that failed, and asked again while attempts
+// remain.
+func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb.ModuleEvent, error) {
+	m.now = now
+	r, err := m.ref(t)
+	if err != nil {
+		return nil, err
+	}
+	res := m.reserved[t.Id]
+	delete(m.reserved, t.Id)
+	cost, toks := m.cost(r.model, res.promptLen, len(answer))
+	ev := answerEvent{Key: r.key, Gen: r.gen, Cost: cost, Tokens: toks}
+	vals, err := m.stepValues(r.item)
+	if err != nil {
+		return nil, err
+	}
+	out, stage, verr := m.def.ValidateAnswer(r.step, r.item, vals, answer)
+	typ := "answer_ok"
+	if verr != nil {
+		typ = "answer_invalid"
+		ev.Stage, ev.Error, ev.Raw = stage, verr.Error(), answer
+	} else {
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: encode output: %w", t.Id, err)
+		}
+		ev.Output = b
+	}
+	return m.event(typ, t.Id, ev)
+}
+
+func (m *Module) event(typ, taskID string, v any) ([]*pb.ModuleEvent, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: encode %s: %w", typ, err)
+	}
+	return []*pb.ModuleEvent{{Type: typ, Data: data, TaskId: taskID}}, nil
+}
+
+// DecideCompletion ends a pair's task: a pair whose attempts were all
+// invalid fails with its last answer; one a cap held back is deferred to
+// a later run under a new task id.
+func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent, error) {
+	m.now = now
+	r, err := m.ref(t)
+	if err != nil {
+		return nil, err
+	}
+	delete(m.reserved, t.Id)
+	p := m.st.Pairs[r.key]
+	if done(p) || (p != nil && p.Gen != r.gen) {
+		delete(m.deferred, t.Id)
+		return nil, nil
+	}
+	if why, ok := m.deferred[t.Id]; ok {
+		delete(m.deferred, t.Id)
+		return m.event("pair_deferred", t.Id, answerEvent{Key: r.key, Gen: r.gen, Error: why})
+	}
+	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
+	if p != nil {
+		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw
+	}
+	return m.event("pair_failed", t.Id, ev)
+}
+
+// DecideFailure records a pair the executor gave up on (backend errors,
+// a cancel) with the reason.
+func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.ModuleEvent, error) {
+	m.now = now
+	r, err := m.ref(t)
+	if err != nil {
+		return nil, err
+	}
+	delete(m.reserved, t.Id)
+	delete(m.deferred, t.Id)
+	if p := m.st.Pairs[r.key]; done(p) || (p != nil && p.Gen != r.gen) {
+		return nil, nil
+	}
+	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "request", Error: reason}
+	if p := m.st.Pairs[r.key]; p != nil && p.Raw != "" {
+		ev.Raw = p.Raw
+	}
+	return m.event("pair_failed", t.Id, ev)
+}
+
+type keysEvent struct {
+	Keys []string `json:"keys"`
+}
+
+// DecideRetryFailed gives the failed pairs (of one step, or all) a new
+// generation, so the next run asks them again and only them.
+func (m *Module) DecideRetryFailed(step string) ([]*pb.ModuleEvent, error) {
+	if step != "" && m.def.Step(step) == nil {
+		return nil, fmt.Errorf("pipeline %s: no step %q", m.def.Name, step)
+	}
+	var keys []string
+	for k, p := range m.st.Pairs {
+		if s, _, _ := splitPairKey(k); p.Status == StatusFailed && (step == "" || s == step) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	sort.Strings(keys)
+	m.stopped = ""
+	return m.event("retry_failed", "", keysEvent{Keys: keys})
+}
+
+// Revalidation is what revalidate found.
+type Revalidation struct {
+	Checked  int      `json:"checked"`
+	Promoted []string `json:"promoted"` // "step/item/model"
+}
+
+// DecideRevalidate re-checks the raw answers of failed pairs against the
+// current definition's schema and rules, with no LLM call; those that
+// pass now become results.
+func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
+	var rv Revalidation
+	var evs []*pb.ModuleEvent
+	keys := make([]string, 0)
+	for k, p := range m.st.Pairs {
+		if p.Status == StatusFailed && p.Raw != "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := m.st.Pairs[k]
+		stepName, itemKey, model := splitPairKey(k)
+		s := m.def.Step(stepName)
+		i, ok := m.itemIdx[itemKey]
+		if s == nil || s.LLM == nil || !ok {
+			continue
+		}
+		rv.Checked++
+		vals, err := m.stepValues(m.items[i])
+		if err != nil {
+			return nil, rv, err
+		}
+		out, _, verr := m.def.ValidateAnswer(s, m.items[i], vals, p.Raw)
+		if verr != nil {
+			continue
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, rv, err
+		}
+		e, err := m.event("revalidated", "", answerEvent{Key: k, Gen: p.Gen, Output: b})
+		if err != nil {
+			return nil, rv, err
+		}
+		evs = append(evs, e...)
+		rv.Promoted = append(rv.Promoted, stepName+"/"+itemKey+"/"+model)
+	}
+	return evs, rv, nil
+}
+
+// DecideRunFinished marks the end of a run: the output files are written
+// from the state, under a WAL intent and commit.
+func (m *Module) DecideRunFinished() ([]*pb.ModuleEvent, error) {
+	return []*pb.ModuleEvent{{Type: "run_finished"}}, nil
+}
+
+// Apply changes state. It is idempotent per generation: an event of an
+// older generation than the pair's is ignored.
+func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
+	get := func(k string) *pair {
+		p := m.st.Pairs[k]
+		if p == nil {
+			p = &pair{}
+			m.st.Pairs[k] = p
+		}
+		return p
+	}
+	switch e.Type {
+	case "answer_ok", "answer_invalid", "pair_failed", "pair_deferred", "revalidated", "output_invalidated":
+		var a answerEvent
+		if err := json.Unmarshal(e.Data, &a); err != nil {
+			return fmt.Errorf("pipeline: %s of task %s: %w", e.Type, e.TaskId, err)
+		}
+		p := get(a.Key)
+		if a.Gen != p.Gen {
+			return nil
+		}
+		switch e.Type {
+		case "answer_ok", "answer_invalid":
+			m.st.Requests[at.UTC().Format("2006-01-02")]++
+			m.st.Spent += a.Cost
+			p.Cost += a.Cost
+			p.Tokens += a.Tokens
+			if e.Type == "answer_ok" {
+				if p.Status == "" {
+					p.Status, p.Output = StatusOK, a.Output
+				}
+			} else {
+				p.Attempts++
+				p.Stage, p.Error, p.Raw = a.Stage, a.Error, a.Raw
+			}
+		case "pair_failed":
+			if p.Status == "" {
+				p.Status, p.Stage, p.Error = StatusFailed, a.Stage, a.Error
+				if a.Raw != "" {
+					p.Raw = a.Raw
+				}
+			}
+		case "pair_deferred":
+			p.Gen++
+			p.Attempts = 0
+		case "output_invalidated":
+			if p.Status == StatusOK {
+				p.Status, p.Output, p.Stage, p.Error, p.Raw = StatusFailed, nil, a.Stage, a.Error, a.Raw
+			}
+		case "revalidated":
+			if p.Status == StatusFailed {
+				p.Status, p.Output, p.Stage, p.Error = StatusOK, a.Output, "", ""
+			}
+		}
+	case "retry_failed":
+		var ks keysEvent
+		if err := json.Unmarshal(e.Data, &ks); err != nil {
+			return fmt.Errorf("pipeline: retry_failed: %w", err)
+		}
+		for _, k := range ks.Keys {
+			if p := m.st.Pairs[k]; p != nil && p.Status == StatusFailed {
+				p.Status, p.Attempts, p.Stage, p.Error = "", 0, "", ""
+				p.Gen++
+			}
+		}
+		m.low = 0
+	case "run_finished":
+		m.st.Finished++
+	default:
+		return fmt.Errorf("pipeline: unknown event type %q", e.Type)
+	}
+	return nil
+}
+
+func (m *Module) Snapshot() ([]byte, error) { return json.Marshal(m.st) }
+
+func (m *Module) Restore(data []byte) error {
+	st := newState()
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("pipeline: restore: %w", err)
+	}
+	if st.Pairs == nil {
+		st.Pairs = map[string]*pair{}
+	}
+	if st.Requests == nil {
+		st.Requests = map[string]int{}
+	}
+	m.st = st
+	m.low = 0
+	return nil
+}
+
+// Backlog is the number of items not finished (raises the priority of
+// the module's tasks when many wait).
+func (m *Module) Backlog() int { return len(m.items) - m.low }
+
+// StopReason says why the module stopped proposing work ("" = it did not).
+func (m *Module) StopReason() string {
+	if m.stopped != "" {
+		return m.stopped
+	}
+	if m.dailySpent() {
+		return fmt.Sprintf("daily_requests %d reached for %s", m.def.Limits.DailyRequests, m.day())
+	}
+	return ""
+}
+
+// Exports: the output files are rewritten at the end of a run (and by
+// export/repair), not after every answer: rewriting a 20,000-line file
+// per answer would cost more than the answers.
+func (m *Module) Exports(e *pb.ModuleEvent) []string {
+	switch e.Type {
+	case "run_finished", "revalidated", "retry_failed", "output_invalidated":
+		return m.ExportPaths()
+	}
+	return nil
+}
+
+func (m *Module) ExportPaths() []string { return []string{FailuresFile, ResultsFile, SummaryFile} }
+
+func (m *Module) Export(path string) ([]byte, error) {
+	switch path {
+	case ResultsFile:
+		return m.resultsJSONL()
+	case FailuresFile:
+		return m.failuresJSONL()
+	case SummaryFile:
+		b, err := json.MarshalIndent(m.Summary(), "", "  ")
+		return append(b, '\n'), err
+	}
+	return nil, fmt.Errorf("pipeline: no output file %q", path)
+}
+
+// Result is one finished item's line in results.jsonl.
+type Result struct {
+	Key    string         `json:"key"`
+	Status string         `json:"status"` // ok | failed
+	Steps  map[string]any `json:"steps"`
+	Cost   float64        `json:"cost_usd"`
+}
+
+func (m *Module) resultsJSONL() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, it := range m.items {
+		st := m.itemStatus(it)
+		if st == "open" {
+			continue
+		}
+		vals, err := m.stepValues(it)
+		if err != nil {
+			return nil, err
+		}
+		r := Result{Key: it.Key, Status: st, Steps: vals}
+		for _, s := range m.def.order {
+			for _, model := range s.models {
+				if p := m.pairOf(s.Name, it.Key, model); p != nil {
+					r.Cost += p.Cost
+				}
+			}
+		}
+		if err := enc.Encode(r); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// Failure is one failed pair's line in failures.jsonl.
+type Failure struct {
+	Key      string `json:"key"`
+	Step     string `json:"step"`
+	Model    string `json:"model"`
+	Stage    string `json:"stage"` // parse | schema | rules | request
+	Error    string `json:"error"`
+	Raw      string `json:"raw,omitempty"`
+	Attempts int    `json:"attempts"`
+}
+
+// Failures lists the failed pairs in item and step order.
+func (m *Module) Failures() []Failure {
+	var out []Failure
+	for _, it := range m.items {
+		for _, s := range m.def.order {
+			for _, model := range s.models {
+				if p := m.pairOf(s.Name, it.Key, model); p != nil && p.Status == StatusFailed {
+					out = append(out, Failure{Key: it.Key, Step: s.Name, Model: model, Stage: p.Stage, Error: p.Error, Raw: p.Raw, Attempts: p.Attempts})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (m *Module) failuresJSONL() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, f := range m.Failures() {
+		if err := enc.Encode(f); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// Counts of one step and model.
+type Counts struct {
+	OK      int `json:"ok"`
+	Failed  int `json:"failed"`
+	Pending int `json:"pending"`
+}
+
+// Summary is the state of a run.
+type Summary struct {
+	Pipeline    string                       `json:"pipeline"`
+	Items       int                          `json:"items"`
+	ItemsDone   int                          `json:"items_done"`
+	ItemsFailed int                          `json:"items_failed"`
+	Steps       map[string]map[string]Counts `json:"steps"` // step -> model -> counts
+	CostUSD     float64                      `json:"cost_usd"`
+	MaxCostUSD  float64                      `json:"max_cost_usd,omitempty"`
+	Requests    int                          `json:"requests"`
+	Stopped     string                       `json:"stopped,omitempty"`
+}
+
+// Summary counts items and pairs.
+func (m *Module) Summary() Summary {
+	s := Summary{Pipeline: m.def.Name, Items: len(m.items), Steps: map[string]map[string]Counts{},
+		CostUSD: m.st.Spent, MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
+	for _, n := range m.st.Requests {
+		s.Requests += n
+	}
+	for _, st := range m.def.order {
+		if st.LLM == nil {
+			continue
+		}
+		byModel := map[string]Counts{}
+		for _, model := range st.models {
+			var c Counts
+			for _, it := range m.items {
+				switch p := m.pairOf(st.Name, it.Key, model); {
+				case p != nil && p.Status == StatusOK:
+					c.OK++
+				case p != nil && p.Status == StatusFailed:
+					c.Failed++
+				default:
+					c.Pending++
+				}
+			}
+			byModel[model] = c
+		}
+		s.Steps[st.Name] = byModel
+	}
+	for _, it := range m.items {
+		switch m.itemStatus(it) {
+		case "done":
+			s.ItemsDone++
+		case "failed":
+			s.ItemsFailed++
+		}
+	}
+	return s
+}
+
+// Progress is the cheap part of Summary, for a progress bar.
+func (m *Module) Progress() (finished, total int) {
+	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
+		m.low++
+	}
+	n := m.low
+	for i := m.low; i < len(m.items); i++ {
+		if m.itemStatus(m.items[i]) != "open" {
+			n++
+		}
+	}
+	return n, len(m.items)
+}
+
+// Verify checks the state: results for items no longer in the source,
+// and stored outputs that no longer pass the step's validation.
+func (m *Module) Verify() []modules.Problem {
+	var out []modules.Problem
+	keys := make([]string, 0, len(m.st.Pairs))
+	for k := range m.st.Pairs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := m.st.Pairs[k]
+		step, item, model := splitPairKey(k)
+		id := step + "/" + item + "/" + model
+		s := m.def.Step(step)
+		i, ok := m.itemIdx[item]
+		if s == nil || s.LLM == nil || !ok {
+			out = append(out, modules.Problem{Kind: "orphan_result", ID: id, Detail: "a stored result whose step or item is no longer in the pipeline"})
+			continue
+		}
+		if p.Status != StatusOK {
+			continue
+		}
+		vals, err := m.stepValues(m.items[i])
+		if err != nil {
+			out = append(out, modules.Problem{Kind: "invalid_output", ID: id, Detail: err.Error()})
+			continue
+		}
+		if _, stage, err := m.def.ValidateAnswer(s, m.items[i], vals, string(p.Output)); err != nil {
+			out = append(out, modules.Problem{Kind: "invalid_output", ID: id, Detail: stage + ": " + err.Error()})
+		}
+	}
+	return out
+}
+
+// DecideRepair: an invalid stored output is marked failed (with the
+// output as its raw answer), so `run --retry-failed` asks again; orphans
+// are left alone (a later definition may bring the item back).
+func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEvent, error) {
+	if p.Kind != "invalid_output" {
+		return nil, nil
+	}
+	parts := strings.SplitN(p.ID, "/", 2)
+	if len(parts) != 2 {
+		return nil, fmt.Errorf("pipeline: repair %s: bad id", p.ID)
+	}
+	var key string
+	for k := range m.st.Pairs {
+		step, item, model := splitPairKey(k)
+		if step+"/"+item+"/"+model == p.ID {
+			key = k
+		}
+	}
+	pr := m.st.Pairs[key]
+	if pr == nil || pr.Status != StatusOK {
+		return nil, nil
+	}
+	return m.event("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
+}
