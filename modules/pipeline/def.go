@@ -330,9 +330,7 @@ func (v *checker) check(d *Definition, root *yaml.Node) {
 		}
 	}
 	walk(d.Steps, []any{"steps"}, nil)
-	if len(v.problems) > 0 {
-		return
-	}
+	before := len(v.problems)
 	// Steps of a group inherit its needs; a step needing a group needs
 	// all of its steps.
 	for _, s := range all {
@@ -349,15 +347,13 @@ func (v *checker) check(d *Definition, root *yaml.Node) {
 			}
 		}
 	}
-	if len(v.problems) > 0 {
-		return
+	if len(v.problems) == before {
+		order, cycle := topo(d, all)
+		if cycle != nil {
+			v.add(cycle.Line, "step %s: its needs form a cycle", cycle.Name)
+		}
+		d.order = order
 	}
-	order, cycle := topo(d, all)
-	if cycle != nil {
-		v.add(cycle.Line, "step %s: its needs form a cycle", cycle.Name)
-		return
-	}
-	d.order = order
 	for _, s := range all {
 		sp := stepPath(d, s, root)
 		switch s.Kind() {

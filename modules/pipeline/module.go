@@ -614,6 +614,9 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		switch e.Type {
 		case "answer_ok", "answer_invalid":
+			if p.Status != "" {
+				return nil // a duplicate: the pair is settled
+			}
 			m.st.Requests[at.UTC().Format("2006-01-02")]++
 			m.st.Spent += a.Cost
 			p.Cost += a.Cost
