@@ -335,7 +335,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	idleSeen, n := 0, 0
+	idleSeen := 0
 	reason := ""
 loop:
 	for {
@@ -353,14 +353,11 @@ loop:
 			reason = r
 			break loop
 		case <-tick.C:
-			n++
 			done, total := progress()
 			if bar != nil {
 				bar.draw(done, total)
 			}
-			if n%4 == 0 {
-				writeProgress(a.dataDir, done, total)
-			}
+			writeProgress(a.dataDir, done, total)
 			if sys.Idle() {
 				idleSeen++
 			} else {
