@@ -49,6 +49,9 @@ type Module struct {
 	deferred map[string]string      // task id -> why NextAction refused to ask
 	stopped  string                 // why no new work is proposed (a cap was reached)
 	low      int                    // items before it are finished (Propose's cursor)
+	idx      map[pairID]*pair       // the pairs of st.Pairs
+	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
+	proposes int
 	now      time.Time
 }
 
@@ -82,7 +85,7 @@ type Config struct {
 	Def   *Definition
 	Items []*Item
 	// Window bounds the tasks proposed ahead of the running ones (default
-	// 4096): a run of a million items does not offer a million tasks.
+	// 2048): a run of a million items does not offer a million tasks.
 	Window int
 	// Hold: propose nothing (maintenance commands change state only).
 	Hold bool
@@ -91,10 +94,11 @@ type Config struct {
 // New returns a module for a definition and its items.
 func New(cfg Config) *Module {
 	if cfg.Window <= 0 {
-		cfg.Window = 4096
+		cfg.Window = 2048
 	}
 	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, itemIdx: make(map[string]int, len(cfg.Items)),
-		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState()}
+		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
+		idx: map[pairID]*pair{}, offered: map[offerID]bool{}}
 	for i, it := range cfg.Items {
 		m.itemIdx[it.Key] = i
 	}
@@ -119,8 +123,18 @@ func splitPairKey(k string) (step, item, model string) {
 	return a, b, c
 }
 
-func (m *Module) pairOf(step, item, model string) *pair {
-	return m.st.Pairs[pairKey(step, item, model)]
+// pairID indexes the pairs without building a string key per lookup.
+type pairID struct{ step, item, model string }
+
+func (m *Module) pairOf(step, item, model string) *pair { return m.idx[pairID{step, item, model}] }
+
+// reindex rebuilds the pair index from the state.
+func (m *Module) reindex() {
+	m.idx = make(map[pairID]*pair, len(m.st.Pairs))
+	for k, p := range m.st.Pairs {
+		a, b, c := splitPairKey(k)
+		m.idx[pairID{a, b, c}] = p
+	}
 }
 
 func done(p *pair) bool { return p != nil && p.Status != "" }
@@ -241,7 +255,7 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 }
 
 func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
-	subject := s.Name + "/" + model + "/" + strconv.Itoa(gen) + "/" + it.Key
+	subject := offerKey(s.Name, model, gen, it.Key)
 	return &pb.Task{
 		Id: modules.TaskKey(Name, TaskType, subject), Module: Name, TaskType: TaskType, Subject: subject,
 		LlmPreference: model, MaxRequests: int32(s.LLM.Attempts),
@@ -265,7 +279,13 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
 		m.low++
 	}
-	for i := m.low; i < len(m.items) && len(out) < m.window; i++ {
+	// Tasks already offered are skipped (the host has them); every
+	// reofferEvery calls all are offered again, for those the scheduler
+	// refused while its queue was full.
+	m.proposes++
+	reoffer := m.proposes%reofferEvery == 0
+	n := 0
+	for i := m.low; i < len(m.items) && n < m.window; i++ {
 		it := m.items[i]
 		for _, s := range m.def.order {
 			if s.LLM == nil || !m.ready(s, it) {
@@ -283,11 +303,26 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 				if p != nil {
 					gen = p.Gen
 				}
-				out = append(out, m.taskFor(s, it, model, gen))
+				if o := (offerID{pairID{s.Name, it.Key, model}, gen}); reoffer || !m.offered[o] {
+					m.offered[o] = true
+					out = append(out, m.taskFor(s, it, model, gen))
+				}
+				n++
 			}
 		}
 	}
 	return out
+}
+
+const reofferEvery = 20
+
+type offerID struct {
+	pairID
+	gen int
+}
+
+func offerKey(step, model string, gen int, item string) string {
+	return step + "/" + model + "/" + strconv.Itoa(gen) + "/" + item
 }
 
 // prepared counts items whose cheap steps are done and whose other llm
@@ -599,6 +634,8 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if p == nil {
 			p = &pair{}
 			m.st.Pairs[k] = p
+			a, b, c := splitPairKey(k)
+			m.idx[pairID{a, b, c}] = p
 		}
 		return p
 	}
@@ -683,6 +720,8 @@ func (m *Module) Restore(data []byte) error {
 	}
 	m.st = st
 	m.low = 0
+	m.offered = map[offerID]bool{}
+	m.reindex()
 	return nil
 }
 

@@ -182,6 +182,9 @@ func TestGroupRunsBothStepsAndFeedsTheNextOne(t *testing.T) {
 		prompts = append(prompts, prompt)
 		return inner(task, prompt)
 	}
+	for _, tk := range first {
+		h.runTask(tk)
+	}
 	h.runAll()
 	vals, err := h.m.stepValues(items[0])
 	require.NoError(t, err)
@@ -367,4 +370,19 @@ func TestReplayEqualsLive(t *testing.T) {
 		assert.Equal(t, p.Status, b.Pairs[k].Status, k)
 		assert.Equal(t, string(p.Output), string(b.Pairs[k].Output), k)
 	}
+}
+
+// Tasks already offered are not built again on every call, but all are
+// offered again now and then (the scheduler may have refused some while
+// its queue was full).
+func TestProposeSkipsOfferedTasksButReoffersThemPeriodically(t *testing.T) {
+	def, items := writeDef(t, fanout, 2)
+	m := New(Config{Def: def, Items: items})
+	require.Len(t, m.Propose(time.Now()), 6)
+	again := 0
+	for range reofferEvery - 2 {
+		again += len(m.Propose(time.Now()))
+	}
+	assert.Zero(t, again)
+	assert.Len(t, m.Propose(time.Now()), 6, "the periodic re-offer")
 }

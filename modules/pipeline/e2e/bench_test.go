@@ -30,7 +30,7 @@ const benchConfig = `
 backends:
   api: {type: sim, hourly_limit: 1000000000, max_concurrency: 64, sim: {seed: 1, style: api, latency_ms: 0}}
 orchestrator:
-  scheduler: {max_pending_tasks: 100000, max_running_tasks: 64, tick_interval_ms: 10}
+  scheduler: {max_pending_tasks: 100000, max_running_tasks: 64}
 explorer: {enabled: false}
 documenter: {enabled: false}
 researcher: {enabled: false}
