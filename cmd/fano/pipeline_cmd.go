@@ -382,8 +382,9 @@ loop:
 		fmt.Fprintln(bar.w)
 	}
 	var sum pipeline.Summary
-	if reason == "idle" {
-		// The output files, from the state, under a WAL intent and commit.
+	{
+		// The output files, from the state, under a WAL intent and commit:
+		// also after a Ctrl-C, so the partial results are there to read.
 		if err := sys.Command(pipeline.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
 			return m.(*pipeline.Module).DecideRunFinished()
 		}); err != nil {
