@@ -97,6 +97,7 @@ type Step struct {
 	tmpl   *template.Template
 	expr   *compiledExpr
 	rules  []*compiledExpr
+	deps   []*Step // needsOf, computed once
 	models []string
 	class  string
 }
@@ -193,6 +194,9 @@ func Parse(data []byte, file string) (*Definition, error) {
 	}
 	d.File, d.Dir, d.Source = file, filepath.Dir(file), data
 	v.check(d, &root)
+	for _, s := range d.order {
+		s.deps = d.needsOf(s)
+	}
 	if len(v.problems) > 0 {
 		sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].Line < v.problems[j].Line })
 		return nil, v.problems

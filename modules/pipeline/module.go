@@ -169,7 +169,7 @@ func (m *Module) itemStatus(it *Item) string {
 
 // ready reports whether every llm step s needs has all its pairs OK.
 func (m *Module) ready(s *Step, it *Item) bool {
-	for _, dep := range m.def.needsOf(s) {
+	for _, dep := range s.deps {
 		if dep.LLM != nil {
 			for _, model := range dep.models {
 				p := m.pairOf(dep.Name, it.Key, model)
@@ -187,7 +187,7 @@ func (m *Module) ready(s *Step, it *Item) bool {
 // blocked reports whether a dependency of s failed for the item, so s can
 // never run in this generation.
 func (m *Module) blocked(s *Step, it *Item) bool {
-	for _, dep := range m.def.needsOf(s) {
+	for _, dep := range s.deps {
 		if dep.LLM != nil {
 			for _, model := range dep.models {
 				if p := m.pairOf(dep.Name, it.Key, model); p != nil && p.Status == StatusFailed {
@@ -968,4 +968,28 @@ func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEve
 		return nil, nil
 	}
 	return m.event("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
+}
+
+// PanelReport is what the control panel shows of a pipeline.
+type PanelReport struct {
+	Kind     string    `json:"kind"` // "pipeline"
+	Summary  Summary   `json:"summary"`
+	Failures []Failure `json:"failures"` // the first few, raw answers cut short
+	Total    int       `json:"failures_total"`
+}
+
+// Report is the panel's view: progress per step and model, and failures.
+func (m *Module) Report() any {
+	fs := m.Failures()
+	r := PanelReport{Kind: "pipeline", Summary: m.Summary(), Total: len(fs), Failures: []Failure{}}
+	for i, f := range fs {
+		if i == 20 {
+			break
+		}
+		if len(f.Raw) > 300 {
+			f.Raw = f.Raw[:300] + "…"
+		}
+		r.Failures = append(r.Failures, f)
+	}
+	return r
 }
