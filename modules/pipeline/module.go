@@ -271,9 +271,9 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 	if m.hold || m.stopped != "" || m.dailySpent() {
 		return nil
 	}
-	prepared := -1
+	room := -1 // items the prepared buffer may still take (-1: no watermark)
 	if m.def.Limits.MaxPrepared > 0 {
-		prepared = m.prepared()
+		room = max(m.def.Limits.MaxPrepared-m.prepared(), 0)
 	}
 	var out []*pb.Task
 	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
@@ -291,8 +291,11 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 			if s.LLM == nil || !m.ready(s, it) {
 				continue
 			}
-			if prepared >= 0 && s.class == "cheap" && prepared >= m.def.Limits.MaxPrepared && !m.cheapStarted(s, it) {
-				continue
+			if room >= 0 && s.class == "cheap" && !m.cheapStarted(it) {
+				if room == 0 {
+					continue
+				}
+				room--
 			}
 			for _, model := range s.models {
 				p := m.pairOf(s.Name, it.Key, model)
@@ -325,37 +328,49 @@ func offerKey(step, model string, gen int, item string) string {
 	return step + "/" + model + "/" + strconv.Itoa(gen) + "/" + item
 }
 
-// prepared counts items whose cheap steps are done and whose other llm
-// steps are not: the buffer the watermark bounds.
+// prepared counts the items in the prepared buffer: a cheap step begun
+// (offered, answered) and an expensive one still to do. The watermark
+// bounds it, so cheap preparation never runs far ahead of the expensive
+// steps that use it (seeds/000's runner budget).
 func (m *Module) prepared() int {
 	n := 0
 	for _, it := range m.items {
-		cheapDone, rest := true, false
-		for _, s := range m.def.order {
-			if s.LLM == nil {
-				continue
-			}
-			for _, model := range s.models {
-				d := done(m.pairOf(s.Name, it.Key, model))
-				if s.class == "cheap" && !d {
-					cheapDone = false
-				}
-				if s.class != "cheap" && !d {
-					rest = true
-				}
-			}
-		}
-		if cheapDone && rest {
+		if m.cheapStarted(it) && m.expensiveOpen(it) {
 			n++
 		}
 	}
 	return n
 }
 
-func (m *Module) cheapStarted(s *Step, it *Item) bool {
-	for _, model := range s.models {
-		if p := m.pairOf(s.Name, it.Key, model); p != nil {
-			return true
+// cheapStarted: a pair of a cheap step of the item was offered or has state.
+func (m *Module) cheapStarted(it *Item) bool {
+	for _, s := range m.def.order {
+		if s.class != "cheap" {
+			continue
+		}
+		for _, model := range s.models {
+			p := m.pairOf(s.Name, it.Key, model)
+			gen := 0
+			if p != nil {
+				gen = p.Gen
+			}
+			if p != nil || m.offered[offerID{pairID{s.Name, it.Key, model}, gen}] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (m *Module) expensiveOpen(it *Item) bool {
+	for _, s := range m.def.order {
+		if s.LLM == nil || s.class == "cheap" {
+			continue
+		}
+		for _, model := range s.models {
+			if !done(m.pairOf(s.Name, it.Key, model)) {
+				return true
+			}
 		}
 	}
 	return false

@@ -83,6 +83,7 @@ func (h *harness) runTask(task *pb.Task) {
 func (h *harness) runAll() []string {
 	var ran []string
 	seen := map[string]bool{}
+	empty := 0
 	for {
 		tasks := h.m.Propose(h.now)
 		var fresh []*pb.Task
@@ -92,8 +93,14 @@ func (h *harness) runAll() []string {
 			}
 		}
 		if len(fresh) == 0 {
-			return ran
+			// Offered tasks the caller did not run come back with the
+			// periodic re-offer.
+			if empty++; empty > reofferEvery {
+				return ran
+			}
+			continue
 		}
+		empty = 0
 		for _, tk := range fresh {
 			seen[tk.Id] = true
 			ran = append(ran, tk.Subject)
@@ -385,4 +392,36 @@ func TestProposeSkipsOfferedTasksButReoffersThemPeriodically(t *testing.T) {
 	}
 	assert.Zero(t, again)
 	assert.Len(t, m.Propose(time.Now()), 6, "the periodic re-offer")
+}
+
+const watermark = `
+name: papers
+items: {source: items.jsonl, key: id}
+classes: {cheap: [c1], expensive: [x1]}
+limits: {max_prepared: 3}
+steps:
+  - name: prep
+    llm: {class: cheap, prompt: 'prep {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+  - name: analyze
+    needs: [prep]
+    llm: {class: expensive, prompt: 'analyze {{.steps.prep.text}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+`
+
+// The cheap preparation runs at most max_prepared items ahead of the
+// expensive analysis (seeds/000's prepared buffer).
+func TestPreparedBufferWatermark(t *testing.T) {
+	def, items := writeDef(t, watermark, 10)
+	h := newHarness(t, def, items)
+	// The expensive model is away: only cheap tasks run.
+	for range 5 {
+		for _, tk := range h.m.Propose(h.now) {
+			if tk.LlmPreference == "c1" {
+				h.runTask(tk)
+			}
+		}
+	}
+	assert.Equal(t, 3, h.m.Summary().Steps["prep"]["c1"].OK, "three items prepared, no more")
+	// Analysis drains the buffer; preparation follows it.
+	h.runAll()
+	assert.Equal(t, 10, h.m.Summary().ItemsDone)
 }
