@@ -329,7 +329,8 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		_ = sys.WithModule(pipeline.Name, func(m modules.Module) { done, total = m.(*pipeline.Module).Progress() })
 		return done, total
 	}
-	startDone, _ := progress()
+	startDone, total := progress()
+	writeProgress(a.dataDir, startDone, total)
 	if bar != nil {
 		bar.first = startDone
 	}

@@ -75,6 +75,10 @@ poll:
 			t.Fatalf("the panel showed no pipeline failure\n%s", out.String())
 		}
 	}
+	// While it runs, status reads the live count it leaves behind.
+	st, err := e.cmd(t.Context(), "pipeline", "status", e.def).CombinedOutput()
+	require.NoError(t, err, "%s", st)
+	assert.Contains(t, string(st), "pipeline verdicts is running (pid")
 	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, <-exited, "%s", out.String())
 
