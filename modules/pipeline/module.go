@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -809,12 +810,16 @@ func (m *Module) resultsJSONL() ([]byte, error) {
 				}
 			}
 		}
+		r.Cost = roundUSD(r.Cost)
 		if err := enc.Encode(r); err != nil {
 			return nil, err
 		}
 	}
 	return buf.Bytes(), nil
 }
+
+// roundUSD drops float noise below a millionth of a cent.
+func roundUSD(x float64) float64 { return math.Round(x*1e8) / 1e8 }
 
 // Failure is one failed pair's line in failures.jsonl.
 type Failure struct {
@@ -876,7 +881,7 @@ type Summary struct {
 // Summary counts items and pairs.
 func (m *Module) Summary() Summary {
 	s := Summary{Pipeline: m.def.Name, Items: len(m.items), Steps: map[string]map[string]Counts{},
-		CostUSD: m.st.Spent, MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
+		CostUSD: roundUSD(m.st.Spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
 	for _, n := range m.st.Requests {
 		s.Requests += n
 	}
