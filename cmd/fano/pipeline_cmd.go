@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -274,7 +275,8 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	if err := actors.WriteFileAtomic(filepath.Join(a.dataDir, pipelineSnapshot), ps.def.Source, 0o644); err != nil {
 		return err
 	}
-	mod := pipeline.New(pipeline.Config{Def: ps.def, Items: ps.items})
+	usage := &usageBook{}
+	mod := pipeline.New(pipeline.Config{Def: ps.def, Items: ps.items, Usage: usage})
 	opts, err := ps.options(a, mod, false)
 	if err != nil {
 		return err
@@ -283,6 +285,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	if err != nil {
 		return err
 	}
+	defer sys.Subscribe(usage.note)()
 	stopReq := make(chan string, 1)
 	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
 		Stop: func(reason string) {
@@ -728,4 +731,28 @@ func sortedKeys[V any](m map[string]V) []string {
 		}
 	}
 	return out
+}
+
+// usageBook carries the token counts a backend reported for an answer
+// (in the saved LLMResponseReceived event) to the pipeline module, which
+// turns them into cost. The executor saves the answer before the module
+// sees it, so the count is there first; a missing one falls back to an
+// estimate from sizes.
+type usageBook struct{ m sync.Map }
+
+func (u *usageBook) note(n actors.Notice) {
+	r := n.Event.GetLlmResponseReceived()
+	if r == nil || !strings.HasPrefix(r.TaskId, pipeline.Name+"/") || r.PromptTokens+r.CompletionTokens == 0 {
+		return
+	}
+	u.m.Store(r.TaskId, [2]int64{r.PromptTokens, r.CompletionTokens})
+}
+
+func (u *usageBook) Take(taskID string) (int64, int64, bool) {
+	v, ok := u.m.LoadAndDelete(taskID)
+	if !ok {
+		return 0, 0, false
+	}
+	t := v.([2]int64)
+	return t[0], t[1], true
 }

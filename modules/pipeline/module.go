@@ -42,6 +42,7 @@ type Module struct {
 	itemIdx map[string]int
 	window  int
 	hold    bool
+	usage   UsageSource
 	st      state
 
 	// Transient: what is in flight now. A crash loses nothing here that
@@ -90,6 +91,14 @@ type Config struct {
 	Window int
 	// Hold: propose nothing (maintenance commands change state only).
 	Hold bool
+	// Usage, if set, gives the token counts the backend reported for a
+	// task's latest answer; without them cost is estimated from sizes.
+	Usage UsageSource
+}
+
+// UsageSource hands over the token usage of a task's latest answer (once).
+type UsageSource interface {
+	Take(taskID string) (prompt, completion int64, ok bool)
 }
 
 // New returns a module for a definition and its items.
@@ -97,7 +106,7 @@ func New(cfg Config) *Module {
 	if cfg.Window <= 0 {
 		cfg.Window = 2048
 	}
-	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, itemIdx: make(map[string]int, len(cfg.Items)),
+	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
 		idx: map[pairID]*pair{}, offered: map[offerID]bool{}}
 	for i, it := range cfg.Items {
@@ -488,6 +497,12 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 	res := m.reserved[t.Id]
 	delete(m.reserved, t.Id)
 	cost, toks := m.cost(r.model, res.promptLen, len(answer))
+	if m.usage != nil {
+		if in, out, ok := m.usage.Take(t.Id); ok {
+			p := m.price(r.model)
+			cost, toks = (float64(in)*p.Input+float64(out)*p.Output)/1e6, in+out
+		}
+	}
 	ev := answerEvent{Key: r.key, Gen: r.gen, Cost: cost, Tokens: toks}
 	vals, err := m.stepValues(r.item)
 	if err != nil {
