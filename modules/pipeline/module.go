@@ -269,7 +269,6 @@ func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
 	return &pb.Task{
 		Id: modules.TaskKey(Name, TaskType, subject), Module: Name, TaskType: TaskType, Subject: subject,
 		LlmPreference: model, MaxRequests: int32(s.LLM.Attempts),
-		Context: map[string]string{"step": s.Name, "item": it.Key, "model": model, "gen": strconv.Itoa(gen)},
 	}
 }
 
@@ -423,18 +422,35 @@ type taskRef struct {
 	key   string
 }
 
+// parseSubject splits a task subject "step/model/gen/item" (the item key,
+// last, may itself hold slashes). The task carries no context map: the
+// subject says it all, and a map would be copied with every message.
+func parseSubject(subject string) (step, model string, gen int, item string, ok bool) {
+	parts := strings.SplitN(subject, "/", 4)
+	if len(parts) != 4 {
+		return "", "", 0, "", false
+	}
+	g, err := strconv.Atoi(parts[2])
+	if err != nil {
+		return "", "", 0, "", false
+	}
+	return parts[0], parts[1], g, parts[3], true
+}
+
 func (m *Module) ref(t *pb.Task) (taskRef, error) {
-	c := t.Context
-	s := m.def.Step(c["step"])
-	if s == nil || s.LLM == nil {
-		return taskRef{}, fmt.Errorf("task %s: step %q is not an llm step of pipeline %s", t.Id, c["step"], m.def.Name)
-	}
-	i, ok := m.itemIdx[c["item"]]
+	stepName, model, gen, item, ok := parseSubject(t.Subject)
 	if !ok {
-		return taskRef{}, fmt.Errorf("task %s: item %q is not among the items", t.Id, c["item"])
+		return taskRef{}, fmt.Errorf("task %s: subject %q is not step/model/gen/item", t.Id, t.Subject)
 	}
-	gen, _ := strconv.Atoi(c["gen"])
-	return taskRef{step: s, item: m.items[i], model: c["model"], gen: gen, key: pairKey(s.Name, c["item"], c["model"])}, nil
+	s := m.def.Step(stepName)
+	if s == nil || s.LLM == nil {
+		return taskRef{}, fmt.Errorf("task %s: step %q is not an llm step of pipeline %s", t.Id, stepName, m.def.Name)
+	}
+	i, ok := m.itemIdx[item]
+	if !ok {
+		return taskRef{}, fmt.Errorf("task %s: item %q is not among the items", t.Id, item)
+	}
+	return taskRef{step: s, item: m.items[i], model: model, gen: gen, key: pairKey(s.Name, item, model)}, nil
 }
 
 // NextAction asks the step's prompt until an answer passes validation or

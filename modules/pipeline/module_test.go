@@ -127,7 +127,7 @@ func TestProposeInterleavesItemsAndModels(t *testing.T) {
 	m := New(Config{Def: def, Items: items})
 	var got []string
 	for _, tk := range m.Propose(time.Now()) {
-		got = append(got, tk.Context["item"]+"@"+tk.LlmPreference)
+		got = append(got, field(tk, "item")+"@"+tk.LlmPreference)
 	}
 	assert.Equal(t, []string{"i00@m1", "i00@m2", "i00@m3", "i01@m1", "i01@m2", "i01@m3", "i02@m1", "i02@m2", "i02@m3"}, got)
 }
@@ -180,7 +180,7 @@ func TestGroupRunsBothStepsAndFeedsTheNextOne(t *testing.T) {
 	first := h.m.Propose(h.now)
 	var steps []string
 	for _, tk := range first {
-		steps = append(steps, tk.Context["step"])
+		steps = append(steps, field(tk, "step"))
 	}
 	assert.Equal(t, []string{"short", "long"}, steps, "both group steps at once, merge not yet")
 	var prompts []string
@@ -258,7 +258,7 @@ func TestMaxCostStopsAtTheLimitNotAfter(t *testing.T) {
 	again := m2.Propose(h.now)
 	assert.Len(t, again, 60-len(asked))
 	for _, tk := range again {
-		assert.NotEqual(t, "0", tk.Context["gen"], "a deferred pair gets a new task id")
+		assert.NotEqual(t, "0", field(tk, "gen"), "a deferred pair gets a new task id")
 	}
 }
 
@@ -305,13 +305,13 @@ func TestRevalidateAndRetryFailedOnly(t *testing.T) {
 	conf := map[string]float64{}
 	h.answer = func(task *pb.Task, prompt string) string {
 		c := 0.5
-		if task.Context["item"] == "i03" {
+		if field(task, "item") == "i03" {
 			c = 0.95
 		}
-		if task.Context["item"] == "i07" {
+		if field(task, "item") == "i07" {
 			return "not json at all"
 		}
-		conf[task.Context["item"]] = c
+		conf[field(task, "item")] = c
 		return fmt.Sprintf(`{"verdict": true, "confidence": %v}`, c)
 	}
 	h.runAll()
@@ -340,8 +340,8 @@ func TestRevalidateAndRetryFailedOnly(t *testing.T) {
 	h.apply(m2.DecideRetryFailed(""))
 	tasks := m2.Propose(h.now)
 	require.Len(t, tasks, 1)
-	assert.Equal(t, "i07", tasks[0].Context["item"])
-	assert.Equal(t, "1", tasks[0].Context["gen"])
+	assert.Equal(t, "i07", field(tasks[0], "item"))
+	assert.Equal(t, "1", field(tasks[0], "gen"))
 }
 
 // Replaying the applied events into a fresh module rebuilds the same
@@ -350,7 +350,7 @@ func TestReplayEqualsLive(t *testing.T) {
 	def, items := writeDef(t, strict, 6)
 	h := newHarness(t, def, items)
 	h.answer = func(task *pb.Task, prompt string) string {
-		if task.Context["item"] == "i02" {
+		if field(task, "item") == "i02" {
 			return `{"verdict": true, "confidence": 0.1}`
 		}
 		return `{"verdict": true, "confidence": 0.95}`
@@ -447,4 +447,10 @@ func TestCostFromReportedUsage(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, m.Apply(evs[0], time.Now()))
 	assert.InDelta(t, 1.5, m.Summary().CostUSD, 1e-9)
+}
+
+// field reads a part of a task's subject: step, model, gen or item.
+func field(t *pb.Task, name string) string {
+	step, model, gen, item, _ := parseSubject(t.Subject)
+	return map[string]string{"step": step, "model": model, "gen": fmt.Sprint(gen), "item": item}[name]
 }
