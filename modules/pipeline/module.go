@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -420,6 +421,9 @@ type taskRef struct {
 	model string
 	gen   int
 	key   string
+	// dropped: the definition no longer fans this step out to the model
+	// (edited between runs); its task ends with nothing recorded.
+	dropped bool
 }
 
 // parseSubject splits a task subject "step/model/gen/item" (the item key,
@@ -450,7 +454,8 @@ func (m *Module) ref(t *pb.Task) (taskRef, error) {
 	if !ok {
 		return taskRef{}, fmt.Errorf("task %s: item %q is not among the items", t.Id, item)
 	}
-	return taskRef{step: s, item: m.items[i], model: model, gen: gen, key: pairKey(s.Name, item, model)}, nil
+	return taskRef{step: s, item: m.items[i], model: model, gen: gen, key: pairKey(s.Name, item, model),
+		dropped: !slices.Contains(s.models, model)}, nil
 }
 
 // NextAction asks the step's prompt until an answer passes validation or
@@ -464,7 +469,7 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 	}
 	delete(m.reserved, t.Id)
 	p := m.st.Pairs[r.key]
-	if done(p) || (p != nil && p.Gen != r.gen) || (p != nil && p.Attempts >= r.step.LLM.Attempts) {
+	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) || (p != nil && p.Attempts >= r.step.LLM.Attempts) {
 		return modules.Action{Kind: modules.ActionDone}, nil
 	}
 	vals, err := m.stepValues(r.item)
@@ -558,7 +563,7 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 	}
 	delete(m.reserved, t.Id)
 	p := m.st.Pairs[r.key]
-	if done(p) || (p != nil && p.Gen != r.gen) {
+	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) {
 		delete(m.deferred, t.Id)
 		return nil, nil
 	}

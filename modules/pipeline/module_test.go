@@ -454,3 +454,18 @@ func field(t *pb.Task, name string) string {
 	step, model, gen, item, _ := parseSubject(t.Subject)
 	return map[string]string{"step": step, "model": model, "gen": fmt.Sprint(gen), "item": item}[name]
 }
+
+// A task of a model the edited definition no longer uses (recovered
+// after a restart) ends without asking and without recording anything.
+func TestTaskOfADroppedModelEndsQuietly(t *testing.T) {
+	def, items := writeDef(t, fanout, 1)
+	old := New(Config{Def: def, Items: items}).Propose(time.Now())
+	edited, _ := writeDef(t, strings.Replace(fanout, "[m1, m2, m3]", "[m1, m2]", 1), 0)
+	m := New(Config{Def: edited, Items: items})
+	act, err := m.NextAction(old[2])
+	require.NoError(t, err)
+	assert.Equal(t, modules.ActionDone, act.Kind)
+	evs, err := m.DecideCompletion(old[2], time.Now())
+	require.NoError(t, err)
+	assert.Empty(t, evs)
+}
