@@ -158,6 +158,12 @@ wait:
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
+	// After the kill, export renders the results so far from the WAL.
+	partial, err := e.cmd(ctx, "pipeline", "export", e.def).Output()
+	require.NoError(t, err, "%s", partial)
+	for _, l := range strings.Split(strings.TrimSpace(string(partial)), "\n") {
+		assert.Contains(t, l, `"status":"done"`)
+	}
 	again, err := e.cmd(ctx, "pipeline", "run", e.def, "--json").Output()
 	require.NoError(t, err, "%s", again)
 	var sum struct {
