@@ -324,6 +324,17 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 			}
 		}
 	}
+	// At the cost cap nothing is offered: a task would only be refused
+	// (and deferred) by NextAction. With nothing in flight the stop is
+	// final for this run.
+	if lim := m.def.Limits.MaxCost; lim > 0 && len(out) > 0 {
+		if est, err := m.estimate(out[0]); err == nil && m.st.Spent+m.reservedCost()+est > lim {
+			if len(m.reserved) == 0 {
+				m.stopped = fmt.Sprintf("max_cost %.4f reached (spent %.4f, next request up to %.4f)", lim, m.st.Spent, est)
+			}
+			return nil
+		}
+	}
 	return out
 }
 
@@ -415,6 +426,24 @@ func (m *Module) cost(model string, promptLen, answerLen int) (float64, int64) {
 	return (float64(in)*p.Input + float64(out)*p.Output) / 1e6, in + out
 }
 
+// estimate is the worst-case cost of a task's next request.
+func (m *Module) estimate(t *pb.Task) (float64, error) {
+	r, err := m.ref(t)
+	if err != nil {
+		return 0, err
+	}
+	vals, err := m.stepValues(r.item)
+	if err != nil {
+		return 0, err
+	}
+	prompt, err := m.def.RenderPrompt(r.step, r.item, vals, r.model)
+	if err != nil {
+		return 0, err
+	}
+	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
+	return est, nil
+}
+
 type taskRef struct {
 	step  *Step
 	item  *Item
@@ -483,7 +512,10 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
 	if lim := m.def.Limits.MaxCost; lim > 0 && m.st.Spent+m.reservedCost()+est > lim {
 		m.deferred[t.Id] = fmt.Sprintf("max_cost %.4f reached (spent %.4f, in flight %.4f, next request up to %.4f)", lim, m.st.Spent, m.reservedCost(), est)
-		m.stopped = m.deferred[t.Id]
+		if len(m.reserved) == 0 {
+			// Nothing in flight can hand back a reservation: final.
+			m.stopped = m.deferred[t.Id]
+		}
 		return modules.Action{Kind: modules.ActionDone}, nil
 	}
 	if m.dailySpent() {
