@@ -112,11 +112,11 @@ steps:
 		span := srv.last.Sub(srv.first)
 		srv.mu.Unlock()
 		ok := srv.ok.Load()
-		// A sliding minute allows at most limit·(T/1 min + 1) requests over
-		// a span T from the first to the last one: the share of that used.
-		allowed := 200 * (span.Minutes() + 1)
-		share := 100 * float64(ok) / allowed
-		rpm := float64(ok) / (span.Minutes() + 1)
+		// fano paces requests evenly (it does not spend the first minute's
+		// burst allowance), so the rate is requests over the span from the
+		// first accepted request to the last.
+		rpm := float64(ok-1) / span.Minutes()
+		share := 100 * rpm / 200
 		b.ReportMetric(rpm, "rpm")
 		b.ReportMetric(share, "%-of-limit")
 		b.ReportMetric(float64(srv.r429.Load()), "429s")
