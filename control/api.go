@@ -275,6 +275,11 @@ func (s *Server) status() Status {
 		if mv.Tasks == nil {
 			mv.Tasks = map[string]int{}
 		}
+		_ = s.sys.WithModule(m.Name, func(mod modules.Module) {
+			if r, ok := mod.(modules.Reporter); ok {
+				mv.Report = r.Report()
+			}
+		})
 		st.Modules = append(st.Modules, mv)
 	}
 	st.WAL = s.walStats()

@@ -81,6 +81,8 @@ type ModuleView struct {
 	Name         string         `json:"name"`
 	Capabilities []string       `json:"capabilities"`
 	Tasks        map[string]int `json:"tasks"` // state -> n
+	// Report is the module's own progress (modules.Reporter), if it has one.
+	Report any `json:"report,omitempty"`
 }
 
 // RunningTask is a task an executor runs.

@@ -141,6 +141,13 @@ type DocumentReader interface {
 	DocumentMarkdown() string
 }
 
+// Reporter is implemented by modules that show their own progress in the
+// control panel (the pipeline: counts per step and model, failures). The
+// report is JSON-encodable and has a "kind" field naming its shape.
+type Reporter interface {
+	Report() any
+}
+
 // Problem is an inconsistency a module finds in its own state.
 type Problem struct {
 	Kind   string `json:"kind"`   // e.g. "blessed_twice", "incorporated_twice"

@@ -89,9 +89,48 @@
     renderBackends(st);
     renderRunning(st);
     renderHealth(st);
+    renderPipelines(st);
     const sel = $("filter-module");
     const have = new Set([...sel.options].map((o) => o.value));
     for (const m of st.modules) if (!have.has(m.name)) sel.append(el("option", { value: m.name, text: m.name }));
+  }
+
+  // A pipeline module's report: items, cost, counts per step and model,
+  // and its first failures with the stage that failed.
+  function renderPipelines(st) {
+    const box = $("pipelines");
+    box.replaceChildren();
+    const reports = st.modules.filter((m) => m.report && m.report.kind === "pipeline");
+    $("pipelines-section").hidden = reports.length === 0;
+    for (const m of reports) {
+      const r = m.report, s = r.summary;
+      box.append(el("p", { "data-pipeline": s.pipeline },
+        el("b", { text: s.pipeline }),
+        " " + (s.items_done + s.items_failed) + " / " + s.items + " items (" + s.items_failed + " failed), " +
+        s.requests + " requests, $" + s.cost_usd.toFixed(4) + (s.max_cost_usd ? " of $" + s.max_cost_usd.toFixed(2) : "") +
+        (s.stopped ? " — stopped: " + s.stopped : "")));
+      const t = el("table", { class: "pipeline-steps" },
+        el("thead", {}, el("tr", {}, ...["step", "model", "ok", "failed", "pending"].map((h) => el("th", { text: h })))));
+      const body = el("tbody");
+      for (const step of Object.keys(s.steps).sort()) {
+        for (const model of Object.keys(s.steps[step]).sort()) {
+          const c = s.steps[step][model];
+          body.append(el("tr", { "data-step": step, "data-model": model },
+            el("td", { text: step }), el("td", { text: model }), el("td", { text: String(c.ok) }),
+            el("td", { text: String(c.failed) }), el("td", { text: String(c.pending) })));
+        }
+      }
+      t.append(body);
+      box.append(t);
+      if (r.failures_total > 0) {
+        const ul = el("ul", { class: "plain pipeline-failures" });
+        for (const f of r.failures) {
+          ul.append(el("li", { title: f.raw || "" },
+            el("code", { text: f.key + " · " + f.step + " · " + f.model }), " " + f.stage + ": " + f.error));
+        }
+        box.append(el("p", { class: "muted", text: r.failures_total + " failed (first " + r.failures.length + " below; all in output/failures.jsonl)" }), ul);
+      }
+    }
   }
 
   function renderTotals(st) {

@@ -1,0 +1,109 @@
+package pipeline
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const badPipeline = `name: bad-name!
+items: {source: missing.jsonl, key: id}
+models: [m1]
+steps:
+  - name: ask
+    llm:
+      prompt: |
+        first line
+        uses {{.steps.count}} without needing it
+      schema: {type: objekt}
+      rules: ['output.x >']
+  - name: count
+    needs: [nothere]
+    expression: '1 +'
+  - name: both
+    expression: '1'
+    llm: {prompt: x}
+`
+
+// Every problem of a bad file is reported at once, each at its line.
+func TestParseReportsEveryProblemAtItsLine(t *testing.T) {
+	_, err := Parse([]byte(badPipeline), "bad.yaml")
+	var ps Problems
+	require.True(t, errors.As(err, &ps), "%v", err)
+	got := map[int]string{}
+	for _, p := range ps {
+		assert.Equal(t, "bad.yaml", p.File)
+		got[p.Line] += p.Msg + ";"
+		t.Log(p.Error())
+	}
+	assert.Contains(t, got[1], "name")
+	assert.Contains(t, got[2], "missing.jsonl")
+	assert.Contains(t, got[9], "add count to the step's needs")
+	assert.Contains(t, got[10], "objekt")
+	assert.Contains(t, got[11], "rule 1")
+	assert.Contains(t, got[13], `"nothere"`)
+	assert.Contains(t, got[14], "expression")
+	assert.Contains(t, got[15], "exactly one of llm, expression, group")
+	assert.Len(t, ps, 8)
+}
+
+func TestParseRejectsUnknownFieldsAndCycles(t *testing.T) {
+	_, err := Parse([]byte("name: x\nitems: {cross: {a: [1]}}\nstepz: []\n"), "f.yaml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "f.yaml:3:")
+	_, err = Parse([]byte(`name: x
+items: {cross: {a: [1]}}
+steps:
+  - name: a
+    needs: [b]
+    expression: '1'
+  - name: b
+    needs: [a]
+    expression: '2'
+`), "c.yaml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cycle")
+}
+
+func TestItemSources(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+		return p
+	}
+	write("a.csv", "id,claim\nx,one\ny,\"two, quoted\"\n")
+	write("dup.jsonl", "{\"id\": 1}\n{\"id\": 2}\n{\"id\": 1}\n")
+	load := func(items string) ([]*Item, error) {
+		path := write("p.yaml", "name: p\nitems: "+items+"\nsteps: [{name: e, expression: 'key'}]\n")
+		d, err := Load(path)
+		if err != nil {
+			return nil, err
+		}
+		return d.LoadItems()
+	}
+	its, err := load("{source: a.csv, key: id}")
+	require.NoError(t, err)
+	require.Len(t, its, 2)
+	assert.Equal(t, "two, quoted", its[1].Fields["claim"])
+	assert.Equal(t, 3, its[1].Line)
+
+	_, err = load("{source: dup.jsonl, key: id}")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `key "1" appears twice (line 1 and line 3)`)
+
+	its, err = load("{permutations: {of: [a, b, c], size: 2}}")
+	require.NoError(t, err)
+	assert.Len(t, its, 6)
+	assert.Equal(t, "a+b", its[0].Key)
+
+	its, err = load("{cross: {tone: [formal, casual], len: [s, l]}}")
+	require.NoError(t, err)
+	require.Len(t, its, 4)
+	assert.Equal(t, "s+formal", its[0].Key)
+	assert.Equal(t, map[string]any{"len": "s", "tone": "formal"}, its[0].Fields)
+}

@@ -1,0 +1,47 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// --max-cost stops a real run at the limit (never past it), and a second
+// run with a higher cap finishes the rest without asking anything twice.
+func TestMaxCostStopsARunAtTheLimit(t *testing.T) {
+	fano.Require(t)
+	def := strings.Replace(verdictPipeline, "models: [m1, m2, m3]",
+		"models: [m1, m2, m3]\nprices: {m1: {input: 100, output: 100}, m2: {input: 100, output: 100}, m3: {input: 100, output: 100}}", 1)
+	e := newEnv(t, def, simConfig(5, 4), 60)
+	ctx := context.Background()
+	type summary struct {
+		ItemsDone int     `json:"items_done"`
+		Cost      float64 `json:"cost_usd"`
+		Requests  int     `json:"requests"`
+		Stopped   string  `json:"stopped"`
+	}
+	out, err := e.cmd(ctx, "pipeline", "run", e.def, "--no-progress", "--json", "--max-cost", "0.5").Output()
+	require.NoError(t, err, "%s", out)
+	var first summary
+	require.NoError(t, json.Unmarshal(out, &first), "%s", out)
+	assert.LessOrEqual(t, first.Cost, 0.5)
+	assert.Greater(t, first.Cost, 0.4)
+	assert.Contains(t, first.Stopped, "max_cost")
+	assert.Less(t, first.ItemsDone, 60)
+
+	out, err = e.cmd(ctx, "pipeline", "run", e.def, "--no-progress", "--json", "--max-cost", "100").Output()
+	require.NoError(t, err, "%s", out)
+	var second summary
+	require.NoError(t, json.Unmarshal(out, &second), "%s", out)
+	assert.Equal(t, 60, second.ItemsDone)
+	assert.Empty(t, second.Stopped)
+	w := readRun(t, e.data)
+	assert.Len(t, w.okCount, 180)
+	for id, n := range w.okCount {
+		assert.Equal(t, 1, n, id)
+	}
+}

@@ -1,0 +1,95 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The control panel of a running pipeline shows its progress per step
+// and model, and its failures.
+func TestPanelShowsPipelineProgressAndFailures(t *testing.T) {
+	fano.Require(t)
+	cfg := strings.Replace(simConfig(40, 2), "control: {enabled: false}", "control: {enabled: true, address: \"127.0.0.1:0\"}", 1)
+	def := strings.Replace(verdictPipeline, "properties: {verdict", "properties: {verdict", 1) + "      rules: [output.confidence >= 0.5]\n      attempts: 1\n"
+	e := newEnv(t, def, cfg, 300)
+	var out bytes.Buffer
+	run := e.cmd(t.Context(), "pipeline", "run", e.def, "--no-progress")
+	run.Stdout, run.Stderr = &out, &out
+	require.NoError(t, run.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- run.Wait() }()
+
+	type report struct {
+		Kind    string `json:"kind"`
+		Summary struct {
+			Pipeline string                               `json:"pipeline"`
+			Steps    map[string]map[string]map[string]int `json:"steps"`
+		} `json:"summary"`
+		Failures []struct{ Key, Step, Model, Stage string } `json:"failures"`
+		Total    int                                        `json:"failures_total"`
+	}
+	var got report
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(60 * time.Second)
+poll:
+	for {
+		select {
+		case <-tick.C:
+			addr, err := os.ReadFile(filepath.Join(e.data, "panel.addr"))
+			if err != nil {
+				continue
+			}
+			resp, err := http.Get("http://" + strings.TrimSpace(string(addr)) + "/api/orchestrator/status")
+			if err != nil {
+				continue
+			}
+			var st struct {
+				Modules []struct {
+					Name   string `json:"name"`
+					Report report `json:"report"`
+				} `json:"modules"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			require.NoError(t, err)
+			for _, m := range st.Modules {
+				if m.Name == "pipeline" && m.Report.Total > 0 {
+					got = m.Report
+					break poll
+				}
+			}
+		case err := <-exited:
+			t.Fatalf("fano pipeline run ended before the panel showed a failure: %v\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("the panel showed no pipeline failure\n%s", out.String())
+		}
+	}
+	// While it runs, status reads the live count it leaves behind.
+	st, err := e.cmd(t.Context(), "pipeline", "status", e.def).CombinedOutput()
+	require.NoError(t, err, "%s", st)
+	assert.Contains(t, string(st), "pipeline verdicts is running (pid")
+	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, <-exited, "%s", out.String())
+
+	assert.Equal(t, "pipeline", got.Kind)
+	assert.Equal(t, "verdicts", got.Summary.Pipeline)
+	assert.Len(t, got.Summary.Steps["verdict"], 3, "one row per model")
+	for model, c := range got.Summary.Steps["verdict"] {
+		assert.Equal(t, 300, c["ok"]+c["failed"]+c["pending"], model)
+	}
+	require.NotEmpty(t, got.Failures)
+	assert.Equal(t, "rules", got.Failures[0].Stage)
+	// A stop by signal still leaves the partial results on disk.
+	assert.FileExists(t, filepath.Join(e.data, "output", "results.jsonl"))
+}

@@ -1,0 +1,271 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Item is one unit of work: its unique key and its fields.
+type Item struct {
+	Key    string
+	Fields map[string]any
+	Line   int // line in the source file (0 for generated items)
+}
+
+// LoadItems reads or generates the items. A duplicate key, an unreadable
+// line or a missing key field is an error naming the file and line: an
+// item is never processed twice, nor silently dropped.
+func (d *Definition) LoadItems() ([]*Item, error) {
+	spec := d.Items
+	var items []*Item
+	var err error
+	switch {
+	case spec.Permutations != nil:
+		items = permutations(spec.Permutations.Of, spec.Permutations.Size)
+	case spec.Cross != nil:
+		items = cross(spec.Cross)
+	default:
+		path := spec.Source
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(d.Dir, path)
+		}
+		items, err = readSource(path, spec.Key)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if spec.Limit > 0 && len(items) > spec.Limit {
+		items = items[:spec.Limit]
+	}
+	seen := make(map[string]int, len(items))
+	for _, it := range items {
+		if prev, dup := seen[it.Key]; dup {
+			return nil, fmt.Errorf("items: key %q appears twice (line %d and line %d): keys must be unique", it.Key, prev, it.Line)
+		}
+		seen[it.Key] = it.Line
+	}
+	return items, nil
+}
+
+func (v *checker) checkItems(d *Definition, root *yaml.Node) {
+	spec := d.Items
+	line := lineOf(node(root, "items"), 1)
+	n := 0
+	if spec.Source != "" {
+		n++
+	}
+	if spec.Permutations != nil {
+		n++
+		if p := spec.Permutations; len(p.Of) == 0 || p.Size < 1 || p.Size > len(p.Of) {
+			v.add(lineOf(node(root, "items", "permutations"), line), "items.permutations: give a non-empty of: list and a size from 1 to its length")
+		}
+	}
+	if spec.Cross != nil {
+		n++
+		for name, vals := range spec.Cross {
+			if len(vals) == 0 {
+				v.add(lineOf(node(root, "items", "cross", name), line), "items.cross.%s: give at least one value", name)
+			}
+		}
+	}
+	if n != 1 {
+		v.add(line, "items: give exactly one of source (a .jsonl or .csv file or a directory), permutations, cross")
+		return
+	}
+	if spec.Source != "" {
+		path := spec.Source
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(d.Dir, path)
+		}
+		if _, err := os.Stat(path); err != nil {
+			v.add(lineOf(node(root, "items", "source"), line), "items.source: %v", err)
+		}
+	}
+}
+
+func readSource(path, keyField string) ([]*Item, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("items: %w", err)
+	}
+	if st.IsDir() {
+		return readDir(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("items: %w", err)
+	}
+	defer f.Close()
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jsonl", ".ndjson":
+		return readJSONL(f, path, keyField)
+	case ".csv":
+		return readCSV(f, path, keyField)
+	}
+	return nil, fmt.Errorf("items: %s: use a .jsonl or .csv file or a directory", path)
+}
+
+func itemKey(fields map[string]any, keyField string, line int, path string) (string, error) {
+	if keyField == "" {
+		return fmt.Sprintf("%06d", line), nil
+	}
+	v, ok := fields[keyField]
+	if !ok || v == nil || fmt.Sprint(v) == "" {
+		return "", fmt.Errorf("%s:%d: the item has no key field %q", path, line, keyField)
+	}
+	if f, ok := v.(float64); ok && f == float64(int64(f)) {
+		return fmt.Sprint(int64(f)), nil
+	}
+	return fmt.Sprint(v), nil
+}
+
+func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	var out []*Item
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(b, &fields); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a JSON object: %v", path, line, err)
+		}
+		key, err := itemKey(fields, keyField, line, path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &Item{Key: key, Fields: fields, Line: line})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
+
+func readCSV(r io.Reader, path, keyField string) ([]*Item, error) {
+	cr := csv.NewReader(r)
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s:1: no header row: %w", path, err)
+	}
+	var out []*Item
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		fields := make(map[string]any, len(header))
+		for i, h := range header {
+			if i < len(rec) {
+				fields[h] = rec[i]
+			}
+		}
+		key, err := itemKey(fields, keyField, line, path)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &Item{Key: key, Fields: fields, Line: line})
+	}
+	return out, nil
+}
+
+// readDir makes an item of each regular file: key = file name.
+func readDir(dir string) ([]*Item, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("items: %w", err)
+	}
+	var out []*Item
+	for _, e := range ents {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("items: %w", err)
+		}
+		out = append(out, &Item{Key: e.Name(), Fields: map[string]any{"name": e.Name(), "path": p, "text": string(b)}})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// permutations of size k of xs, in lexicographic index order.
+func permutations(xs []string, k int) []*Item {
+	var out []*Item
+	used := make([]bool, len(xs))
+	cur := make([]string, 0, k)
+	var rec func()
+	rec = func() {
+		if len(cur) == k {
+			vals := make([]any, k)
+			for i, s := range cur {
+				vals[i] = s
+			}
+			out = append(out, &Item{Key: strings.Join(cur, "+"), Fields: map[string]any{"values": vals}})
+			return
+		}
+		for i, x := range xs {
+			if used[i] {
+				continue
+			}
+			used[i] = true
+			cur = append(cur, x)
+			rec()
+			cur = cur[:len(cur)-1]
+			used[i] = false
+		}
+	}
+	rec()
+	return out
+}
+
+// cross is the cross product of named dimensions, dimensions in name
+// order; the key joins the values with "+".
+func cross(dims map[string][]string) []*Item {
+	names := make([]string, 0, len(dims))
+	for n := range dims {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := []*Item{{Fields: map[string]any{}}}
+	for _, n := range names {
+		var next []*Item
+		for _, it := range out {
+			for _, v := range dims[n] {
+				f := make(map[string]any, len(it.Fields)+1)
+				for k, x := range it.Fields {
+					f[k] = x
+				}
+				f[n] = v
+				key := v
+				if it.Key != "" {
+					key = it.Key + "+" + v
+				}
+				next = append(next, &Item{Key: key, Fields: f})
+			}
+		}
+		out = next
+	}
+	return out
+}

@@ -1,0 +1,823 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"fano/modules"
+	"fano/pb"
+)
+
+// Name is the module's name.
+const Name = "pipeline"
+
+// TaskType is the type of every pipeline task: one (item, llm step, model)
+// pair. The simulator answers it in the shape of the step's schema.
+const TaskType = "pipeline_llm"
+
+// Output files, relative to <run dir>/output.
+const (
+	ResultsFile  = "results.jsonl"
+	FailuresFile = "failures.jsonl"
+	SummaryFile  = "summary.json"
+)
+
+// Pair statuses.
+const (
+	StatusOK     = "ok"
+	StatusFailed = "failed"
+)
+
+// Module runs one pipeline definition over its items. Not safe for
+// concurrent use: its host actor is its only caller.
+type Module struct {
+	def     *Definition
+	items   []*Item
+	itemIdx map[string]int
+	window  int
+	hold    bool
+	usage   UsageSource
+	st      state
+
+	// Transient: what is in flight now. A crash loses nothing here that
+	// matters: in-flight requests are re-asked after recovery.
+	reserved map[string]reservation // task id -> cost and request held back for it
+	deferred map[string]string      // task id -> why NextAction refused to ask
+	stopped  string                 // why no new work is proposed (a cap was reached)
+	low      int                    // items before it are finished (Propose's cursor)
+	idx      map[pairID]*pair       // the pairs of st.Pairs
+	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
+	proposes int
+	now      time.Time
+}
+
+type reservation struct {
+	cost      float64
+	promptLen int
+}
+
+// pair is the durable state of one (step, item, model).
+type pair struct {
+	Status   string          `json:"s,omitempty"`
+	Output   json.RawMessage `json:"o,omitempty"`
+	Stage    string          `json:"st,omitempty"`
+	Error    string          `json:"e,omitempty"`
+	Raw      string          `json:"r,omitempty"`
+	Attempts int             `json:"a,omitempty"` // invalid answers in this generation
+	Gen      int             `json:"g,omitempty"` // rounds given up (retries, deferrals)
+	Cost     float64         `json:"c,omitempty"`
+	Tokens   int64           `json:"t,omitempty"`
+}
+
+type state struct {
+	Pairs    map[string]*pair `json:"pairs"`
+	Spent    float64          `json:"spent"`
+	Requests map[string]int   `json:"requests"` // UTC day -> LLM answers
+	Finished int              `json:"finished"` // run_finished events
+}
+
+// Config shapes a module.
+type Config struct {
+	Def   *Definition
+	Items []*Item
+	// Window bounds the tasks proposed ahead of the running ones (default
+	// 2048): a run of a million items does not offer a million tasks.
+	Window int
+	// Hold: propose nothing (maintenance commands change state only).
+	Hold bool
+	// Usage, if set, gives the token counts the backend reported for a
+	// task's latest answer; without them cost is estimated from sizes.
+	Usage UsageSource
+}
+
+// UsageSource hands over the token usage of a task's latest answer (once).
+type UsageSource interface {
+	Take(taskID string) (prompt, completion int64, ok bool)
+}
+
+// New returns a module for a definition and its items.
+func New(cfg Config) *Module {
+	if cfg.Window <= 0 {
+		cfg.Window = 2048
+	}
+	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
+		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
+		idx: map[pairID]*pair{}, offered: map[offerID]bool{}}
+	for i, it := range cfg.Items {
+		m.itemIdx[it.Key] = i
+	}
+	return m
+}
+
+func newState() state {
+	return state{Pairs: map[string]*pair{}, Requests: map[string]int{}}
+}
+
+func (m *Module) Name() string        { return Name }
+func (m *Module) TaskTypes() []string { return []string{TaskType} }
+
+// Definition returns the module's definition.
+func (m *Module) Definition() *Definition { return m.def }
+
+func pairKey(step, item, model string) string { return step + "\x00" + item + "\x00" + model }
+
+func splitPairKey(k string) (step, item, model string) {
+	a, rest, _ := strings.Cut(k, "\x00")
+	b, c, _ := strings.Cut(rest, "\x00")
+	return a, b, c
+}
+
+// pairID indexes the pairs without building a string key per lookup.
+type pairID struct{ step, item, model string }
+
+func (m *Module) pairOf(step, item, model string) *pair { return m.idx[pairID{step, item, model}] }
+
+// reindex rebuilds the pair index from the state.
+func (m *Module) reindex() {
+	m.idx = make(map[pairID]*pair, len(m.st.Pairs))
+	for k, p := range m.st.Pairs {
+		a, b, c := splitPairKey(k)
+		m.idx[pairID{a, b, c}] = p
+	}
+}
+
+func done(p *pair) bool { return p != nil && p.Status != "" }
+
+// itemStatus: "done" when every llm pair of the item is finished (or can
+// never run because a dependency failed), "failed" if one failed, else
+// "open".
+func (m *Module) itemStatus(it *Item) string {
+	failed := false
+	for _, s := range m.def.order {
+		if s.LLM == nil {
+			continue
+		}
+		for _, model := range s.models {
+			p := m.pairOf(s.Name, it.Key, model)
+			switch {
+			case p != nil && p.Status == StatusFailed:
+				failed = true
+			case done(p):
+			case m.blocked(s, it):
+				failed = true
+			default:
+				return "open"
+			}
+		}
+	}
+	if failed {
+		return "failed"
+	}
+	return "done"
+}
+
+// ready reports whether every llm step s needs has all its pairs OK.
+func (m *Module) ready(s *Step, it *Item) bool {
+	for _, dep := range s.deps {
+		if dep.LLM != nil {
+			for _, model := range dep.models {
+				p := m.pairOf(dep.Name, it.Key, model)
+				if p == nil || p.Status != StatusOK {
+					return false
+				}
+			}
+		} else if !m.ready(dep, it) {
+			return false
+		}
+	}
+	return true
+}
+
+// blocked reports whether a dependency of s failed for the item, so s can
+// never run in this generation.
+func (m *Module) blocked(s *Step, it *Item) bool {
+	for _, dep := range s.deps {
+		if dep.LLM != nil {
+			for _, model := range dep.models {
+				if p := m.pairOf(dep.Name, it.Key, model); p != nil && p.Status == StatusFailed {
+					return true
+				}
+			}
+		}
+		if m.blocked(dep, it) {
+			return true
+		}
+	}
+	return false
+}
+
+// stepValues computes the outputs available to an item's steps: llm
+// outputs that are OK (one model: the output; several: model -> output),
+// expressions whose needs are met, and groups as step -> output.
+func (m *Module) stepValues(it *Item) (map[string]any, error) {
+	vals := map[string]any{}
+	for _, s := range m.def.order {
+		switch {
+		case s.LLM != nil:
+			outs := map[string]any{}
+			for _, model := range s.models {
+				p := m.pairOf(s.Name, it.Key, model)
+				if p == nil || p.Status != StatusOK {
+					continue
+				}
+				var v any
+				if err := json.Unmarshal(p.Output, &v); err != nil {
+					return nil, fmt.Errorf("step %s, item %s, model %s: stored output: %w", s.Name, it.Key, model, err)
+				}
+				outs[model] = v
+			}
+			if len(outs) < len(s.models) {
+				continue
+			}
+			if len(s.models) == 1 {
+				vals[s.Name] = outs[s.models[0]]
+			} else {
+				vals[s.Name] = outs
+			}
+		case s.expr != nil:
+			if !m.ready(s, it) {
+				continue
+			}
+			v, err := s.expr.eval(exprEnv(it.Fields, it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
+			if err != nil {
+				return nil, fmt.Errorf("step %s, item %s: expression: %w", s.Name, it.Key, err)
+			}
+			vals[s.Name] = v
+		}
+		if s.parent != "" {
+			if v, ok := vals[s.Name]; ok {
+				g, _ := vals[s.parent].(map[string]any)
+				if g == nil {
+					g = map[string]any{}
+					vals[s.parent] = g
+				}
+				g[s.Name] = v
+			}
+		}
+	}
+	return vals, nil
+}
+
+func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
+	subject := offerKey(s.Name, model, gen, it.Key)
+	return &pb.Task{
+		Id: modules.TaskKey(Name, TaskType, subject), Module: Name, TaskType: TaskType, Subject: subject,
+		LlmPreference: model, MaxRequests: int32(s.LLM.Attempts),
+	}
+}
+
+// Propose offers the next pairs that can run, items in source order and,
+// within an item, every model of a step side by side: a run cut short
+// covers all models evenly (seeds/003). At most Window tasks are offered.
+func (m *Module) Propose(now time.Time) []*pb.Task {
+	m.now = now
+	if m.hold || m.stopped != "" || m.dailySpent() {
+		return nil
+	}
+	room := -1 // items the prepared buffer may still take (-1: no watermark)
+	if m.def.Limits.MaxPrepared > 0 {
+		room = max(m.def.Limits.MaxPrepared-m.prepared(), 0)
+	}
+	var out []*pb.Task
+	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
+		m.low++
+	}
+	// Tasks already offered are skipped (the host has them); every
+	// reofferEvery calls all are offered again, for those the scheduler
+	// refused while its queue was full.
+	m.proposes++
+	reoffer := m.proposes%reofferEvery == 0
+	n := 0
+	for i := m.low; i < len(m.items) && n < m.window; i++ {
+		it := m.items[i]
+		for _, s := range m.def.order {
+			if s.LLM == nil || !m.ready(s, it) {
+				continue
+			}
+			if room >= 0 && s.class == "cheap" && !m.cheapStarted(it) {
+				if room == 0 {
+					continue
+				}
+				room--
+			}
+			for _, model := range s.models {
+				p := m.pairOf(s.Name, it.Key, model)
+				if done(p) {
+					continue
+				}
+				gen := 0
+				if p != nil {
+					gen = p.Gen
+				}
+				if o := (offerID{pairID{s.Name, it.Key, model}, gen}); reoffer || !m.offered[o] {
+					m.offered[o] = true
+					out = append(out, m.taskFor(s, it, model, gen))
+				}
+				n++
+			}
+		}
+	}
+	// At the cost cap nothing is offered: a task would only be refused
+	// (and deferred) by NextAction. With nothing in flight the stop is
+	// final for this run.
+	if lim := m.def.Limits.MaxCost; lim > 0 && len(out) > 0 {
+		if est, err := m.estimate(out[0]); err == nil && m.st.Spent+m.reservedCost()+est > lim {
+			if len(m.reserved) == 0 {
+				m.stopped = fmt.Sprintf("max_cost %.4f reached (spent %.4f, next request up to %.4f)", lim, m.st.Spent, est)
+			}
+			return nil
+		}
+	}
+	return out
+}
+
+const reofferEvery = 20
+
+type offerID struct {
+	pairID
+	gen int
+}
+
+func offerKey(step, model string, gen int, item string) string {
+	return step + "/" + model + "/" + strconv.Itoa(gen) + "/" + item
+}
+
+// prepared counts the items in the prepared buffer: a cheap step begun
+// (offered, answered) and an expensive one still to do. The watermark
+// bounds it, so cheap preparation never runs far ahead of the expensive
+// steps that use it (seeds/000's runner budget).
+func (m *Module) prepared() int {
+	n := 0
+	for _, it := range m.items {
+		if m.cheapStarted(it) && m.expensiveOpen(it) {
+			n++
+		}
+	}
+	return n
+}
+
+// cheapStarted: a pair of a cheap step of the item was offered or has state.
+func (m *Module) cheapStarted(it *Item) bool {
+	for _, s := range m.def.order {
+		if s.class != "cheap" {
+			continue
+		}
+		for _, model := range s.models {
+			p := m.pairOf(s.Name, it.Key, model)
+			gen := 0
+			if p != nil {
+				gen = p.Gen
+			}
+			if p != nil || m.offered[offerID{pairID{s.Name, it.Key, model}, gen}] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (m *Module) expensiveOpen(it *Item) bool {
+	for _, s := range m.def.order {
+		if s.LLM == nil || s.class == "cheap" {
+			continue
+		}
+		for _, model := range s.models {
+			if !done(m.pairOf(s.Name, it.Key, model)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (m *Module) day() string { return m.now.UTC().Format("2006-01-02") }
+
+// dailySpent: today's requests (answered and in flight) reached the
+// daily budget.
+func (m *Module) dailySpent() bool {
+	lim := m.def.Limits.DailyRequests
+	return lim > 0 && m.st.Requests[m.day()]+len(m.reserved) >= lim
+}
+
+func (m *Module) reservedCost() float64 {
+	c := 0.0
+	for _, r := range m.reserved {
+		c += r.cost
+	}
+	return c
+}
+
+func (m *Module) price(model string) Price { return m.def.Prices[model] }
+
+func tokens(n int) int64 { return int64((n + 3) / 4) }
+
+// cost estimates a request from its prompt and answer sizes (about four
+// characters a token), at the model's price.
+func (m *Module) cost(model string, promptLen, answerLen int) (float64, int64) {
+	p := m.price(model)
+	in, out := tokens(promptLen), tokens(answerLen)
+	return (float64(in)*p.Input + float64(out)*p.Output) / 1e6, in + out
+}
+
+// estimate is the worst-case cost of a task's next request.
+func (m *Module) estimate(t *pb.Task) (float64, error) {
+	r, err := m.ref(t)
+	if err != nil {
+		return 0, err
+	}
+	vals, err := m.stepValues(r.item)
+	if err != nil {
+		return 0, err
+	}
+	prompt, err := m.def.RenderPrompt(r.step, r.item, vals, r.model)
+	if err != nil {
+		return 0, err
+	}
+	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
+	return est, nil
+}
+
+type taskRef struct {
+	step  *Step
+	item  *Item
+	model string
+	gen   int
+	key   string
+	// dropped: the definition no longer fans this step out to the model
+	// (edited between runs); its task ends with nothing recorded.
+	dropped bool
+}
+
+// parseSubject splits a task subject "step/model/gen/item" (the item key,
+// last, may itself hold slashes). The task carries no context map: the
+// subject says it all, and a map would be copied with every message.
+func parseSubject(subject string) (step, model string, gen int, item string, ok bool) {
+	parts := strings.SplitN(subject, "/", 4)
+	if len(parts) != 4 {
+		return "", "", 0, "", false
+	}
+	g, err := strconv.Atoi(parts[2])
+	if err != nil {
+		return "", "", 0, "", false
+	}
+	return parts[0], parts[1], g, parts[3], true
+}
+
+func (m *Module) ref(t *pb.Task) (taskRef, error) {
+	stepName, model, gen, item, ok := parseSubject(t.Subject)
+	if !ok {
+		return taskRef{}, fmt.Errorf("task %s: subject %q is not step/model/gen/item", t.Id, t.Subject)
+	}
+	s := m.def.Step(stepName)
+	if s == nil || s.LLM == nil {
+		return taskRef{}, fmt.Errorf("task %s: step %q is not an llm step of pipeline %s", t.Id, stepName, m.def.Name)
+	}
+	i, ok := m.itemIdx[item]
+	if !ok {
+		return taskRef{}, fmt.Errorf("task %s: item %q is not among the items", t.Id, item)
+	}
+	return taskRef{step: s, item: m.items[i], model: model, gen: gen, key: pairKey(s.Name, item, model),
+		dropped: !slices.Contains(s.models, model)}, nil
+}
+
+// NextAction asks the step's prompt until an answer passes validation or
+// the attempts are spent. Before a request leaves it holds back the
+// request's worst-case cost and its place in the daily budget, so caps
+// stop work at the limit, not after it.
+func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
+	r, err := m.ref(t)
+	if err != nil {
+		return modules.Action{}, err
+	}
+	delete(m.reserved, t.Id)
+	p := m.st.Pairs[r.key]
+	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) || (p != nil && p.Attempts >= r.step.LLM.Attempts) {
+		return modules.Action{Kind: modules.ActionDone}, nil
+	}
+	vals, err := m.stepValues(r.item)
+	if err != nil {
+		return modules.Action{}, err
+	}
+	prompt, err := m.def.RenderPrompt(r.step, r.item, vals, r.model)
+	if err != nil {
+		return modules.Action{}, err
+	}
+	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
+	if lim := m.def.Limits.MaxCost; lim > 0 && m.st.Spent+m.reservedCost()+est > lim {
+		m.deferred[t.Id] = fmt.Sprintf("max_cost %.4f reached (spent %.4f, in flight %.4f, next request up to %.4f)", lim, m.st.Spent, m.reservedCost(), est)
+		if len(m.reserved) == 0 {
+			// Nothing in flight can hand back a reservation: final.
+			m.stopped = m.deferred[t.Id]
+		}
+		return modules.Action{Kind: modules.ActionDone}, nil
+	}
+	if m.dailySpent() {
+		m.deferred[t.Id] = fmt.Sprintf("daily_requests %d reached for %s", m.def.Limits.DailyRequests, m.day())
+		return modules.Action{Kind: modules.ActionDone}, nil
+	}
+	m.reserved[t.Id] = reservation{cost: est, promptLen: len(prompt)}
+	return modules.Action{Kind: modules.ActionLLMRequest, Prompt: prompt}, nil
+}
+
+type answerEvent struct {
+	Key    string          `json:"k"`
+	Gen    int             `json:"g"`
+	Output json.RawMessage `json:"o,omitempty"`
+	Stage  string          `json:"st,omitempty"`
+	Error  string          `json:"e,omitempty"`
+	Raw    string          `json:"r,omitempty"`
+	Cost   float64         `json:"c,omitempty"`
+	Tokens int64           `json:"t,omitempty"`
+}
+
+// DecideResponse validates an answer in two phases (schema, then rules).
+// A valid answer is the pair's result; an invalid one is recorded with
+// its raw text and the stage that failed, and asked again while attempts
+// remain.
+func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb.ModuleEvent, error) {
+	m.now = now
+	r, err := m.ref(t)
+	if err != nil {
+		return nil, err
+	}
+	res := m.reserved[t.Id]
+	delete(m.reserved, t.Id)
+	cost, toks := m.cost(r.model, res.promptLen, len(answer))
+	if m.usage != nil {
+		if in, out, ok := m.usage.Take(t.Id); ok {
+			p := m.price(r.model)
+			cost, toks = (float64(in)*p.Input+float64(out)*p.Output)/1e6, in+out
+		}
+	}
+	ev := answerEvent{Key: r.key, Gen: r.gen, Cost: cost, Tokens: toks}
+	vals, err := m.stepValues(r.item)
+	if err != nil {
+		return nil, err
+	}
+	out, stage, verr := m.def.ValidateAnswer(r.step, r.item, vals, answer)
+	typ := "answer_ok"
+	if verr != nil {
+		typ = "answer_invalid"
+		ev.Stage, ev.Error, ev.Raw = stage, verr.Error(), answer
+	} else {
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: encode output: %w", t.Id, err)
+		}
+		ev.Output = b
+	}
+	return m.event(typ, t.Id, ev)
+}
+
+func (m *Module) event(typ, taskID string, v any) ([]*pb.ModuleEvent, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: encode %s: %w", typ, err)
+	}
+	return []*pb.ModuleEvent{{Type: typ, Data: data, TaskId: taskID}}, nil
+}
+
+// DecideCompletion ends a pair's task: a pair whose attempts were all
+// invalid fails with its last answer; one a cap held back is deferred to
+// a later run under a new task id.
+func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent, error) {
+	m.now = now
+	r, err := m.ref(t)
+	if err != nil {
+		return nil, err
+	}
+	delete(m.reserved, t.Id)
+	p := m.st.Pairs[r.key]
+	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) {
+		delete(m.deferred, t.Id)
+		return nil, nil
+	}
+	if why, ok := m.deferred[t.Id]; ok {
+		delete(m.deferred, t.Id)
+		return m.event("pair_deferred", t.Id, answerEvent{Key: r.key, Gen: r.gen, Error: why})
+	}
+	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
+	if p != nil {
+		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw
+	}
+	return m.event("pair_failed", t.Id, ev)
+}
+
+// DecideFailure records a pair the executor gave up on (backend errors,
+// a cancel) with the reason.
+func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.ModuleEvent, error) {
+	m.now = now
+	r, err := m.ref(t)
+	if err != nil {
+		return nil, err
+	}
+	delete(m.reserved, t.Id)
+	delete(m.deferred, t.Id)
+	if p := m.st.Pairs[r.key]; done(p) || (p != nil && p.Gen != r.gen) {
+		return nil, nil
+	}
+	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "request", Error: reason}
+	if p := m.st.Pairs[r.key]; p != nil && p.Raw != "" {
+		ev.Raw = p.Raw
+	}
+	return m.event("pair_failed", t.Id, ev)
+}
+
+type keysEvent struct {
+	Keys []string `json:"keys"`
+}
+
+// DecideRetryFailed gives the failed pairs (of one step, or all) a new
+// generation, so the next run asks them again and only them.
+func (m *Module) DecideRetryFailed(step string) ([]*pb.ModuleEvent, error) {
+	if step != "" && m.def.Step(step) == nil {
+		return nil, fmt.Errorf("pipeline %s: no step %q", m.def.Name, step)
+	}
+	var keys []string
+	for k, p := range m.st.Pairs {
+		if s, _, _ := splitPairKey(k); p.Status == StatusFailed && (step == "" || s == step) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	sort.Strings(keys)
+	m.stopped = ""
+	return m.event("retry_failed", "", keysEvent{Keys: keys})
+}
+
+// Revalidation is what revalidate found.
+type Revalidation struct {
+	Checked  int      `json:"checked"`
+	Promoted []string `json:"promoted"` // "step/item/model"
+}
+
+// DecideRevalidate re-checks the raw answers of failed pairs against the
+// current definition's schema and rules, with no LLM call; those that
+// pass now become results.
+func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
+	var rv Revalidation
+	var evs []*pb.ModuleEvent
+	keys := make([]string, 0)
+	for k, p := range m.st.Pairs {
+		if p.Status == StatusFailed && p.Raw != "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := m.st.Pairs[k]
+		stepName, itemKey, model := splitPairKey(k)
+		s := m.def.Step(stepName)
+		i, ok := m.itemIdx[itemKey]
+		if s == nil || s.LLM == nil || !ok {
+			continue
+		}
+		rv.Checked++
+		vals, err := m.stepValues(m.items[i])
+		if err != nil {
+			return nil, rv, err
+		}
+		out, _, verr := m.def.ValidateAnswer(s, m.items[i], vals, p.Raw)
+		if verr != nil {
+			continue
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return nil, rv, err
+		}
+		e, err := m.event("revalidated", "", answerEvent{Key: k, Gen: p.Gen, Output: b})
+		if err != nil {
+			return nil, rv, err
+		}
+		evs = append(evs, e...)
+		rv.Promoted = append(rv.Promoted, stepName+"/"+itemKey+"/"+model)
+	}
+	return evs, rv, nil
+}
+
+// DecideRunFinished marks the end of a run: the output files are written
+// from the state, under a WAL intent and commit.
+func (m *Module) DecideRunFinished() ([]*pb.ModuleEvent, error) {
+	return []*pb.ModuleEvent{{Type: "run_finished"}}, nil
+}
+
+// Apply changes state. It is idempotent per generation: an event of an
+// older generation than the pair's is ignored.
+func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
+	get := func(k string) *pair {
+		p := m.st.Pairs[k]
+		if p == nil {
+			p = &pair{}
+			m.st.Pairs[k] = p
+			a, b, c := splitPairKey(k)
+			m.idx[pairID{a, b, c}] = p
+		}
+		return p
+	}
+	switch e.Type {
+	case "answer_ok", "answer_invalid", "pair_failed", "pair_deferred", "revalidated", "output_invalidated":
+		var a answerEvent
+		if err := json.Unmarshal(e.Data, &a); err != nil {
+			return fmt.Errorf("pipeline: %s of task %s: %w", e.Type, e.TaskId, err)
+		}
+		p := get(a.Key)
+		if a.Gen != p.Gen {
+			return nil
+		}
+		switch e.Type {
+		case "answer_ok", "answer_invalid":
+			if p.Status != "" {
+				return nil // a duplicate: the pair is settled
+			}
+			m.st.Requests[at.UTC().Format("2006-01-02")]++
+			m.st.Spent += a.Cost
+			p.Cost += a.Cost
+			p.Tokens += a.Tokens
+			if e.Type == "answer_ok" {
+				if p.Status == "" {
+					p.Status, p.Output = StatusOK, a.Output
+				}
+			} else {
+				p.Attempts++
+				p.Stage, p.Error, p.Raw = a.Stage, a.Error, a.Raw
+			}
+		case "pair_failed":
+			if p.Status == "" {
+				p.Status, p.Stage, p.Error = StatusFailed, a.Stage, a.Error
+				if a.Raw != "" {
+					p.Raw = a.Raw
+				}
+			}
+		case "pair_deferred":
+			p.Gen++
+			p.Attempts = 0
+		case "output_invalidated":
+			if p.Status == StatusOK {
+				p.Status, p.Output, p.Stage, p.Error, p.Raw = StatusFailed, nil, a.Stage, a.Error, a.Raw
+			}
+		case "revalidated":
+			if p.Status == StatusFailed {
+				p.Status, p.Output, p.Stage, p.Error = StatusOK, a.Output, "", ""
+			}
+		}
+	case "retry_failed":
+		var ks keysEvent
+		if err := json.Unmarshal(e.Data, &ks); err != nil {
+			return fmt.Errorf("pipeline: retry_failed: %w", err)
+		}
+		for _, k := range ks.Keys {
+			if p := m.st.Pairs[k]; p != nil && p.Status == StatusFailed {
+				p.Status, p.Attempts, p.Stage, p.Error = "", 0, "", ""
+				p.Gen++
+			}
+		}
+		m.low = 0
+	case "run_finished":
+		m.st.Finished++
+	default:
+		return fmt.Errorf("pipeline: unknown event type %q", e.Type)
+	}
+	return nil
+}
+
+func (m *Module) Snapshot() ([]byte, error) { return json.Marshal(m.st) }
+
+func (m *Module) Restore(data []byte) error {
+	st := newState()
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("pipeline: restore: %w", err)
+	}
+	if st.Pairs == nil {
+		st.Pairs = map[string]*pair{}
+	}
+	if st.Requests == nil {
+		st.Requests = map[string]int{}
+	}
+	m.st = st
+	m.low = 0
+	m.offered = map[offerID]bool{}
+	m.reindex()
+	return nil
+}
+
+// Backlog is the number of items not finished (raises the priority of
+// the module's tasks when many wait).
+func (m *Module) Backlog() int { return len(m.items) - m.low }
+
+// StopReason says why the module stopped proposing work ("" = it did not).
+func (m *Module) StopReason() string {
+	if m.stopped != "" {
+		return m.stopped
+	}
+	if m.dailySpent() {
+		return fmt.Sprintf("daily_requests %d reached for %s", m.def.Limits.DailyRequests, m.day())
+	}
+	return ""
+}

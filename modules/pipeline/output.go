@@ -1,0 +1,275 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"fano/modules"
+	"fano/pb"
+)
+
+// What a pipeline shows: its output files, summary, failures, panel
+// report, and the checks of verify and repair.
+
+// Exports: the output files are rewritten at the end of a run (and by
+// export/repair), not after every answer: rewriting a 20,000-line file
+// per answer would cost more than the answers.
+func (m *Module) Exports(e *pb.ModuleEvent) []string {
+	switch e.Type {
+	case "run_finished", "revalidated", "retry_failed", "output_invalidated":
+		return m.ExportPaths()
+	}
+	return nil
+}
+
+func (m *Module) ExportPaths() []string { return []string{FailuresFile, ResultsFile, SummaryFile} }
+
+func (m *Module) Export(path string) ([]byte, error) {
+	switch path {
+	case ResultsFile:
+		return m.resultsJSONL()
+	case FailuresFile:
+		return m.failuresJSONL()
+	case SummaryFile:
+		b, err := json.MarshalIndent(m.Summary(), "", "  ")
+		return append(b, '\n'), err
+	}
+	return nil, fmt.Errorf("pipeline: no output file %q", path)
+}
+
+// Result is one finished item's line in results.jsonl.
+type Result struct {
+	Key    string         `json:"key"`
+	Status string         `json:"status"` // ok | failed
+	Steps  map[string]any `json:"steps"`
+	Cost   float64        `json:"cost_usd"`
+}
+
+func (m *Module) resultsJSONL() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, it := range m.items {
+		st := m.itemStatus(it)
+		if st == "open" {
+			continue
+		}
+		vals, err := m.stepValues(it)
+		if err != nil {
+			return nil, err
+		}
+		r := Result{Key: it.Key, Status: st, Steps: vals}
+		for _, s := range m.def.order {
+			for _, model := range s.models {
+				if p := m.pairOf(s.Name, it.Key, model); p != nil {
+					r.Cost += p.Cost
+				}
+			}
+		}
+		r.Cost = roundUSD(r.Cost)
+		if err := enc.Encode(r); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// roundUSD drops float noise below a millionth of a cent.
+func roundUSD(x float64) float64 { return math.Round(x*1e8) / 1e8 }
+
+// Failure is one failed pair's line in failures.jsonl.
+type Failure struct {
+	Key      string `json:"key"`
+	Step     string `json:"step"`
+	Model    string `json:"model"`
+	Stage    string `json:"stage"` // parse | schema | rules | request
+	Error    string `json:"error"`
+	Raw      string `json:"raw,omitempty"`
+	Attempts int    `json:"attempts"`
+}
+
+// Failures lists the failed pairs in item and step order.
+func (m *Module) Failures() []Failure {
+	var out []Failure
+	for _, it := range m.items {
+		for _, s := range m.def.order {
+			for _, model := range s.models {
+				if p := m.pairOf(s.Name, it.Key, model); p != nil && p.Status == StatusFailed {
+					out = append(out, Failure{Key: it.Key, Step: s.Name, Model: model, Stage: p.Stage, Error: p.Error, Raw: p.Raw, Attempts: p.Attempts})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (m *Module) failuresJSONL() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for _, f := range m.Failures() {
+		if err := enc.Encode(f); err != nil {
+			return nil, err
+		}
+	}
+	return buf.Bytes(), nil
+}
+
+// Counts of one step and model.
+type Counts struct {
+	OK      int `json:"ok"`
+	Failed  int `json:"failed"`
+	Pending int `json:"pending"`
+}
+
+// Summary is the state of a run.
+type Summary struct {
+	Pipeline    string                       `json:"pipeline"`
+	Items       int                          `json:"items"`
+	ItemsDone   int                          `json:"items_done"`
+	ItemsFailed int                          `json:"items_failed"`
+	Steps       map[string]map[string]Counts `json:"steps"` // step -> model -> counts
+	CostUSD     float64                      `json:"cost_usd"`
+	MaxCostUSD  float64                      `json:"max_cost_usd,omitempty"`
+	Requests    int                          `json:"requests"`
+	Stopped     string                       `json:"stopped,omitempty"`
+}
+
+// Summary counts items and pairs.
+func (m *Module) Summary() Summary {
+	s := Summary{Pipeline: m.def.Name, Items: len(m.items), Steps: map[string]map[string]Counts{},
+		CostUSD: roundUSD(m.st.Spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
+	for _, n := range m.st.Requests {
+		s.Requests += n
+	}
+	for _, st := range m.def.order {
+		if st.LLM == nil {
+			continue
+		}
+		byModel := map[string]Counts{}
+		for _, model := range st.models {
+			var c Counts
+			for _, it := range m.items {
+				switch p := m.pairOf(st.Name, it.Key, model); {
+				case p != nil && p.Status == StatusOK:
+					c.OK++
+				case p != nil && p.Status == StatusFailed:
+					c.Failed++
+				default:
+					c.Pending++
+				}
+			}
+			byModel[model] = c
+		}
+		s.Steps[st.Name] = byModel
+	}
+	for _, it := range m.items {
+		switch m.itemStatus(it) {
+		case "done":
+			s.ItemsDone++
+		case "failed":
+			s.ItemsFailed++
+		}
+	}
+	return s
+}
+
+// Progress is the cheap part of Summary, for a progress bar.
+func (m *Module) Progress() (finished, total int) {
+	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
+		m.low++
+	}
+	n := m.low
+	for i := m.low; i < len(m.items); i++ {
+		if m.itemStatus(m.items[i]) != "open" {
+			n++
+		}
+	}
+	return n, len(m.items)
+}
+
+// Verify checks the state: results for items no longer in the source,
+// and stored outputs that no longer pass the step's validation.
+func (m *Module) Verify() []modules.Problem {
+	var out []modules.Problem
+	keys := make([]string, 0, len(m.st.Pairs))
+	for k := range m.st.Pairs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p := m.st.Pairs[k]
+		step, item, model := splitPairKey(k)
+		id := step + "/" + item + "/" + model
+		s := m.def.Step(step)
+		i, ok := m.itemIdx[item]
+		if s == nil || s.LLM == nil || !ok {
+			out = append(out, modules.Problem{Kind: "orphan_result", ID: id, Detail: "a stored result whose step or item is no longer in the pipeline"})
+			continue
+		}
+		if p.Status != StatusOK {
+			continue
+		}
+		vals, err := m.stepValues(m.items[i])
+		if err != nil {
+			out = append(out, modules.Problem{Kind: "invalid_output", ID: id, Detail: err.Error()})
+			continue
+		}
+		if _, stage, err := m.def.ValidateAnswer(s, m.items[i], vals, string(p.Output)); err != nil {
+			out = append(out, modules.Problem{Kind: "invalid_output", ID: id, Detail: stage + ": " + err.Error()})
+		}
+	}
+	return out
+}
+
+// DecideRepair: an invalid stored output is marked failed (with the
+// output as its raw answer), so `run --retry-failed` asks again; orphans
+// are left alone (a later definition may bring the item back).
+func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEvent, error) {
+	if p.Kind != "invalid_output" {
+		return nil, nil
+	}
+	parts := strings.SplitN(p.ID, "/", 2)
+	if len(parts) != 2 {
+		return nil, fmt.Errorf("pipeline: repair %s: bad id", p.ID)
+	}
+	var key string
+	for k := range m.st.Pairs {
+		step, item, model := splitPairKey(k)
+		if step+"/"+item+"/"+model == p.ID {
+			key = k
+		}
+	}
+	pr := m.st.Pairs[key]
+	if pr == nil || pr.Status != StatusOK {
+		return nil, nil
+	}
+	return m.event("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
+}
+
+// PanelReport is what the control panel shows of a pipeline.
+type PanelReport struct {
+	Kind     string    `json:"kind"` // "pipeline"
+	Summary  Summary   `json:"summary"`
+	Failures []Failure `json:"failures"` // the first few, raw answers cut short
+	Total    int       `json:"failures_total"`
+}
+
+// Report is the panel's view: progress per step and model, and failures.
+func (m *Module) Report() any {
+	fs := m.Failures()
+	r := PanelReport{Kind: "pipeline", Summary: m.Summary(), Total: len(fs), Failures: []Failure{}}
+	for i, f := range fs {
+		if i == 20 {
+			break
+		}
+		if len(f.Raw) > 300 {
+			f.Raw = f.Raw[:300] + "…"
+		}
+		r.Failures = append(r.Failures, f)
+	}
+	return r
+}
