@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"context"
 
 	"fano/gateway"
@@ -54,6 +56,22 @@ type useQuota struct {
 type rateLimited struct {
 	backend, taskID string
 	err             *gateway.RateLimitedError
+	reply           chan time.Time // when the backend may be used again; nil: no reply
+}
+
+// backendCondition records a fault of the backend itself (credentials,
+// login, open circuit) or clears it (state "ready").
+type backendCondition struct {
+	backend, state, reason string
+	until                  time.Time
+	reply                  chan error // nil: no reply
+}
+
+// rateLearned records the rate a backend's provider told.
+type rateLearned struct {
+	backend string
+	limit   int
+	window  time.Duration
 }
 
 type preemptQuery struct {

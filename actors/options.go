@@ -32,7 +32,13 @@ type Options struct {
 	MaxRunning         int           // executors at once
 	MaxRequests        func(taskType string) int
 	RequestTimeout     time.Duration   // per LLM call
-	RetryBackoff       []time.Duration // transient failures: 60/300/900 s, then FAILED
+	RetryBackoff       []time.Duration // consecutive transient failures: 60/300/900 s, then the last again
+	// ValidationRetries is how many answers of one task may fail
+	// validation (or be refusals) before it is FAILED; 0 = len(RetryBackoff).
+	ValidationRetries int
+	// CredentialsRecheck is how long a backend that refused its
+	// credentials is parked before it is tried again (default 5 min).
+	CredentialsRecheck time.Duration
 	ShutdownTimeout    time.Duration   // how long executors get to pause at shutdown
 	// FinishedRetention: finished tasks leave memory this long after they
 	// finished, archived in the WAL file first (0 = keep them in memory).
@@ -63,6 +69,9 @@ func (o *Options) defaults() {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = time.Hour
+	}
+	if o.CredentialsRecheck <= 0 {
+		o.CredentialsRecheck = credentialsRecheck
 	}
 	if len(o.RetryBackoff) == 0 {
 		o.RetryBackoff = []time.Duration{60 * time.Second, 300 * time.Second, 900 * time.Second}

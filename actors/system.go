@@ -138,6 +138,9 @@ func Start(opts Options) (*System, error) {
 	if s.report, err = s.recoverAll(); err != nil {
 		return nil, err
 	}
+	if s.initAlloc != nil {
+		s.seedLearnedRates(s.initAlloc.book.LearnedRates())
+	}
 	s.baseCtx, s.baseCancel = context.WithCancelCause(context.Background())
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logging.Slog(s.logger) }))
 	s.root = s.as.Root

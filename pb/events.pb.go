@@ -829,6 +829,7 @@ type TaskPaused struct {
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`                         // shutdown | preempted | rate_limited | quota | cancelled_call | recovery | stuck | operator
 	NotBefore     int64                  `protobuf:"varint,3,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"` // unix nanoseconds; 0 = at once
+	AvoidLlm      string                 `protobuf:"bytes,100,opt,name=avoid_llm,json=avoidLlm,proto3" json:"avoid_llm,omitempty"`   // the backend that could not serve it: another is preferred
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -882,6 +883,13 @@ func (x *TaskPaused) GetNotBefore() int64 {
 		return x.NotBefore
 	}
 	return 0
+}
+
+func (x *TaskPaused) GetAvoidLlm() string {
+	if x != nil {
+		return x.AvoidLlm
+	}
+	return ""
 }
 
 type TaskResumed struct {
@@ -1851,13 +1859,14 @@ const file_events_proto_rawDesc = "" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1f\n" +
 	"\vrequest_seq\x18\x05 \x01(\x04R\n" +
 	"requestSeq\x12\x12\n" +
-	"\x04turn\x18\x06 \x01(\x05R\x04turn\"\\\n" +
+	"\x04turn\x18\x06 \x01(\x05R\x04turn\"y\n" +
 	"\n" +
 	"TaskPaused\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"not_before\x18\x03 \x01(\x03R\tnotBefore\"&\n" +
+	"not_before\x18\x03 \x01(\x03R\tnotBefore\x12\x1b\n" +
+	"\tavoid_llm\x18d \x01(\tR\bavoidLlm\"&\n" +
 	"\vTaskResumed\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"(\n" +
 	"\rTaskCompleted\x12\x17\n" +

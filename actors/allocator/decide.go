@@ -292,3 +292,23 @@ func (b *Book) DecideResume(backend string, now time.Time) (*pb.Event, error) {
 		Backend: backend,
 	}}}, nil
 }
+
+// ConditionState is the backend's recorded fault state ("" none), whether
+// or not its re-check time has passed.
+func (b *Book) ConditionState(backend string) string {
+	if q, ok := b.backends[backend]; ok {
+		return q.condState
+	}
+	return ""
+}
+
+// LearnedRates maps each backend with a learned rate to {limit, window ns}.
+func (b *Book) LearnedRates() map[string][2]int64 {
+	out := map[string][2]int64{}
+	for name, q := range b.backends {
+		if q.learnedLimit > 0 {
+			out[name] = [2]int64{int64(q.learnedLimit), q.learnedWindow}
+		}
+	}
+	return out
+}

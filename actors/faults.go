@@ -1,0 +1,188 @@
+package actors
+
+import (
+	"errors"
+	"time"
+
+	"fano/gateway"
+	"fano/pb"
+)
+
+// taskOutcome is what a failed call does to its task.
+type taskOutcome string
+
+const (
+	// outcomeStop: shutdown, a person or preemption cancelled the call.
+	outcomeStop taskOutcome = "stop"
+	// outcomeBackoff: retry after the backoff for the run of consecutive
+	// failures (60/300/900 s, then the last one again); an answer resets
+	// the run. Never FAILED: a flaky backend is not the task's fault.
+	outcomeBackoff taskOutcome = "backoff"
+	// outcomeFailover: the backend cannot serve now; the task waits for
+	// any other eligible backend at once, uncounted.
+	outcomeFailover taskOutcome = "failover"
+	// outcomeElsewhere: the answer was no answer (a refusal, nothing);
+	// retried at once on another backend, on the validation budget.
+	outcomeElsewhere taskOutcome = "elsewhere"
+	// outcomeFail: the request itself is wrong (HTTP 400 and the like).
+	outcomeFail taskOutcome = "fail"
+)
+
+// faultRoute is the error table (DESIGN.md §4): per error kind, what
+// happens to the task, to the backend and to the quota.
+type faultRoute struct {
+	task taskOutcome
+	// backend is the condition the backend is put in ("" none;
+	// "rate_limited" goes through the allocator's rate-limit rules).
+	backend string
+	// charged: the request reached the provider and its quota use stands.
+	charged bool
+}
+
+// routeFault routes a failed call by its kind, the same for every backend
+// type: a backend type differs only in which kinds it returns.
+func routeFault(kind string) faultRoute {
+	switch kind {
+	case "cancelled":
+		return faultRoute{task: outcomeStop, charged: true}
+	case "rate_limited":
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateRateLimited), charged: true}
+	case "credentials":
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateCredentials), charged: true}
+	case "unavailable":
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateDown), charged: true}
+	case "hung":
+		return faultRoute{task: outcomeFailover, charged: true}
+	case "bad_answer":
+		return faultRoute{task: outcomeElsewhere, charged: true}
+	case "transient", "conversation_gone":
+		return faultRoute{task: outcomeBackoff, charged: true}
+	default: // permanent and anything unclassified
+		return faultRoute{task: outcomeFail, charged: true}
+	}
+}
+
+// Default re-check periods of parked backends.
+const (
+	credentialsRecheck = 5 * time.Minute
+	downRecheck        = 30 * time.Second
+)
+
+// parkBackend tells the allocator about a backend-level fault and waits
+// until it is recorded, so the task's next allocation already avoids the
+// backend.
+func (s *System) parkBackend(llm, taskID string, route faultRoute, err error) {
+	switch route.backend {
+	case string(gateway.StateRateLimited):
+		var rl *gateway.RateLimitedError
+		if !errors.As(err, &rl) {
+			return
+		}
+		reply := make(chan time.Time, 1)
+		_, _ = ask(s, s.allocatorPID, &rateLimited{backend: llm, taskID: taskID, err: rl, reply: reply}, reply)
+	case string(gateway.StateCredentials):
+		s.recordCondition(llm, string(gateway.StateCredentials), err.Error(), s.clock.Now().Add(s.opts.CredentialsRecheck))
+	case string(gateway.StateDown):
+		c := s.backendCondition(llm)
+		if c.State == gateway.StateReady || c.State == "" {
+			c = gateway.Condition{State: gateway.StateDown, Reason: err.Error()}
+		}
+		if c.Until.IsZero() {
+			c.Until = s.clock.Now().Add(downRecheck)
+		}
+		s.recordCondition(llm, string(c.State), c.Reason, c.Until)
+	}
+}
+
+func (s *System) recordCondition(llm, state, reason string, until time.Time) {
+	reply := make(chan error, 1)
+	_, _ = ask(s, s.allocatorPID, &backendCondition{backend: llm, state: state, reason: reason, until: until, reply: reply}, reply)
+}
+
+// backendCondition is what the backend says of itself (a breaker's open
+// circuit, a browser's login wall); ready when it cannot say.
+func (s *System) backendCondition(llm string) gateway.Condition {
+	for _, b := range s.opts.Backends {
+		if b.Name() == llm {
+			if c, ok := b.(gateway.Conditioner); ok {
+				return c.Condition()
+			}
+		}
+	}
+	return gateway.Condition{State: gateway.StateReady}
+}
+
+// rateLearner is a backend whose provider tells its request rate (an API
+// behind a rate limiter); the rate is kept in the WAL so a restart paces
+// at it from the first request.
+type rateLearner interface {
+	LearnedRate() (limit int, window time.Duration)
+	SetLearnedRate(limit int, window time.Duration)
+}
+
+func learnerOf(b gateway.Backend) (rateLearner, bool) {
+	for b != nil {
+		if l, ok := b.(rateLearner); ok {
+			return l, true
+		}
+		u, ok := b.(interface{ Unwrap() gateway.Backend })
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
+	return nil, false
+}
+
+// noteLearnedRate records the rate llm's provider told, if it changed.
+func (s *System) noteLearnedRate(llm string) {
+	for _, b := range s.opts.Backends {
+		if b.Name() != llm {
+			continue
+		}
+		if l, ok := learnerOf(b); ok {
+			if limit, window := l.LearnedRate(); limit > 0 {
+				s.root.Send(s.allocatorPID, &rateLearned{backend: llm, limit: limit, window: window})
+			}
+		}
+	}
+}
+
+// seedLearnedRates gives every backend the rate its provider told before
+// the restart.
+func (s *System) seedLearnedRates(rates map[string][2]int64) {
+	for _, b := range s.opts.Backends {
+		r, ok := rates[b.Name()]
+		if !ok || r[0] <= 0 {
+			continue
+		}
+		if l, ok := learnerOf(b); ok {
+			l.SetLearnedRate(int(r[0]), time.Duration(r[1]))
+		}
+	}
+}
+
+func (s *System) logRateLimit(backend string, r *pb.RateLimitRecorded) {
+	ev := s.logger.Info()
+	kind := "rate limit"
+	if r.GetCap() {
+		ev, kind = s.logger.Warn(), "usage cap"
+	}
+	ev.Str("event", "actors.allocator.rate_limited").Str("backend", backend).Bool("cap", r.GetCap()).
+		Time("until", timeOf(r.GetUntil())).Str("reason", r.GetReason()).Msg(backend + ": " + kind + "; paused until the reset")
+}
+
+func (s *System) logCondition(backend string, c *pb.BackendConditionRecorded, was string) {
+	switch {
+	case c.GetState() == "":
+		s.logger.Info().Str("event", "actors.allocator.backend_ready").Str("backend", backend).Str("was", was).Msg(backend + " takes work again")
+	case c.GetState() != was:
+		// The one alert per fault: it names the backend and, for a key,
+		// the variable (the gateway's error does).
+		s.logger.Error().Str("event", "actors.allocator.backend_"+c.GetState()).Str("backend", backend).
+			Str("reason", c.GetReason()).Time("recheck", timeOf(c.GetUntil())).
+			Msg(backend + ": " + c.GetState() + "; its tasks go to other backends")
+		s.Publish(&pb.StateUpdate{Component: "backend", UpdateType: "alert", Data: map[string]string{
+			"backend": backend, "state": c.GetState(), "reason": c.GetReason()}})
+	}
+}
