@@ -148,7 +148,7 @@ func TestMoreUrgentTaskPreempts(t *testing.T) {
 	high := probeTask(2, 500)
 	_, err = b.sys.Submit(high)
 	require.NoError(t, err)
-	b.sys.Tick() // recompute priorities with the urgent task waiting
+	b.sys.Tick()                                   // recompute priorities with the urgent task waiting
 	b.sys.withScheduler(func(*scheduler.State) {}) // the tick was handled
 	close(release)
 	n := b.waitEvent("the low task's end", func(n Notice) bool {

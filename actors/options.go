@@ -39,7 +39,7 @@ type Options struct {
 	// CredentialsRecheck is how long a backend that refused its
 	// credentials is parked before it is tried again (default 5 min).
 	CredentialsRecheck time.Duration
-	ShutdownTimeout    time.Duration   // how long executors get to pause at shutdown
+	ShutdownTimeout    time.Duration // how long executors get to pause at shutdown
 	// FinishedRetention: finished tasks leave memory this long after they
 	// finished, archived in the WAL file first (0 = keep them in memory).
 	FinishedRetention time.Duration
