@@ -210,6 +210,12 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	cause := context.Cause(callCtx)
 	cancel(nil)
 	if err == nil {
+		// A refusal or nothing is no answer: never saved as content.
+		if why, bad := e.sys.opts.Refusals.Bad(resp.Content); bad {
+			err = gateway.Classified(llm, gateway.ErrBadAnswer, "task %s: %s", t.Id, why)
+		}
+	}
+	if err == nil {
 		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
 			TaskId: t.Id, Llm: llm, Content: resp.Content, Turn: turn, RequestSeq: reqSeq,
 			DurationNs: int64(e.sys.clock.Since(start)), ConversationUrl: resp.ConversationURL,

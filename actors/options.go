@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"fano/gateway/refusal"
+
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -39,7 +41,10 @@ type Options struct {
 	// CredentialsRecheck is how long a backend that refused its
 	// credentials is parked before it is tried again (default 5 min).
 	CredentialsRecheck time.Duration
-	ShutdownTimeout    time.Duration // how long executors get to pause at shutdown
+	// Refusals tells answers that are no answer (a refusal, nothing);
+	// nil: the built-in patterns.
+	Refusals        *refusal.Matcher
+	ShutdownTimeout time.Duration // how long executors get to pause at shutdown
 	// FinishedRetention: finished tasks leave memory this long after they
 	// finished, archived in the WAL file first (0 = keep them in memory).
 	FinishedRetention time.Duration
@@ -69,6 +74,9 @@ func (o *Options) defaults() {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = time.Hour
+	}
+	if o.Refusals == nil {
+		o.Refusals = refusal.Default()
 	}
 	if o.CredentialsRecheck <= 0 {
 		o.CredentialsRecheck = credentialsRecheck
