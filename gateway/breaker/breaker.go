@@ -57,7 +57,14 @@ type Backend struct {
 	mu        sync.Mutex
 	openUntil time.Time
 	opened    uint64
+	// announcedOpen: "open" was reported and "half-open" not yet. gobreaker
+	// goes half-open the moment any call returns after a trip (its own open
+	// period is 1 ns); we report half-open when our clock ends the open
+	// period and a probe is let through, when it really happens.
+	announcedOpen bool
 }
+
+var _ gateway.Conditioner = (*Backend)(nil)
 
 var _ gateway.Backend = (*Backend)(nil)
 
@@ -108,14 +115,45 @@ func notAFailure(err error) bool {
 // stateChanged runs under gobreaker's lock (never call cb here).
 func (b *Backend) stateChanged(from, to gobreaker.State) {
 	b.mu.Lock()
-	if to == gobreaker.StateOpen {
+	report := true
+	switch {
+	case to == gobreaker.StateOpen:
 		b.openUntil = b.clock.Now().Add(b.timeout)
 		b.opened++
+		b.announcedOpen = true
+	case from == gobreaker.StateOpen && to == gobreaker.StateHalfOpen:
+		report = false // reported by halfOpenDue when our clock says so
 	}
 	b.mu.Unlock()
-	if b.onChange != nil {
+	if report && b.onChange != nil {
 		b.onChange(b.inner.Name(), from.String(), to.String())
 	}
+}
+
+// halfOpenDue reports the open -> half-open transition once the open
+// period has ended on our clock.
+func (b *Backend) halfOpenDue() {
+	b.mu.Lock()
+	due := b.announcedOpen && !b.clock.Now().Before(b.openUntil)
+	if due {
+		b.announcedOpen = false
+	}
+	b.mu.Unlock()
+	if due && b.onChange != nil {
+		b.onChange(b.inner.Name(), Open, HalfOpen)
+	}
+}
+
+// Condition is circuit_open until the half-open time while the circuit
+// is open, else what the wrapped backend says of itself.
+func (b *Backend) Condition() gateway.Condition {
+	if until, open := b.openedUntil(); open {
+		return gateway.Condition{State: gateway.StateCircuitOpen, Reason: "circuit open after repeated failures", Until: until}
+	}
+	if c, ok := b.inner.(gateway.Conditioner); ok {
+		return c.Condition()
+	}
+	return gateway.Condition{State: gateway.StateReady}
 }
 
 func (b *Backend) openedUntil() (time.Time, bool) {
@@ -135,6 +173,7 @@ func (b *Backend) State() string {
 	if _, open := b.openedUntil(); open {
 		return Open
 	}
+	b.halfOpenDue()
 	return b.cb.State().String()
 }
 
@@ -157,6 +196,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	if _, open := b.openedUntil(); open {
 		return gateway.Response{}, b.openError()
 	}
+	b.halfOpenDue()
 	resp, err := b.cb.Execute(func() (gateway.Response, error) {
 		if _, open := b.openedUntil(); open {
 			return gateway.Response{}, errOpen // opened while we were admitted
