@@ -12,6 +12,7 @@ import (
 
 	"fano/actors/scheduler"
 	"fano/gateway"
+	"fano/gateway/breaker"
 	"fano/gateway/sim"
 	"fano/modules"
 	"fano/modules/probe"
@@ -157,4 +158,157 @@ func TestMoreUrgentTaskPreempts(t *testing.T) {
 	})
 	require.NotNil(t, n.Event.GetTaskPaused(), "the low task ran on instead of yielding")
 	assert.Equal(t, "preempted", n.Event.GetTaskPaused().Reason)
+}
+
+// The error table: per kind and backend type, what happens to the task,
+// the backend and the quota. Backend "a" fails once with the kind; "b"
+// answers. The backend type changes nothing: types differ only in which
+// kinds they return.
+func TestErrorTable(t *testing.T) {
+	type row struct {
+		kind  string
+		err   func(now time.Time) error
+		task  string // the task event after the failure: "failover", "backoff", "elsewhere", "failed"
+		state string // a's state in the allocator afterwards
+		done  string // the backend that completes the task ("" = it fails)
+	}
+	rows := []row{
+		{"rate_limited", func(time.Time) error {
+			return &gateway.RateLimitedError{Backend: "a", RetryAfter: 20 * time.Second}
+		}, "failover", "rate_limited", "b"},
+		{"usage_cap", func(now time.Time) error {
+			return &gateway.RateLimitedError{Backend: "a", Until: now.Add(3 * time.Hour), Cap: true}
+		}, "failover", "capped", "b"},
+		{"credentials", func(time.Time) error {
+			return gateway.Classified("a", gateway.ErrCredentials, "HTTP 401: the key in A_KEY was refused")
+		}, "failover", "credentials", "b"},
+		{"unavailable", func(time.Time) error { return gateway.Unavailable("a", "login required") }, "failover", "down", "b"},
+		{"hung", func(time.Time) error { return gateway.Classified("a", gateway.ErrHung, "no answer for 10 min") }, "failover", "ready", "b"},
+		{"bad_answer", func(time.Time) error {
+			return gateway.Classified("a", gateway.ErrBadAnswer, "refusal")
+		}, "elsewhere", "ready", "b"},
+		{"transient", func(time.Time) error { return gateway.Transient("a", "HTTP 503") }, "backoff", "ready", "a"},
+		{"permanent", func(time.Time) error { return gateway.Permanent("a", "HTTP 400") }, "failed", "ready", ""},
+	}
+	for _, kindOfBackend := range []string{"api", "browser", "sim"} {
+		for _, r := range rows {
+			t.Run(kindOfBackend+"/"+r.kind, func(t *testing.T) {
+				b, clock := fakeRig(t, "a", "b")
+				b.opts.Allocator.Backends[0].Kind = kindOfBackend
+				failed := false
+				b.simNamed("a").Inject(func(context.Context, gateway.Request) error {
+					if failed {
+						return nil
+					}
+					failed = true
+					return r.err(clock.Now())
+				})
+				b.start()
+				task := probeTask(1, 0)
+				task.LlmPreference = ""
+				_, err := b.sys.Submit(task)
+				require.NoError(t, err)
+				b.sys.Tick()
+				n := b.waitEvent("the failure's outcome", func(n Notice) bool {
+					e := n.Event
+					return e.GetTaskPaused() != nil || e.GetTaskRetryScheduled() != nil || e.GetTaskFailed() != nil
+				})
+				e := n.Event
+				switch r.task {
+				case "failover":
+					require.NotNil(t, e.GetTaskPaused(), "%v", e)
+					assert.Equal(t, "a", e.GetTaskPaused().AvoidLlm)
+					assert.Zero(t, e.GetTaskPaused().NotBefore, "offered to another backend at once")
+				case "elsewhere":
+					require.NotNil(t, e.GetTaskRetryScheduled(), "%v", e)
+					assert.True(t, e.GetTaskRetryScheduled().Validation)
+					assert.Equal(t, "a", e.GetTaskRetryScheduled().AvoidLlm)
+				case "backoff":
+					require.NotNil(t, e.GetTaskRetryScheduled(), "%v", e)
+					assert.False(t, e.GetTaskRetryScheduled().Validation)
+					assert.Equal(t, time.Second, time.Duration(e.GetTaskRetryScheduled().NotBefore-e.At))
+				case "failed":
+					require.NotNil(t, e.GetTaskFailed(), "%v", e)
+				}
+				b.sys.withScheduler(func(*scheduler.State) {})
+				for _, q := range b.sys.Quotas() {
+					if q.Name == "a" {
+						assert.Equal(t, r.state, q.State, "a's state")
+						assert.Equal(t, 1, q.HourlyUsed, "the failed request reached the provider: it is charged")
+						if r.kind == "rate_limited" || r.kind == "usage_cap" {
+							assert.Equal(t, 1000, q.HourlyLimit)
+						}
+					}
+				}
+				if r.done == "" {
+					return
+				}
+				if r.task == "backoff" {
+					b.waitSlotsFree()
+					clock.Advance(time.Second)
+				}
+				b.sys.Tick()
+				b.waitCompleted(1)
+				tk, _ := b.sys.Task(task.Id)
+				assert.Equal(t, r.done, tk.LlmAssigned)
+			})
+		}
+	}
+}
+
+// A backend that says it cannot serve (an open circuit) is parked before
+// the request is counted or charged, and the task goes elsewhere.
+func TestOpenCircuitIsNotChargedAndFailsOver(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC))
+	b := setup(t, setupOpts{clock: clock, backends: []string{"a", "b"}, noSync: true, probe: probe.Config{NoPropose: true, Turns: 1},
+		mutate: func(o *Options) {
+			o.TickInterval = time.Hour
+			o.Backends[0] = breaker.Wrap(o.Backends[0], breaker.Config{FailureThreshold: 1, RecoveryTimeout: 300 * time.Second, Clock: clock})
+		}})
+	// Trip a's circuit with one failure outside fano.
+	b.simNamed("a").Inject(func(context.Context, gateway.Request) error { return gateway.Transient("a", "503") })
+	_, err := b.opts.Backends[0].Send(context.Background(), gateway.Request{TaskID: "x"})
+	require.Error(t, err)
+	b.simNamed("a").Inject(nil)
+	require.Equal(t, gateway.StateCircuitOpen, b.opts.Backends[0].(gateway.Conditioner).Condition().State)
+
+	b.start()
+	task := probeTask(1, 0)
+	task.Conversation = nil
+	_, err = b.sys.Submit(task)
+	require.NoError(t, err)
+	b.sys.Tick()
+	p := b.waitEvent("the failover", func(n Notice) bool { return n.Event.GetTaskPaused() != nil })
+	assert.Equal(t, "circuit_open", p.Event.GetTaskPaused().Reason)
+	b.sys.Tick()
+	b.waitCompleted(1)
+	tk, _ := b.sys.Task(task.Id)
+	assert.Equal(t, "b", tk.LlmAssigned)
+	assert.EqualValues(t, 1, tk.RequestCount, "the refused request was never counted")
+	for _, q := range b.sys.Quotas() {
+		if q.Name == "a" {
+			assert.Zero(t, q.HourlyUsed, "nothing charged to the open circuit")
+			assert.Equal(t, "circuit_open", q.State)
+			assert.True(t, clock.Now().Add(300*time.Second).Equal(q.Until), "until the half-open time, %v", q.Until)
+		}
+	}
+}
+
+// waitSlotsFree waits until no executor runs and the allocator got every
+// slot back (an executor releases its slot just after it ends).
+func (b *bundle) waitSlotsFree() {
+	b.t.Helper()
+	for b.sys.Running() > 0 {
+		<-b.sys.finishSignal()
+	}
+	for i := 0; ; i++ {
+		busy := 0
+		for _, q := range b.sys.Quotas() {
+			busy += q.InUse
+		}
+		if busy == 0 {
+			return
+		}
+		require.Less(b.t, i, 100000, "slots never came back")
+	}
 }
