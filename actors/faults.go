@@ -2,7 +2,10 @@ package actors
 
 import (
 	"errors"
+	"slices"
 	"time"
+
+	"fano/actors/allocator"
 
 	"fano/gateway"
 	"fano/pb"
@@ -185,4 +188,57 @@ func (s *System) logCondition(backend string, c *pb.BackendConditionRecorded, wa
 		s.Publish(&pb.StateUpdate{Component: "backend", UpdateType: "alert", Data: map[string]string{
 			"backend": backend, "state": c.GetState(), "reason": c.GetReason()}})
 	}
+}
+
+// BackendCheck is the outcome of re-checking one backend.
+type BackendCheck struct {
+	Backend, State, Reason string
+}
+
+// RecheckBackends re-checks the named backends (all when none is named):
+// each reloads its key from the environment if it has one, and a recorded
+// fault (credentials, login, circuit) is cleared so the next request tries
+// it; one that still says it cannot serve is parked again. It is what
+// SIGHUP and `fano backend resume` do.
+func (s *System) RecheckBackends(names ...string) []BackendCheck {
+	var out []BackendCheck
+	for _, b := range s.opts.Backends {
+		name := b.Name()
+		if len(names) > 0 && !slices.Contains(names, name) {
+			continue
+		}
+		if r, ok := keyReloaderOf(b); ok {
+			_ = r.ReloadKey() // an unset key shows in the condition below
+		}
+		c := s.backendCondition(name)
+		if c.State == gateway.StateReady || c.State == "" {
+			s.recordCondition(name, allocator.StateReady, "", time.Time{})
+			out = append(out, BackendCheck{Backend: name, State: string(gateway.StateReady)})
+			continue
+		}
+		until := c.Until
+		if until.IsZero() {
+			until = s.clock.Now().Add(s.opts.CredentialsRecheck)
+		}
+		s.recordCondition(name, string(c.State), c.Reason, until)
+		out = append(out, BackendCheck{Backend: name, State: string(c.State), Reason: c.Reason})
+	}
+	s.tick()
+	return out
+}
+
+type keyReloader interface{ ReloadKey() error }
+
+func keyReloaderOf(b gateway.Backend) (keyReloader, bool) {
+	for b != nil {
+		if r, ok := b.(keyReloader); ok {
+			return r, true
+		}
+		u, ok := b.(interface{ Unwrap() gateway.Backend })
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
+	return nil, false
 }

@@ -575,6 +575,11 @@ func (s *System) Cancel(id, reason string) error {
 
 // PauseBackend and ResumeBackend are the operator's switch for one LLM.
 func (s *System) PauseBackend(name, reason string, pause bool) error {
+	if !pause {
+		// A resume also re-checks the backend: `fano backend resume`
+		// after a key was fixed.
+		s.RecheckBackends(name)
+	}
 	reply := make(chan error, 1)
 	r, err := ask(s, s.allocatorPID, &backendPause{backend: name, reason: reason, pause: pause, reply: reply}, reply)
 	if err != nil {

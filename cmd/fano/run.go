@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"fano/actors"
+	"fano/config"
 	"fano/pb"
 )
 
@@ -34,7 +35,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	// Signals are caught from the start, so a signal during recovery is
 	// not the default "die at once".
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
 	a, err := openApp(g, "")
@@ -94,6 +95,10 @@ loop:
 	for {
 		select {
 		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				a.reloadKeys(sys)
+				continue
+			}
 			if sig == syscall.SIGUSR1 {
 				path, err := dumpState(a.dataDir, sys)
 				if err != nil {
@@ -124,7 +129,7 @@ loop:
 	// A second signal while stopping ends the process at once.
 	go func() {
 		for sig := range sigs {
-			if sig != syscall.SIGUSR1 {
+			if sig != syscall.SIGUSR1 && sig != syscall.SIGHUP {
 				a.logger.Warn().Str("event", "cmd.fano.forced_exit").Msg("second signal: exiting now")
 				os.Exit(130)
 			}
@@ -152,4 +157,20 @@ loop:
 		}
 	}
 	return nil
+}
+
+// reloadKeys is SIGHUP: read the environment file again (if configured)
+// and re-check every parked backend, so a fixed key is used at once.
+func (a *app) reloadKeys(sys *actors.System) {
+	if f := a.cfg.LLM.EnvFile; f != "" {
+		names, err := config.LoadEnvFile(f)
+		if err != nil {
+			a.logger.Error().Err(err).Str("event", "cmd.fano.env_reload_failed").Msg("SIGHUP: environment file not reloaded")
+		} else {
+			a.logger.Info().Str("event", "cmd.fano.env_reloaded").Strs("variables", names).Msg("SIGHUP: environment file reloaded")
+		}
+	}
+	for _, r := range sys.RecheckBackends() {
+		a.logger.Info().Str("event", "cmd.fano.backend_recheck").Str("backend", r.Backend).Str("state", r.State).Str("reason", r.Reason).Msg("SIGHUP: backend re-checked")
+	}
 }
