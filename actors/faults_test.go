@@ -312,3 +312,78 @@ func (b *bundle) waitSlotsFree() {
 		require.Less(b.t, i, 100000, "slots never came back")
 	}
 }
+
+// A refused key parks the only backend in the credentials state: its task
+// waits (never FAILED); a re-check after the key is fixed (SIGHUP, `fano
+// backend resume`) lets it continue by itself.
+func TestCredentialsParkBackendNotTask(t *testing.T) {
+	b, _ := fakeRig(t)
+	a := b.simNamed("a")
+	a.Inject(func(context.Context, gateway.Request) error {
+		return gateway.Classified("a", gateway.ErrCredentials, "HTTP 401: the key in A_KEY was refused")
+	})
+	b.start()
+	task := probeTask(1, 0)
+	_, err := b.sys.Submit(task)
+	require.NoError(t, err)
+	b.sys.Tick()
+	p := b.waitEvent("the task parked", func(n Notice) bool { return n.Event.GetTaskPaused() != nil })
+	assert.Equal(t, "credentials", p.Event.GetTaskPaused().Reason)
+	b.waitSlotsFree()
+	b.sys.Tick()
+	b.sys.withScheduler(func(*scheduler.State) {})
+	tk, _ := b.sys.Task(task.Id)
+	assert.NotEqual(t, pb.TaskState_TASK_STATE_FAILED, tk.State)
+	q := b.sys.Quotas()[0]
+	assert.Equal(t, "credentials", q.State)
+	assert.Contains(t, q.Reason, "A_KEY")
+
+	a.Inject(nil) // the key was fixed
+	checks := b.sys.RecheckBackends()
+	require.Len(t, checks, 1)
+	assert.Equal(t, "ready", checks[0].State)
+	b.waitCompleted(1)
+}
+
+// Answers that keep failing validation fail the task on their own budget
+// (3 here), whatever the transient failures did; `Retry` requeues it with
+// fresh budgets and it completes.
+func TestValidationBudgetThenRetry(t *testing.T) {
+	b, _ := fakeRig(t)
+	a := b.simNamed("a")
+	a.Refuse(func(gateway.Request) (string, bool) { return "Sorry, I can't help with that.", true })
+	b.start()
+	task := probeTask(1, 0)
+	_, err := b.sys.Submit(task)
+	require.NoError(t, err)
+	retries := 0
+	for {
+		b.sys.Tick()
+		n := b.waitEvent("a retry or the failure", func(n Notice) bool {
+			return n.Event.GetTaskRetryScheduled() != nil || n.Event.GetTaskFailed() != nil
+		})
+		if n.Event.GetTaskFailed() != nil {
+			assert.Contains(t, n.Event.GetTaskFailed().Error, "refusal")
+			break
+		}
+		assert.True(t, n.Event.GetTaskRetryScheduled().Validation)
+		retries++
+		b.waitSlotsFree()
+	}
+	assert.Equal(t, 3, retries, "the validation budget")
+	var answers map[string][]string
+	require.NoError(t, b.sys.WithModule(probe.Name, func(m modules.Module) { answers = m.(*probe.Module).Answers() }))
+	assert.Empty(t, answers[task.Id], "a refusal is never saved as content")
+
+	_, err = b.sys.Retry([]string{"probe/exploration/nope"}, "")
+	var re *RetryError
+	require.ErrorAs(t, err, &re)
+	a.Refuse(nil)
+	b.waitSlotsFree()
+	ids, err := b.sys.Retry(nil, probe.Name)
+	require.NoError(t, err)
+	assert.Equal(t, []string{task.Id}, ids)
+	b.waitCompleted(1)
+	tk, _ := b.sys.Task(task.Id)
+	assert.Zero(t, tk.ValidationAttempts)
+}
