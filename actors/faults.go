@@ -10,6 +10,7 @@ import (
 	"fano/actors/scheduler"
 
 	"fano/gateway"
+	"fano/gateway/ratelimit"
 	"fano/pb"
 )
 
@@ -300,4 +301,44 @@ func (s *System) Retry(ids []string, module string) ([]string, error) {
 		s.tick()
 	}
 	return done, nil
+}
+
+// overlayBackendFacts adds what only the backends know to the book's
+// figures: their own condition and their rate limiter's pace and queue.
+func (s *System) overlayBackendFacts(st []allocator.BackendStatus) {
+	byName := make(map[string]gateway.Backend, len(s.opts.Backends))
+	for _, b := range s.opts.Backends {
+		byName[b.Name()] = b
+	}
+	for i := range st {
+		b, ok := byName[st[i].Name]
+		if !ok {
+			continue
+		}
+		if c := s.backendCondition(st[i].Name); c.State != gateway.StateReady && c.State != "" && st[i].State == allocator.StateReady {
+			st[i].State, st[i].Reason, st[i].Until, st[i].Available = string(c.State), c.Reason, c.Until, false
+		}
+		if lim, ok := limiterOf(b); ok {
+			ls := lim.Stats()
+			st[i].PacedPerWindow, st[i].LimiterWaiting = ls.RPM, ls.Waiting
+			if st[i].LearnedLimit == 0 && ls.LimitRPM > 0 {
+				st[i].LearnedLimit, st[i].LearnedWindow = ls.LimitRPM, lim.Window()
+			}
+		}
+	}
+}
+
+func limiterOf(b gateway.Backend) (*ratelimit.Limiter, bool) {
+	for b != nil {
+		if l, ok := b.(interface{ Limiter() *ratelimit.Limiter }); ok {
+			lim := l.Limiter()
+			return lim, lim != nil
+		}
+		u, ok := b.(interface{ Unwrap() gateway.Backend })
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
+	return nil, false
 }

@@ -623,9 +623,12 @@ func (s *System) Counts() map[string]map[pb.TaskState]int {
 }
 
 // Quotas returns every backend's quota figures.
+// A backend that knows it cannot serve now (a login wall, an unset key,
+// an open circuit) shows that state even before a task met it.
 func (s *System) Quotas() []allocator.BackendStatus {
 	var out []allocator.BackendStatus
 	s.withAllocator(func(b *allocator.Book) { out = b.Status(s.clock.Now()) })
+	s.overlayBackendFacts(out)
 	return out
 }
 

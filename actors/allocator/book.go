@@ -135,8 +135,13 @@ type BackendStatus struct {
 	Until  time.Time
 	// LearnedLimit requests per LearnedWindow: the provider's rate as its
 	// headers told it (0: not learned).
-	LearnedLimit   int
-	LearnedWindow  time.Duration
+	LearnedLimit  int
+	LearnedWindow time.Duration
+	// The backend's rate limiter, if it has one (filled by the system,
+	// not the book): the rate it paces to per its window and how many
+	// requests wait in its queue.
+	PacedPerWindow float64
+	LimiterWaiting int
 	Paused         bool
 	PauseReason    string
 	InUse          int

@@ -94,9 +94,17 @@ type Backend struct {
 	Healthy bool   `json:"healthy"`          // its Health probe passed
 	Paused  bool   `json:"paused,omitempty"` // an operator paused it
 	Error   string `json:"error,omitempty"`
+	// State is what the allocator and the backend know: "ready" (or "")
+	// takes work; rate_limited, capped, credentials, login, circuit_open,
+	// exhausted... do not, whatever the probe says.
+	State string    `json:"state,omitempty"`
+	Until time.Time `json:"until,omitzero"`
 }
 
-func (b Backend) available() bool { return b.Healthy && !b.Paused }
+// available: only a backend that can take work now counts.
+func (b Backend) available() bool {
+	return b.Healthy && !b.Paused && (b.State == "" || b.State == "ready" || b.State == "busy")
+}
 
 // StuckTask is a run that lasted longer than the threshold.
 type StuckTask struct {
@@ -435,6 +443,11 @@ func reasonOf(b Backend) string {
 		return b.Error
 	case !b.Healthy:
 		return "unhealthy"
+	case !b.available():
+		if !b.Until.IsZero() {
+			return b.State + " until " + b.Until.UTC().Format(time.RFC3339)
+		}
+		return b.State
 	}
 	return "ok"
 }
