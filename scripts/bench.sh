@@ -12,7 +12,7 @@ run() { # package, regexp, extra flags...
 }
 run ./wal/ 'BenchmarkAppend$' -benchtime 2s
 run ./actors/scheduler/ 'BenchmarkPick$' -benchtime 200x
-run ./actors/ 'BenchmarkEndToEnd$|BenchmarkRecovery$|BenchmarkKillRestart$|BenchmarkSimulatedDay$' -benchtime 1x -timeout 30m
+run ./actors/ 'BenchmarkEndToEnd$|BenchmarkRecovery$|BenchmarkKillRestart$|BenchmarkSimulatedDay$|BenchmarkTransientFaults$|BenchmarkBackendOutage$' -benchtime 1x -timeout 30m
 [ -d gateway/ratelimit ] && run ./gateway/ratelimit/ 'BenchmarkIncident429' -benchtime 1x -timeout 20m
 [ -d modules/dedup ] && run ./modules/dedup/ 'BenchmarkCheck' -benchtime 1s
 [ -f cmd/fano/ops_bench_test.go ] && run ./cmd/fano/ 'BenchmarkShutdown' -benchtime 3x -timeout 10m
