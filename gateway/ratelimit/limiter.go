@@ -457,7 +457,14 @@ func (l *Limiter) Learn(limit int, window time.Duration) {
 	}
 	if limit != l.limit {
 		l.learnLocked(limit)
-		l.dispatchLocked(l.clock.Now())
+		// No catch-up credit: after a restart the server's window still
+		// holds the grants of the previous run, which we no longer see.
+		// Pacing from now on, never faster, keeps it under the limit.
+		now := l.clock.Now()
+		if start := now.Add(l.tau); l.tat.Before(start) {
+			l.tat = start
+		}
+		l.dispatchLocked(now)
 	}
 }
 
