@@ -319,6 +319,10 @@ func TestLearnedRateAfterRestartPacesWithoutBurst(t *testing.T) {
 	start := h.clock.Now()
 	iv := h.interval()
 	assert.InDelta(t, float64(time.Minute)/(200*0.98), float64(iv), 1, "paced at the learned rate")
+	h.l.mu.Lock()
+	next := h.l.nextGrantLocked(start)
+	h.l.mu.Unlock()
+	assert.Equal(t, start.Add(iv), next, "the second request waits a full interval: no catch-up burst")
 	for id := 1; id <= 3; id++ {
 		h.startQueued(context.Background(), id)
 	}
