@@ -3,16 +3,22 @@ package actors
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"fano/actors/scheduler"
 	"fano/gateway"
+	"fano/gateway/api"
 	"fano/gateway/breaker"
+	"fano/gateway/ratelimit"
 	"fano/gateway/sim"
 	"fano/modules"
 	"fano/modules/probe"
@@ -386,4 +392,48 @@ func TestValidationBudgetThenRetry(t *testing.T) {
 	b.waitCompleted(1)
 	tk, _ := b.sys.Task(task.Id)
 	assert.Zero(t, tk.ValidationAttempts)
+}
+
+// The rate a provider told (x-ratelimit-limit-requests) is a WAL event:
+// after a restart the new limiter paces at it from the first request.
+func TestLearnedRateSurvivesRestart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(ratelimit.HeaderLimit, "120")
+		w.Header().Set(ratelimit.HeaderRemaining, "119")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"an answer"}}]}`)
+	}))
+	defer srv.Close()
+	newAPI := func() (*api.Backend, *ratelimit.Limiter) {
+		lim := ratelimit.New(ratelimit.Config{Name: "m", InitialRPM: 20}, nil)
+		be, err := api.New(api.Config{Name: "router", BaseURL: srv.URL + "/v1", Model: "m", APIKey: "sk-test-1234", Limiter: lim, Logger: zerolog.Nop()})
+		require.NoError(t, err)
+		return be, lim
+	}
+	first, lim1 := newAPI()
+	b := setup(t, setupOpts{backends: []string{"router"}, probe: probe.Config{NoPropose: true, Turns: 1},
+		mutate: func(o *Options) { o.Backends[0] = first; o.Allocator.Backends[0].Kind = "api" }})
+	b.start()
+	_, err := b.sys.Submit(probeTask(1, 0))
+	require.NoError(t, err)
+	b.sys.Tick()
+	learned := b.waitEvent("the learned rate", func(n Notice) bool { return n.Event.GetRateLearned() != nil })
+	assert.EqualValues(t, 120, learned.Event.GetRateLearned().LimitPerWindow)
+	got, _ := lim1.Learned()
+	require.Equal(t, 120, got)
+	require.NoError(t, b.sys.Stop())
+
+	second, lim2 := newAPI()
+	before, _ := lim2.Learned()
+	require.Zero(t, before)
+	b2 := setup(t, setupOpts{backends: []string{"router"}, probe: probe.Config{NoPropose: true, Turns: 1},
+		mutate: func(o *Options) { o.Backends[0] = second; o.Allocator.Backends[0].Kind = "api" }})
+	b2.log, b2.opts.Log = b.log, b.log
+	b2.start()
+	after, window := lim2.Learned()
+	assert.Equal(t, 120, after, "seeded from the WAL before any request")
+	assert.Equal(t, time.Minute, window)
+	q := b2.sys.Quotas()[0]
+	assert.Equal(t, 120, q.LearnedLimit)
+	assert.Zero(t, q.LimiterWaiting)
 }
