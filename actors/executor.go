@@ -256,7 +256,9 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		e.sys.parkBackend(llm, t.Id, route, err)
 		return e.failover(kind, llm)
 	case outcomeBackoff:
-		return e.retry(err.Error(), llm)
+		// A call that hung past our deadline is offered to another
+		// backend at once; other transient failures from the second on.
+		return e.retry(err.Error(), llm, errors.Is(cause, errTimeout))
 	case outcomeElsewhere:
 		return e.retryValidation(kind+": "+err.Error(), llm)
 	default:
@@ -294,11 +296,11 @@ func (e *executor) pause(reason string, until time.Time) *pb.TaskResult {
 // consecutive failed requests (60/300/900 s, then 900 s again: an answer
 // resets the run). A flaky backend never fails the task; from the second
 // failure in a row another backend is preferred.
-func (e *executor) retry(msg, llm string) *pb.TaskResult {
+func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
 	backoff := e.sys.opts.RetryBackoff
 	n := min(int(e.task.Attempts), len(backoff)-1)
 	avoid := ""
-	if e.task.Attempts > 0 {
+	if e.task.Attempts > 0 || hung {
 		avoid = llm
 	}
 	at := e.sys.clock.Now().Add(backoff[n])

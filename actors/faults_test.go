@@ -130,6 +130,7 @@ func TestTimeoutIsRetriedNotFailed(t *testing.T) {
 	})
 	require.NotNil(t, n.Event.GetTaskRetryScheduled(), "a timeout is transient: %v", n.Event)
 	assert.Equal(t, time.Second, time.Duration(n.Event.GetTaskRetryScheduled().NotBefore-n.Event.At))
+	assert.Equal(t, "a", n.Event.GetTaskRetryScheduled().AvoidLlm, "a hung call is offered to another backend")
 }
 
 // A running task yields its backend at the next safe point to a waiting

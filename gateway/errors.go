@@ -8,9 +8,12 @@ import (
 )
 
 // The error kinds a Backend returns. The executor routes on them once
-// (DESIGN.md §4): a rate limit pauses the task and tells the allocator; a
-// transient error is retried after 60/300/900 s; a permanent one fails the
-// task; an unavailable backend pauses the task and is reported to health.
+// (DESIGN.md §4, actors/faults.go): a rate limit, bad credentials or an
+// unavailable backend park the backend and send the task to another one,
+// uncounted; a transient error is retried after 60/300/900 s of
+// consecutive failures (an answer resets the count; never FAILED); a bad
+// answer is retried at once elsewhere on the task's validation budget; only
+// a permanent one (the request itself is wrong) fails the task.
 var (
 	ErrTransient   = errors.New("transient")
 	ErrPermanent   = errors.New("permanent")
