@@ -430,12 +430,12 @@ func (b *Backend) statusError(req gateway.Request, resp *http.Response) error {
 		rl := &gateway.RateLimitedError{Backend: b.cfg.Name, Reason: fmt.Sprintf("HTTP 429%s", detail)}
 		now := b.clock.Now()
 		d, ok := ratelimit.ResetAfter(resp.Header, now)
-		if !ok {
-			// No time given: wait one rate window rather than parking
-			// the backend until its next hourly window.
-			d = ratelimit.DefaultWindow
+		if !ok || d <= 0 {
+			// No time given (or "0s"): a short backoff from the paced
+			// rate, never the next hourly window.
+			d = 15 * time.Second
 			if b.cfg.Limiter != nil {
-				d = b.cfg.Limiter.Window()
+				d = b.cfg.Limiter.ShortBackoff()
 			}
 		}
 		rl.RetryAfter = d

@@ -182,7 +182,8 @@ func TestRateLimitedForms(t *testing.T) {
 		{"reset-requests only", map[string]string{ratelimit.HeaderReset: "1m0s"}, time.Minute},
 		{"reset-requests seconds", map[string]string{ratelimit.HeaderReset: "6"}, 6 * time.Second},
 		{"budget spent: finer reset wins", map[string]string{"Retry-After": "1", ratelimit.HeaderRemaining: "0", ratelimit.HeaderReset: "120ms"}, 120 * time.Millisecond},
-		{"no time: one window", nil, time.Minute},
+		{"no time: three intervals at 20 RPM", nil, 9 * time.Second},
+		{"0s is no time", map[string]string{ratelimit.HeaderReset: "0s"}, 9 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

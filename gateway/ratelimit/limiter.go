@@ -468,6 +468,15 @@ func (l *Limiter) Learn(limit int, window time.Duration) {
 	}
 }
 
+// ShortBackoff is how long to hold the model after a 429 that named no
+// reset (or "0s"): three intervals of the paced rate, between 2 s and a
+// minute.
+func (l *Limiter) ShortBackoff() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return min(time.Minute, max(2*time.Second, 3*l.interval))
+}
+
 // Window is the period the learned limit counts over.
 func (l *Limiter) Window() time.Duration {
 	l.mu.Lock()
