@@ -18,6 +18,9 @@ type allocatorActor struct {
 	book *allocator.Book
 	j    *journal
 	last uint64
+	// announced is the condition last alerted per backend, so two tasks
+	// meeting the same fault at once raise one alert.
+	announced map[string]string
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
@@ -81,7 +84,11 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 			}
 			return
 		}
-		a.sys.logCondition(m.backend, ev.GetBackendConditionRecorded(), a.book.ConditionState(m.backend))
+		if a.announced == nil {
+			a.announced = map[string]string{}
+		}
+		a.sys.logCondition(m.backend, ev.GetBackendConditionRecorded(), a.announced[m.backend])
+		a.announced[m.backend] = ev.GetBackendConditionRecorded().GetState()
 		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
 			if m.reply != nil {
 				m.reply <- err

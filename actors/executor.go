@@ -253,7 +253,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
 	case outcomeFailover:
-		e.sys.parkBackend(llm, t.Id, route, err)
+		e.sys.parkBackend(llm, t.Id, start, route, err)
 		return e.failover(kind, llm)
 	case outcomeBackoff:
 		// A call that hung past our deadline is offered to another

@@ -77,7 +77,10 @@ const (
 // parkBackend tells the allocator about a backend-level fault and waits
 // until it is recorded, so the task's next allocation already avoids the
 // backend.
-func (s *System) parkBackend(llm, taskID string, route faultRoute, err error) {
+//
+// A credentials failure of a request sent before the backend's last
+// re-check says nothing about the key it uses now: it parks nothing.
+func (s *System) parkBackend(llm, taskID string, sent time.Time, route faultRoute, err error) {
 	switch route.backend {
 	case string(gateway.StateRateLimited):
 		var rl *gateway.RateLimitedError
@@ -87,6 +90,9 @@ func (s *System) parkBackend(llm, taskID string, route faultRoute, err error) {
 		reply := make(chan time.Time, 1)
 		_, _ = ask(s, s.allocatorPID, &rateLimited{backend: llm, taskID: taskID, err: rl, reply: reply}, reply)
 	case string(gateway.StateCredentials):
+		if at, ok := s.rechecked.Load(llm); ok && sent.Before(at.(time.Time)) {
+			return
+		}
 		s.recordCondition(llm, string(gateway.StateCredentials), err.Error(), s.clock.Now().Add(s.opts.CredentialsRecheck))
 	case string(gateway.StateDown):
 		c := s.backendCondition(llm)
@@ -210,6 +216,7 @@ func (s *System) RecheckBackends(names ...string) []BackendCheck {
 		if len(names) > 0 && !slices.Contains(names, name) {
 			continue
 		}
+		s.rechecked.Store(name, s.clock.Now())
 		if r, ok := keyReloaderOf(b); ok {
 			_ = r.ReloadKey() // an unset key shows in the condition below
 		}

@@ -2,8 +2,16 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,4 +50,65 @@ func TestRetryArguments(t *testing.T) {
 	code, _, errOut = cli("retry", "probe/x", "--failed")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "not both")
+}
+
+// A wrong key costs no work: the API backend is parked in the credentials
+// state (one alert naming it and the variable), its tasks wait, and after
+// the key is fixed in llm.env_file a SIGHUP lets fano finish by itself.
+func TestWrongKeyThenSIGHUPFinishesTheWork(t *testing.T) {
+	const goodKey = "sk-e2e-good-key-0123"
+	var served, refused atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer "+goodKey {
+			refused.Add(1)
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"error":{"message":"invalid api key"}}`)
+			return
+		}
+		served.Add(1)
+		_, _ = io.WriteString(w, `{"choices":[{"message":{"content":"The Fano plane has seven points."}}]}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	envFile := filepath.Join(dir, "keys.env")
+	require.NoError(t, os.WriteFile(envFile, []byte("FANO_E2E_KEY=sk-e2e-wrong-key-999\n"), 0o600))
+	t.Setenv("FANO_E2E_KEY", "")
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+llm: {env_file: %s}
+backends:
+  router: {type: api, hourly_limit: 1000, api: {base_url: "%s/v1", model: m, api_key_env: FANO_E2E_KEY, initial_rpm: 6000}}
+explorer: {enabled: false}
+documenter: {enabled: false}
+researcher: {enabled: false}
+control: {enabled: false}
+logging: {level: debug, console: json}
+`, envFile, srv.URL))
+	r := startFano(t, cfg, dataDir, false, "--until-idle")
+	logPath := filepath.Join(dataDir, "logs", "fano.log")
+	waitLogLines(t, logPath, `"event":"actors.allocator.backend_credentials"`, 1)
+
+	require.NoError(t, os.WriteFile(envFile, []byte("FANO_E2E_KEY="+goodKey+"\n"), 0o600))
+	require.NoError(t, r.cmd.Process.Signal(syscall.SIGHUP))
+	select {
+	case err := <-r.done:
+		require.NoError(t, err, "fano finished the work by itself after SIGHUP")
+	case <-time.After(60 * time.Second):
+		log, _ := os.ReadFile(filepath.Join(dataDir, "logs", "fano.log"))
+		t.Fatalf("fano did not finish after the key was fixed:\n%s", log)
+	}
+	assert.Positive(t, refused.Load())
+	assert.Positive(t, served.Load())
+	log, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(log), `"event":"actors.allocator.backend_credentials"`), "one alert")
+	assert.Contains(t, string(log), "FANO_E2E_KEY")
+	assert.NotContains(t, string(log), goodKey)
+	assert.NotContains(t, string(log), "sk-e2e-wrong-key-999")
+	assert.NotContains(t, string(log), `"event":"actors.task.failed"`)
+	code, out, errOut := cli("tasks", "--json", "--config", cfg, "--data-dir", dataDir)
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "FAILED")
+	assert.Contains(t, out, "COMPLETED")
 }
