@@ -91,9 +91,18 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	}
 	idleSeen := 0
 	reason := ""
+	// Every few minutes a backend parked for its credentials is re-checked
+	// with the environment file read again: a key fixed there is used
+	// without a signal.
+	recheck := time.NewTicker(credentialsRecheckEvery)
+	defer recheck.Stop()
 loop:
 	for {
 		select {
+		case <-recheck.C:
+			if a.cfg.LLM.EnvFile != "" && anyCredentialsParked(sys) {
+				a.reloadKeys(sys)
+			}
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
 				a.reloadKeys(sys)
@@ -173,4 +182,17 @@ func (a *app) reloadKeys(sys *actors.System) {
 	for _, r := range sys.RecheckBackends() {
 		a.logger.Info().Str("event", "cmd.fano.backend_recheck").Str("backend", r.Backend).Str("state", r.State).Str("reason", r.Reason).Msg("SIGHUP: backend re-checked")
 	}
+}
+
+// credentialsRecheckEvery is how often `fano run` re-reads llm.env_file
+// while a backend waits for its credentials.
+const credentialsRecheckEvery = 5 * time.Minute
+
+func anyCredentialsParked(sys *actors.System) bool {
+	for _, q := range sys.Quotas() {
+		if q.State == "credentials" {
+			return true
+		}
+	}
+	return false
 }
