@@ -164,12 +164,8 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// A backend that says it cannot serve (an open circuit, a login wall)
 	// is parked before any quota is charged or request counted, and the
 	// task goes to another backend.
-	if c := e.sys.backendCondition(llm); c.State != gateway.StateReady && c.State != "" {
-		until := c.Until
-		if until.IsZero() {
-			until = e.sys.clock.Now().Add(downRecheck)
-		}
-		e.sys.recordCondition(llm, string(c.State), c.Reason, until)
+	if c := e.sys.backendCondition(llm); !takesWork(c.State) {
+		e.sys.recordCondition(llm, string(c.State), c.Reason, e.sys.recheckAt(c))
 		return e.failover(string(c.State), llm)
 	}
 	// The quota use and the request intent are written at the same time:

@@ -96,7 +96,7 @@ func (s *System) parkBackend(llm, taskID string, sent time.Time, route faultRout
 		s.recordCondition(llm, string(gateway.StateCredentials), err.Error(), s.clock.Now().Add(s.opts.CredentialsRecheck))
 	case string(gateway.StateDown):
 		c := s.backendCondition(llm)
-		if c.State == gateway.StateReady || c.State == "" {
+		if takesWork(c.State) {
 			c = gateway.Condition{State: gateway.StateDown, Reason: err.Error()}
 		}
 		if c.Until.IsZero() {
@@ -104,6 +104,24 @@ func (s *System) parkBackend(llm, taskID string, sent time.Time, route faultRout
 		}
 		s.recordCondition(llm, string(c.State), c.Reason, c.Until)
 	}
+}
+
+// recheckAt is when a backend in condition c is tried again: the end it
+// names, or a few minutes for credentials and login walls, 30 s else.
+func (s *System) recheckAt(c gateway.Condition) time.Time {
+	if !c.Until.IsZero() {
+		return c.Until
+	}
+	if c.State == gateway.StateCredentials || c.State == gateway.StateLogin {
+		return s.clock.Now().Add(s.opts.CredentialsRecheck)
+	}
+	return s.clock.Now().Add(downRecheck)
+}
+
+// takesWork: a backend in this state of its own can be sent a request
+// (a stalled one is free again at once).
+func takesWork(st gateway.State) bool {
+	return st == "" || st == gateway.StateReady || st == gateway.StateStalled
 }
 
 func (s *System) recordCondition(llm, state, reason string, until time.Time) {
@@ -221,16 +239,12 @@ func (s *System) RecheckBackends(names ...string) []BackendCheck {
 			_ = r.ReloadKey() // an unset key shows in the condition below
 		}
 		c := s.backendCondition(name)
-		if c.State == gateway.StateReady || c.State == "" {
+		if takesWork(c.State) {
 			s.recordCondition(name, allocator.StateReady, "", time.Time{})
 			out = append(out, BackendCheck{Backend: name, State: string(gateway.StateReady)})
 			continue
 		}
-		until := c.Until
-		if until.IsZero() {
-			until = s.clock.Now().Add(s.opts.CredentialsRecheck)
-		}
-		s.recordCondition(name, string(c.State), c.Reason, until)
+		s.recordCondition(name, string(c.State), c.Reason, s.recheckAt(c))
 		out = append(out, BackendCheck{Backend: name, State: string(c.State), Reason: c.Reason})
 	}
 	s.tick()
@@ -322,7 +336,7 @@ func (s *System) overlayBackendFacts(st []allocator.BackendStatus) {
 		if !ok {
 			continue
 		}
-		if c := s.backendCondition(st[i].Name); c.State != gateway.StateReady && c.State != "" && st[i].State == allocator.StateReady {
+		if c := s.backendCondition(st[i].Name); !takesWork(c.State) && st[i].State == allocator.StateReady {
 			st[i].State, st[i].Reason, st[i].Until, st[i].Available = string(c.State), c.Reason, c.Until, false
 		}
 		if lim, ok := limiterOf(b); ok {

@@ -168,19 +168,20 @@ loop:
 	return nil
 }
 
-// reloadKeys is SIGHUP: read the environment file again (if configured)
+// reloadKeys (SIGHUP, and every few minutes while a backend waits for
+// its credentials): read the environment file again (if configured)
 // and re-check every parked backend, so a fixed key is used at once.
 func (a *app) reloadKeys(sys *actors.System) {
 	if f := a.cfg.LLM.EnvFile; f != "" {
 		names, err := config.LoadEnvFile(f)
 		if err != nil {
-			a.logger.Error().Err(err).Str("event", "cmd.fano.env_reload_failed").Msg("SIGHUP: environment file not reloaded")
+			a.logger.Error().Err(err).Str("event", "cmd.fano.env_reload_failed").Msg("environment file not reloaded")
 		} else {
-			a.logger.Info().Str("event", "cmd.fano.env_reloaded").Strs("variables", names).Msg("SIGHUP: environment file reloaded")
+			a.logger.Info().Str("event", "cmd.fano.env_reloaded").Strs("variables", names).Msg("environment file reloaded")
 		}
 	}
 	for _, r := range sys.RecheckBackends() {
-		a.logger.Info().Str("event", "cmd.fano.backend_recheck").Str("backend", r.Backend).Str("state", r.State).Str("reason", r.Reason).Msg("SIGHUP: backend re-checked")
+		a.logger.Info().Str("event", "cmd.fano.backend_recheck").Str("backend", r.Backend).Str("state", r.State).Str("reason", r.Reason).Msg("backend re-checked")
 	}
 }
 
