@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -437,4 +438,46 @@ func TestLearnedRateSurvivesRestart(t *testing.T) {
 	q := b2.sys.Quotas()[0]
 	assert.Equal(t, 120, q.LearnedLimit)
 	assert.Zero(t, q.LimiterWaiting)
+}
+
+// loginWall is a backend that knows it is behind a login wall, as a
+// browser backend reports it (gateway.Conditioner).
+type loginWall struct {
+	gateway.Backend
+	on atomic.Bool
+}
+
+func (l *loginWall) Condition() gateway.Condition {
+	if l.on.Load() {
+		return gateway.Condition{State: gateway.StateLogin, Reason: "login required: run `fano login a`"}
+	}
+	return gateway.Condition{State: gateway.StateReady}
+}
+
+// A backend behind a login wall shows `login`, not ready, before any task
+// met it; its task goes elsewhere uncharged; once logged in, a re-check
+// makes it take work again.
+func TestLoginWallShowsInStatusAndFailsOver(t *testing.T) {
+	wall := &loginWall{}
+	wall.on.Store(true)
+	b := setup(t, setupOpts{backends: []string{"a", "b"}, probe: probe.Config{NoPropose: true, Turns: 1},
+		mutate: func(o *Options) { wall.Backend = o.Backends[0]; o.Backends[0] = wall }})
+	b.start()
+	q := b.sys.Quotas()[0]
+	assert.Equal(t, "login", q.State)
+	assert.False(t, q.Available)
+	assert.Contains(t, q.Reason, "fano login a")
+
+	_, err := b.sys.Submit(probeTask(1, 0))
+	require.NoError(t, err)
+	b.sys.Tick()
+	b.waitCompleted(1)
+	tk, _ := b.sys.Task(probeTask(1, 0).Id)
+	assert.Equal(t, "b", tk.LlmAssigned)
+	assert.Zero(t, b.sys.Quotas()[0].HourlyUsed)
+
+	wall.on.Store(false)
+	checks := b.sys.RecheckBackends("a")
+	require.Equal(t, []BackendCheck{{Backend: "a", State: "ready"}}, checks)
+	assert.Equal(t, "ready", b.sys.Quotas()[0].State)
 }
