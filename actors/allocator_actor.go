@@ -94,6 +94,13 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 				m.reply <- err
 			}
 		})
+	case *releaseQuota:
+		ev, err := a.book.DecideRelease(m.backend, m.deep, m.taskID, a.sys.clock.Now())
+		if err != nil {
+			m.reply <- err
+			return
+		}
+		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { m.reply <- err })
 	case *rateLearned:
 		if ev := a.book.DecideRateLearned(m.backend, m.limit, m.window, a.sys.clock.Now()); ev != nil {
 			a.sys.logger.Info().Str("event", "actors.allocator.rate_learned").Str("backend", m.backend).

@@ -238,10 +238,17 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	} else if errors.Is(cause, errTimeout) {
 		kind = "transient" // our deadline: retried after the backoff, on another backend if one is free
 	}
+	// A request our side refused before it left (an open circuit, a
+	// paused limiter) is neither charged nor counted.
+	notSent := errors.Is(err, gateway.ErrNotSent)
 	if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
-		TaskId: t.Id, Llm: llm, Kind: kind, Error: err.Error(), RequestSeq: reqSeq, Turn: turn,
+		TaskId: t.Id, Llm: llm, Kind: kind, Error: err.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: notSent,
 	}}}); perr != nil {
 		return e.pause("wal", time.Time{})
+	}
+	if notSent {
+		reply := make(chan error, 1)
+		_, _ = ask(e.sys, e.sys.allocatorPID, &releaseQuota{backend: llm, deep: deep, taskID: t.Id, reply: reply}, reply)
 	}
 	e.sys.reportCall(llm, kind)
 	route := routeFault(kind)

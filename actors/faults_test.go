@@ -481,3 +481,34 @@ func TestLoginWallShowsInStatusAndFailsOver(t *testing.T) {
 	require.Equal(t, []BackendCheck{{Backend: "a", State: "ready"}}, checks)
 	assert.Equal(t, "ready", b.sys.Quotas()[0].State)
 }
+
+// A request our side refused before it left (a limiter paused after a
+// 429, a circuit that opened meanwhile) is given back: no quota, no
+// request counted.
+func TestRefusedBeforeSendingIsNotChargedNorCounted(t *testing.T) {
+	refusals := map[string]error{
+		"paused limiter": &gateway.RateLimitedError{Backend: "a", RetryAfter: 30 * time.Second, Reason: "model paused", NotSent: true},
+		"half-open":      &gateway.Error{Backend: "a", Kind: gateway.ErrUnavailable, Err: gateway.ErrNotSent, Msg: "circuit half-open"},
+	}
+	for name, refusal := range refusals {
+		t.Run(name, func(t *testing.T) {
+			b := setup(t, setupOpts{backends: []string{"a", "b"}, probe: probe.Config{NoPropose: true, Turns: 1}})
+			b.simNamed("a").Inject(func(context.Context, gateway.Request) error { return refusal })
+			b.start()
+			task := probeTask(1, 0)
+			_, err := b.sys.Submit(task)
+			require.NoError(t, err)
+			b.sys.Tick()
+			n := b.waitEvent("the refusal", func(n Notice) bool { return n.Event.GetLlmRequestFailed() != nil })
+			assert.True(t, n.Event.GetLlmRequestFailed().NotSent)
+			b.waitEvent("the quota given back", func(n Notice) bool { return n.Event.GetQuotaReleased() != nil })
+			b.waitSlotsFree()
+			b.sys.Tick()
+			b.waitCompleted(1)
+			tk, _ := b.sys.Task(task.Id)
+			assert.Equal(t, "b", tk.LlmAssigned)
+			assert.EqualValues(t, 1, tk.RequestCount, "only the answered request counts")
+			assert.Zero(t, b.sys.Quotas()[0].HourlyUsed, "nothing charged to a")
+		})
+	}
+}

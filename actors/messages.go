@@ -67,6 +67,13 @@ type backendCondition struct {
 	reply                  chan error // nil: no reply
 }
 
+// releaseQuota gives back the quota use of a request that never left.
+type releaseQuota struct {
+	backend, taskID string
+	deep            bool
+	reply           chan error
+}
+
 // rateLearned records the rate a backend's provider told.
 type rateLearned struct {
 	backend string

@@ -32,6 +32,10 @@ var (
 	// belongs to someone else. The task starts a fresh one on that backend,
 	// primed with its history.
 	ErrConversationGone = errors.New("conversation gone")
+	// ErrNotSent marks a failure before the request left (an open
+	// circuit, a rate limiter paused for long): it costs no quota and is
+	// not counted as a request.
+	ErrNotSent = errors.New("request not sent")
 )
 
 // RateLimitedError says the backend refused for now. Two kinds are kept
@@ -45,7 +49,12 @@ type RateLimitedError struct {
 	Until      time.Time
 	Cap        bool
 	Reason     string
+	// NotSent: our own limiter refused it; the provider never saw it.
+	NotSent bool
 }
+
+// Is makes errors.Is(err, ErrNotSent) true for a refusal that never left.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrNotSent && e.NotSent }
 
 func (e *RateLimitedError) Error() string {
 	if e.RetryAfter > 0 {

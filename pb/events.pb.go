@@ -53,6 +53,7 @@ type Event struct {
 	//	*Event_BackendResumed
 	//	*Event_BackendConditionRecorded
 	//	*Event_RateLearned
+	//	*Event_QuotaReleased
 	//	*Event_ModuleEvent
 	Body          isEvent_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -292,6 +293,15 @@ func (x *Event) GetRateLearned() *RateLearned {
 	return nil
 }
 
+func (x *Event) GetQuotaReleased() *QuotaReleased {
+	if x != nil {
+		if x, ok := x.Body.(*Event_QuotaReleased); ok {
+			return x.QuotaReleased
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetModuleEvent() *ModuleEvent {
 	if x != nil {
 		if x, ok := x.Body.(*Event_ModuleEvent); ok {
@@ -391,6 +401,10 @@ type Event_RateLearned struct {
 	RateLearned *RateLearned `protobuf:"bytes,101,opt,name=rate_learned,json=rateLearned,proto3,oneof"`
 }
 
+type Event_QuotaReleased struct {
+	QuotaReleased *QuotaReleased `protobuf:"bytes,102,opt,name=quota_released,json=quotaReleased,proto3,oneof"`
+}
+
 type Event_ModuleEvent struct {
 	// Module domain state (owner "module/<name>").
 	ModuleEvent *ModuleEvent `protobuf:"bytes,60,opt,name=module_event,json=moduleEvent,proto3,oneof"`
@@ -437,6 +451,8 @@ func (*Event_BackendResumed) isEvent_Body() {}
 func (*Event_BackendConditionRecorded) isEvent_Body() {}
 
 func (*Event_RateLearned) isEvent_Body() {}
+
+func (*Event_QuotaReleased) isEvent_Body() {}
 
 func (*Event_ModuleEvent) isEvent_Body() {}
 
@@ -741,13 +757,16 @@ func (x *LLMResponseReceived) GetCompletionTokens() int64 {
 }
 
 type LLMRequestFailed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Llm           string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
-	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"` // rate_limited | transient | permanent | unavailable | cancelled | validation
-	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	RequestSeq    uint64                 `protobuf:"varint,5,opt,name=request_seq,json=requestSeq,proto3" json:"request_seq,omitempty"`
-	Turn          int32                  `protobuf:"varint,6,opt,name=turn,proto3" json:"turn,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TaskId     string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Llm        string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
+	Kind       string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"` // rate_limited | transient | permanent | unavailable | cancelled | validation
+	Error      string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	RequestSeq uint64                 `protobuf:"varint,5,opt,name=request_seq,json=requestSeq,proto3" json:"request_seq,omitempty"`
+	Turn       int32                  `protobuf:"varint,6,opt,name=turn,proto3" json:"turn,omitempty"`
+	// not_sent: the request never left (an open circuit or a paused rate
+	// limiter refused it): it is not counted as a request.
+	NotSent       bool `protobuf:"varint,100,opt,name=not_sent,json=notSent,proto3" json:"not_sent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -822,6 +841,13 @@ func (x *LLMRequestFailed) GetTurn() int32 {
 		return x.Turn
 	}
 	return 0
+}
+
+func (x *LLMRequestFailed) GetNotSent() bool {
+	if x != nil {
+		return x.NotSent
+	}
+	return false
 }
 
 type TaskPaused struct {
@@ -1475,6 +1501,68 @@ func (x *BackendConditionRecorded) GetUntil() int64 {
 	return 0
 }
 
+// QuotaReleased gives back a QuotaUsed whose request never left (an open
+// circuit or a paused rate limiter refused it).
+type QuotaReleased struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backend       string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	DeepMode      bool                   `protobuf:"varint,2,opt,name=deep_mode,json=deepMode,proto3" json:"deep_mode,omitempty"`
+	TaskId        string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaReleased) Reset() {
+	*x = QuotaReleased{}
+	mi := &file_events_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaReleased) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaReleased) ProtoMessage() {}
+
+func (x *QuotaReleased) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaReleased.ProtoReflect.Descriptor instead.
+func (*QuotaReleased) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *QuotaReleased) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *QuotaReleased) GetDeepMode() bool {
+	if x != nil {
+		return x.DeepMode
+	}
+	return false
+}
+
+func (x *QuotaReleased) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
 // RateLearned: the request rate a backend's provider allows, learned from
 // its headers, so a restart paces at it from the first request.
 type RateLearned struct {
@@ -1488,7 +1576,7 @@ type RateLearned struct {
 
 func (x *RateLearned) Reset() {
 	*x = RateLearned{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1588,7 @@ func (x *RateLearned) String() string {
 func (*RateLearned) ProtoMessage() {}
 
 func (x *RateLearned) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1601,7 @@ func (x *RateLearned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLearned.ProtoReflect.Descriptor instead.
 func (*RateLearned) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RateLearned) GetBackend() string {
@@ -1547,7 +1635,7 @@ type HourWindowReset struct {
 
 func (x *HourWindowReset) Reset() {
 	*x = HourWindowReset{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1647,7 @@ func (x *HourWindowReset) String() string {
 func (*HourWindowReset) ProtoMessage() {}
 
 func (x *HourWindowReset) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1660,7 @@ func (x *HourWindowReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HourWindowReset.ProtoReflect.Descriptor instead.
 func (*HourWindowReset) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HourWindowReset) GetWindowStart() int64 {
@@ -1592,7 +1680,7 @@ type DayWindowReset struct {
 
 func (x *DayWindowReset) Reset() {
 	*x = DayWindowReset{}
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1692,7 @@ func (x *DayWindowReset) String() string {
 func (*DayWindowReset) ProtoMessage() {}
 
 func (x *DayWindowReset) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1705,7 @@ func (x *DayWindowReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DayWindowReset.ProtoReflect.Descriptor instead.
 func (*DayWindowReset) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{19}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DayWindowReset) GetWindowStart() int64 {
@@ -1637,7 +1725,7 @@ type BackendPaused struct {
 
 func (x *BackendPaused) Reset() {
 	*x = BackendPaused{}
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1737,7 @@ func (x *BackendPaused) String() string {
 func (*BackendPaused) ProtoMessage() {}
 
 func (x *BackendPaused) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1750,7 @@ func (x *BackendPaused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendPaused.ProtoReflect.Descriptor instead.
 func (*BackendPaused) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{20}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BackendPaused) GetBackend() string {
@@ -1688,7 +1776,7 @@ type BackendResumed struct {
 
 func (x *BackendResumed) Reset() {
 	*x = BackendResumed{}
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1700,7 +1788,7 @@ func (x *BackendResumed) String() string {
 func (*BackendResumed) ProtoMessage() {}
 
 func (x *BackendResumed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[21]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1713,7 +1801,7 @@ func (x *BackendResumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendResumed.ProtoReflect.Descriptor instead.
 func (*BackendResumed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{21}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BackendResumed) GetBackend() string {
@@ -1736,7 +1824,7 @@ type ModuleEvent struct {
 
 func (x *ModuleEvent) Reset() {
 	*x = ModuleEvent{}
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +1836,7 @@ func (x *ModuleEvent) String() string {
 func (*ModuleEvent) ProtoMessage() {}
 
 func (x *ModuleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[22]
+	mi := &file_events_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +1849,7 @@ func (x *ModuleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleEvent.ProtoReflect.Descriptor instead.
 func (*ModuleEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{22}
+	return file_events_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ModuleEvent) GetModule() string {
@@ -1797,7 +1885,7 @@ var File_events_proto protoreflect.FileDescriptor
 const file_events_proto_rawDesc = "" +
 	"\n" +
 	"\fevents.proto\x12\afano.v1\x1a\n" +
-	"task.proto\"\xf3\v\n" +
+	"task.proto\"\xb4\f\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02at\x18\x01 \x01(\x03R\x02at\x12?\n" +
 	"\x0etask_submitted\x18\n" +
@@ -1824,7 +1912,8 @@ const file_events_proto_rawDesc = "" +
 	"\x0ebackend_paused\x18, \x01(\v2\x16.fano.v1.BackendPausedH\x00R\rbackendPaused\x12B\n" +
 	"\x0fbackend_resumed\x18- \x01(\v2\x17.fano.v1.BackendResumedH\x00R\x0ebackendResumed\x12a\n" +
 	"\x1abackend_condition_recorded\x18d \x01(\v2!.fano.v1.BackendConditionRecordedH\x00R\x18backendConditionRecorded\x129\n" +
-	"\frate_learned\x18e \x01(\v2\x14.fano.v1.RateLearnedH\x00R\vrateLearned\x129\n" +
+	"\frate_learned\x18e \x01(\v2\x14.fano.v1.RateLearnedH\x00R\vrateLearned\x12?\n" +
+	"\x0equota_released\x18f \x01(\v2\x16.fano.v1.QuotaReleasedH\x00R\rquotaReleased\x129\n" +
 	"\fmodule_event\x18< \x01(\v2\x14.fano.v1.ModuleEventH\x00R\vmoduleEventB\x06\n" +
 	"\x04body\"2\n" +
 	"\rTaskSubmitted\x12!\n" +
@@ -1851,7 +1940,7 @@ const file_events_proto_rawDesc = "" +
 	"requestSeq\x12)\n" +
 	"\x10conversation_url\x18\a \x01(\tR\x0fconversationUrl\x12#\n" +
 	"\rprompt_tokens\x18\b \x01(\x03R\fpromptTokens\x12+\n" +
-	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\"\x9c\x01\n" +
+	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\"\xb7\x01\n" +
 	"\x10LLMRequestFailed\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
 	"\x03llm\x18\x02 \x01(\tR\x03llm\x12\x12\n" +
@@ -1859,7 +1948,8 @@ const file_events_proto_rawDesc = "" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1f\n" +
 	"\vrequest_seq\x18\x05 \x01(\x04R\n" +
 	"requestSeq\x12\x12\n" +
-	"\x04turn\x18\x06 \x01(\x05R\x04turn\"y\n" +
+	"\x04turn\x18\x06 \x01(\x05R\x04turn\x12\x19\n" +
+	"\bnot_sent\x18d \x01(\bR\anotSent\"y\n" +
 	"\n" +
 	"TaskPaused\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1906,7 +1996,11 @@ const file_events_proto_rawDesc = "" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05until\x18\x04 \x01(\x03R\x05until\"n\n" +
+	"\x05until\x18\x04 \x01(\x03R\x05until\"_\n" +
+	"\rQuotaReleased\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12\x1b\n" +
+	"\tdeep_mode\x18\x02 \x01(\bR\bdeepMode\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"n\n" +
 	"\vRateLearned\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12(\n" +
 	"\x10limit_per_window\x18\x02 \x01(\x05R\x0elimitPerWindow\x12\x1b\n" +
@@ -1938,7 +2032,7 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_events_proto_goTypes = []any{
 	(*Event)(nil),                    // 0: fano.v1.Event
 	(*TaskSubmitted)(nil),            // 1: fano.v1.TaskSubmitted
@@ -1957,13 +2051,14 @@ var file_events_proto_goTypes = []any{
 	(*QuotaUsed)(nil),                // 14: fano.v1.QuotaUsed
 	(*RateLimitRecorded)(nil),        // 15: fano.v1.RateLimitRecorded
 	(*BackendConditionRecorded)(nil), // 16: fano.v1.BackendConditionRecorded
-	(*RateLearned)(nil),              // 17: fano.v1.RateLearned
-	(*HourWindowReset)(nil),          // 18: fano.v1.HourWindowReset
-	(*DayWindowReset)(nil),           // 19: fano.v1.DayWindowReset
-	(*BackendPaused)(nil),            // 20: fano.v1.BackendPaused
-	(*BackendResumed)(nil),           // 21: fano.v1.BackendResumed
-	(*ModuleEvent)(nil),              // 22: fano.v1.ModuleEvent
-	(*Task)(nil),                     // 23: fano.v1.Task
+	(*QuotaReleased)(nil),            // 17: fano.v1.QuotaReleased
+	(*RateLearned)(nil),              // 18: fano.v1.RateLearned
+	(*HourWindowReset)(nil),          // 19: fano.v1.HourWindowReset
+	(*DayWindowReset)(nil),           // 20: fano.v1.DayWindowReset
+	(*BackendPaused)(nil),            // 21: fano.v1.BackendPaused
+	(*BackendResumed)(nil),           // 22: fano.v1.BackendResumed
+	(*ModuleEvent)(nil),              // 23: fano.v1.ModuleEvent
+	(*Task)(nil),                     // 24: fano.v1.Task
 }
 var file_events_proto_depIdxs = []int32{
 	1,  // 0: fano.v1.Event.task_submitted:type_name -> fano.v1.TaskSubmitted
@@ -1981,19 +2076,20 @@ var file_events_proto_depIdxs = []int32{
 	13, // 12: fano.v1.Event.task_forgotten:type_name -> fano.v1.TaskForgotten
 	14, // 13: fano.v1.Event.quota_used:type_name -> fano.v1.QuotaUsed
 	15, // 14: fano.v1.Event.rate_limit_recorded:type_name -> fano.v1.RateLimitRecorded
-	18, // 15: fano.v1.Event.hour_window_reset:type_name -> fano.v1.HourWindowReset
-	19, // 16: fano.v1.Event.day_window_reset:type_name -> fano.v1.DayWindowReset
-	20, // 17: fano.v1.Event.backend_paused:type_name -> fano.v1.BackendPaused
-	21, // 18: fano.v1.Event.backend_resumed:type_name -> fano.v1.BackendResumed
+	19, // 15: fano.v1.Event.hour_window_reset:type_name -> fano.v1.HourWindowReset
+	20, // 16: fano.v1.Event.day_window_reset:type_name -> fano.v1.DayWindowReset
+	21, // 17: fano.v1.Event.backend_paused:type_name -> fano.v1.BackendPaused
+	22, // 18: fano.v1.Event.backend_resumed:type_name -> fano.v1.BackendResumed
 	16, // 19: fano.v1.Event.backend_condition_recorded:type_name -> fano.v1.BackendConditionRecorded
-	17, // 20: fano.v1.Event.rate_learned:type_name -> fano.v1.RateLearned
-	22, // 21: fano.v1.Event.module_event:type_name -> fano.v1.ModuleEvent
-	23, // 22: fano.v1.TaskSubmitted.task:type_name -> fano.v1.Task
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	18, // 20: fano.v1.Event.rate_learned:type_name -> fano.v1.RateLearned
+	17, // 21: fano.v1.Event.quota_released:type_name -> fano.v1.QuotaReleased
+	23, // 22: fano.v1.Event.module_event:type_name -> fano.v1.ModuleEvent
+	24, // 23: fano.v1.TaskSubmitted.task:type_name -> fano.v1.Task
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -2024,6 +2120,7 @@ func file_events_proto_init() {
 		(*Event_BackendResumed)(nil),
 		(*Event_BackendConditionRecorded)(nil),
 		(*Event_RateLearned)(nil),
+		(*Event_QuotaReleased)(nil),
 		(*Event_ModuleEvent)(nil),
 	}
 	type x struct{}
@@ -2032,7 +2129,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -56,6 +56,15 @@ func (b *Book) Apply(e *pb.Event) error {
 		q.limitedThisHour = true
 		q.cleanHours = 0
 
+	case *pb.Event_QuotaReleased:
+		r := body.QuotaReleased
+		if q := b.lookup(r.GetBackend()); q != nil {
+			q.hourlyUsed = max(0, q.hourlyUsed-1)
+			if r.GetDeepMode() {
+				q.deepUsed = max(0, q.deepUsed-1)
+			}
+		}
+
 	case *pb.Event_BackendConditionRecorded:
 		c := body.BackendConditionRecorded
 		if q := b.lookup(c.GetBackend()); q != nil {

@@ -312,3 +312,15 @@ func (b *Book) LearnedRates() map[string][2]int64 {
 	}
 	return out
 }
+
+// DecideRelease returns the QuotaReleased event giving back one use of
+// backend whose request never left (an open circuit or a paused rate
+// limiter refused it).
+func (b *Book) DecideRelease(backend string, deep bool, taskID string, now time.Time) (*pb.Event, error) {
+	if _, err := b.get(backend); err != nil {
+		return nil, err
+	}
+	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_QuotaReleased{QuotaReleased: &pb.QuotaReleased{
+		Backend: backend, DeepMode: deep, TaskId: taskID,
+	}}}, nil
+}

@@ -133,6 +133,9 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 			c.Url = r.ConversationUrl
 		}
 	case *pb.Event_LlmRequestFailed:
+		if b.LlmRequestFailed.NotSent && t.RequestCount > 0 {
+			t.RequestCount-- // it never left: not a request
+		}
 		if c := t.Conversation; c != nil {
 			if n := len(c.Messages); c.AwaitingResponse && n > 0 && c.Messages[n-1].Role == "user" {
 				c.Messages[n-1] = nil

@@ -333,7 +333,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 				// The model is paused for longer than is worth holding a
 				// worker: the task is parked until then.
 				err = &gateway.RateLimitedError{Backend: b.cfg.Name, RetryAfter: max(pe.Until.Sub(b.clock.Now()), time.Second),
-					Reason: "model paused after a rate limit"}
+					Reason: "model paused after a rate limit", NotSent: true}
 			} else {
 				err = fmt.Errorf("%s: task %s: %w", b.cfg.Name, req.TaskID, err)
 			}

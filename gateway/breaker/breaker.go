@@ -13,6 +13,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -186,7 +187,8 @@ func (b *Backend) Opened() uint64 {
 
 func (b *Backend) openError() error {
 	until, _ := b.openedUntil()
-	return gateway.Unavailable(b.inner.Name(), "circuit open until %s after repeated failures", until.UTC().Format(time.RFC3339))
+	return &gateway.Error{Backend: b.inner.Name(), Kind: gateway.ErrUnavailable, Err: gateway.ErrNotSent,
+		Msg: fmt.Sprintf("circuit open until %s after repeated failures", until.UTC().Format(time.RFC3339))}
 }
 
 // Send passes req to the backend unless the circuit is open (or half-open
@@ -207,7 +209,8 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	case errors.Is(err, errOpen), errors.Is(err, gobreaker.ErrOpenState):
 		return resp, b.openError()
 	case errors.Is(err, gobreaker.ErrTooManyRequests):
-		return resp, gateway.Unavailable(b.inner.Name(), "circuit half-open: its probe requests are in flight")
+		return resp, &gateway.Error{Backend: b.inner.Name(), Kind: gateway.ErrUnavailable, Err: gateway.ErrNotSent,
+			Msg: "circuit half-open: its probe requests are in flight"}
 	}
 	return resp, err
 }
