@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"fano/control"
 )
 
 // `fano config validate` says a key variable is unset (fano would run
@@ -111,4 +113,22 @@ logging: {level: debug, console: json}
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "FAILED")
 	assert.Contains(t, out, "COMPLETED")
+}
+
+// `fano status` says what fano knows of each backend: its state with the
+// reason and until-time, the estimate, the learned rate and the queue.
+func TestLiveStatusBackendLines(t *testing.T) {
+	until := time.Date(2026, 1, 5, 19, 29, 0, 0, time.Local)
+	st := control.Status{Backends: []control.BackendView{
+		{Name: "chatgpt", State: "capped", Reason: "usage cap", Until: &until, HourlyUsed: 20, HourlyLimit: 100, Usable: 18, LimitEstimate: 20},
+		{Name: "router", State: "ready", HourlyUsed: 5, HourlyLimit: 1000, Usable: 900, LimitEstimate: 1000,
+			LearnedLimit: 60, LearnedWindow: "1m0s", LimiterWaiting: 7},
+		{Name: "claude", State: "credentials", Reason: "environment variable CLAUDE_KEY is unset"},
+	}}
+	var out strings.Builder
+	require.NoError(t, printLiveStatus(&out, st))
+	text := out.String()
+	assert.Regexp(t, `chatgpt\s+capped until 19:29:00 \(usage cap\)\s+20/100 \(usable 18\)\s+20\s+-\s+0`, text)
+	assert.Regexp(t, `router\s+ready\s+5/1000 \(usable 900\)\s+1000\s+60/1m0s\s+7`, text)
+	assert.Regexp(t, `claude\s+credentials \(environment variable CLAUDE_KEY is unset\)`, text)
 }
