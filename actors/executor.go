@@ -184,9 +184,13 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	if qerr != nil {
 		// No quota: the request never leaves; close its intent.
 		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
-			TaskId: t.Id, Llm: llm, Kind: "quota", Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn,
+			TaskId: t.Id, Llm: llm, Kind: "quota", Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: true,
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
+		}
+		if !deep {
+			// Parked since it was chosen: any other free backend will do.
+			return e.failover("quota", llm)
 		}
 		var nq *allocator.NoQuotaError
 		if errors.As(qerr, &nq) {
