@@ -40,9 +40,10 @@ type faultRoute struct {
 	task taskOutcome
 	// backend is the condition the backend is put in ("" none;
 	// "rate_limited" goes through the allocator's rate-limit rules).
+	// Quota: a request that reached the provider stays charged whatever
+	// its kind; one refused before it left (gateway.ErrNotSent) is given
+	// back and not counted.
 	backend string
-	// charged: the request reached the provider and its quota use stands.
-	charged bool
 }
 
 // routeFault routes a failed call by its kind, the same for every backend
@@ -50,21 +51,21 @@ type faultRoute struct {
 func routeFault(kind string) faultRoute {
 	switch kind {
 	case "cancelled":
-		return faultRoute{task: outcomeStop, charged: true}
+		return faultRoute{task: outcomeStop}
 	case "rate_limited":
-		return faultRoute{task: outcomeFailover, backend: string(gateway.StateRateLimited), charged: true}
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateRateLimited)}
 	case "credentials":
-		return faultRoute{task: outcomeFailover, backend: string(gateway.StateCredentials), charged: true}
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateCredentials)}
 	case "unavailable":
-		return faultRoute{task: outcomeFailover, backend: string(gateway.StateDown), charged: true}
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateDown)}
 	case "hung":
-		return faultRoute{task: outcomeFailover, charged: true}
+		return faultRoute{task: outcomeFailover}
 	case "bad_answer":
-		return faultRoute{task: outcomeElsewhere, charged: true}
+		return faultRoute{task: outcomeElsewhere}
 	case "transient", "conversation_gone":
-		return faultRoute{task: outcomeBackoff, charged: true}
+		return faultRoute{task: outcomeBackoff}
 	default: // permanent and anything unclassified
-		return faultRoute{task: outcomeFail, charged: true}
+		return faultRoute{task: outcomeFail}
 	}
 }
 
@@ -99,10 +100,7 @@ func (s *System) parkBackend(llm, taskID string, sent time.Time, route faultRout
 		if takesWork(c.State) {
 			c = gateway.Condition{State: gateway.StateDown, Reason: err.Error()}
 		}
-		if c.Until.IsZero() {
-			c.Until = s.clock.Now().Add(downRecheck)
-		}
-		s.recordCondition(llm, string(c.State), c.Reason, c.Until)
+		s.recordCondition(llm, string(c.State), c.Reason, s.recheckAt(c))
 	}
 }
 
