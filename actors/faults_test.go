@@ -512,3 +512,22 @@ func TestRefusedBeforeSendingIsNotChargedNorCounted(t *testing.T) {
 		})
 	}
 }
+
+// The error table as data: kind -> what happens to the task and backend.
+func TestRouteFault(t *testing.T) {
+	cases := map[string]faultRoute{
+		"cancelled":         {task: outcomeStop},
+		"rate_limited":      {task: outcomeFailover, backend: "rate_limited"},
+		"credentials":       {task: outcomeFailover, backend: "credentials"},
+		"unavailable":       {task: outcomeFailover, backend: "down"},
+		"hung":              {task: outcomeFailover},
+		"bad_answer":        {task: outcomeElsewhere},
+		"transient":         {task: outcomeBackoff},
+		"conversation_gone": {task: outcomeBackoff},
+		"permanent":         {task: outcomeFail},
+		"something new":     {task: outcomeFail},
+	}
+	for kind, want := range cases {
+		assert.Equal(t, want, routeFault(kind), kind)
+	}
+}
