@@ -347,10 +347,13 @@ func TestCredentialsParkBackendNotTask(t *testing.T) {
 	assert.Contains(t, q.Reason, "A_KEY")
 
 	a.Inject(nil) // the key was fixed
+	// `fano backend resume a` re-checks it.
+	require.NoError(t, b.sys.PauseBackend("a", "", false))
+	assert.Equal(t, "ready", b.sys.Quotas()[0].State)
+	b.waitCompleted(1)
 	checks := b.sys.RecheckBackends()
 	require.Len(t, checks, 1)
 	assert.Equal(t, "ready", checks[0].State)
-	b.waitCompleted(1)
 }
 
 // Answers that keep failing validation fail the task on their own budget
