@@ -163,6 +163,8 @@ const (
 	minRateBackoff     = 2 * time.Second
 	maxRateBackoff     = time.Minute
 	unknownRateBackoff = 15 * time.Second
+	// maxRateLimitReset: a reset further out than this is a usage cap.
+	maxRateLimitReset = 5 * time.Minute
 )
 
 // ShortBackoff is how long a rate limit without a reset time pauses
@@ -189,7 +191,9 @@ func (b *Book) DecideRateLimit(backend string, rl RateLimit, taskID string, now 
 	if until.IsZero() && rl.RetryAfter > 0 {
 		until = now.Add(rl.RetryAfter)
 	}
-	capped := rl.Cap || until.After(b.NextHourWindow(now))
+	// A reset beyond the hour window is a cap; one of a few minutes that
+	// happens to cross the hour (at 10:59:30) is still a rate limit.
+	capped := rl.Cap || (until.After(b.NextHourWindow(now)) && until.Sub(now) > maxRateLimitReset)
 	if !until.After(now) {
 		if capped {
 			until = b.NextHourWindow(now) // a cap that named no time: the next window

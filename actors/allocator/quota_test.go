@@ -223,6 +223,13 @@ func TestRateLimitIsNotACap(t *testing.T) {
 	assert.Equal(t, 100000, r.status("sim").LimitEstimate)
 	r.advanceTo(at(10, 42).Add(3 * time.Second))
 	assert.True(t, r.book.CanUse("sim", false, r.now()))
+
+	// A one-minute reset that crosses the hour window is still a rate
+	// limit (the windows start at :30 here).
+	r.advanceTo(at(11, 29).Add(30 * time.Second))
+	r.rateLimit("sim", time.Minute)
+	assert.False(t, r.log[len(r.log)-1].GetRateLimitRecorded().GetCap())
+	assert.Equal(t, 100000, r.status("sim").LimitEstimate)
 }
 
 // A reset beyond the current hour window is a usage cap: parked until the
