@@ -101,6 +101,15 @@ type Backend struct {
 	Until time.Time `json:"until,omitzero"`
 }
 
+// waitingForQuota: healthy, but its quota is used until a known time.
+func (b Backend) waitingForQuota() bool {
+	switch b.State {
+	case "rate_limited", "capped", "exhausted", "paced":
+		return b.Healthy && !b.Paused
+	}
+	return false
+}
+
 // available: only a backend that can take work now counts.
 func (b Backend) available() bool {
 	return b.Healthy && !b.Paused && (b.State == "" || b.State == "ready" || b.State == "busy")
@@ -289,7 +298,14 @@ func (m *Monitor) Check(s Sample) Plan {
 			down = append(down, b.Name+": "+reasonOf(b))
 		}
 	}
-	noLLM := st.LLMsTotal > 0 && st.LLMsAvailable == 0
+	// Every backend waiting for its quota (rate limited, capped, the
+	// hour's budget spent) is fano working at full use, not a fault: no
+	// alert, no reconnect.
+	waiting := false
+	for _, b := range s.Backends {
+		waiting = waiting || b.waitingForQuota()
+	}
+	noLLM := st.LLMsTotal > 0 && st.LLMsAvailable == 0 && !waiting
 	switch {
 	case noLLM && !m.noLLM:
 		m.noLLM = true

@@ -205,6 +205,13 @@ func TestOnlyBackendsThatCanTakeWorkCount(t *testing.T) {
 	st := m.Status()
 	require.Equal(t, 0, st.LLMsAvailable)
 	require.Equal(t, 2, st.LLMsTotal)
+	require.True(t, st.Healthy, "waiting for quota is full use, not a fault")
+	plan := m.Check(Sample{At: at.Add(time.Minute), Backends: []Backend{
+		{Name: "a", Healthy: true, State: "login"},
+		{Name: "b", Healthy: true, State: "credentials"},
+	}})
+	require.False(t, m.Status().Healthy, "no backend can work and none waits for quota")
+	require.True(t, plan.Reconnect)
 	m.Check(Sample{At: at.Add(2 * time.Minute), Backends: []Backend{
 		{Name: "a", Healthy: true, State: "ready"},
 		{Name: "b", Healthy: true, State: "credentials"},
