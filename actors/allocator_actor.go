@@ -18,6 +18,9 @@ type allocatorActor struct {
 	book *allocator.Book
 	j    *journal
 	last uint64
+	// announced is the condition last alerted per backend, so two tasks
+	// meeting the same fault at once raise one alert.
+	announced map[string]string
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
@@ -64,8 +67,46 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		}
 		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { m.reply <- err })
 	case *rateLimited:
-		ev := a.book.DecideRateLimit(m.backend, m.err.RetryAfter, m.taskID, a.sys.clock.Now())
-		a.j.persist([]*pb.Event{ev}, nil)
+		rl := allocator.RateLimit{RetryAfter: m.err.RetryAfter, Until: m.err.Until, Cap: m.err.Cap, Reason: m.err.Reason}
+		ev := a.book.DecideRateLimit(m.backend, rl, m.taskID, a.sys.clock.Now())
+		until := timeOf(ev.GetRateLimitRecorded().GetUntil())
+		a.sys.logRateLimit(m.backend, ev.GetRateLimitRecorded())
+		a.j.persist([]*pb.Event{ev}, func(_ []uint64, _ error) {
+			if m.reply != nil {
+				m.reply <- until
+			}
+		})
+	case *backendCondition:
+		ev, err := a.book.DecideCondition(m.backend, m.state, m.reason, m.until, a.sys.clock.Now())
+		if err != nil || ev == nil {
+			if m.reply != nil {
+				m.reply <- err
+			}
+			return
+		}
+		if a.announced == nil {
+			a.announced = map[string]string{}
+		}
+		a.sys.logCondition(m.backend, ev.GetBackendConditionRecorded(), a.announced[m.backend])
+		a.announced[m.backend] = ev.GetBackendConditionRecorded().GetState()
+		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
+			if m.reply != nil {
+				m.reply <- err
+			}
+		})
+	case *releaseQuota:
+		ev, err := a.book.DecideRelease(m.backend, m.deep, m.taskID, a.sys.clock.Now())
+		if err != nil {
+			m.reply <- err
+			return
+		}
+		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { m.reply <- err })
+	case *rateLearned:
+		if ev := a.book.DecideRateLearned(m.backend, m.limit, m.window, a.sys.clock.Now()); ev != nil {
+			a.sys.logger.Info().Str("event", "actors.allocator.rate_learned").Str("backend", m.backend).
+				Int("limit", m.limit).Dur("window", m.window).Msg("learned the provider's request rate")
+			a.j.persist([]*pb.Event{ev}, nil)
+		}
 	case *backendPause:
 		now := a.sys.clock.Now()
 		var ev *pb.Event

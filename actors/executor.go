@@ -161,6 +161,13 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 			history = append(history, gateway.Message{Role: m.Role, Content: m.Content})
 		}
 	}
+	// A backend that says it cannot serve (an open circuit, a login wall)
+	// is parked before any quota is charged or request counted, and the
+	// task goes to another backend.
+	if c := e.sys.backendCondition(llm); !takesWork(c.State) {
+		e.sys.recordCondition(llm, string(c.State), c.Reason, e.sys.recheckAt(c))
+		return e.failover(string(c.State), llm)
+	}
 	// The quota use and the request intent are written at the same time:
 	// both are durable before the request leaves (N5; spec: record usage
 	// first), and neither waits for the other's fsync.
@@ -177,9 +184,13 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	if qerr != nil {
 		// No quota: the request never leaves; close its intent.
 		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
-			TaskId: t.Id, Llm: llm, Kind: "quota", Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn,
+			TaskId: t.Id, Llm: llm, Kind: "quota", Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: true,
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
+		}
+		if !deep {
+			// Parked since it was chosen: any other free backend will do.
+			return e.failover("quota", llm)
 		}
 		var nq *allocator.NoQuotaError
 		if errors.As(qerr, &nq) {
@@ -199,6 +210,12 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	cause := context.Cause(callCtx)
 	cancel(nil)
 	if err == nil {
+		// A refusal or nothing is no answer: never saved as content.
+		if why, bad := e.sys.opts.Refusals.Bad(resp.Content); bad {
+			err = gateway.Classified(llm, gateway.ErrBadAnswer, "task %s: %s", t.Id, why)
+		}
+	}
+	if err == nil {
 		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
 			TaskId: t.Id, Llm: llm, Content: resp.Content, Turn: turn, RequestSeq: reqSeq,
 			DurationNs: int64(e.sys.clock.Since(start)), ConversationUrl: resp.ConversationURL,
@@ -206,11 +223,12 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
 		}
+		e.sys.noteLearnedRate(llm)
 		e.sys.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
 			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer saved")
 		if err := e.sys.moduleAnswer(t, resp.Content); err != nil {
 			if modules.IsValidation(err) {
-				return e.retry("validation: "+err.Error(), true)
+				return e.retryValidation("validation: "+err.Error(), "")
 			}
 			return e.fail(fmt.Sprintf("process answer: %v", err))
 		}
@@ -222,30 +240,34 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	if cause != nil && !errors.Is(cause, errTimeout) {
 		kind = "cancelled" // shutdown, a person, or preemption: never a failure of the task
 	} else if errors.Is(cause, errTimeout) {
-		kind = "transient"
+		kind = "transient" // our deadline: retried after the backoff, on another backend if one is free
 	}
+	// A request our side refused before it left (an open circuit, a
+	// paused limiter) is neither charged nor counted.
+	notSent := errors.Is(err, gateway.ErrNotSent)
 	if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
-		TaskId: t.Id, Llm: llm, Kind: kind, Error: err.Error(), RequestSeq: reqSeq, Turn: turn,
+		TaskId: t.Id, Llm: llm, Kind: kind, Error: err.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: notSent,
 	}}}); perr != nil {
 		return e.pause("wal", time.Time{})
 	}
+	if notSent {
+		reply := make(chan error, 1)
+		_, _ = ask(e.sys, e.sys.allocatorPID, &releaseQuota{backend: llm, deep: deep, taskID: t.Id, reply: reply}, reply)
+	}
 	e.sys.reportCall(llm, kind)
-	switch kind {
-	case "cancelled":
+	route := routeFault(kind)
+	switch route.task {
+	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
-	case "rate_limited":
-		var rl *gateway.RateLimitedError
-		errors.As(err, &rl)
-		e.sys.root.Send(e.sys.allocatorPID, &rateLimited{backend: llm, taskID: t.Id, err: rl})
-		until := time.Time{}
-		if rl.RetryAfter > 0 {
-			until = e.sys.clock.Now().Add(rl.RetryAfter)
-		}
-		return e.pause("rate_limited", until)
-	case "transient":
-		return e.retry(err.Error(), false)
-	case "unavailable":
-		return e.pause("unavailable", e.sys.clock.Now().Add(30*time.Second))
+	case outcomeFailover:
+		e.sys.parkBackend(llm, t.Id, start, route, err)
+		return e.failover(kind, llm)
+	case outcomeBackoff:
+		// A call that hung past our deadline is offered to another
+		// backend at once; other transient failures from the second on.
+		return e.retry(err.Error(), llm, errors.Is(cause, errTimeout))
+	case outcomeElsewhere:
+		return e.retryValidation(kind+": "+err.Error(), llm)
 	default:
 		return e.fail(err.Error())
 	}
@@ -277,23 +299,52 @@ func (e *executor) pause(reason string, until time.Time) *pb.TaskResult {
 	return &pb.TaskResult{Paused: true, Reason: reason}
 }
 
-// retry schedules the task again after the backoff for its attempt, or
-// fails it once the backoffs are spent (60/300/900 s, then FAILED).
-// Validation failures retry at once: the answer was bad, not the backend.
-func (e *executor) retry(msg string, now bool) *pb.TaskResult {
+// retry schedules the task again after the backoff for its run of
+// consecutive failed requests (60/300/900 s, then 900 s again: an answer
+// resets the run). A flaky backend never fails the task; from the second
+// failure in a row another backend is preferred.
+func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
 	backoff := e.sys.opts.RetryBackoff
-	n := int(e.task.Attempts)
-	if n >= len(backoff) {
-		return e.fail(fmt.Sprintf("gave up after %d attempts: %s", n+1, msg))
+	n := min(int(e.task.Attempts), len(backoff)-1)
+	avoid := ""
+	if e.task.Attempts > 0 || hung {
+		avoid = llm
 	}
-	at := e.sys.clock.Now()
-	if !now {
-		at = at.Add(backoff[n])
-	}
-	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{TaskId: e.task.Id, Error: msg, NotBefore: nanos(at)}}}); err != nil {
+	at := e.sys.clock.Now().Add(backoff[n])
+	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{
+		TaskId: e.task.Id, Error: msg, NotBefore: nanos(at), AvoidLlm: avoid}}}); err != nil {
 		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
 	}
 	return &pb.TaskResult{Paused: true, Reason: "retry", Error: msg}
+}
+
+// retryValidation retries at once an answer that failed validation or was
+// no answer at all, on another backend when avoid names the one that gave
+// it; the task fails once its own validation budget is spent.
+func (e *executor) retryValidation(msg, avoid string) *pb.TaskResult {
+	budget := e.sys.opts.ValidationRetries
+	if budget <= 0 {
+		budget = len(e.sys.opts.RetryBackoff)
+	}
+	if n := int(e.task.ValidationAttempts); n >= budget {
+		return e.fail(fmt.Sprintf("gave up after %d answers failed validation: %s", n+1, msg))
+	}
+	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{
+		TaskId: e.task.Id, Error: msg, NotBefore: nanos(e.sys.clock.Now()), Validation: true, AvoidLlm: avoid}}}); err != nil {
+		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
+	}
+	return &pb.TaskResult{Paused: true, Reason: "retry", Error: msg}
+}
+
+// failover pauses the task, uncounted, for another eligible backend: it
+// runs again as soon as one is free (its own backend, once usable again,
+// is taken only if no other is).
+func (e *executor) failover(reason, llm string) *pb.TaskResult {
+	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{
+		TaskId: e.task.Id, Reason: reason, AvoidLlm: llm}}}); err != nil {
+		return &pb.TaskResult{Paused: true, Reason: reason, Error: err.Error()}
+	}
+	return &pb.TaskResult{Paused: true, Reason: reason}
 }
 
 func (e *executor) complete() *pb.TaskResult {

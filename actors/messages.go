@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"context"
 
 	"fano/gateway"
@@ -54,6 +56,29 @@ type useQuota struct {
 type rateLimited struct {
 	backend, taskID string
 	err             *gateway.RateLimitedError
+	reply           chan time.Time // when the backend may be used again; nil: no reply
+}
+
+// backendCondition records a fault of the backend itself (credentials,
+// login, open circuit) or clears it (state "ready").
+type backendCondition struct {
+	backend, state, reason string
+	until                  time.Time
+	reply                  chan error // nil: no reply
+}
+
+// releaseQuota gives back the quota use of a request that never left.
+type releaseQuota struct {
+	backend, taskID string
+	deep            bool
+	reply           chan error
+}
+
+// rateLearned records the rate a backend's provider told.
+type rateLearned struct {
+	backend string
+	limit   int
+	window  time.Duration
 }
 
 type preemptQuery struct {

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"fano/gateway/refusal"
+
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -32,8 +34,17 @@ type Options struct {
 	MaxRunning         int           // executors at once
 	MaxRequests        func(taskType string) int
 	RequestTimeout     time.Duration   // per LLM call
-	RetryBackoff       []time.Duration // transient failures: 60/300/900 s, then FAILED
-	ShutdownTimeout    time.Duration   // how long executors get to pause at shutdown
+	RetryBackoff       []time.Duration // consecutive transient failures: 60/300/900 s, then the last again
+	// ValidationRetries is how many answers of one task may fail
+	// validation (or be refusals) before it is FAILED; 0 = len(RetryBackoff).
+	ValidationRetries int
+	// CredentialsRecheck is how long a backend that refused its
+	// credentials is parked before it is tried again (default 5 min).
+	CredentialsRecheck time.Duration
+	// Refusals tells answers that are no answer (a refusal, nothing);
+	// nil: the built-in patterns.
+	Refusals        *refusal.Matcher
+	ShutdownTimeout time.Duration // how long executors get to pause at shutdown
 	// FinishedRetention: finished tasks leave memory this long after they
 	// finished, archived in the WAL file first (0 = keep them in memory).
 	FinishedRetention time.Duration
@@ -63,6 +74,12 @@ func (o *Options) defaults() {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = time.Hour
+	}
+	if o.Refusals == nil {
+		o.Refusals = refusal.Default()
+	}
+	if o.CredentialsRecheck <= 0 {
+		o.CredentialsRecheck = credentialsRecheck
 	}
 	if len(o.RetryBackoff) == 0 {
 		o.RetryBackoff = []time.Duration{60 * time.Second, 300 * time.Second, 900 * time.Second}

@@ -66,7 +66,9 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		a.deferred = a.deferred[:0]
 		now := timeOf(m.now)
 		a.state.Recompute(now, a.sys.schedulerEnv())
-		if evs := a.state.DecideResume(now); len(evs) > 0 {
+		// While stopping, tasks paused by the shutdown stay paused: a
+		// resume now would only be undone by the next start.
+		if evs := a.state.DecideResume(now); len(evs) > 0 && !a.stopping {
 			a.j.persist(evs, nil)
 		}
 		a.forget(ctx, now)

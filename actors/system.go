@@ -55,8 +55,9 @@ type System struct {
 	initAlloc   *allocState
 	initModules map[string]uint64
 
-	backlogs sync.Map // module -> int (modules.Backlogger)
-	slots    slotCounts
+	backlogs  sync.Map // module -> int (modules.Backlogger)
+	rechecked sync.Map // backend -> time.Time of its last RecheckBackends
+	slots     slotCounts
 	// scheduler is the live scheduler instance (see schedulerActor.current).
 	scheduler atomic.Pointer[schedulerActor]
 	// blank holds each module's snapshot as constructed: a restarted host
@@ -137,6 +138,9 @@ func Start(opts Options) (*System, error) {
 	}
 	if s.report, err = s.recoverAll(); err != nil {
 		return nil, err
+	}
+	if s.initAlloc != nil {
+		s.seedLearnedRates(s.initAlloc.book.LearnedRates())
 	}
 	s.baseCtx, s.baseCancel = context.WithCancelCause(context.Background())
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logging.Slog(s.logger) }))
@@ -572,6 +576,11 @@ func (s *System) Cancel(id, reason string) error {
 
 // PauseBackend and ResumeBackend are the operator's switch for one LLM.
 func (s *System) PauseBackend(name, reason string, pause bool) error {
+	if !pause {
+		// A resume also re-checks the backend: `fano backend resume`
+		// after a key was fixed.
+		s.RecheckBackends(name)
+	}
 	reply := make(chan error, 1)
 	r, err := ask(s, s.allocatorPID, &backendPause{backend: name, reason: reason, pause: pause, reply: reply}, reply)
 	if err != nil {
@@ -615,9 +624,12 @@ func (s *System) Counts() map[string]map[pb.TaskState]int {
 }
 
 // Quotas returns every backend's quota figures.
+// A backend that knows it cannot serve now (a login wall, an unset key,
+// an open circuit) shows that state even before a task met it.
 func (s *System) Quotas() []allocator.BackendStatus {
 	var out []allocator.BackendStatus
 	s.withAllocator(func(b *allocator.Book) { out = b.Status(s.clock.Now()) })
+	s.overlayBackendFacts(out)
 	return out
 }
 

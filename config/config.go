@@ -160,6 +160,14 @@ type LLM struct {
 	QuotaBufferPercent int               `yaml:"quota_buffer_percent"`
 	RateLimitRecovery  RateLimitRecovery `yaml:"rate_limit_recovery"`
 	CircuitBreaker     CircuitBreaker    `yaml:"circuit_breaker"`
+	// EnvFile, if set, holds KEY=VALUE lines (API keys) loaded into the
+	// environment at start and again on SIGHUP, so a fixed key is picked
+	// up without a restart. A relative path is from the working directory.
+	EnvFile string `yaml:"env_file"`
+	// RefusalPatternsFile replaces the built-in patterns of answers that
+	// are no answer ("Sorry, I can't help with that."): one regular
+	// expression a line.
+	RefusalPatternsFile string `yaml:"refusal_patterns_file"`
 }
 
 // RateLimitRecovery: after a rate limit lowered a backend's limit estimate,

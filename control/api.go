@@ -41,6 +41,7 @@ func (s *Server) routes() *http.ServeMux {
 	// rest of the path, raw or %2F-escaped.
 	m.HandleFunc("GET /api/orchestrator/task/{id...}", s.handleTask)
 	m.Handle("POST /api/orchestrator/task/{rest...}", s.auth(http.HandlerFunc(s.handleCancel)))
+	m.Handle("POST /api/orchestrator/retry", s.auth(http.HandlerFunc(s.handleRetry)))
 	m.Handle("POST /api/seeds", s.auth(http.HandlerFunc(s.handleSeed)))
 	m.Handle("POST /api/comments", s.auth(http.HandlerFunc(s.handleComment)))
 	m.Handle("POST /api/backends/{name}/pause", s.auth(http.HandlerFunc(s.handlePause)))
@@ -267,6 +268,14 @@ func (s *Server) status() Status {
 		if !b.RateLimitedUntil.IsZero() {
 			t := b.RateLimitedUntil.UTC()
 			bv.RateLimitedUntil = &t
+		}
+		bv.Reason, bv.LearnedLimit, bv.PacedPerWindow, bv.LimiterWaiting = b.Reason, b.LearnedLimit, b.PacedPerWindow, b.LimiterWaiting
+		if b.LearnedWindow > 0 {
+			bv.LearnedWindow = b.LearnedWindow.String()
+		}
+		if !b.Until.IsZero() {
+			t := b.Until.UTC()
+			bv.Until = &t
 		}
 		st.Backends = append(st.Backends, bv)
 	}

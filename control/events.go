@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -135,6 +136,16 @@ func toEvent(n actors.Notice) *Event {
 		ev.Type, ev.Kind, ev.Backend, ev.TaskID = "quota", "rate_limited", q.GetBackend(), q.GetTaskId()
 		if q.GetUntil() != 0 {
 			t := time.Unix(0, q.GetUntil()).UTC()
+			ev.Until = &t
+		}
+	case *pb.Event_QuotaReleased:
+		q := b.QuotaReleased
+		ev.Type, ev.Kind, ev.Backend, ev.DeepMode, ev.TaskID = "quota", "quota_released", q.GetBackend(), q.GetDeepMode(), q.GetTaskId()
+	case *pb.Event_BackendConditionRecorded:
+		c := b.BackendConditionRecorded
+		ev.Type, ev.Kind, ev.Backend, ev.Reason = "quota", "backend_"+cmp.Or(c.GetState(), "ready"), c.GetBackend(), c.GetReason()
+		if c.GetUntil() != 0 {
+			t := time.Unix(0, c.GetUntil()).UTC()
 			ev.Until = &t
 		}
 	case *pb.Event_HourWindowReset:

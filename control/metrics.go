@@ -1,6 +1,7 @@
 package control
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -38,6 +39,9 @@ type metrics struct {
 	tasks, hourlyUsed, hourlyLimit, hourlyUsable, limitEstimate, deepUsed, deepLimit,
 	available, paused, rateLimited, inUse, circuit, walBytes, walEntries, walUncommitted,
 	walLastSeq, checkpointAge, uptime *prometheus.Desc
+	// What fano knows of each backend (issue 11): its state with the time
+	// it ends, the learned provider rate and the limiter's queue.
+	backendState, backendUntil, learnedRate, limiterWaiting *prometheus.Desc
 }
 
 func newMetrics(s *Server) *metrics {
@@ -86,6 +90,10 @@ func newMetrics(s *Server) *metrics {
 	m.walLastSeq = d("fano_wal_last_seq", "Last WAL sequence number.")
 	m.checkpointAge = d("fano_checkpoint_age_seconds", "Age of the oldest checkpoint (the one that holds back compaction).")
 	m.uptime = d("fano_uptime_seconds", "Seconds since fano started.")
+	m.backendState = d("fano_backend_state", "1 for the backend's state: ready, rate_limited, capped, credentials, login, circuit_open, paced, exhausted, paused, down.", "backend", "state")
+	m.backendUntil = d("fano_backend_state_until_seconds", "Unix time the backend's current state ends (0: unknown or ready).", "backend")
+	m.learnedRate = d("fano_backend_learned_rate_per_minute", "Requests a minute the provider allows, as learned from its headers (0: not learned).", "backend")
+	m.limiterWaiting = d("fano_backend_limiter_waiting", "Requests waiting in the backend's rate limiter.", "backend")
 
 	m.reg.MustRegister(m.llmRequests, m.llmResponses, m.llmFailures, m.llmLatency, m.rateLimits, m.taskEvents,
 		m.persistLag, m.eventsDropped, m.wsClients, m.wsDropped, m,
@@ -149,7 +157,7 @@ func (m *metrics) observe(n actors.Notice) {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.tasks, m.hourlyUsed, m.hourlyLimit, m.hourlyUsable, m.limitEstimate,
 		m.deepUsed, m.deepLimit, m.available, m.paused, m.rateLimited, m.inUse, m.circuit, m.walBytes, m.walEntries,
-		m.walUncommitted, m.walLastSeq, m.checkpointAge, m.uptime} {
+		m.walUncommitted, m.walLastSeq, m.checkpointAge, m.uptime, m.backendState, m.backendUntil, m.learnedRate, m.limiterWaiting} {
 		ch <- d
 	}
 }
@@ -183,6 +191,18 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		g(m.paused, b01(b.Paused), b.Name)
 		g(m.rateLimited, b01(!b.RateLimitedUntil.IsZero() && now.Before(b.RateLimitedUntil)), b.Name)
 		g(m.inUse, float64(b.InUse), b.Name)
+		g(m.backendState, 1, b.Name, cmp.Or(b.State, "ready"))
+		until := 0.0
+		if !b.Until.IsZero() {
+			until = float64(b.Until.Unix())
+		}
+		g(m.backendUntil, until, b.Name)
+		perMinute := 0.0
+		if b.LearnedLimit > 0 && b.LearnedWindow > 0 {
+			perMinute = float64(b.LearnedLimit) * float64(time.Minute) / float64(b.LearnedWindow)
+		}
+		g(m.learnedRate, perMinute, b.Name)
+		g(m.limiterWaiting, float64(b.LimiterWaiting), b.Name)
 		if c, ok := circuits[b.Name]; ok {
 			g(m.circuit, 1, b.Name, c)
 		}

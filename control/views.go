@@ -74,6 +74,15 @@ type BackendView struct {
 	MaxConcurrency   int        `json:"max_concurrency"`
 	Circuit          string     `json:"circuit,omitempty"` // from the backend's State(), if it has one
 	RunningTasks     []string   `json:"running_tasks"`
+	// Why it takes no work and until when (credentials, login, capped,
+	// rate limited, circuit open); the provider's learned rate and the
+	// rate limiter's pace and queue (API backends).
+	Reason         string     `json:"reason,omitempty"`
+	Until          *time.Time `json:"until,omitempty"`
+	LearnedLimit   int        `json:"learned_limit,omitempty"`
+	LearnedWindow  string     `json:"learned_window,omitempty"`
+	PacedPerWindow float64    `json:"paced_per_window,omitempty"`
+	LimiterWaiting int        `json:"limiter_waiting"`
 }
 
 // ModuleView is a configured module, what it accepts, and its tasks.
@@ -241,6 +250,9 @@ func taskView(t *pb.Task, withMessages bool) TaskView {
 
 // backendState sums a backend up in one word, most important first.
 func backendState(b allocator.BackendStatus, now time.Time) string {
+	if b.State != "" && b.State != allocator.StateReady {
+		return b.State // the allocator's and the backend's own reasons
+	}
 	switch {
 	case b.Paused:
 		return "paused"

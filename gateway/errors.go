@@ -8,9 +8,12 @@ import (
 )
 
 // The error kinds a Backend returns. The executor routes on them once
-// (DESIGN.md §4): a rate limit pauses the task and tells the allocator; a
-// transient error is retried after 60/300/900 s; a permanent one fails the
-// task; an unavailable backend pauses the task and is reported to health.
+// (DESIGN.md §4, actors/faults.go): a rate limit, bad credentials or an
+// unavailable backend park the backend and send the task to another one,
+// uncounted; a transient error is retried after 60/300/900 s of
+// consecutive failures (an answer resets the count; never FAILED); a bad
+// answer is retried at once elsewhere on the task's validation budget; only
+// a permanent one (the request itself is wrong) fails the task.
 var (
 	ErrTransient   = errors.New("transient")
 	ErrPermanent   = errors.New("permanent")
@@ -29,6 +32,10 @@ var (
 	// belongs to someone else. The task starts a fresh one on that backend,
 	// primed with its history.
 	ErrConversationGone = errors.New("conversation gone")
+	// ErrNotSent marks a failure before the request left (an open
+	// circuit, a rate limiter paused for long): it costs no quota and is
+	// not counted as a request.
+	ErrNotSent = errors.New("request not sent")
 )
 
 // RateLimitedError says the backend refused for now. Two kinds are kept
@@ -42,7 +49,12 @@ type RateLimitedError struct {
 	Until      time.Time
 	Cap        bool
 	Reason     string
+	// NotSent: our own limiter refused it; the provider never saw it.
+	NotSent bool
 }
+
+// Is makes errors.Is(err, ErrNotSent) true for a refusal that never left.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrNotSent && e.NotSent }
 
 func (e *RateLimitedError) Error() string {
 	if e.RetryAfter > 0 {

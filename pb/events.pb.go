@@ -51,6 +51,9 @@ type Event struct {
 	//	*Event_DayWindowReset
 	//	*Event_BackendPaused
 	//	*Event_BackendResumed
+	//	*Event_BackendConditionRecorded
+	//	*Event_RateLearned
+	//	*Event_QuotaReleased
 	//	*Event_ModuleEvent
 	Body          isEvent_Body `protobuf_oneof:"body"`
 	unknownFields protoimpl.UnknownFields
@@ -272,6 +275,33 @@ func (x *Event) GetBackendResumed() *BackendResumed {
 	return nil
 }
 
+func (x *Event) GetBackendConditionRecorded() *BackendConditionRecorded {
+	if x != nil {
+		if x, ok := x.Body.(*Event_BackendConditionRecorded); ok {
+			return x.BackendConditionRecorded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetRateLearned() *RateLearned {
+	if x != nil {
+		if x, ok := x.Body.(*Event_RateLearned); ok {
+			return x.RateLearned
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetQuotaReleased() *QuotaReleased {
+	if x != nil {
+		if x, ok := x.Body.(*Event_QuotaReleased); ok {
+			return x.QuotaReleased
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetModuleEvent() *ModuleEvent {
 	if x != nil {
 		if x, ok := x.Body.(*Event_ModuleEvent); ok {
@@ -363,6 +393,18 @@ type Event_BackendResumed struct {
 	BackendResumed *BackendResumed `protobuf:"bytes,45,opt,name=backend_resumed,json=backendResumed,proto3,oneof"`
 }
 
+type Event_BackendConditionRecorded struct {
+	BackendConditionRecorded *BackendConditionRecorded `protobuf:"bytes,100,opt,name=backend_condition_recorded,json=backendConditionRecorded,proto3,oneof"`
+}
+
+type Event_RateLearned struct {
+	RateLearned *RateLearned `protobuf:"bytes,101,opt,name=rate_learned,json=rateLearned,proto3,oneof"`
+}
+
+type Event_QuotaReleased struct {
+	QuotaReleased *QuotaReleased `protobuf:"bytes,102,opt,name=quota_released,json=quotaReleased,proto3,oneof"`
+}
+
 type Event_ModuleEvent struct {
 	// Module domain state (owner "module/<name>").
 	ModuleEvent *ModuleEvent `protobuf:"bytes,60,opt,name=module_event,json=moduleEvent,proto3,oneof"`
@@ -405,6 +447,12 @@ func (*Event_DayWindowReset) isEvent_Body() {}
 func (*Event_BackendPaused) isEvent_Body() {}
 
 func (*Event_BackendResumed) isEvent_Body() {}
+
+func (*Event_BackendConditionRecorded) isEvent_Body() {}
+
+func (*Event_RateLearned) isEvent_Body() {}
+
+func (*Event_QuotaReleased) isEvent_Body() {}
 
 func (*Event_ModuleEvent) isEvent_Body() {}
 
@@ -709,13 +757,16 @@ func (x *LLMResponseReceived) GetCompletionTokens() int64 {
 }
 
 type LLMRequestFailed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Llm           string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
-	Kind          string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"` // rate_limited | transient | permanent | unavailable | cancelled | validation
-	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	RequestSeq    uint64                 `protobuf:"varint,5,opt,name=request_seq,json=requestSeq,proto3" json:"request_seq,omitempty"`
-	Turn          int32                  `protobuf:"varint,6,opt,name=turn,proto3" json:"turn,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TaskId     string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Llm        string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
+	Kind       string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"` // rate_limited | transient | permanent | unavailable | cancelled | validation
+	Error      string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	RequestSeq uint64                 `protobuf:"varint,5,opt,name=request_seq,json=requestSeq,proto3" json:"request_seq,omitempty"`
+	Turn       int32                  `protobuf:"varint,6,opt,name=turn,proto3" json:"turn,omitempty"`
+	// not_sent: the request never left (an open circuit or a paused rate
+	// limiter refused it): it is not counted as a request.
+	NotSent       bool `protobuf:"varint,100,opt,name=not_sent,json=notSent,proto3" json:"not_sent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -792,11 +843,19 @@ func (x *LLMRequestFailed) GetTurn() int32 {
 	return 0
 }
 
+func (x *LLMRequestFailed) GetNotSent() bool {
+	if x != nil {
+		return x.NotSent
+	}
+	return false
+}
+
 type TaskPaused struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`                         // shutdown | preempted | rate_limited | quota | cancelled_call | recovery | stuck | operator
 	NotBefore     int64                  `protobuf:"varint,3,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"` // unix nanoseconds; 0 = at once
+	AvoidLlm      string                 `protobuf:"bytes,100,opt,name=avoid_llm,json=avoidLlm,proto3" json:"avoid_llm,omitempty"`   // the backend that could not serve it: another is preferred
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -850,6 +909,13 @@ func (x *TaskPaused) GetNotBefore() int64 {
 		return x.NotBefore
 	}
 	return 0
+}
+
+func (x *TaskPaused) GetAvoidLlm() string {
+	if x != nil {
+		return x.AvoidLlm
+	}
+	return ""
 }
 
 type TaskResumed struct {
@@ -1046,10 +1112,15 @@ func (x *TaskCancelled) GetReason() string {
 
 // TaskRetryScheduled: a transient failure; attempts+1, runs again after not_before.
 type TaskRetryScheduled struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
-	NotBefore     int64                  `protobuf:"varint,3,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TaskId    string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Error     string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	NotBefore int64                  `protobuf:"varint,3,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`
+	// validation: the answer failed validation (its own budget); otherwise
+	// a failed request (consecutive failures, reset by an answer).
+	Validation bool `protobuf:"varint,100,opt,name=validation,proto3" json:"validation,omitempty"`
+	// avoid_llm: the backend that failed it; another one is preferred.
+	AvoidLlm      string `protobuf:"bytes,101,opt,name=avoid_llm,json=avoidLlm,proto3" json:"avoid_llm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1103,6 +1174,20 @@ func (x *TaskRetryScheduled) GetNotBefore() int64 {
 		return x.NotBefore
 	}
 	return 0
+}
+
+func (x *TaskRetryScheduled) GetValidation() bool {
+	if x != nil {
+		return x.Validation
+	}
+	return false
+}
+
+func (x *TaskRetryScheduled) GetAvoidLlm() string {
+	if x != nil {
+		return x.AvoidLlm
+	}
+	return ""
 }
 
 // TaskRequeued: READY or PAUSED back to PENDING (e.g. no LLM could be allocated).
@@ -1267,10 +1352,15 @@ func (x *QuotaUsed) GetTaskId() string {
 // RateLimitRecorded: the backend said "too many"; until is when it may be
 // used again (0: parked until the next hour window).
 type RateLimitRecorded struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Backend       string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
-	Until         int64                  `protobuf:"varint,2,opt,name=until,proto3" json:"until,omitempty"`
-	TaskId        string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Backend string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	Until   int64                  `protobuf:"varint,2,opt,name=until,proto3" json:"until,omitempty"`
+	TaskId  string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// cap: a usage cap (subscription, "continue after 7:29 PM"): the
+	// hourly estimate learns from it. Otherwise a per-minute rate limit that
+	// changes no estimate.
+	Cap           bool   `protobuf:"varint,100,opt,name=cap,proto3" json:"cap,omitempty"`
+	Reason        string `protobuf:"bytes,101,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1326,6 +1416,215 @@ func (x *RateLimitRecorded) GetTaskId() string {
 	return ""
 }
 
+func (x *RateLimitRecorded) GetCap() bool {
+	if x != nil {
+		return x.Cap
+	}
+	return false
+}
+
+func (x *RateLimitRecorded) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// BackendConditionRecorded: a backend cannot take work for a reason of its
+// own (credentials, login wall, open circuit) until `until` (0: until it
+// is re-checked); state "ready" clears it.
+type BackendConditionRecorded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backend       string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Until         int64                  `protobuf:"varint,4,opt,name=until,proto3" json:"until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackendConditionRecorded) Reset() {
+	*x = BackendConditionRecorded{}
+	mi := &file_events_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendConditionRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendConditionRecorded) ProtoMessage() {}
+
+func (x *BackendConditionRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendConditionRecorded.ProtoReflect.Descriptor instead.
+func (*BackendConditionRecorded) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *BackendConditionRecorded) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *BackendConditionRecorded) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *BackendConditionRecorded) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *BackendConditionRecorded) GetUntil() int64 {
+	if x != nil {
+		return x.Until
+	}
+	return 0
+}
+
+// QuotaReleased gives back a QuotaUsed whose request never left (an open
+// circuit or a paused rate limiter refused it).
+type QuotaReleased struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backend       string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	DeepMode      bool                   `protobuf:"varint,2,opt,name=deep_mode,json=deepMode,proto3" json:"deep_mode,omitempty"`
+	TaskId        string                 `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaReleased) Reset() {
+	*x = QuotaReleased{}
+	mi := &file_events_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaReleased) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaReleased) ProtoMessage() {}
+
+func (x *QuotaReleased) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaReleased.ProtoReflect.Descriptor instead.
+func (*QuotaReleased) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *QuotaReleased) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *QuotaReleased) GetDeepMode() bool {
+	if x != nil {
+		return x.DeepMode
+	}
+	return false
+}
+
+func (x *QuotaReleased) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// RateLearned: the request rate a backend's provider allows, learned from
+// its headers, so a restart paces at it from the first request.
+type RateLearned struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Backend        string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	LimitPerWindow int32                  `protobuf:"varint,2,opt,name=limit_per_window,json=limitPerWindow,proto3" json:"limit_per_window,omitempty"`
+	WindowNs       int64                  `protobuf:"varint,3,opt,name=window_ns,json=windowNs,proto3" json:"window_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RateLearned) Reset() {
+	*x = RateLearned{}
+	mi := &file_events_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RateLearned) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RateLearned) ProtoMessage() {}
+
+func (x *RateLearned) ProtoReflect() protoreflect.Message {
+	mi := &file_events_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RateLearned.ProtoReflect.Descriptor instead.
+func (*RateLearned) Descriptor() ([]byte, []int) {
+	return file_events_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RateLearned) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *RateLearned) GetLimitPerWindow() int32 {
+	if x != nil {
+		return x.LimitPerWindow
+	}
+	return 0
+}
+
+func (x *RateLearned) GetWindowNs() int64 {
+	if x != nil {
+		return x.WindowNs
+	}
+	return 0
+}
+
 // HourWindowReset starts a new hourly quota window at window_start.
 type HourWindowReset struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1336,7 +1635,7 @@ type HourWindowReset struct {
 
 func (x *HourWindowReset) Reset() {
 	*x = HourWindowReset{}
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1647,7 @@ func (x *HourWindowReset) String() string {
 func (*HourWindowReset) ProtoMessage() {}
 
 func (x *HourWindowReset) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[16]
+	mi := &file_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1660,7 @@ func (x *HourWindowReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HourWindowReset.ProtoReflect.Descriptor instead.
 func (*HourWindowReset) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{16}
+	return file_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HourWindowReset) GetWindowStart() int64 {
@@ -1381,7 +1680,7 @@ type DayWindowReset struct {
 
 func (x *DayWindowReset) Reset() {
 	*x = DayWindowReset{}
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1393,7 +1692,7 @@ func (x *DayWindowReset) String() string {
 func (*DayWindowReset) ProtoMessage() {}
 
 func (x *DayWindowReset) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[17]
+	mi := &file_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1406,7 +1705,7 @@ func (x *DayWindowReset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DayWindowReset.ProtoReflect.Descriptor instead.
 func (*DayWindowReset) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{17}
+	return file_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DayWindowReset) GetWindowStart() int64 {
@@ -1426,7 +1725,7 @@ type BackendPaused struct {
 
 func (x *BackendPaused) Reset() {
 	*x = BackendPaused{}
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1737,7 @@ func (x *BackendPaused) String() string {
 func (*BackendPaused) ProtoMessage() {}
 
 func (x *BackendPaused) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[18]
+	mi := &file_events_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1750,7 @@ func (x *BackendPaused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendPaused.ProtoReflect.Descriptor instead.
 func (*BackendPaused) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{18}
+	return file_events_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BackendPaused) GetBackend() string {
@@ -1477,7 +1776,7 @@ type BackendResumed struct {
 
 func (x *BackendResumed) Reset() {
 	*x = BackendResumed{}
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1788,7 @@ func (x *BackendResumed) String() string {
 func (*BackendResumed) ProtoMessage() {}
 
 func (x *BackendResumed) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[19]
+	mi := &file_events_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1801,7 @@ func (x *BackendResumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendResumed.ProtoReflect.Descriptor instead.
 func (*BackendResumed) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{19}
+	return file_events_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BackendResumed) GetBackend() string {
@@ -1525,7 +1824,7 @@ type ModuleEvent struct {
 
 func (x *ModuleEvent) Reset() {
 	*x = ModuleEvent{}
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1836,7 @@ func (x *ModuleEvent) String() string {
 func (*ModuleEvent) ProtoMessage() {}
 
 func (x *ModuleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_events_proto_msgTypes[20]
+	mi := &file_events_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1849,7 @@ func (x *ModuleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleEvent.ProtoReflect.Descriptor instead.
 func (*ModuleEvent) Descriptor() ([]byte, []int) {
-	return file_events_proto_rawDescGZIP(), []int{20}
+	return file_events_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ModuleEvent) GetModule() string {
@@ -1586,8 +1885,7 @@ var File_events_proto protoreflect.FileDescriptor
 const file_events_proto_rawDesc = "" +
 	"\n" +
 	"\fevents.proto\x12\afano.v1\x1a\n" +
-	"task.proto\"\xd5\n" +
-	"\n" +
+	"task.proto\"\xb4\f\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02at\x18\x01 \x01(\x03R\x02at\x12?\n" +
 	"\x0etask_submitted\x18\n" +
@@ -1612,7 +1910,10 @@ const file_events_proto_rawDesc = "" +
 	"\x11hour_window_reset\x18* \x01(\v2\x18.fano.v1.HourWindowResetH\x00R\x0fhourWindowReset\x12C\n" +
 	"\x10day_window_reset\x18+ \x01(\v2\x17.fano.v1.DayWindowResetH\x00R\x0edayWindowReset\x12?\n" +
 	"\x0ebackend_paused\x18, \x01(\v2\x16.fano.v1.BackendPausedH\x00R\rbackendPaused\x12B\n" +
-	"\x0fbackend_resumed\x18- \x01(\v2\x17.fano.v1.BackendResumedH\x00R\x0ebackendResumed\x129\n" +
+	"\x0fbackend_resumed\x18- \x01(\v2\x17.fano.v1.BackendResumedH\x00R\x0ebackendResumed\x12a\n" +
+	"\x1abackend_condition_recorded\x18d \x01(\v2!.fano.v1.BackendConditionRecordedH\x00R\x18backendConditionRecorded\x129\n" +
+	"\frate_learned\x18e \x01(\v2\x14.fano.v1.RateLearnedH\x00R\vrateLearned\x12?\n" +
+	"\x0equota_released\x18f \x01(\v2\x16.fano.v1.QuotaReleasedH\x00R\rquotaReleased\x129\n" +
 	"\fmodule_event\x18< \x01(\v2\x14.fano.v1.ModuleEventH\x00R\vmoduleEventB\x06\n" +
 	"\x04body\"2\n" +
 	"\rTaskSubmitted\x12!\n" +
@@ -1639,7 +1940,7 @@ const file_events_proto_rawDesc = "" +
 	"requestSeq\x12)\n" +
 	"\x10conversation_url\x18\a \x01(\tR\x0fconversationUrl\x12#\n" +
 	"\rprompt_tokens\x18\b \x01(\x03R\fpromptTokens\x12+\n" +
-	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\"\x9c\x01\n" +
+	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\"\xb7\x01\n" +
 	"\x10LLMRequestFailed\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
 	"\x03llm\x18\x02 \x01(\tR\x03llm\x12\x12\n" +
@@ -1647,13 +1948,15 @@ const file_events_proto_rawDesc = "" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1f\n" +
 	"\vrequest_seq\x18\x05 \x01(\x04R\n" +
 	"requestSeq\x12\x12\n" +
-	"\x04turn\x18\x06 \x01(\x05R\x04turn\"\\\n" +
+	"\x04turn\x18\x06 \x01(\x05R\x04turn\x12\x19\n" +
+	"\bnot_sent\x18d \x01(\bR\anotSent\"y\n" +
 	"\n" +
 	"TaskPaused\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"not_before\x18\x03 \x01(\x03R\tnotBefore\"&\n" +
+	"not_before\x18\x03 \x01(\x03R\tnotBefore\x12\x1b\n" +
+	"\tavoid_llm\x18d \x01(\tR\bavoidLlm\"&\n" +
 	"\vTaskResumed\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"(\n" +
 	"\rTaskCompleted\x12\x17\n" +
@@ -1664,12 +1967,16 @@ const file_events_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\tR\x05error\"@\n" +
 	"\rTaskCancelled\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"b\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x9f\x01\n" +
 	"\x12TaskRetryScheduled\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1d\n" +
 	"\n" +
-	"not_before\x18\x03 \x01(\x03R\tnotBefore\"?\n" +
+	"not_before\x18\x03 \x01(\x03R\tnotBefore\x12\x1e\n" +
+	"\n" +
+	"validation\x18d \x01(\bR\n" +
+	"validation\x12\x1b\n" +
+	"\tavoid_llm\x18e \x01(\tR\bavoidLlm\"?\n" +
 	"\fTaskRequeued\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"(\n" +
@@ -1678,11 +1985,26 @@ const file_events_proto_rawDesc = "" +
 	"\tQuotaUsed\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x1b\n" +
 	"\tdeep_mode\x18\x02 \x01(\bR\bdeepMode\x12\x17\n" +
-	"\atask_id\x18\x03 \x01(\tR\x06taskId\"\\\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"\x86\x01\n" +
 	"\x11RateLimitRecorded\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x14\n" +
 	"\x05until\x18\x02 \x01(\x03R\x05until\x12\x17\n" +
-	"\atask_id\x18\x03 \x01(\tR\x06taskId\"4\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\x12\x10\n" +
+	"\x03cap\x18d \x01(\bR\x03cap\x12\x16\n" +
+	"\x06reason\x18e \x01(\tR\x06reason\"x\n" +
+	"\x18BackendConditionRecorded\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05until\x18\x04 \x01(\x03R\x05until\"_\n" +
+	"\rQuotaReleased\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12\x1b\n" +
+	"\tdeep_mode\x18\x02 \x01(\bR\bdeepMode\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"n\n" +
+	"\vRateLearned\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12(\n" +
+	"\x10limit_per_window\x18\x02 \x01(\x05R\x0elimitPerWindow\x12\x1b\n" +
+	"\twindow_ns\x18\x03 \x01(\x03R\bwindowNs\"4\n" +
 	"\x0fHourWindowReset\x12!\n" +
 	"\fwindow_start\x18\x01 \x01(\x03R\vwindowStart\"3\n" +
 	"\x0eDayWindowReset\x12!\n" +
@@ -1710,30 +2032,33 @@ func file_events_proto_rawDescGZIP() []byte {
 	return file_events_proto_rawDescData
 }
 
-var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_events_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_events_proto_goTypes = []any{
-	(*Event)(nil),               // 0: fano.v1.Event
-	(*TaskSubmitted)(nil),       // 1: fano.v1.TaskSubmitted
-	(*TaskStarted)(nil),         // 2: fano.v1.TaskStarted
-	(*LLMRequestStarted)(nil),   // 3: fano.v1.LLMRequestStarted
-	(*LLMResponseReceived)(nil), // 4: fano.v1.LLMResponseReceived
-	(*LLMRequestFailed)(nil),    // 5: fano.v1.LLMRequestFailed
-	(*TaskPaused)(nil),          // 6: fano.v1.TaskPaused
-	(*TaskResumed)(nil),         // 7: fano.v1.TaskResumed
-	(*TaskCompleted)(nil),       // 8: fano.v1.TaskCompleted
-	(*TaskFailed)(nil),          // 9: fano.v1.TaskFailed
-	(*TaskCancelled)(nil),       // 10: fano.v1.TaskCancelled
-	(*TaskRetryScheduled)(nil),  // 11: fano.v1.TaskRetryScheduled
-	(*TaskRequeued)(nil),        // 12: fano.v1.TaskRequeued
-	(*TaskForgotten)(nil),       // 13: fano.v1.TaskForgotten
-	(*QuotaUsed)(nil),           // 14: fano.v1.QuotaUsed
-	(*RateLimitRecorded)(nil),   // 15: fano.v1.RateLimitRecorded
-	(*HourWindowReset)(nil),     // 16: fano.v1.HourWindowReset
-	(*DayWindowReset)(nil),      // 17: fano.v1.DayWindowReset
-	(*BackendPaused)(nil),       // 18: fano.v1.BackendPaused
-	(*BackendResumed)(nil),      // 19: fano.v1.BackendResumed
-	(*ModuleEvent)(nil),         // 20: fano.v1.ModuleEvent
-	(*Task)(nil),                // 21: fano.v1.Task
+	(*Event)(nil),                    // 0: fano.v1.Event
+	(*TaskSubmitted)(nil),            // 1: fano.v1.TaskSubmitted
+	(*TaskStarted)(nil),              // 2: fano.v1.TaskStarted
+	(*LLMRequestStarted)(nil),        // 3: fano.v1.LLMRequestStarted
+	(*LLMResponseReceived)(nil),      // 4: fano.v1.LLMResponseReceived
+	(*LLMRequestFailed)(nil),         // 5: fano.v1.LLMRequestFailed
+	(*TaskPaused)(nil),               // 6: fano.v1.TaskPaused
+	(*TaskResumed)(nil),              // 7: fano.v1.TaskResumed
+	(*TaskCompleted)(nil),            // 8: fano.v1.TaskCompleted
+	(*TaskFailed)(nil),               // 9: fano.v1.TaskFailed
+	(*TaskCancelled)(nil),            // 10: fano.v1.TaskCancelled
+	(*TaskRetryScheduled)(nil),       // 11: fano.v1.TaskRetryScheduled
+	(*TaskRequeued)(nil),             // 12: fano.v1.TaskRequeued
+	(*TaskForgotten)(nil),            // 13: fano.v1.TaskForgotten
+	(*QuotaUsed)(nil),                // 14: fano.v1.QuotaUsed
+	(*RateLimitRecorded)(nil),        // 15: fano.v1.RateLimitRecorded
+	(*BackendConditionRecorded)(nil), // 16: fano.v1.BackendConditionRecorded
+	(*QuotaReleased)(nil),            // 17: fano.v1.QuotaReleased
+	(*RateLearned)(nil),              // 18: fano.v1.RateLearned
+	(*HourWindowReset)(nil),          // 19: fano.v1.HourWindowReset
+	(*DayWindowReset)(nil),           // 20: fano.v1.DayWindowReset
+	(*BackendPaused)(nil),            // 21: fano.v1.BackendPaused
+	(*BackendResumed)(nil),           // 22: fano.v1.BackendResumed
+	(*ModuleEvent)(nil),              // 23: fano.v1.ModuleEvent
+	(*Task)(nil),                     // 24: fano.v1.Task
 }
 var file_events_proto_depIdxs = []int32{
 	1,  // 0: fano.v1.Event.task_submitted:type_name -> fano.v1.TaskSubmitted
@@ -1751,17 +2076,20 @@ var file_events_proto_depIdxs = []int32{
 	13, // 12: fano.v1.Event.task_forgotten:type_name -> fano.v1.TaskForgotten
 	14, // 13: fano.v1.Event.quota_used:type_name -> fano.v1.QuotaUsed
 	15, // 14: fano.v1.Event.rate_limit_recorded:type_name -> fano.v1.RateLimitRecorded
-	16, // 15: fano.v1.Event.hour_window_reset:type_name -> fano.v1.HourWindowReset
-	17, // 16: fano.v1.Event.day_window_reset:type_name -> fano.v1.DayWindowReset
-	18, // 17: fano.v1.Event.backend_paused:type_name -> fano.v1.BackendPaused
-	19, // 18: fano.v1.Event.backend_resumed:type_name -> fano.v1.BackendResumed
-	20, // 19: fano.v1.Event.module_event:type_name -> fano.v1.ModuleEvent
-	21, // 20: fano.v1.TaskSubmitted.task:type_name -> fano.v1.Task
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	19, // 15: fano.v1.Event.hour_window_reset:type_name -> fano.v1.HourWindowReset
+	20, // 16: fano.v1.Event.day_window_reset:type_name -> fano.v1.DayWindowReset
+	21, // 17: fano.v1.Event.backend_paused:type_name -> fano.v1.BackendPaused
+	22, // 18: fano.v1.Event.backend_resumed:type_name -> fano.v1.BackendResumed
+	16, // 19: fano.v1.Event.backend_condition_recorded:type_name -> fano.v1.BackendConditionRecorded
+	18, // 20: fano.v1.Event.rate_learned:type_name -> fano.v1.RateLearned
+	17, // 21: fano.v1.Event.quota_released:type_name -> fano.v1.QuotaReleased
+	23, // 22: fano.v1.Event.module_event:type_name -> fano.v1.ModuleEvent
+	24, // 23: fano.v1.TaskSubmitted.task:type_name -> fano.v1.Task
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -1790,6 +2118,9 @@ func file_events_proto_init() {
 		(*Event_DayWindowReset)(nil),
 		(*Event_BackendPaused)(nil),
 		(*Event_BackendResumed)(nil),
+		(*Event_BackendConditionRecorded)(nil),
+		(*Event_RateLearned)(nil),
+		(*Event_QuotaReleased)(nil),
 		(*Event_ModuleEvent)(nil),
 	}
 	type x struct{}
@@ -1798,7 +2129,7 @@ func file_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_events_proto_rawDesc), len(file_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -139,6 +139,12 @@ type BackendQuota struct {
 	LastRequestAt    int64                  `protobuf:"varint,8,opt,name=last_request_at,json=lastRequestAt,proto3" json:"last_request_at,omitempty"`
 	Paused           bool                   `protobuf:"varint,9,opt,name=paused,proto3" json:"paused,omitempty"`
 	PauseReason      string                 `protobuf:"bytes,10,opt,name=pause_reason,json=pauseReason,proto3" json:"pause_reason,omitempty"`
+	ConditionState   string                 `protobuf:"bytes,100,opt,name=condition_state,json=conditionState,proto3" json:"condition_state,omitempty"` // credentials | login | circuit_open | ... ; "" = none
+	ConditionReason  string                 `protobuf:"bytes,101,opt,name=condition_reason,json=conditionReason,proto3" json:"condition_reason,omitempty"`
+	ConditionUntil   int64                  `protobuf:"varint,102,opt,name=condition_until,json=conditionUntil,proto3" json:"condition_until,omitempty"`
+	LearnedLimit     int32                  `protobuf:"varint,103,opt,name=learned_limit,json=learnedLimit,proto3" json:"learned_limit,omitempty"` // requests per learned_window; 0 = not learned
+	LearnedWindow    int64                  `protobuf:"varint,104,opt,name=learned_window,json=learnedWindow,proto3" json:"learned_window,omitempty"`
+	Capped           bool                   `protobuf:"varint,105,opt,name=capped,proto3" json:"capped,omitempty"` // rate_limited_until is a usage cap
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -241,6 +247,48 @@ func (x *BackendQuota) GetPauseReason() string {
 		return x.PauseReason
 	}
 	return ""
+}
+
+func (x *BackendQuota) GetConditionState() string {
+	if x != nil {
+		return x.ConditionState
+	}
+	return ""
+}
+
+func (x *BackendQuota) GetConditionReason() string {
+	if x != nil {
+		return x.ConditionReason
+	}
+	return ""
+}
+
+func (x *BackendQuota) GetConditionUntil() int64 {
+	if x != nil {
+		return x.ConditionUntil
+	}
+	return 0
+}
+
+func (x *BackendQuota) GetLearnedLimit() int32 {
+	if x != nil {
+		return x.LearnedLimit
+	}
+	return 0
+}
+
+func (x *BackendQuota) GetLearnedWindow() int64 {
+	if x != nil {
+		return x.LearnedWindow
+	}
+	return 0
+}
+
+func (x *BackendQuota) GetCapped() bool {
+	if x != nil {
+		return x.Capped
+	}
+	return false
 }
 
 type AllocatorSnapshot struct {
@@ -366,7 +414,7 @@ const file_snapshot_proto_rawDesc = "" +
 	"\rrecent_starts\x18\x02 \x03(\v2\x14.fano.v1.ModuleStartR\frecentStarts\"5\n" +
 	"\vModuleStart\x12\x16\n" +
 	"\x06module\x18\x01 \x01(\tR\x06module\x12\x0e\n" +
-	"\x02at\x18\x02 \x01(\x03R\x02at\"\xe5\x02\n" +
+	"\x02at\x18\x02 \x01(\x03R\x02at\"\xc6\x04\n" +
 	"\fBackendQuota\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vhourly_used\x18\x02 \x01(\x05R\n" +
@@ -380,7 +428,13 @@ const file_snapshot_proto_rawDesc = "" +
 	"\x0flast_request_at\x18\b \x01(\x03R\rlastRequestAt\x12\x16\n" +
 	"\x06paused\x18\t \x01(\bR\x06paused\x12!\n" +
 	"\fpause_reason\x18\n" +
-	" \x01(\tR\vpauseReason\"\x9c\x01\n" +
+	" \x01(\tR\vpauseReason\x12'\n" +
+	"\x0fcondition_state\x18d \x01(\tR\x0econditionState\x12)\n" +
+	"\x10condition_reason\x18e \x01(\tR\x0fconditionReason\x12'\n" +
+	"\x0fcondition_until\x18f \x01(\x03R\x0econditionUntil\x12#\n" +
+	"\rlearned_limit\x18g \x01(\x05R\flearnedLimit\x12%\n" +
+	"\x0elearned_window\x18h \x01(\x03R\rlearnedWindow\x12\x16\n" +
+	"\x06capped\x18i \x01(\bR\x06capped\"\x9c\x01\n" +
 	"\x11AllocatorSnapshot\x121\n" +
 	"\bbackends\x18\x01 \x03(\v2\x15.fano.v1.BackendQuotaR\bbackends\x12*\n" +
 	"\x11hour_window_start\x18\x02 \x01(\x03R\x0fhourWindowStart\x12(\n" +

@@ -239,33 +239,35 @@ func (x *ConversationState) GetAwaitingResponse() bool {
 // Task is the smallest unit of schedulable work. Its id is its key:
 // "module/type/subject", so the same work proposed twice is one task.
 type Task struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Id               string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Module           string                 `protobuf:"bytes,2,opt,name=module,proto3" json:"module,omitempty"`
-	TaskType         string                 `protobuf:"bytes,3,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`
-	Subject          string                 `protobuf:"bytes,4,opt,name=subject,proto3" json:"subject,omitempty"`
-	Priority         int32                  `protobuf:"varint,5,opt,name=priority,proto3" json:"priority,omitempty"` // last computed priority (derived)
-	State            TaskState              `protobuf:"varint,6,opt,name=state,proto3,enum=fano.v1.TaskState" json:"state,omitempty"`
-	Context          map[string]string      `protobuf:"bytes,7,rep,name=context,proto3" json:"context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // task-specific data
-	Conversation     *ConversationState     `protobuf:"bytes,8,opt,name=conversation,proto3" json:"conversation,omitempty"`
-	CreatedAt        int64                  `protobuf:"varint,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"` // unix nanoseconds
-	UpdatedAt        int64                  `protobuf:"varint,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
-	StartedAt        int64                  `protobuf:"varint,11,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	CompletedAt      int64                  `protobuf:"varint,12,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
-	LlmPreference    string                 `protobuf:"bytes,13,opt,name=llm_preference,json=llmPreference,proto3" json:"llm_preference,omitempty"` // required backend (e.g. deep mode on gemini)
-	LlmAssigned      string                 `protobuf:"bytes,14,opt,name=llm_assigned,json=llmAssigned,proto3" json:"llm_assigned,omitempty"`
-	RequestCount     int32                  `protobuf:"varint,15,opt,name=request_count,json=requestCount,proto3" json:"request_count,omitempty"`
-	MaxRequests      int32                  `protobuf:"varint,16,opt,name=max_requests,json=maxRequests,proto3" json:"max_requests,omitempty"`
-	RequiresDeepMode bool                   `protobuf:"varint,17,opt,name=requires_deep_mode,json=requiresDeepMode,proto3" json:"requires_deep_mode,omitempty"`
-	LlmExclude       []string               `protobuf:"bytes,18,rep,name=llm_exclude,json=llmExclude,proto3" json:"llm_exclude,omitempty"` // backends this task must not use (e.g. a critic differs from the author)
-	Attempts         int32                  `protobuf:"varint,19,opt,name=attempts,proto3" json:"attempts,omitempty"`                      // failed attempts so far (transient errors, validation failures)
-	NotBefore        int64                  `protobuf:"varint,20,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`   // unix nanoseconds: do not start before (retry backoff, rate limit)
-	Error            string                 `protobuf:"bytes,21,opt,name=error,proto3" json:"error,omitempty"`                             // last error, for people
-	PauseReason      string                 `protobuf:"bytes,22,opt,name=pause_reason,json=pauseReason,proto3" json:"pause_reason,omitempty"`
-	MessageLimit     int32                  `protobuf:"varint,23,opt,name=message_limit,json=messageLimit,proto3" json:"message_limit,omitempty"` // conversation truncation bound (spec: 50)
-	BasePriority     int32                  `protobuf:"varint,24,opt,name=base_priority,json=basePriority,proto3" json:"base_priority,omitempty"` // 0: from the task type's BASE_PRIORITIES
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Id                 string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Module             string                 `protobuf:"bytes,2,opt,name=module,proto3" json:"module,omitempty"`
+	TaskType           string                 `protobuf:"bytes,3,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`
+	Subject            string                 `protobuf:"bytes,4,opt,name=subject,proto3" json:"subject,omitempty"`
+	Priority           int32                  `protobuf:"varint,5,opt,name=priority,proto3" json:"priority,omitempty"` // last computed priority (derived)
+	State              TaskState              `protobuf:"varint,6,opt,name=state,proto3,enum=fano.v1.TaskState" json:"state,omitempty"`
+	Context            map[string]string      `protobuf:"bytes,7,rep,name=context,proto3" json:"context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // task-specific data
+	Conversation       *ConversationState     `protobuf:"bytes,8,opt,name=conversation,proto3" json:"conversation,omitempty"`
+	CreatedAt          int64                  `protobuf:"varint,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"` // unix nanoseconds
+	UpdatedAt          int64                  `protobuf:"varint,10,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	StartedAt          int64                  `protobuf:"varint,11,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	CompletedAt        int64                  `protobuf:"varint,12,opt,name=completed_at,json=completedAt,proto3" json:"completed_at,omitempty"`
+	LlmPreference      string                 `protobuf:"bytes,13,opt,name=llm_preference,json=llmPreference,proto3" json:"llm_preference,omitempty"` // required backend (e.g. deep mode on gemini)
+	LlmAssigned        string                 `protobuf:"bytes,14,opt,name=llm_assigned,json=llmAssigned,proto3" json:"llm_assigned,omitempty"`
+	RequestCount       int32                  `protobuf:"varint,15,opt,name=request_count,json=requestCount,proto3" json:"request_count,omitempty"`
+	MaxRequests        int32                  `protobuf:"varint,16,opt,name=max_requests,json=maxRequests,proto3" json:"max_requests,omitempty"`
+	RequiresDeepMode   bool                   `protobuf:"varint,17,opt,name=requires_deep_mode,json=requiresDeepMode,proto3" json:"requires_deep_mode,omitempty"`
+	LlmExclude         []string               `protobuf:"bytes,18,rep,name=llm_exclude,json=llmExclude,proto3" json:"llm_exclude,omitempty"` // backends this task must not use (e.g. a critic differs from the author)
+	Attempts           int32                  `protobuf:"varint,19,opt,name=attempts,proto3" json:"attempts,omitempty"`                      // failed attempts so far (transient errors, validation failures)
+	NotBefore          int64                  `protobuf:"varint,20,opt,name=not_before,json=notBefore,proto3" json:"not_before,omitempty"`   // unix nanoseconds: do not start before (retry backoff, rate limit)
+	Error              string                 `protobuf:"bytes,21,opt,name=error,proto3" json:"error,omitempty"`                             // last error, for people
+	PauseReason        string                 `protobuf:"bytes,22,opt,name=pause_reason,json=pauseReason,proto3" json:"pause_reason,omitempty"`
+	MessageLimit       int32                  `protobuf:"varint,23,opt,name=message_limit,json=messageLimit,proto3" json:"message_limit,omitempty"`                    // conversation truncation bound (spec: 50)
+	BasePriority       int32                  `protobuf:"varint,24,opt,name=base_priority,json=basePriority,proto3" json:"base_priority,omitempty"`                    // 0: from the task type's BASE_PRIORITIES
+	ValidationAttempts int32                  `protobuf:"varint,100,opt,name=validation_attempts,json=validationAttempts,proto3" json:"validation_attempts,omitempty"` // answers that failed validation (own budget)
+	AvoidLlm           string                 `protobuf:"bytes,101,opt,name=avoid_llm,json=avoidLlm,proto3" json:"avoid_llm,omitempty"`                                // backend to use only if no other is free (it failed this task last)
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -466,6 +468,20 @@ func (x *Task) GetBasePriority() int32 {
 	return 0
 }
 
+func (x *Task) GetValidationAttempts() int32 {
+	if x != nil {
+		return x.ValidationAttempts
+	}
+	return 0
+}
+
+func (x *Task) GetAvoidLlm() string {
+	if x != nil {
+		return x.AvoidLlm
+	}
+	return ""
+}
+
 var File_task_proto protoreflect.FileDescriptor
 
 const file_task_proto_rawDesc = "" +
@@ -483,7 +499,7 @@ const file_task_proto_rawDesc = "" +
 	"\n" +
 	"turn_count\x18\x03 \x01(\x05R\tturnCount\x12\x10\n" +
 	"\x03url\x18\x04 \x01(\tR\x03url\x12+\n" +
-	"\x11awaiting_response\x18\x05 \x01(\bR\x10awaitingResponse\"\xfc\x06\n" +
+	"\x11awaiting_response\x18\x05 \x01(\bR\x10awaitingResponse\"\xca\a\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06module\x18\x02 \x01(\tR\x06module\x12\x1b\n" +
@@ -514,7 +530,9 @@ const file_task_proto_rawDesc = "" +
 	"\x05error\x18\x15 \x01(\tR\x05error\x12!\n" +
 	"\fpause_reason\x18\x16 \x01(\tR\vpauseReason\x12#\n" +
 	"\rmessage_limit\x18\x17 \x01(\x05R\fmessageLimit\x12#\n" +
-	"\rbase_priority\x18\x18 \x01(\x05R\fbasePriority\x1a:\n" +
+	"\rbase_priority\x18\x18 \x01(\x05R\fbasePriority\x12/\n" +
+	"\x13validation_attempts\x18d \x01(\x05R\x12validationAttempts\x12\x1b\n" +
+	"\tavoid_llm\x18e \x01(\tR\bavoidLlm\x1a:\n" +
 	"\fContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xcf\x01\n" +

@@ -36,7 +36,7 @@ run ./actors/scheduler/ 'BenchmarkPick$' -benchtime 200x
 # ticks; the spec's re-sort takes up to a second a pick at 1M, so fewer.
 run ./actors/scheduler/ 'BenchmarkTick$/fano/' -benchtime 36000x -timeout 30m
 run ./actors/scheduler/ 'BenchmarkTick$/spec-resort/' -benchtime 10x -timeout 30m
-run ./actors/ 'BenchmarkEndToEnd$|BenchmarkEndToEndMemoryLimit$|BenchmarkRecovery$|BenchmarkKillRestart$|BenchmarkSimulatedDay$' -benchtime 1x -timeout 30m
+run ./actors/ 'BenchmarkEndToEnd$|BenchmarkEndToEndMemoryLimit$|BenchmarkRecovery$|BenchmarkKillRestart$|BenchmarkSimulatedDay$|BenchmarkTransientFaults$|BenchmarkBackendOutage$' -benchtime 1x -timeout 30m
 [ -d gateway/ratelimit ] && run ./gateway/ratelimit/ 'BenchmarkIncident429' -benchtime 1x -timeout 20m
 [ -d modules/dedup ] && run ./modules/dedup/ 'BenchmarkCheck' -benchtime 1s
 [ -f cmd/fano/ops_bench_test.go ] && run ./cmd/fano/ 'BenchmarkShutdown' -benchtime 3x -timeout 10m

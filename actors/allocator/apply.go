@@ -37,9 +37,16 @@ func (b *Book) Apply(e *pb.Event) error {
 		if until == 0 { // parked until the next hour window
 			until = b.NextHourWindow(time.Unix(0, e.GetAt())).UnixNano()
 		}
-		q.rateLimitedUntil = max(q.rateLimitedUntil, until)
-		// The spec's drop: 80 % of what went through this hour, at least
-		// 10 (or the configured limit if smaller); never a rise.
+		if until > q.rateLimitedUntil {
+			q.rateLimitedUntil = until
+			q.capped = r.GetCap()
+		}
+		if !r.GetCap() {
+			return nil // a per-minute limit says nothing about the hour
+		}
+		// A usage cap: the spec's drop to 80 % of what went through this
+		// hour, at least 10 (or the configured limit if smaller); never a
+		// rise. The estimate paces (pacedUntil); it does not park.
 		floor := min(10, q.cfg.HourlyLimit)
 		est := min(q.effectiveLimit(), max(floor, q.hourlyUsed*8/10))
 		if est >= q.cfg.HourlyLimit {
@@ -48,6 +55,27 @@ func (b *Book) Apply(e *pb.Event) error {
 		q.limitEstimate = est
 		q.limitedThisHour = true
 		q.cleanHours = 0
+
+	case *pb.Event_QuotaReleased:
+		r := body.QuotaReleased
+		if q := b.lookup(r.GetBackend()); q != nil {
+			q.hourlyUsed = max(0, q.hourlyUsed-1)
+			if r.GetDeepMode() {
+				q.deepUsed = max(0, q.deepUsed-1)
+			}
+		}
+
+	case *pb.Event_BackendConditionRecorded:
+		c := body.BackendConditionRecorded
+		if q := b.lookup(c.GetBackend()); q != nil {
+			q.condState, q.condReason, q.condUntil = c.GetState(), c.GetReason(), c.GetUntil()
+		}
+
+	case *pb.Event_RateLearned:
+		r := body.RateLearned
+		if q := b.lookup(r.GetBackend()); q != nil {
+			q.learnedLimit, q.learnedWindow = int(r.GetLimitPerWindow()), r.GetWindowNs()
+		}
 
 	case *pb.Event_HourWindowReset:
 		ws := body.HourWindowReset.GetWindowStart()
@@ -115,6 +143,7 @@ func (q *quota) endHour(windowStart int64, cfg Config) {
 	q.hourlyUsed = 0
 	if q.rateLimitedUntil != 0 && q.rateLimitedUntil <= windowStart {
 		q.rateLimitedUntil = 0
+		q.capped = false
 	}
 	if q.limitedThisHour {
 		q.limitedThisHour = false

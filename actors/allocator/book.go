@@ -125,11 +125,28 @@ type BackendStatus struct {
 	DeepUsed         int
 	DeepLimit        int
 	RateLimitedUntil time.Time // zero: not rate limited
-	Paused           bool
-	PauseReason      string
-	InUse            int
-	MaxConcurrency   int
-	Available        bool // CanUse (non-deep) now and a slot is free
+	Capped           bool      // RateLimitedUntil is a usage cap, not a per-minute limit
+	// State is why the backend cannot take work now ("ready" when it
+	// can), with the reason and, when known, the time it ends: "paused",
+	// "credentials", "login", "circuit_open", "capped", "rate_limited",
+	// "paced" (spreading a learned estimate over the hour), "exhausted".
+	State  string
+	Reason string
+	Until  time.Time
+	// LearnedLimit requests per LearnedWindow: the provider's rate as its
+	// headers told it (0: not learned).
+	LearnedLimit  int
+	LearnedWindow time.Duration
+	// The backend's rate limiter, if it has one (filled by the system,
+	// not the book): the rate it paces to per its window and how many
+	// requests wait in its queue.
+	PacedPerWindow float64
+	LimiterWaiting int
+	Paused         bool
+	PauseReason    string
+	InUse          int
+	MaxConcurrency int
+	Available      bool // CanUse (non-deep) now and a slot is free
 }
 
 // quota is one backend's state. The persistent part mirrors
@@ -146,6 +163,12 @@ type quota struct {
 	lastRequestAt    int64
 	paused           bool
 	pauseReason      string
+	capped           bool // rateLimitedUntil is a usage cap
+	condState        string
+	condReason       string
+	condUntil        int64 // unix ns; 0 = until cleared
+	learnedLimit     int
+	learnedWindow    int64 // ns
 
 	inflight     int // QuotaUsed decided, not yet applied
 	inflightDeep int
@@ -237,6 +260,9 @@ func Restore(cfg Config, snap *pb.AllocatorSnapshot) (*Book, error) {
 		q.lastRequestAt = s.GetLastRequestAt()
 		q.paused = s.GetPaused()
 		q.pauseReason = s.GetPauseReason()
+		q.capped = s.GetCapped()
+		q.condState, q.condReason, q.condUntil = s.GetConditionState(), s.GetConditionReason(), s.GetConditionUntil()
+		q.learnedLimit, q.learnedWindow = int(s.GetLearnedLimit()), s.GetLearnedWindow()
 	}
 	return b, nil
 }
@@ -273,6 +299,12 @@ func (b *Book) Snapshot() *pb.AllocatorSnapshot {
 			LastRequestAt:    q.lastRequestAt,
 			Paused:           q.paused,
 			PauseReason:      q.pauseReason,
+			Capped:           q.capped,
+			ConditionState:   q.condState,
+			ConditionReason:  q.condReason,
+			ConditionUntil:   q.condUntil,
+			LearnedLimit:     int32(q.learnedLimit),
+			LearnedWindow:    q.learnedWindow,
 		})
 	}
 	return s

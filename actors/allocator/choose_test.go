@@ -105,3 +105,22 @@ func TestBrowserServesOneAtATime(t *testing.T) {
 	assert.False(t, r.book.Acquire("openrouter"))
 	assert.False(t, r.book.Acquire("unknown"))
 }
+
+// Continuity is a preference, not a pin: the backend that just failed a
+// task (avoid_llm) is passed over for any other free one, even the task's
+// conversation backend, and taken only when no other is free.
+func TestAvoidedBackendIsTheLastResort(t *testing.T) {
+	r := newRig(t, three(), at(10, 0))
+	now := r.now()
+	all := []string{"chatgpt", "gemini", "openrouter"}
+	task := &pb.Task{Conversation: &pb.ConversationState{Llm: "chatgpt"}}
+	got, _ := r.book.Choose(task, all, now)
+	assert.Equal(t, "chatgpt", got, "the conversation's backend first")
+
+	task.AvoidLlm = "chatgpt"
+	got, _ = r.book.Choose(task, all, now)
+	assert.NotEqual(t, "chatgpt", got)
+	got, ok := r.book.Choose(task, []string{"chatgpt"}, now)
+	require.True(t, ok)
+	assert.Equal(t, "chatgpt", got, "better than waiting when it is the only one free")
+}

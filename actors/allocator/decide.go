@@ -68,14 +68,25 @@ func (b *Book) refusal(q *quota, deep bool, now time.Time) *NoQuotaError {
 			until = t
 		}
 	}
-	if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
-		t := time.Unix(0, q.rateLimitedUntil)
-		reasons = append(reasons, "rate limited")
+	if st, reason, t := q.condition(now); st != "" {
+		reasons = append(reasons, st+": "+reason)
 		later(t)
 	}
-	if usable := q.usable(b.cfg.BufferPercent); q.hourlyUsed+q.inflight >= usable {
+	if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
+		t := time.Unix(0, q.rateLimitedUntil)
+		if q.capped {
+			reasons = append(reasons, "usage cap")
+		} else {
+			reasons = append(reasons, "rate limited")
+		}
+		later(t)
+	}
+	if usable := q.configuredUsable(b.cfg.BufferPercent); q.hourlyUsed+q.inflight >= usable {
 		reasons = append(reasons, fmt.Sprintf("hourly budget used (%d+%d of %d)", q.hourlyUsed, q.inflight, usable))
 		later(b.NextHourWindow(now))
+	} else if t, paced := q.pacedUntil(b.cfg.BufferPercent, now); paced {
+		reasons = append(reasons, fmt.Sprintf("paced to %d an hour after a usage cap", q.usable(b.cfg.BufferPercent)))
+		later(t)
 	}
 	if deep && q.deepUsed+q.inflightDeep >= q.cfg.DeepDailyLimit {
 		if q.cfg.DeepDailyLimit == 0 {
@@ -98,18 +109,155 @@ func (b *Book) refusal(q *quota, deep bool, now time.Time) *NoQuotaError {
 	return nq
 }
 
+// condition is the backend's own fault still in force at now: its state,
+// reason and end ("" when none).
+func (q *quota) condition(now time.Time) (string, string, time.Time) {
+	if q.condState == "" || (q.condUntil != 0 && now.UnixNano() >= q.condUntil) {
+		return "", "", time.Time{}
+	}
+	var until time.Time
+	if q.condUntil != 0 {
+		until = time.Unix(0, q.condUntil)
+	}
+	return q.condState, q.condReason, until
+}
+
+// configuredUsable is the configured hourly limit less the buffer: the
+// hard budget. A learned (lowered) estimate paces instead of parking.
+func (q *quota) configuredUsable(bufferPercent int) int {
+	if q.cfg.HourlyLimit <= 0 {
+		return 0
+	}
+	return max(1, q.cfg.HourlyLimit*(100-bufferPercent)/100)
+}
+
+// pacedUntil spreads a learned estimate over the hour: after a usage cap
+// lowered the estimate, requests go one per hour/usable, so the next cap
+// is not met and the backend is never parked past the time the provider
+// named. False when no estimate was learned or the pace allows one now.
+func (q *quota) pacedUntil(bufferPercent int, now time.Time) (time.Time, bool) {
+	if q.limitEstimate <= 0 || q.limitEstimate >= q.cfg.HourlyLimit {
+		return time.Time{}, false
+	}
+	if q.inflight > 0 {
+		return now.Add(time.Hour / time.Duration(q.usable(bufferPercent))), true
+	}
+	if q.lastRequestAt == 0 {
+		return time.Time{}, false
+	}
+	next := time.Unix(0, q.lastRequestAt).Add(time.Hour / time.Duration(q.usable(bufferPercent)))
+	return next, now.Before(next)
+}
+
+// RateLimit is what a "too many" answer said.
+type RateLimit struct {
+	RetryAfter time.Duration // relative reset, if given
+	Until      time.Time     // absolute reset, if given (wins)
+	Cap        bool          // the provider says it is a usage cap
+	Reason     string
+}
+
+// Fallback backoffs for a rate limit that named no time: a few paced
+// intervals of the learned rate, within these bounds.
+const (
+	minRateBackoff     = 2 * time.Second
+	maxRateBackoff     = time.Minute
+	unknownRateBackoff = 15 * time.Second
+	// maxRateLimitReset: a reset further out than this is a usage cap.
+	maxRateLimitReset = 5 * time.Minute
+)
+
+// ShortBackoff is how long a rate limit without a reset time pauses
+// backend: three intervals of its learned rate (15 s if none was
+// learned), between 2 s and a minute. Never the next hour window.
+func (b *Book) ShortBackoff(backend string) time.Duration {
+	q, ok := b.backends[backend]
+	if !ok || q.learnedLimit <= 0 || q.learnedWindow <= 0 {
+		return unknownRateBackoff
+	}
+	d := 3 * time.Duration(q.learnedWindow) / time.Duration(q.learnedLimit)
+	return min(maxRateBackoff, max(minRateBackoff, d))
+}
+
 // DecideRateLimit returns the RateLimitRecorded event for a "too many"
-// answer of backend: usable again at now+retryAfter, or at the next hour
-// window when retryAfter is zero (or negative). An unknown backend still
-// gets its event; Apply ignores it.
-func (b *Book) DecideRateLimit(backend string, retryAfter time.Duration, taskID string, now time.Time) *pb.Event {
-	until := now.Add(retryAfter)
-	if retryAfter <= 0 {
-		until = b.NextHourWindow(now)
+// answer of backend. Two kinds are kept apart: a rate limit (a reset of
+// seconds to minutes) pauses the backend until the reset, or a short
+// backoff when none was given (0s is none), and changes no estimate; a
+// usage cap (rl.Cap, or a reset beyond the current hour window) parks it
+// until the named time and no longer, and lowers the estimate it paces
+// to. An unknown backend still gets its event; Apply ignores it.
+func (b *Book) DecideRateLimit(backend string, rl RateLimit, taskID string, now time.Time) *pb.Event {
+	until := rl.Until
+	if until.IsZero() && rl.RetryAfter > 0 {
+		until = now.Add(rl.RetryAfter)
+	}
+	// A reset beyond the hour window is a cap; one of a few minutes that
+	// happens to cross the hour (at 10:59:30) is still a rate limit.
+	capped := rl.Cap || (until.After(b.NextHourWindow(now)) && until.Sub(now) > maxRateLimitReset)
+	if !until.After(now) {
+		if capped {
+			until = b.NextHourWindow(now) // a cap that named no time: the next window
+		} else {
+			until = now.Add(b.ShortBackoff(backend))
+		}
 	}
 	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_RateLimitRecorded{RateLimitRecorded: &pb.RateLimitRecorded{
-		Backend: backend, Until: until.UnixNano(), TaskId: taskID,
+		Backend: backend, Until: until.UnixNano(), TaskId: taskID, Cap: capped, Reason: rl.Reason,
 	}}}
+}
+
+// DecideCondition returns the BackendConditionRecorded event for a fault
+// of the backend itself (state "credentials", "login", "circuit_open"),
+// in force until until (zero: until cleared), or nil when the book already
+// holds that state until that time. State "ready" clears it.
+func (b *Book) DecideCondition(backend, state, reason string, until, now time.Time) (*pb.Event, error) {
+	q, err := b.get(backend)
+	if err != nil {
+		return nil, err
+	}
+	if state == StateReady {
+		if q.condState == "" {
+			return nil, nil
+		}
+		state, reason, until = "", "", time.Time{}
+	}
+	if q.condState == state && q.condReason == reason && q.condUntil == nanosOrZero(until) {
+		return nil, nil
+	}
+	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_BackendConditionRecorded{BackendConditionRecorded: &pb.BackendConditionRecorded{
+		Backend: backend, State: state, Reason: reason, Until: nanosOrZero(until),
+	}}}, nil
+}
+
+// StateReady is the state of a backend that can take work.
+const StateReady = "ready"
+
+func nanosOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// DecideRateLearned returns the RateLearned event when backend's provider
+// told a rate other than the one the book holds, else nil.
+func (b *Book) DecideRateLearned(backend string, limit int, window time.Duration, now time.Time) *pb.Event {
+	q, ok := b.backends[backend]
+	if !ok || limit <= 0 || window <= 0 || (q.learnedLimit == limit && q.learnedWindow == int64(window)) {
+		return nil
+	}
+	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_RateLearned{RateLearned: &pb.RateLearned{
+		Backend: backend, LimitPerWindow: int32(limit), WindowNs: int64(window),
+	}}}
+}
+
+// LearnedRate is the rate the book holds for backend (0: none).
+func (b *Book) LearnedRate(backend string) (int, time.Duration) {
+	q, ok := b.backends[backend]
+	if !ok {
+		return 0, 0
+	}
+	return q.learnedLimit, time.Duration(q.learnedWindow)
 }
 
 // DecideTick returns the window resets now implies: an HourWindowReset
@@ -146,5 +294,37 @@ func (b *Book) DecideResume(backend string, now time.Time) (*pb.Event, error) {
 	}
 	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_BackendResumed{BackendResumed: &pb.BackendResumed{
 		Backend: backend,
+	}}}, nil
+}
+
+// ConditionState is the backend's recorded fault state ("" none), whether
+// or not its re-check time has passed.
+func (b *Book) ConditionState(backend string) string {
+	if q, ok := b.backends[backend]; ok {
+		return q.condState
+	}
+	return ""
+}
+
+// LearnedRates maps each backend with a learned rate to {limit, window ns}.
+func (b *Book) LearnedRates() map[string][2]int64 {
+	out := map[string][2]int64{}
+	for name, q := range b.backends {
+		if q.learnedLimit > 0 {
+			out[name] = [2]int64{int64(q.learnedLimit), q.learnedWindow}
+		}
+	}
+	return out
+}
+
+// DecideRelease returns the QuotaReleased event giving back one use of
+// backend whose request never left (an open circuit or a paused rate
+// limiter refused it).
+func (b *Book) DecideRelease(backend string, deep bool, taskID string, now time.Time) (*pb.Event, error) {
+	if _, err := b.get(backend); err != nil {
+		return nil, err
+	}
+	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_QuotaReleased{QuotaReleased: &pb.QuotaReleased{
+		Backend: backend, DeepMode: deep, TaskId: taskID,
 	}}}, nil
 }

@@ -64,7 +64,13 @@ func (r *rig) useN(backend string, deep bool, n int) {
 
 func (r *rig) rateLimit(backend string, retryAfter time.Duration) {
 	r.t.Helper()
-	r.persist(r.book.DecideRateLimit(backend, retryAfter, "task", r.now()))
+	r.persist(r.book.DecideRateLimit(backend, RateLimit{RetryAfter: retryAfter}, "task", r.now()))
+}
+
+// usageCap records a usage cap that the provider said ends at until.
+func (r *rig) usageCap(backend string, until time.Time) {
+	r.t.Helper()
+	r.persist(r.book.DecideRateLimit(backend, RateLimit{Until: until, Cap: true}, "task", r.now()))
 }
 
 func (r *rig) advanceTo(t time.Time) {

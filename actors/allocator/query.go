@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -37,12 +38,15 @@ func (b *Book) Choose(t *pb.Task, free []string, now time.Time) (string, bool) {
 		}
 		return "", false // the task waits for its preferred backend
 	}
-	if conv := t.GetConversation().GetLlm(); conv != "" && ok(conv) {
+	// Continuity is a preference, not a pin: a backend that is down,
+	// parked or failed this task last is passed over for a free one.
+	avoid := t.GetAvoidLlm()
+	if conv := t.GetConversation().GetLlm(); conv != "" && conv != avoid && ok(conv) {
 		return conv, true
 	}
 	best, bestLeft := "", 0
 	for _, name := range free {
-		if !ok(name) {
+		if !ok(name) || name == avoid {
 			continue
 		}
 		q := b.backends[name]
@@ -50,6 +54,9 @@ func (b *Book) Choose(t *pb.Task, free []string, now time.Time) (string, bool) {
 		if best == "" || left > bestLeft || (left == bestLeft && name < best) {
 			best, bestLeft = name, left
 		}
+	}
+	if best == "" && avoid != "" && ok(avoid) {
+		return avoid, true // the only one free: better than waiting
 	}
 	return best, best != ""
 }
@@ -108,8 +115,35 @@ func (b *Book) Status(now time.Time) []BackendStatus {
 		}
 		if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
 			s.RateLimitedUntil = time.Unix(0, q.rateLimitedUntil)
+			s.Capped = q.capped
 		}
+		s.LearnedLimit, s.LearnedWindow = q.learnedLimit, time.Duration(q.learnedWindow)
+		s.State, s.Reason, s.Until = b.state(q, now)
 		out = append(out, s)
 	}
 	return out
+}
+
+// state names why q takes no work now, most lasting reason first, or
+// "ready".
+func (b *Book) state(q *quota, now time.Time) (string, string, time.Time) {
+	if q.paused {
+		return "paused", q.pauseReason, time.Time{}
+	}
+	if st, reason, until := q.condition(now); st != "" {
+		return st, reason, until
+	}
+	if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
+		if q.capped {
+			return "capped", "usage cap", time.Unix(0, q.rateLimitedUntil)
+		}
+		return "rate_limited", "rate limit", time.Unix(0, q.rateLimitedUntil)
+	}
+	if q.hourlyUsed+q.inflight >= q.configuredUsable(b.cfg.BufferPercent) {
+		return "exhausted", "hourly budget used", b.NextHourWindow(now)
+	}
+	if t, paced := q.pacedUntil(b.cfg.BufferPercent, now); paced {
+		return "paced", fmt.Sprintf("estimate %d an hour", q.effectiveLimit()), t
+	}
+	return StateReady, "", time.Time{}
 }

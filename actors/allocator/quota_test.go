@@ -116,11 +116,11 @@ func TestDeepModeDailyLimit(t *testing.T) {
 	assert.True(t, nq.Until.IsZero())
 }
 
-func TestRateLimitDropAndRecovery(t *testing.T) {
+func TestUsageCapDropAndRecovery(t *testing.T) {
 	r := newRig(t, one(50, 0), at(10, 0))
 	r.useN("sim", false, 30)
 	r.advanceTo(at(10, 20))
-	r.rateLimit("sim", 10*time.Minute)
+	r.usageCap("sim", at(10, 30))
 
 	st := r.status("sim")
 	assert.Equal(t, 24, st.LimitEstimate, "80 %% of the 30 used")
@@ -130,7 +130,19 @@ func TestRateLimitDropAndRecovery(t *testing.T) {
 	_, err := r.book.DecideUse("sim", false, "t", r.now())
 	var nq *NoQuotaError
 	require.ErrorAs(t, err, &nq)
-	assert.Equal(t, at(11, 0), nq.Until.UTC(), "rate limited to 10:30, and the lowered budget is spent until 11:00")
+	assert.Equal(t, at(10, 30), nq.Until.UTC(), "capped until 10:30, the time named, and no longer")
+	assert.Equal(t, "capped", r.status("sim").State)
+
+	// After the named time the lowered estimate paces (one request per
+	// hour/21) instead of parking the backend until 11:00.
+	r.advanceTo(at(10, 30))
+	r.use("sim", false)
+	assert.False(t, r.book.CanUse("sim", false, r.now()), "paced")
+	st = r.status("sim")
+	assert.Equal(t, "paced", st.State)
+	assert.Equal(t, at(10, 30).Add(time.Hour/21), st.Until.UTC())
+	r.advanceTo(at(10, 30).Add(time.Hour / 21))
+	assert.True(t, r.book.CanUse("sim", false, r.now()))
 
 	// The hour of the rate limit is not clean: no step at 11:00.
 	r.advanceTo(at(11, 0))
@@ -157,7 +169,7 @@ func TestRecoveryEveryNCleanHours(t *testing.T) {
 	cfg.RecoveryCleanHours = 2
 	cfg.RecoveryStepPercent = 25
 	r := newRig(t, cfg, at(0, 0))
-	r.rateLimit("sim", time.Minute) // nothing used: down to the floor, 10
+	r.usageCap("sim", at(0, 1)) // nothing used: down to the floor, 10
 	assert.Equal(t, 10, r.status("sim").LimitEstimate)
 
 	want := map[int]int{1: 10, 2: 10, 3: 35, 4: 35, 5: 60, 6: 60, 7: 85, 8: 85, 9: 100}
@@ -167,50 +179,106 @@ func TestRecoveryEveryNCleanHours(t *testing.T) {
 		assert.Equal(t, want[h], r.status("sim").LimitEstimate, "at %02d:00", h)
 	}
 
-	// A new rate limit mid-recovery starts the count again and never
-	// raises the estimate.
-	r.rateLimit("sim", time.Minute)
+	// A new cap mid-recovery starts the count again and never raises
+	// the estimate.
+	r.usageCap("sim", r.now().Add(time.Minute))
 	assert.Equal(t, 10, r.status("sim").LimitEstimate)
 }
 
 func TestRateLimitFloorIsTheConfiguredLimitIfSmaller(t *testing.T) {
 	r := newRig(t, one(6, 0), at(10, 0))
-	r.rateLimit("sim", time.Minute)
+	r.usageCap("sim", at(10, 1))
 	st := r.status("sim")
 	assert.Equal(t, 6, st.LimitEstimate)
 	assert.Equal(t, 5, st.Usable)
 }
 
-func TestRateLimitWithoutRetryAfterParksUntilNextWindow(t *testing.T) {
-	cfg := one(50, 0)
+// A per-minute rate limit pauses until its reset and changes no estimate;
+// one without a reset (or 0s) pauses for a short backoff from the learned
+// rate, never until the next hour window.
+func TestRateLimitIsNotACap(t *testing.T) {
+	cfg := one(100000, 0)
 	cfg.HourlyResetMinute = 30
 	r := newRig(t, cfg, at(10, 40))
-	r.use("sim", false)
-	r.rateLimit("sim", 0)
+	r.useN("sim", false, 40)
+	r.rateLimit("sim", 2400*time.Millisecond)
+	st := r.status("sim")
+	assert.Equal(t, 100000, st.LimitEstimate, "a rate limit says nothing about the hour")
+	assert.Equal(t, "rate_limited", st.State)
+	assert.Equal(t, at(10, 40).Add(2400*time.Millisecond), st.Until.UTC())
+	assert.False(t, r.book.Snapshot().GetBackends()[0].GetCapped())
+
+	r.advanceTo(at(10, 41))
+	r.rateLimit("sim", 0) // no time given (or "0s")
 	e := r.log[len(r.log)-1].GetRateLimitRecorded()
-	assert.Equal(t, at(11, 30).UnixNano(), e.GetUntil())
+	assert.Equal(t, at(10, 41).Add(15*time.Second).UnixNano(), e.GetUntil(), "no rate learned: 15 s")
+	assert.False(t, e.GetCap())
 
-	r.advanceTo(at(11, 29))
-	r.tick()
-	assert.False(t, r.book.CanUse("sim", false, r.now()))
-	r.advanceTo(at(11, 30))
-	r.tick()
+	// With a learned rate of 60 a minute: three intervals, 3 s.
+	r.persist(r.book.DecideRateLearned("sim", 60, time.Minute, r.now()))
+	assert.Nil(t, r.book.DecideRateLearned("sim", 60, time.Minute, r.now()), "nothing new learned")
+	r.advanceTo(at(10, 42))
+	r.rateLimit("sim", 0)
+	assert.Equal(t, at(10, 42).Add(3*time.Second).UnixNano(), r.log[len(r.log)-1].GetRateLimitRecorded().GetUntil())
+	assert.Equal(t, 100000, r.status("sim").LimitEstimate)
+	r.advanceTo(at(10, 42).Add(3 * time.Second))
 	assert.True(t, r.book.CanUse("sim", false, r.now()))
-	assert.Zero(t, r.book.Snapshot().GetBackends()[0].GetRateLimitedUntil(), "cleared by the reset")
 
-	// A retry-after longer than the hour survives the reset.
+	// A one-minute reset that crosses the hour window is still a rate
+	// limit (the windows start at :30 here).
+	r.advanceTo(at(11, 29).Add(30 * time.Second))
+	r.rateLimit("sim", time.Minute)
+	assert.False(t, r.log[len(r.log)-1].GetRateLimitRecorded().GetCap())
+	assert.Equal(t, 100000, r.status("sim").LimitEstimate)
+}
+
+// A reset beyond the current hour window is a usage cap: parked until the
+// time named, and a cap event logged with until 0 (an older producer)
+// parks to the window.
+func TestLongResetIsACap(t *testing.T) {
+	cfg := one(50, 0)
+	cfg.HourlyResetMinute = 30
+	r := newRig(t, cfg, at(11, 30))
 	r.rateLimit("sim", 2*time.Hour)
+	assert.True(t, r.log[len(r.log)-1].GetRateLimitRecorded().GetCap())
 	r.advanceTo(at(12, 30))
 	r.tick()
 	assert.False(t, r.book.CanUse("sim", false, r.now()))
+	assert.Equal(t, "capped", r.status("sim").State)
 	r.advanceTo(at(13, 30))
 	r.tick()
 	assert.True(t, r.book.CanUse("sim", false, r.now()))
 
-	// An event logged with until 0 (another producer) parks to the window.
 	require.NoError(t, r.book.Apply(&pb.Event{At: at(13, 45).UnixNano(), Body: &pb.Event_RateLimitRecorded{
-		RateLimitRecorded: &pb.RateLimitRecorded{Backend: "sim"}}}))
+		RateLimitRecorded: &pb.RateLimitRecorded{Backend: "sim", Cap: true}}}))
 	assert.Equal(t, at(14, 30).UnixNano(), r.book.Snapshot().GetBackends()[0].GetRateLimitedUntil())
+}
+
+// A backend's own fault (credentials, an open circuit) refuses it until
+// the time recorded, then it is tried again; "ready" clears it.
+func TestConditionParksBackend(t *testing.T) {
+	r := newRig(t, one(50, 0), at(10, 0))
+	ev, err := r.book.DecideCondition("sim", "credentials", "HTTP 401: set OPENAI_API_KEY", at(10, 5), r.now())
+	require.NoError(t, err)
+	r.persist(ev)
+	again, err := r.book.DecideCondition("sim", "credentials", "HTTP 401: set OPENAI_API_KEY", at(10, 5), r.now())
+	require.NoError(t, err)
+	assert.Nil(t, again, "already recorded")
+	assert.False(t, r.book.CanUse("sim", false, r.now()))
+	st := r.status("sim")
+	assert.Equal(t, "credentials", st.State)
+	assert.Equal(t, at(10, 5), st.Until.UTC())
+	_, ok := r.book.Choose(&pb.Task{Id: "t"}, []string{"sim"}, r.now())
+	assert.False(t, ok)
+
+	r.advanceTo(at(10, 5))
+	assert.True(t, r.book.CanUse("sim", false, r.now()), "re-checked by the next request")
+	ev, err = r.book.DecideCondition("sim", StateReady, "", time.Time{}, r.now())
+	require.NoError(t, err)
+	r.persist(ev)
+	assert.Equal(t, "ready", r.status("sim").State)
+	_, err = r.book.DecideCondition("nope", "credentials", "", time.Time{}, r.now())
+	require.ErrorIs(t, err, ErrUnknownBackend)
 }
 
 func TestPauseAndResume(t *testing.T) {

@@ -37,6 +37,20 @@ func scenario(t *testing.T, r *rig) (int, *pb.AllocatorSnapshot) {
 				e, err := r.book.DecideResume(name, now)
 				require.NoError(t, err)
 				r.persist(e)
+			case step%41 == 7 && i == 0:
+				r.usageCap(name, now.Add(90*time.Minute))
+			case step%23 == 11 && i == 2:
+				e, err := r.book.DecideCondition(name, "credentials", "HTTP 401", now.Add(5*time.Minute), now)
+				require.NoError(t, err)
+				r.persist(e)
+			case step%31 == 13 && i == 1:
+				if e := r.book.DecideRateLearned(name, 60+step, time.Minute, now); e != nil {
+					r.persist(e)
+				}
+			case step%19 == 2 && i == 2:
+				e, err := r.book.DecideRelease(name, false, "task", now)
+				require.NoError(t, err)
+				r.persist(e)
 			}
 			for range 1 + (step+i)%4 {
 				deep := r.book.CanUse(name, true, now) && step%3 == 0
@@ -77,11 +91,15 @@ func TestReplayEqualsLive(t *testing.T) {
 	assert.Equal(t, r.book.Status(r.now()), fresh.Status(r.now()))
 
 	// The scenario did exercise what it claims.
-	var sawLowered bool
+	var sawLowered, sawCondition, sawLearned bool
 	for _, b := range live.GetBackends() {
 		sawLowered = sawLowered || b.GetLimitEstimate() > 0 || b.GetCleanHours() > 0
+		sawCondition = sawCondition || b.GetConditionState() != ""
+		sawLearned = sawLearned || b.GetLearnedLimit() > 0
 	}
 	assert.True(t, sawLowered)
+	assert.True(t, sawCondition)
+	assert.True(t, sawLearned)
 }
 
 func cmpDiff(live, replayed proto.Message) string {

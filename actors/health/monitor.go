@@ -94,9 +94,26 @@ type Backend struct {
 	Healthy bool   `json:"healthy"`          // its Health probe passed
 	Paused  bool   `json:"paused,omitempty"` // an operator paused it
 	Error   string `json:"error,omitempty"`
+	// State is what the allocator and the backend know: "ready" (or "")
+	// takes work; rate_limited, capped, credentials, login, circuit_open,
+	// exhausted... do not, whatever the probe says.
+	State string    `json:"state,omitempty"`
+	Until time.Time `json:"until,omitzero"`
 }
 
-func (b Backend) available() bool { return b.Healthy && !b.Paused }
+// waitingForQuota: healthy, but its quota is used until a known time.
+func (b Backend) waitingForQuota() bool {
+	switch b.State {
+	case "rate_limited", "capped", "exhausted", "paced":
+		return b.Healthy && !b.Paused
+	}
+	return false
+}
+
+// available: only a backend that can take work now counts.
+func (b Backend) available() bool {
+	return b.Healthy && !b.Paused && (b.State == "" || b.State == "ready" || b.State == "busy")
+}
 
 // StuckTask is a run that lasted longer than the threshold.
 type StuckTask struct {
@@ -281,7 +298,14 @@ func (m *Monitor) Check(s Sample) Plan {
 			down = append(down, b.Name+": "+reasonOf(b))
 		}
 	}
-	noLLM := st.LLMsTotal > 0 && st.LLMsAvailable == 0
+	// Every backend waiting for its quota (rate limited, capped, the
+	// hour's budget spent) is fano working at full use, not a fault: no
+	// alert, no reconnect.
+	waiting := false
+	for _, b := range s.Backends {
+		waiting = waiting || b.waitingForQuota()
+	}
+	noLLM := st.LLMsTotal > 0 && st.LLMsAvailable == 0 && !waiting
 	switch {
 	case noLLM && !m.noLLM:
 		m.noLLM = true
@@ -435,6 +459,11 @@ func reasonOf(b Backend) string {
 		return b.Error
 	case !b.Healthy:
 		return "unhealthy"
+	case !b.available():
+		if !b.Until.IsZero() {
+			return b.State + " until " + b.Until.UTC().Format(time.RFC3339)
+		}
+		return b.State
 	}
 	return "ok"
 }

@@ -192,3 +192,29 @@ func TestNoBackendsIsNotNoLLM(t *testing.T) {
 	require.False(t, p.Reconnect)
 	require.True(t, m.Status().Healthy)
 }
+
+// Only backends that can take work now count: a rate-limited or
+// credential-less backend passes its probe but is not available.
+func TestOnlyBackendsThatCanTakeWorkCount(t *testing.T) {
+	at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
+	m := New(Config{})
+	m.Check(Sample{At: at, Backends: []Backend{
+		{Name: "a", Healthy: true, State: "rate_limited", Until: at.Add(time.Minute)},
+		{Name: "b", Healthy: true, State: "credentials"},
+	}})
+	st := m.Status()
+	require.Equal(t, 0, st.LLMsAvailable)
+	require.Equal(t, 2, st.LLMsTotal)
+	require.True(t, st.Healthy, "waiting for quota is full use, not a fault")
+	plan := m.Check(Sample{At: at.Add(time.Minute), Backends: []Backend{
+		{Name: "a", Healthy: true, State: "login"},
+		{Name: "b", Healthy: true, State: "credentials"},
+	}})
+	require.False(t, m.Status().Healthy, "no backend can work and none waits for quota")
+	require.True(t, plan.Reconnect)
+	m.Check(Sample{At: at.Add(2 * time.Minute), Backends: []Backend{
+		{Name: "a", Healthy: true, State: "ready"},
+		{Name: "b", Healthy: true, State: "credentials"},
+	}})
+	require.Equal(t, 1, m.Status().LLMsAvailable)
+}

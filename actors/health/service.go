@@ -231,7 +231,9 @@ func (s *Service) reconnectNow(ctx context.Context) {
 	s.mu.Lock()
 	var names []string
 	for _, b := range s.mon.Status().Backends {
-		if !b.available() {
+		// Only a failing probe is a reconnect's business: a backend
+		// parked by a rate limit, a cap or its credentials is not.
+		if !b.Healthy {
 			names = append(names, b.Name)
 		}
 	}
@@ -239,7 +241,12 @@ func (s *Service) reconnectNow(ctx context.Context) {
 	log := s.opts.Logger
 	log.Info().Str("event", "health.monitor.reconnecting_llms").Strs("backends", names).Msg("reconnecting LLM backends")
 	rctx, cancel := context.WithTimeout(ctx, s.opts.ActionTimeout)
-	res := s.opts.Target.Reconnect(rctx, names)
+	var res []Backend
+	if len(names) > 0 {
+		res = s.opts.Target.Reconnect(rctx, names)
+	} else {
+		res = s.opts.Target.Backends(rctx) // every probe passes: nothing to reconnect
+	}
 	cancel()
 	s.mu.Lock()
 	alerts := s.mon.Reconnected(s.opts.Clock.Now(), res)

@@ -228,6 +228,14 @@ func (m *Metrics) Observe(owner string, e *pb.Event) {
 				b.quotaDeep[x.QuotaUsed.Backend]++
 			}
 		}
+	case *pb.Event_QuotaReleased:
+		// A use given back: the request never left.
+		if b != nil {
+			b.quota[x.QuotaReleased.Backend]--
+			if x.QuotaReleased.DeepMode {
+				b.quotaDeep[x.QuotaReleased.Backend]--
+			}
+		}
 	case *pb.Event_ModuleEvent:
 		if b != nil {
 			me := x.ModuleEvent

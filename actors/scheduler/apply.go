@@ -125,10 +125,17 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 		truncate(c, limit)
 		c.TurnCount++
 		c.AwaitingResponse = false
+		// Retries count consecutive failures of one request: an answer
+		// ends the run of failures and the backend proved itself.
+		t.Attempts = 0
+		t.AvoidLlm = ""
 		if r.ConversationUrl != "" {
 			c.Url = r.ConversationUrl
 		}
 	case *pb.Event_LlmRequestFailed:
+		if b.LlmRequestFailed.NotSent && t.RequestCount > 0 {
+			t.RequestCount-- // it never left: not a request
+		}
 		if c := t.Conversation; c != nil {
 			if n := len(c.Messages); c.AwaitingResponse && n > 0 && c.Messages[n-1].Role == "user" {
 				c.Messages[n-1] = nil
@@ -140,10 +147,15 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 		t.State = pb.TaskState_TASK_STATE_PAUSED
 		t.PauseReason = b.TaskPaused.Reason
 		t.NotBefore = b.TaskPaused.NotBefore
+		t.AvoidLlm = b.TaskPaused.AvoidLlm
 	case *pb.Event_TaskResumed:
 		t.State = pb.TaskState_TASK_STATE_PENDING
 		t.PauseReason = ""
 	case *pb.Event_TaskRequeued:
+		if t.State == pb.TaskState_TASK_STATE_FAILED {
+			// `fano retry`: a failed task starts its budgets afresh.
+			t.Attempts, t.ValidationAttempts, t.Error, t.AvoidLlm = 0, 0, "", ""
+		}
 		t.State = pb.TaskState_TASK_STATE_PENDING
 		t.PauseReason = ""
 	case *pb.Event_TaskCompleted:
@@ -160,7 +172,12 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 	case *pb.Event_TaskRetryScheduled:
 		r := b.TaskRetryScheduled
 		t.State = pb.TaskState_TASK_STATE_PENDING
-		t.Attempts++
+		if r.Validation {
+			t.ValidationAttempts++
+		} else {
+			t.Attempts++
+		}
+		t.AvoidLlm = r.AvoidLlm
 		t.NotBefore = r.NotBefore
 		t.Error = r.Error
 		t.PauseReason = ""

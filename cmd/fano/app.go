@@ -15,6 +15,7 @@ import (
 	"fano/actors/scheduler"
 	"fano/config"
 	"fano/gateway"
+	"fano/gateway/refusal"
 	"fano/gateway/sim"
 	"fano/logging"
 	"fano/modules"
@@ -49,6 +50,11 @@ func loadConfig(g *globals) (*config.Config, error) {
 	}
 	if cfg.DataDir == "" {
 		cfg.DataDir = "./fano-data"
+	}
+	if cfg.LLM.EnvFile != "" {
+		if _, err := config.LoadEnvFile(cfg.LLM.EnvFile); err != nil {
+			return nil, err
+		}
 	}
 	return cfg, nil
 }
@@ -106,6 +112,10 @@ func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
 	if err != nil {
 		return actors.Options{}, err
 	}
+	refusals, err := refusal.Load(cfg.LLM.RefusalPatternsFile)
+	if err != nil {
+		return actors.Options{}, fmt.Errorf("llm.refusal_patterns_file: %w", err)
+	}
 	var backoff []time.Duration
 	for _, s := range o.Recovery.RetryBackoffSeconds {
 		backoff = append(backoff, time.Duration(s)*time.Second)
@@ -130,6 +140,7 @@ func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
 		MaxRequests:        cfg.MaxRequests,
 		RequestTimeout:     time.Duration(o.Tasks.RequestTimeoutSeconds) * time.Second,
 		RetryBackoff:       backoff,
+		Refusals:           refusals,
 		FinishedRetention:  time.Duration(o.State.FinishedTaskRetentionHours) * time.Hour,
 	}, nil
 }

@@ -33,13 +33,20 @@ func newAPIBackend(name string, b *config.Backend, env *backendEnv) (gateway.Bac
 	// printed, not even in this error.
 	key, err := api.KeyFromEnv(name, o.APIKeyEnv)
 	if err != nil {
-		return nil, err
+		if o.APIKeyEnv == "" {
+			return nil, err
+		}
+		// An unset key parks this backend (credentials), not fano: the
+		// others work, and SIGHUP or `fano backend resume` re-reads it.
+		env.Logger.Error().Str("event", "cmd.fano.backend_credentials").Str("backend", name).Str("variable", o.APIKeyEnv).
+			Msg(err.Error())
+		key = ""
 	}
 	regAny, _ := apiLimiters.LoadOrStore(env, ratelimit.NewRegistry(env.Clock))
 	lim := regAny.(*ratelimit.Registry).Get(o.BaseURL+"|"+o.Model+"|"+o.APIKeyEnv,
 		ratelimit.Config{Name: o.Model, InitialRPM: o.InitialRPM})
 	gw, err := api.New(api.Config{
-		Name: name, BaseURL: o.BaseURL, Model: o.Model, APIKey: key,
+		Name: name, BaseURL: o.BaseURL, Model: o.Model, APIKey: key, KeyEnv: o.APIKeyEnv,
 		Timeout: time.Duration(o.TimeoutSeconds) * time.Second,
 		Limiter: lim, Clock: env.Clock, Logger: env.Logger,
 	})

@@ -29,13 +29,24 @@ func apiConfig(t *testing.T, url, keyEnv string, names ...string) *config.Config
 	return cfg
 }
 
-func TestAPIBackendMissingKeyNamesBackendAndVariable(t *testing.T) {
+// An unset key does not stop fano: the backend is built in the
+// credentials state, naming the backend and the variable, and `fano config
+// validate` reports the variable.
+func TestAPIBackendMissingKeyParksBackendNamingVariable(t *testing.T) {
 	t.Setenv("FANO_TEST_ROUTER_KEY", "")
 	cfg := apiConfig(t, "http://127.0.0.1:1/v1", "FANO_TEST_ROUTER_KEY", "router")
-	_, _, err := buildBackends(cfg, &backendEnv{Cfg: cfg, Clock: clockwork.NewFakeClock(), Logger: zerolog.Nop()})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "router")
-	assert.Contains(t, err.Error(), "FANO_TEST_ROUTER_KEY")
+	gws, _, err := buildBackends(cfg, &backendEnv{Cfg: cfg, Clock: clockwork.NewFakeClock(), Logger: zerolog.Nop()})
+	require.NoError(t, err)
+	c := gws[0].(gateway.Conditioner).Condition()
+	assert.Equal(t, gateway.StateCredentials, c.State)
+	assert.Contains(t, c.Reason, "router")
+	assert.Contains(t, c.Reason, "FANO_TEST_ROUTER_KEY")
+	_, err = gws[0].Send(context.Background(), gateway.Request{TaskID: "t1", Prompt: "hi"})
+	assert.Equal(t, "credentials", gateway.Kind(err))
+
+	unset := cfg.UnsetKeyVariables()
+	require.Len(t, unset, 1)
+	assert.Contains(t, unset[0], "backends.router.api.api_key_env")
 }
 
 func TestAPIBackendIsBuiltWrappedAndSharesItsModelLimiter(t *testing.T) {

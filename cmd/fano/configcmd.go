@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"fano/config"
 
@@ -27,6 +28,11 @@ func newConfigCmd(g *globals) *cobra.Command {
 						return fmt.Errorf("backends.%s: %w", b, err)
 					}
 				}
+			}
+			// An unset key variable would park its backend at run time:
+			// say so now.
+			if unset := cfg.UnsetKeyVariables(); len(unset) > 0 {
+				return fmt.Errorf("%s", strings.Join(unset, "\n"))
 			}
 			name := g.configPath
 			if name == "" {

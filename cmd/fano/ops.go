@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors"
+	"fano/actors/allocator"
 	"fano/actors/health"
 	"fano/actors/metrics"
 	"fano/pb"
@@ -398,13 +399,14 @@ func (t sysTarget) QueueDepth() int {
 }
 
 func (t sysTarget) backends(hs []actors.BackendHealth) []health.Backend {
-	paused := map[string]bool{}
+	quotas := map[string]allocator.BackendStatus{}
 	for _, q := range t.sys.Quotas() {
-		paused[q.Name] = q.Paused
+		quotas[q.Name] = q
 	}
 	out := make([]health.Backend, len(hs))
 	for i, h := range hs {
-		out[i] = health.Backend{Name: h.Name, Healthy: h.Healthy, Paused: paused[h.Name], Error: h.Error}
+		q := quotas[h.Name]
+		out[i] = health.Backend{Name: h.Name, Healthy: h.Healthy, Paused: q.Paused, Error: h.Error, State: q.State, Until: q.Until}
 	}
 	return out
 }

@@ -557,10 +557,10 @@ func printLiveStatus(w io.Writer, st control.Status) error {
 	fmt.Fprintf(w, "tasks: %d pending, %d running, %d paused, %d completed (%d in 24 h), %d failed, %d cancelled\n",
 		t.Pending+t.Ready, t.Running, t.Paused, t.Completed, t.Completed24h, t.Failed, t.Cancelled)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BACKEND\tSTATE\tHOURLY\tDEEP\tIN FLIGHT\tCIRCUIT")
+	fmt.Fprintln(tw, "BACKEND\tSTATE\tHOURLY\tESTIMATE\tRATE\tQUEUE\tDEEP\tIN FLIGHT\tCIRCUIT")
 	for _, b := range st.Backends {
-		fmt.Fprintf(tw, "%s\t%s\t%d/%d (usable %d)\t%d/%d\t%d/%d\t%s\n", b.Name, b.State, b.HourlyUsed, b.HourlyLimit, b.Usable,
-			b.DeepModeUsed, b.DeepModeLimit, b.InUse, b.MaxConcurrency, cmp.Or(b.Circuit, "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%d/%d (usable %d)\t%d\t%s\t%d\t%d/%d\t%d/%d\t%s\n", b.Name, backendStateLine(b), b.HourlyUsed, b.HourlyLimit, b.Usable,
+			b.LimitEstimate, learnedRate(b), b.LimiterWaiting, b.DeepModeUsed, b.DeepModeLimit, b.InUse, b.MaxConcurrency, cmp.Or(b.Circuit, "-"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -570,4 +570,25 @@ func printLiveStatus(w io.Writer, st control.Status) error {
 	}
 	printLiveHealth(w, st.Health)
 	return nil
+}
+
+// backendStateLine is a backend's state with its end and reason, e.g.
+// "capped until 19:29 (usage cap)".
+func backendStateLine(b control.BackendView) string {
+	line := b.State
+	if b.Until != nil {
+		line += " until " + b.Until.Local().Format("15:04:05")
+	}
+	if b.Reason != "" && b.State != "ready" && b.State != "busy" {
+		line += " (" + b.Reason + ")"
+	}
+	return line
+}
+
+// learnedRate is the provider's rate as learned, "-" if none.
+func learnedRate(b control.BackendView) string {
+	if b.LearnedLimit == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%s", b.LearnedLimit, b.LearnedWindow)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"fano/actors"
+	"fano/config"
 	"fano/pb"
 	"fano/wal"
 )
@@ -41,7 +42,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	// Signals are caught from the start, so a signal during recovery is
 	// not the default "die at once".
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
 	a, err := openApp(g, "")
@@ -109,10 +110,23 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	}
 	idleSeen := 0
 	reason := ""
+	// Every few minutes a backend parked for its credentials is re-checked
+	// with the environment file read again: a key fixed there is used
+	// without a signal.
+	recheck := time.NewTicker(credentialsRecheckEvery)
+	defer recheck.Stop()
 loop:
 	for {
 		select {
+		case <-recheck.C:
+			if a.cfg.LLM.EnvFile != "" && anyCredentialsParked(sys) {
+				a.reloadKeys(sys)
+			}
 		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				a.reloadKeys(sys)
+				continue
+			}
 			if sig == syscall.SIGUSR1 {
 				path, err := dumpState(a.dataDir, sys)
 				if err != nil {
@@ -143,7 +157,7 @@ loop:
 	// A second signal while stopping ends the process at once.
 	go func() {
 		for sig := range sigs {
-			if sig != syscall.SIGUSR1 {
+			if sig != syscall.SIGUSR1 && sig != syscall.SIGHUP {
 				a.logger.Warn().Str("event", "cmd.fano.forced_exit").Msg("second signal: exiting now")
 				os.Exit(130)
 			}
@@ -181,4 +195,34 @@ loop:
 		fmt.Fprintf(cmd.OutOrStdout(), "fano: to look around: %[1]s status%[2]s, %[1]s tasks%[2]s\n", os.Args[0], same)
 	}
 	return nil
+}
+
+// reloadKeys (SIGHUP, and every few minutes while a backend waits for
+// its credentials): read the environment file again (if configured)
+// and re-check every parked backend, so a fixed key is used at once.
+func (a *app) reloadKeys(sys *actors.System) {
+	if f := a.cfg.LLM.EnvFile; f != "" {
+		names, err := config.LoadEnvFile(f)
+		if err != nil {
+			a.logger.Error().Err(err).Str("event", "cmd.fano.env_reload_failed").Msg("environment file not reloaded")
+		} else {
+			a.logger.Info().Str("event", "cmd.fano.env_reloaded").Strs("variables", names).Msg("environment file reloaded")
+		}
+	}
+	for _, r := range sys.RecheckBackends() {
+		a.logger.Info().Str("event", "cmd.fano.backend_recheck").Str("backend", r.Backend).Str("state", r.State).Str("reason", r.Reason).Msg("backend re-checked")
+	}
+}
+
+// credentialsRecheckEvery is how often `fano run` re-reads llm.env_file
+// while a backend waits for its credentials.
+const credentialsRecheckEvery = 5 * time.Minute
+
+func anyCredentialsParked(sys *actors.System) bool {
+	for _, q := range sys.Quotas() {
+		if q.State == "credentials" {
+			return true
+		}
+	}
+	return false
 }

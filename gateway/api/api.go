@@ -61,6 +61,10 @@ type Config struct {
 	BaseURL string // e.g. https://openrouter.ai/api/v1
 	Model   string
 	APIKey  Secret
+	// KeyEnv names the environment variable the key comes from. With it,
+	// an unset key is not an error of New: the backend starts in the
+	// credentials state and ReloadKey reads the variable again.
+	KeyEnv string
 	// Timeout bounds one request (0: only the caller's ctx does).
 	Timeout time.Duration
 	// Stream asks for a server-sent-events answer; a stream that ends
@@ -90,6 +94,66 @@ type Backend struct {
 	mu          sync.Mutex
 	stats       Stats
 	unavailable error // last Unavailable outcome, cleared by a success
+
+	keyMu sync.Mutex // never held with mu
+	key   Secret     // cfg.APIKey, or what ReloadKey read
+}
+
+var _ gateway.Conditioner = (*Backend)(nil)
+
+func (b *Backend) apiKey() Secret {
+	b.keyMu.Lock()
+	defer b.keyMu.Unlock()
+	return b.key
+}
+
+// ReloadKey reads the key again from KeyEnv (after SIGHUP re-read the
+// environment file, or `fano backend resume`). Without KeyEnv it keeps
+// the configured key.
+func (b *Backend) ReloadKey() error {
+	if b.cfg.KeyEnv == "" {
+		return nil
+	}
+	key, err := KeyFromEnv(b.cfg.Name, b.cfg.KeyEnv)
+	b.keyMu.Lock()
+	defer b.keyMu.Unlock()
+	if err != nil {
+		b.key = ""
+		return err
+	}
+	b.key = key
+	return nil
+}
+
+// Condition is credentials while no key is set: nothing can be sent. A
+// refused key (401/403) is reported by the request that met it, so a
+// re-check sends a real request.
+func (b *Backend) Condition() gateway.Condition {
+	if b.apiKey() == "" {
+		return gateway.Condition{State: gateway.StateCredentials, Reason: b.unsetKeyMessage()}
+	}
+	return gateway.Condition{State: gateway.StateReady}
+}
+
+func (b *Backend) unsetKeyMessage() string {
+	return fmt.Sprintf("environment variable %s (backends.%s.api.api_key_env) is unset or empty: export the API key, then run `fano backend resume %s` or send fano SIGHUP",
+		b.cfg.KeyEnv, b.cfg.Name, b.cfg.Name)
+}
+
+// LearnedRate is the rate the limiter learned from the provider's
+// headers (0: none yet).
+func (b *Backend) LearnedRate() (int, time.Duration) {
+	if b.cfg.Limiter == nil {
+		return 0, 0
+	}
+	return b.cfg.Limiter.Learned()
+}
+
+// SetLearnedRate paces at a rate learned before a restart.
+func (b *Backend) SetLearnedRate(limit int, window time.Duration) {
+	if b.cfg.Limiter != nil {
+		b.cfg.Limiter.Learn(limit, window)
+	}
 }
 
 var _ gateway.Backend = (*Backend)(nil)
@@ -127,7 +191,7 @@ func New(cfg Config) (*Backend, error) {
 	if cfg.Model == "" {
 		return nil, fmt.Errorf("backend %s: api.model is empty", cfg.Name)
 	}
-	if cfg.APIKey == "" {
+	if cfg.APIKey == "" && cfg.KeyEnv == "" {
 		return nil, fmt.Errorf("backend %s: no API key", cfg.Name)
 	}
 	if cfg.Clock == nil {
@@ -149,6 +213,7 @@ func New(cfg Config) (*Backend, error) {
 		b.client = &http.Client{Transport: b.ownTrans}
 	}
 	b.stats.Backend, b.stats.Model = cfg.Name, cfg.Model
+	b.key = cfg.APIKey
 	return b, nil
 }
 
@@ -257,6 +322,10 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	if err != nil {
 		return gateway.Response{}, b.record(req, gateway.Permanent(b.cfg.Name, "task %s: encode request: %v", req.TaskID, err), nil)
 	}
+	key := b.apiKey()
+	if key == "" {
+		return gateway.Response{}, b.record(req, gateway.Classified(b.cfg.Name, gateway.ErrCredentials, "task %s: %s", req.TaskID, b.unsetKeyMessage()), nil)
+	}
 	if lim := b.cfg.Limiter; lim != nil {
 		if err := lim.Wait(ctx); err != nil {
 			var pe *ratelimit.PausedError
@@ -264,7 +333,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 				// The model is paused for longer than is worth holding a
 				// worker: the task is parked until then.
 				err = &gateway.RateLimitedError{Backend: b.cfg.Name, RetryAfter: max(pe.Until.Sub(b.clock.Now()), time.Second),
-					Reason: "model paused after a rate limit"}
+					Reason: "model paused after a rate limit", NotSent: true}
 			} else {
 				err = fmt.Errorf("%s: task %s: %w", b.cfg.Name, req.TaskID, err)
 			}
@@ -282,7 +351,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	if err != nil {
 		return gateway.Response{}, b.record(req, gateway.Permanent(b.cfg.Name, "task %s: build request: %v", req.TaskID, b.redact(err.Error())), nil)
 	}
-	hreq.Header.Set("Authorization", "Bearer "+b.cfg.APIKey.Reveal())
+	hreq.Header.Set("Authorization", "Bearer "+key.Reveal())
 	hreq.Header.Set("Content-Type", "application/json")
 	if b.cfg.Stream {
 		hreq.Header.Set("Accept", "text/event-stream")
@@ -349,7 +418,7 @@ func (b *Backend) transportError(ctx, rctx context.Context, req gateway.Request,
 			Msg: fmt.Sprintf("task %s: %s timed out", req.TaskID, what), Err: context.DeadlineExceeded}
 	}
 	return &gateway.Error{Backend: b.cfg.Name, Kind: gateway.ErrTransient,
-		Msg: fmt.Sprintf("task %s: %s failed", req.TaskID, what), Err: redactedError{err, b.cfg.APIKey.Reveal()}}
+		Msg: fmt.Sprintf("task %s: %s failed", req.TaskID, what), Err: redactedError{err, b.apiKey().Reveal()}}
 }
 
 // statusError turns a non-200 answer into the gateway's error kinds.
@@ -361,12 +430,12 @@ func (b *Backend) statusError(req gateway.Request, resp *http.Response) error {
 		rl := &gateway.RateLimitedError{Backend: b.cfg.Name, Reason: fmt.Sprintf("HTTP 429%s", detail)}
 		now := b.clock.Now()
 		d, ok := ratelimit.ResetAfter(resp.Header, now)
-		if !ok {
-			// No time given: wait one rate window rather than parking
-			// the backend until its next hourly window.
-			d = ratelimit.DefaultWindow
+		if !ok || d <= 0 {
+			// No time given (or "0s"): a short backoff from the paced
+			// rate, never the next hourly window.
+			d = 15 * time.Second
 			if b.cfg.Limiter != nil {
-				d = b.cfg.Limiter.Window()
+				d = b.cfg.Limiter.ShortBackoff()
 			}
 		}
 		rl.RetryAfter = d
@@ -374,6 +443,10 @@ func (b *Backend) statusError(req gateway.Request, resp *http.Response) error {
 			b.cfg.Limiter.Pause(now.Add(d))
 		}
 		return rl
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		// Who we are was refused: a fault of the backend, never of the task.
+		return gateway.Classified(b.cfg.Name, gateway.ErrCredentials, "task %s: HTTP %d: the key in %s was refused%s",
+			req.TaskID, code, b.keyEnvName(), detail)
 	case code == http.StatusPaymentRequired:
 		return gateway.Unavailable(b.cfg.Name, "task %s: no credit (HTTP 402)%s", req.TaskID, detail)
 	case code == http.StatusRequestTimeout:
@@ -424,7 +497,7 @@ func (b *Backend) clipN(s string, n int) string {
 }
 
 func (b *Backend) redact(s string) string {
-	return redactKey(s, b.cfg.APIKey.Reveal())
+	return redactKey(s, b.apiKey().Reveal())
 }
 
 // redactKey blanks out key in s, and also a piece of it at either end of
@@ -468,7 +541,7 @@ func (b *Backend) readJSON(ctx, rctx context.Context, req gateway.Request, body 
 			return gateway.Response{}, b.transportError(ctx, rctx, req, "reading the answer", err)
 		}
 		return gateway.Response{}, &gateway.Error{Backend: b.cfg.Name, Kind: gateway.ErrTransient,
-			Msg: fmt.Sprintf("task %s: answer cut off after %d bytes", req.TaskID, len(raw)), Err: redactedError{err, b.cfg.APIKey.Reveal()}}
+			Msg: fmt.Sprintf("task %s: answer cut off after %d bytes", req.TaskID, len(raw)), Err: redactedError{err, b.apiKey().Reveal()}}
 	}
 	if int64(len(raw)) > b.cfg.MaxAnswerBytes {
 		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: answer larger than %d bytes", req.TaskID, b.cfg.MaxAnswerBytes)
@@ -522,7 +595,7 @@ func (b *Backend) record(req gateway.Request, err error, out *gateway.Response) 
 		b.stats.Cancelled++
 	case "transient":
 		b.stats.Transient++
-	case "unavailable":
+	case "unavailable", "credentials":
 		b.stats.Unavailable++
 		b.unavailable = err
 	default:
@@ -545,4 +618,11 @@ func (b *Backend) record(req gateway.Request, err error, out *gateway.Response) 
 			Str("error", b.redact(err.Error())).Msg("request failed")
 	}
 	return err
+}
+
+func (b *Backend) keyEnvName() string {
+	if b.cfg.KeyEnv == "" {
+		return "the configured key"
+	}
+	return b.cfg.KeyEnv
 }

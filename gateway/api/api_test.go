@@ -182,7 +182,8 @@ func TestRateLimitedForms(t *testing.T) {
 		{"reset-requests only", map[string]string{ratelimit.HeaderReset: "1m0s"}, time.Minute},
 		{"reset-requests seconds", map[string]string{ratelimit.HeaderReset: "6"}, 6 * time.Second},
 		{"budget spent: finer reset wins", map[string]string{"Retry-After": "1", ratelimit.HeaderRemaining: "0", ratelimit.HeaderReset: "120ms"}, 120 * time.Millisecond},
-		{"no time: one window", nil, time.Minute},
+		{"no time: three intervals at 20 RPM", nil, 9 * time.Second},
+		{"0s is no time", map[string]string{ratelimit.HeaderReset: "0s"}, 9 * time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -234,7 +235,7 @@ func TestStatusClassification(t *testing.T) {
 		kind   string
 	}{
 		{500, "transient"}, {502, "transient"}, {503, "transient"}, {408, "transient"},
-		{400, "permanent"}, {401, "permanent"}, {403, "permanent"}, {404, "permanent"}, {422, "permanent"},
+		{400, "permanent"}, {401, "credentials"}, {403, "credentials"}, {404, "permanent"}, {422, "permanent"},
 		{402, "unavailable"},
 	}
 	for _, c := range cases {
@@ -251,6 +252,32 @@ func TestStatusClassification(t *testing.T) {
 			assert.Contains(t, err.Error(), "explorer/exploration/7", "the task id")
 		})
 	}
+}
+
+// An unset key variable is the credentials state, not an error of New:
+// nothing is sent, the error names the backend and the variable, and
+// ReloadKey picks the key up once it is exported.
+func TestUnsetKeyIsCredentialsUntilReloaded(t *testing.T) {
+	t.Setenv("FANO_TEST_UNSET_KEY", "")
+	e := setup(t, func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "Bearer sk-reloaded-123", r.Header.Get("Authorization"))
+		writeJSON(w, 200, map[string]any{"choices": []any{map[string]any{"message": map[string]any{"content": "hi"}}}})
+	}, func(c *Config) { c.APIKey = ""; c.KeyEnv = "FANO_TEST_UNSET_KEY" })
+	assert.Equal(t, gateway.StateCredentials, e.b.Condition().State)
+	_, err := e.send(t)
+	require.Error(t, err)
+	assert.Equal(t, "credentials", gateway.Kind(err))
+	assert.Contains(t, err.Error(), "FANO_TEST_UNSET_KEY")
+	assert.Contains(t, err.Error(), "router")
+	assert.Equal(t, 0, e.f.count(), "nothing sent without a key")
+
+	require.Error(t, e.b.ReloadKey(), "still unset")
+	t.Setenv("FANO_TEST_UNSET_KEY", "sk-reloaded-123")
+	require.NoError(t, e.b.ReloadKey())
+	assert.Equal(t, gateway.StateReady, e.b.Condition().State)
+	resp, err := e.send(t)
+	require.NoError(t, err)
+	assert.Equal(t, "hi", resp.Content)
 }
 
 func TestNoCreditMakesBackendUnhealthyUntilASuccess(t *testing.T) {

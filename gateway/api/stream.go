@@ -68,7 +68,7 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, bod
 			if ctx.Err() != nil || rctx.Err() != nil {
 				return gateway.Response{}, b.transportError(ctx, rctx, req, "reading the stream", rerr)
 			}
-			return gateway.Response{}, cutOff("%v", redactedError{rerr, b.cfg.APIKey.Reveal()})
+			return gateway.Response{}, cutOff("%v", redactedError{rerr, b.apiKey().Reveal()})
 		}
 		line = strings.TrimRight(line, "\r\n")
 		var err error

@@ -13,6 +13,7 @@ package breaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -57,7 +58,14 @@ type Backend struct {
 	mu        sync.Mutex
 	openUntil time.Time
 	opened    uint64
+	// announcedOpen: "open" was reported and "half-open" not yet. gobreaker
+	// goes half-open the moment any call returns after a trip (its own open
+	// period is 1 ns); we report half-open when our clock ends the open
+	// period and a probe is let through, when it really happens.
+	announcedOpen bool
 }
+
+var _ gateway.Conditioner = (*Backend)(nil)
 
 var _ gateway.Backend = (*Backend)(nil)
 
@@ -108,14 +116,45 @@ func notAFailure(err error) bool {
 // stateChanged runs under gobreaker's lock (never call cb here).
 func (b *Backend) stateChanged(from, to gobreaker.State) {
 	b.mu.Lock()
-	if to == gobreaker.StateOpen {
+	report := true
+	switch {
+	case to == gobreaker.StateOpen:
 		b.openUntil = b.clock.Now().Add(b.timeout)
 		b.opened++
+		b.announcedOpen = true
+	case from == gobreaker.StateOpen && to == gobreaker.StateHalfOpen:
+		report = false // reported by halfOpenDue when our clock says so
 	}
 	b.mu.Unlock()
-	if b.onChange != nil {
+	if report && b.onChange != nil {
 		b.onChange(b.inner.Name(), from.String(), to.String())
 	}
+}
+
+// halfOpenDue reports the open -> half-open transition once the open
+// period has ended on our clock.
+func (b *Backend) halfOpenDue() {
+	b.mu.Lock()
+	due := b.announcedOpen && !b.clock.Now().Before(b.openUntil)
+	if due {
+		b.announcedOpen = false
+	}
+	b.mu.Unlock()
+	if due && b.onChange != nil {
+		b.onChange(b.inner.Name(), Open, HalfOpen)
+	}
+}
+
+// Condition is circuit_open until the half-open time while the circuit
+// is open, else what the wrapped backend says of itself.
+func (b *Backend) Condition() gateway.Condition {
+	if until, open := b.openedUntil(); open {
+		return gateway.Condition{State: gateway.StateCircuitOpen, Reason: "circuit open after repeated failures", Until: until}
+	}
+	if c, ok := b.inner.(gateway.Conditioner); ok {
+		return c.Condition()
+	}
+	return gateway.Condition{State: gateway.StateReady}
 }
 
 func (b *Backend) openedUntil() (time.Time, bool) {
@@ -135,6 +174,7 @@ func (b *Backend) State() string {
 	if _, open := b.openedUntil(); open {
 		return Open
 	}
+	b.halfOpenDue()
 	return b.cb.State().String()
 }
 
@@ -147,7 +187,8 @@ func (b *Backend) Opened() uint64 {
 
 func (b *Backend) openError() error {
 	until, _ := b.openedUntil()
-	return gateway.Unavailable(b.inner.Name(), "circuit open until %s after repeated failures", until.UTC().Format(time.RFC3339))
+	return &gateway.Error{Backend: b.inner.Name(), Kind: gateway.ErrUnavailable, Err: gateway.ErrNotSent,
+		Msg: fmt.Sprintf("circuit open until %s after repeated failures", until.UTC().Format(time.RFC3339))}
 }
 
 // Send passes req to the backend unless the circuit is open (or half-open
@@ -157,6 +198,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	if _, open := b.openedUntil(); open {
 		return gateway.Response{}, b.openError()
 	}
+	b.halfOpenDue()
 	resp, err := b.cb.Execute(func() (gateway.Response, error) {
 		if _, open := b.openedUntil(); open {
 			return gateway.Response{}, errOpen // opened while we were admitted
@@ -167,7 +209,8 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	case errors.Is(err, errOpen), errors.Is(err, gobreaker.ErrOpenState):
 		return resp, b.openError()
 	case errors.Is(err, gobreaker.ErrTooManyRequests):
-		return resp, gateway.Unavailable(b.inner.Name(), "circuit half-open: its probe requests are in flight")
+		return resp, &gateway.Error{Backend: b.inner.Name(), Kind: gateway.ErrUnavailable, Err: gateway.ErrNotSent,
+			Msg: "circuit half-open: its probe requests are in flight"}
 	}
 	return resp, err
 }

@@ -237,3 +237,48 @@ func TestPassesThroughNameUnwrapAndErrors(t *testing.T) {
 	require.NoError(t, b.Health(context.Background()))
 	require.NoError(t, b.Close())
 }
+
+// The half-open transition is reported when the open period ends on our
+// clock, not when a call that was in flight at the trip returns.
+func TestHalfOpenReportedWhenItHappens(t *testing.T) {
+	b, inner, clock, changes := setup(t)
+	ctx := context.Background()
+	slowBlock := make(chan struct{})
+	inner.mu.Lock()
+	inner.block, inner.in = slowBlock, make(chan struct{}, 10)
+	inner.mu.Unlock()
+	// One slow call in flight, then five failures trip the circuit.
+	slow := make(chan error, 1)
+	go func() { _, err := b.Send(ctx, gateway.Request{}); slow <- err }()
+	<-inner.in
+	inner.mu.Lock()
+	inner.block = nil
+	inner.mu.Unlock()
+	inner.script(gateway.Transient("llm-a", "503"), gateway.Transient("llm-a", "503"), gateway.Transient("llm-a", "503"),
+		gateway.Transient("llm-a", "503"), gateway.Transient("llm-a", "503"))
+	for range 5 {
+		_, err := b.Send(ctx, gateway.Request{})
+		require.Error(t, err)
+		<-inner.in
+	}
+	require.Equal(t, transition{Closed, Open}, <-changes)
+	c := b.Condition()
+	assert.Equal(t, gateway.StateCircuitOpen, c.State)
+	assert.Equal(t, clock.Now().Add(300*time.Second), c.Until)
+
+	// The slow call now succeeds, and its return makes gobreaker go
+	// half-open at once: nothing may be reported yet.
+	close(slowBlock)
+	require.NoError(t, <-slow)
+	assert.Equal(t, Open, b.State())
+	select {
+	case tr := <-changes:
+		t.Fatalf("reported %v while the circuit is open for 300 s", tr)
+	default:
+	}
+	clock.Advance(300 * time.Second)
+	_, err := b.Send(ctx, gateway.Request{})
+	require.NoError(t, err)
+	require.Equal(t, transition{Open, HalfOpen}, <-changes)
+	assert.Equal(t, gateway.StateReady, b.Condition().State)
+}

@@ -52,13 +52,20 @@ func BenchmarkIncident429(b *testing.B) {
 		}
 		minutes = n
 	}
-	sc := incident{limit: 200, workers: 500, duration: time.Duration(minutes) * time.Minute, latency: 6 * time.Second}
-	var fano, base outcome
+	sc := incident{limit: 200, workers: 500, duration: time.Duration(minutes) * time.Minute, latency: 6 * time.Second,
+		restartAt: min(20*time.Minute, time.Duration(minutes)*time.Minute/2), seeded: true}
+	var fano, base, unseeded outcome
 	for range b.N {
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(3)
 		go func() { defer wg.Done(); fano.add(sc.run(b, true)) }()
 		go func() { defer wg.Done(); base.add(sc.run(b, false)) }()
+		go func() {
+			defer wg.Done()
+			noWAL := sc
+			noWAL.seeded = false
+			unseeded.add(noWAL.run(b, true))
+		}()
 		wg.Wait()
 	}
 	n := float64(b.N)
@@ -68,7 +75,11 @@ func BenchmarkIncident429(b *testing.B) {
 	b.ReportMetric(sc.rpmPercent(base.ok)/n, "baseline-rpm-%")
 	b.ReportMetric(float64(base.rateLimited)/float64(max(fano.rateLimited, 1)), "429-ratio")
 	b.ReportMetric(float64(base.failedTasks)/n, "baseline-tasks-given-up")
+	b.ReportMetric(float64(unseeded.rateLimited)/n, "restart-without-learned-rate-429s")
+	b.ReportMetric(sc.rpmPercent(unseeded.ok)/n, "restart-without-learned-rate-rpm-%")
 	per := func(v int64) int64 { return v / int64(b.N) }
+	b.Logf("restart at minute %d: fano seeds the new limiter with the rate learned before it (a WAL event); without it: %d 429s, %.2f%% of the limit",
+		int(sc.restartAt.Minutes()), per(unseeded.rateLimited), sc.rpmPercent(unseeded.ok)/n)
 	b.Logf("%d simulated minutes, %d workers, limit %d RPM: fano %d 429s, %.2f%% of the limit (%d answers, %d other errors); baseline %d 429s, %.2f%% (%d answers, %d tasks given up)",
 		minutes, sc.workers, sc.limit, per(fano.rateLimited), sc.rpmPercent(fano.ok)/n, per(fano.ok), per(fano.other),
 		per(base.rateLimited), sc.rpmPercent(base.ok)/n, per(base.ok), per(base.failedTasks))
@@ -79,6 +90,12 @@ type incident struct {
 	workers  int
 	duration time.Duration
 	latency  time.Duration
+	// restartAt restarts fano (0: never): its limiter and backend are
+	// replaced, the old limiter's queue is dropped, requests in flight
+	// finish. seeded: the new limiter starts at the rate learned before
+	// the restart, as fano's WAL gives it back.
+	restartAt time.Duration
+	seeded    bool
 }
 
 type outcome struct {
@@ -179,14 +196,21 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 
 	cfg := api.Config{Name: "arcee", BaseURL: ts.URL + "/v1", Model: "arcee", APIKey: "sk-bench",
 		Client: &http.Client{Transport: transport}, Clock: clock, Logger: zerolog.Nop()}
-	if withFano {
-		cfg.Limiter = ratelimit.New(ratelimit.Config{Name: "arcee", InitialRPM: 20}, clock)
-		ratelimit.SetHooks(cfg.Limiter, func() { tok.add(-1) }, func() { tok.add(1) })
+	newBackend := func(learned int) *api.Backend {
+		c := cfg
+		if withFano {
+			c.Limiter = ratelimit.New(ratelimit.Config{Name: "arcee", InitialRPM: 20}, clock)
+			ratelimit.SetHooks(c.Limiter, func() { tok.add(-1) }, func() { tok.add(1) })
+			c.Limiter.Learn(learned, time.Minute)
+		}
+		be, err := api.New(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return be
 	}
-	be, err := api.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	var cur atomic.Pointer[api.Backend]
+	cur.Store(newBackend(0))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// sleep waits d of simulated time, giving up the worker's token.
@@ -209,9 +233,13 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 				req := gateway.Request{TaskID: fmt.Sprintf("w%d/t%d", w, task), Prompt: "analyse the paper"}
 				if withFano {
 					for ctx.Err() == nil {
+						be := cur.Load()
 						_, err := be.Send(ctx, req)
 						var rl *gateway.RateLimitedError
 						if errors.As(err, &rl) {
+							if cur.Load() != be {
+								continue // fano restarted: the task runs again at once
+							}
 							sleep(rl.RetryAfter) // the task is paused, then requeued
 							continue
 						}
@@ -223,7 +251,7 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 					continue
 				}
 				for attempt := 0; ctx.Err() == nil; attempt++ {
-					_, err := be.Send(ctx, req)
+					_, err := cur.Load().Send(ctx, req)
 					if err == nil {
 						break
 					}
@@ -257,6 +285,7 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 		}
 	}()
 	end := start.Add(sc.duration)
+	restarted := false
 	for {
 		if !tok.waitQuiet(stuck) {
 			b.Fatalf("simulation stuck at %s with %d busy actors", clock.Now().Sub(start), tok.n.Load())
@@ -265,13 +294,26 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 		if !ok || next.After(end) {
 			break
 		}
+		if withFano && sc.restartAt > 0 && !restarted && !next.Before(start.Add(sc.restartAt)) {
+			// The restart: a new limiter (seeded from the WAL, or at the
+			// initial rate), the old one's queue let go.
+			restarted = true
+			old := cur.Load()
+			learned := 0
+			if sc.seeded {
+				learned, _ = old.Limiter().Learned()
+			}
+			cur.Store(newBackend(learned))
+			old.Limiter().Pause(end.Add(time.Hour))
+			continue
+		}
 		clock.advanceTo(next)
 		progress.Add(1)
 	}
 	cancel()
 	wg.Wait()
 	if withFano {
-		b.Logf("fano limiter at the end: %+v", cfg.Limiter.Stats())
+		b.Logf("fano limiter at the end (seeded %v): %+v", sc.seeded, cur.Load().Limiter().Stats())
 	}
 	return outcome{ok: srv.ok.Load(), rateLimited: srv.r429.Load(), other: other.Load(), failedTasks: failedTasks.Load()}
 }

@@ -402,16 +402,7 @@ func (l *Limiter) ObserveSince(h http.Header, sent time.Time) {
 	defer l.mu.Unlock()
 	l.observed++
 	if okLimit && limit > 0 && limit != l.limit {
-		l.limit = limit
-		pace := float64(limit) * (1 - l.headroom)
-		capacity := min(int(math.Ceil(pace*float64(l.guard)/float64(l.window))), limit-1)
-		old := l.interval
-		l.setRateLocked(pace, capacity, l.catchUp)
-		// The slot already promised at the old rate is rescaled, so a
-		// conservative start does not delay the first paced grant.
-		if now := l.clock.Now(); l.tat.After(now) {
-			l.tat = now.Add(time.Duration(float64(l.tat.Sub(now)) * float64(l.interval) / float64(old)))
-		}
+		l.learnLocked(limit)
 	}
 	if okRemaining {
 		l.remaining = remaining
@@ -426,6 +417,64 @@ func (l *Limiter) ObserveSince(h http.Header, sent time.Time) {
 		}
 	}
 	l.dispatchLocked(l.clock.Now())
+}
+
+func (l *Limiter) learnLocked(limit int) {
+	l.limit = limit
+	pace := float64(limit) * (1 - l.headroom)
+	capacity := min(int(math.Ceil(pace*float64(l.guard)/float64(l.window))), limit-1)
+	old := l.interval
+	l.setRateLocked(pace, capacity, l.catchUp)
+	// The slot already promised at the old rate is rescaled, so a
+	// conservative start does not delay the first paced grant.
+	if now := l.clock.Now(); l.tat.After(now) {
+		l.tat = now.Add(time.Duration(float64(l.tat.Sub(now)) * float64(l.interval) / float64(old)))
+	}
+}
+
+// Learned is the limit per Window the headers told (0: none yet).
+func (l *Limiter) Learned() (int, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit, l.window
+}
+
+// Learn paces at limit per window as if a response had said so: the rate
+// learned before a restart, so the first requests after it neither burst
+// nor crawl at InitialRPM. A limit counted over another window is
+// scaled to ours.
+func (l *Limiter) Learn(limit int, window time.Duration) {
+	if limit <= 0 || window <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if window != l.window {
+		limit = int(float64(limit) * float64(l.window) / float64(window))
+		if limit <= 0 {
+			return
+		}
+	}
+	if limit != l.limit {
+		l.learnLocked(limit)
+		// No catch-up credit: after a restart the server's window still
+		// holds the grants of the previous run, which we no longer see.
+		// Pacing from now on, never faster, keeps it under the limit.
+		now := l.clock.Now()
+		if start := now.Add(l.tau); l.tat.Before(start) {
+			l.tat = start
+		}
+		l.dispatchLocked(now)
+	}
+}
+
+// ShortBackoff is how long to hold the model after a 429 that named no
+// reset (or "0s"): three intervals of the paced rate, between 2 s and a
+// minute.
+func (l *Limiter) ShortBackoff() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return min(time.Minute, max(2*time.Second, 3*l.interval))
 }
 
 // Window is the period the learned limit counts over.

@@ -305,3 +305,35 @@ func TestLateTimerCatchesUp(t *testing.T) {
 	h.step(time.Second / 2)
 	assert.Equal(t, until.Add(10*time.Second), h.recvDone().at)
 }
+
+// A rate learned before a restart paces from the first request: no
+// crawl at InitialRPM, and no catch-up burst the server's window (still
+// full of the previous run's requests) would answer with 429s.
+func TestLearnedRateAfterRestartPacesWithoutBurst(t *testing.T) {
+	h := newHarness(t, Config{Name: "m", InitialRPM: 20})
+	h.l.Learn(200, time.Minute)
+	limit, window := h.l.Learned()
+	assert.Equal(t, 200, limit)
+	assert.Equal(t, time.Minute, window)
+	require.NoError(t, h.l.Wait(context.Background()))
+	start := h.clock.Now()
+	iv := h.interval()
+	assert.InDelta(t, float64(time.Minute)/(200*0.98), float64(iv), 1, "paced at the learned rate")
+	h.l.mu.Lock()
+	next := h.l.nextGrantLocked(start)
+	h.l.mu.Unlock()
+	assert.Equal(t, start.Add(iv), next, "the second request waits a full interval: no catch-up burst")
+	for id := 1; id <= 3; id++ {
+		h.startQueued(context.Background(), id)
+	}
+	for id := 1; id <= 3; id++ {
+		h.step(iv)
+		r := h.recvDone()
+		require.NoError(t, r.err)
+		assert.Equal(t, time.Duration(id)*iv, r.at.Sub(start), "waiter %d: one interval apart, no burst", id)
+	}
+	// A limit counted over another window is scaled to ours.
+	h.l.Learn(20, 6*time.Second)
+	limit, _ = h.l.Learned()
+	assert.Equal(t, 200, limit)
+}

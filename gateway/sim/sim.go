@@ -65,6 +65,26 @@ type Backend struct {
 	// retry of a faulted request draws its fault afresh; entries go away on
 	// the first attempt that is not faulted.
 	faultRuns map[[2]uint64]uint64
+	inject    func(ctx context.Context, req gateway.Request) error
+	refusal   func(req gateway.Request) (string, bool)
+}
+
+// Inject makes every Send first call f (nil: no more injection): a
+// non-nil error is returned as the answer, after the request was counted.
+// f may block (a hang) until ctx is done. Tests script faults with it.
+func (b *Backend) Inject(f func(ctx context.Context, req gateway.Request) error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.inject = f
+}
+
+// Refuse makes Send answer with f's text instead of the simulated answer
+// when f says so (replace false: answer normally): a site that refuses,
+// or answers nothing, as an answer.
+func (b *Backend) Refuse(f func(req gateway.Request) (text string, replace bool)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refusal = f
 }
 
 var _ gateway.Backend = (*Backend)(nil)
@@ -155,6 +175,13 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 		b.mu.Unlock()
 		return gateway.Response{}, err
 	}
+	if inject := b.inject; inject != nil {
+		b.mu.Unlock()
+		if err := inject(ctx, req); err != nil {
+			return gateway.Response{}, err
+		}
+		b.mu.Lock()
+	}
 	if rl := b.admitLocked(start, req.DeepMode); rl != nil {
 		b.stats.RateLimited++
 		b.mu.Unlock()
@@ -207,6 +234,11 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 		content = malform(content, fr)
 	}
 	b.mu.Lock()
+	if b.refusal != nil {
+		if r, ok := b.refusal(req); ok {
+			content = r
+		}
+	}
 	b.stats.Answered++
 	b.mu.Unlock()
 

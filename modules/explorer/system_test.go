@@ -186,8 +186,9 @@ func TestExtractionNotJSONIsRetriedThenFailedWithRawKept(t *testing.T) {
 			t.Fatalf("task %s is %s", id, tk.State)
 		}
 	}
-	assert.Equal(t, int32(3), task.Attempts, "three retries")
-	assert.Contains(t, task.Error, "gave up after 4 attempts")
+	assert.Equal(t, int32(3), task.ValidationAttempts, "three retries, on the validation budget")
+	assert.Zero(t, task.Attempts, "no request failed")
+	assert.Contains(t, task.Error, "gave up after 4 answers failed validation")
 	assert.Contains(t, task.Error, "validation")
 	var answers []string
 	for _, msg := range task.Conversation.Messages {

@@ -75,7 +75,7 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		if th := m.st.Threads[ch.ThreadID]; th != nil {
 			d.Seed = th.Seed
 		}
-		if t.Attempts > 0 && strings.HasPrefix(t.Error, "validation") {
+		if (t.ValidationAttempts > 0 || t.Attempts > 0) && strings.HasPrefix(t.Error, "validation") {
 			d.Retry = clip(300, t.Error)
 		}
 		p, err := m.prompts.render(promptExtract, d)

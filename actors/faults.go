@@ -1,0 +1,363 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+
+	"fano/gateway"
+	"fano/gateway/ratelimit"
+	"fano/pb"
+)
+
+// taskOutcome is what a failed call does to its task.
+type taskOutcome string
+
+const (
+	// outcomeStop: shutdown, a person or preemption cancelled the call.
+	outcomeStop taskOutcome = "stop"
+	// outcomeBackoff: retry after the backoff for the run of consecutive
+	// failures (60/300/900 s, then the last one again); an answer resets
+	// the run. Never FAILED: a flaky backend is not the task's fault.
+	outcomeBackoff taskOutcome = "backoff"
+	// outcomeFailover: the backend cannot serve now; the task waits for
+	// any other eligible backend at once, uncounted.
+	outcomeFailover taskOutcome = "failover"
+	// outcomeElsewhere: the answer was no answer (a refusal, nothing);
+	// retried at once on another backend, on the validation budget.
+	outcomeElsewhere taskOutcome = "elsewhere"
+	// outcomeFail: the request itself is wrong (HTTP 400 and the like).
+	outcomeFail taskOutcome = "fail"
+)
+
+// faultRoute is the error table (DESIGN.md §4): per error kind, what
+// happens to the task, to the backend and to the quota.
+type faultRoute struct {
+	task taskOutcome
+	// backend is the condition the backend is put in ("" none;
+	// "rate_limited" goes through the allocator's rate-limit rules).
+	// Quota: a request that reached the provider stays charged whatever
+	// its kind; one refused before it left (gateway.ErrNotSent) is given
+	// back and not counted.
+	backend string
+}
+
+// routeFault routes a failed call by its kind, the same for every backend
+// type: a backend type differs only in which kinds it returns.
+func routeFault(kind string) faultRoute {
+	switch kind {
+	case "cancelled":
+		return faultRoute{task: outcomeStop}
+	case "rate_limited":
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateRateLimited)}
+	case "credentials":
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateCredentials)}
+	case "unavailable":
+		return faultRoute{task: outcomeFailover, backend: string(gateway.StateDown)}
+	case "hung":
+		return faultRoute{task: outcomeFailover}
+	case "bad_answer":
+		return faultRoute{task: outcomeElsewhere}
+	case "transient", "conversation_gone":
+		return faultRoute{task: outcomeBackoff}
+	default: // permanent and anything unclassified
+		return faultRoute{task: outcomeFail}
+	}
+}
+
+// Default re-check periods of parked backends.
+const (
+	credentialsRecheck = 5 * time.Minute
+	downRecheck        = 30 * time.Second
+)
+
+// parkBackend tells the allocator about a backend-level fault and waits
+// until it is recorded, so the task's next allocation already avoids the
+// backend.
+//
+// A credentials failure of a request sent before the backend's last
+// re-check says nothing about the key it uses now: it parks nothing.
+func (s *System) parkBackend(llm, taskID string, sent time.Time, route faultRoute, err error) {
+	switch route.backend {
+	case string(gateway.StateRateLimited):
+		var rl *gateway.RateLimitedError
+		if !errors.As(err, &rl) {
+			return
+		}
+		reply := make(chan time.Time, 1)
+		_, _ = ask(s, s.allocatorPID, &rateLimited{backend: llm, taskID: taskID, err: rl, reply: reply}, reply)
+	case string(gateway.StateCredentials):
+		if at, ok := s.rechecked.Load(llm); ok && sent.Before(at.(time.Time)) {
+			return
+		}
+		s.recordCondition(llm, string(gateway.StateCredentials), err.Error(), s.clock.Now().Add(s.opts.CredentialsRecheck))
+	case string(gateway.StateDown):
+		c := s.backendCondition(llm)
+		if takesWork(c.State) {
+			c = gateway.Condition{State: gateway.StateDown, Reason: err.Error()}
+		}
+		s.recordCondition(llm, string(c.State), c.Reason, s.recheckAt(c))
+	}
+}
+
+// recheckAt is when a backend in condition c is tried again: the end it
+// names, or a few minutes for credentials and login walls, 30 s else.
+func (s *System) recheckAt(c gateway.Condition) time.Time {
+	if !c.Until.IsZero() {
+		return c.Until
+	}
+	if c.State == gateway.StateCredentials || c.State == gateway.StateLogin {
+		return s.clock.Now().Add(s.opts.CredentialsRecheck)
+	}
+	return s.clock.Now().Add(downRecheck)
+}
+
+// takesWork: a backend in this state of its own can be sent a request
+// (a stalled one is free again at once).
+func takesWork(st gateway.State) bool {
+	return st == "" || st == gateway.StateReady || st == gateway.StateStalled
+}
+
+func (s *System) recordCondition(llm, state, reason string, until time.Time) {
+	reply := make(chan error, 1)
+	_, _ = ask(s, s.allocatorPID, &backendCondition{backend: llm, state: state, reason: reason, until: until, reply: reply}, reply)
+}
+
+// backendCondition is what the backend says of itself (a breaker's open
+// circuit, a browser's login wall); ready when it cannot say.
+func (s *System) backendCondition(llm string) gateway.Condition {
+	for _, b := range s.opts.Backends {
+		if b.Name() == llm {
+			if c, ok := b.(gateway.Conditioner); ok {
+				return c.Condition()
+			}
+		}
+	}
+	return gateway.Condition{State: gateway.StateReady}
+}
+
+// rateLearner is a backend whose provider tells its request rate (an API
+// behind a rate limiter); the rate is kept in the WAL so a restart paces
+// at it from the first request.
+type rateLearner interface {
+	LearnedRate() (limit int, window time.Duration)
+	SetLearnedRate(limit int, window time.Duration)
+}
+
+func learnerOf(b gateway.Backend) (rateLearner, bool) {
+	for b != nil {
+		if l, ok := b.(rateLearner); ok {
+			return l, true
+		}
+		u, ok := b.(interface{ Unwrap() gateway.Backend })
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
+	return nil, false
+}
+
+// noteLearnedRate records the rate llm's provider told, if it changed.
+func (s *System) noteLearnedRate(llm string) {
+	for _, b := range s.opts.Backends {
+		if b.Name() != llm {
+			continue
+		}
+		if l, ok := learnerOf(b); ok {
+			if limit, window := l.LearnedRate(); limit > 0 {
+				s.root.Send(s.allocatorPID, &rateLearned{backend: llm, limit: limit, window: window})
+			}
+		}
+	}
+}
+
+// seedLearnedRates gives every backend the rate its provider told before
+// the restart.
+func (s *System) seedLearnedRates(rates map[string][2]int64) {
+	for _, b := range s.opts.Backends {
+		r, ok := rates[b.Name()]
+		if !ok || r[0] <= 0 {
+			continue
+		}
+		if l, ok := learnerOf(b); ok {
+			l.SetLearnedRate(int(r[0]), time.Duration(r[1]))
+		}
+	}
+}
+
+func (s *System) logRateLimit(backend string, r *pb.RateLimitRecorded) {
+	ev := s.logger.Info()
+	kind := "rate limit"
+	if r.GetCap() {
+		ev, kind = s.logger.Warn(), "usage cap"
+	}
+	ev.Str("event", "actors.allocator.rate_limited").Str("backend", backend).Bool("cap", r.GetCap()).
+		Time("until", timeOf(r.GetUntil())).Str("reason", r.GetReason()).Msg(backend + ": " + kind + "; paused until the reset")
+}
+
+func (s *System) logCondition(backend string, c *pb.BackendConditionRecorded, was string) {
+	switch {
+	case c.GetState() == "":
+		s.logger.Info().Str("event", "actors.allocator.backend_ready").Str("backend", backend).Str("was", was).Msg(backend + " takes work again")
+	case c.GetState() != was:
+		// The one alert per fault: it names the backend and, for a key,
+		// the variable (the gateway's error does).
+		s.logger.Error().Str("event", "actors.allocator.backend_"+c.GetState()).Str("backend", backend).
+			Str("reason", c.GetReason()).Time("recheck", timeOf(c.GetUntil())).
+			Msg(backend + ": " + c.GetState() + "; its tasks go to other backends")
+		s.Publish(&pb.StateUpdate{Component: "backend", UpdateType: "alert", Data: map[string]string{
+			"backend": backend, "state": c.GetState(), "reason": c.GetReason()}})
+	}
+}
+
+// BackendCheck is the outcome of re-checking one backend.
+type BackendCheck struct {
+	Backend, State, Reason string
+}
+
+// RecheckBackends re-checks the named backends (all when none is named):
+// each reloads its key from the environment if it has one, and a recorded
+// fault (credentials, login, circuit) is cleared so the next request tries
+// it; one that still says it cannot serve is parked again. It is what
+// SIGHUP and `fano backend resume` do.
+func (s *System) RecheckBackends(names ...string) []BackendCheck {
+	var out []BackendCheck
+	for _, b := range s.opts.Backends {
+		name := b.Name()
+		if len(names) > 0 && !slices.Contains(names, name) {
+			continue
+		}
+		s.rechecked.Store(name, s.clock.Now())
+		if r, ok := keyReloaderOf(b); ok {
+			_ = r.ReloadKey() // an unset key shows in the condition below
+		}
+		c := s.backendCondition(name)
+		if takesWork(c.State) {
+			s.recordCondition(name, allocator.StateReady, "", time.Time{})
+			out = append(out, BackendCheck{Backend: name, State: string(gateway.StateReady)})
+			continue
+		}
+		s.recordCondition(name, string(c.State), c.Reason, s.recheckAt(c))
+		out = append(out, BackendCheck{Backend: name, State: string(c.State), Reason: c.Reason})
+	}
+	s.tick()
+	return out
+}
+
+type keyReloader interface{ ReloadKey() error }
+
+func keyReloaderOf(b gateway.Backend) (keyReloader, bool) {
+	for b != nil {
+		if r, ok := b.(keyReloader); ok {
+			return r, true
+		}
+		u, ok := b.(interface{ Unwrap() gateway.Backend })
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
+	return nil, false
+}
+
+// RetryError says why a task cannot be retried; it names the task.
+type RetryError struct {
+	TaskID string
+	Reason string
+}
+
+func (e *RetryError) Error() string { return "retry " + e.TaskID + ": " + e.Reason }
+
+// Retry puts FAILED tasks back in the queue with fresh retry budgets
+// (seeds/004: retry only the failed units): the tasks named by ids, or,
+// when ids is empty, every FAILED task (of module, if given). It returns
+// the ids requeued. A named task that is unknown or not FAILED is a
+// *RetryError and nothing is requeued.
+func (s *System) Retry(ids []string, module string) ([]string, error) {
+	var chosen []string
+	var bad error
+	s.withScheduler(func(st *scheduler.State) {
+		if len(ids) == 0 {
+			for _, t := range st.Tasks(func(t *pb.Task) bool {
+				return t.State == pb.TaskState_TASK_STATE_FAILED && (module == "" || t.Module == module)
+			}, 0) {
+				chosen = append(chosen, t.Id)
+			}
+			return
+		}
+		for _, id := range ids {
+			t, ok := st.Task(id)
+			switch {
+			case !ok:
+				bad = &RetryError{TaskID: id, Reason: "no such task in memory (unknown, or finished and archived)"}
+				return
+			case t.State != pb.TaskState_TASK_STATE_FAILED:
+				bad = &RetryError{TaskID: id, Reason: "not FAILED (" + t.State.String() + ")"}
+				return
+			}
+			chosen = append(chosen, id)
+		}
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	slices.Sort(chosen)
+	var done []string
+	for _, id := range chosen {
+		ev := &pb.Event{At: nanos(s.clock.Now()), Body: &pb.Event_TaskRequeued{TaskRequeued: &pb.TaskRequeued{TaskId: id, Reason: "retry"}}}
+		if _, err := s.persistTask(id, []*pb.Event{ev}); err != nil {
+			return done, fmt.Errorf("retry %s: %w", id, err)
+		}
+		done = append(done, id)
+	}
+	if len(done) > 0 {
+		s.logger.Info().Str("event", "actors.scheduler.retried").Strs("tasks", done).Msg("failed tasks requeued")
+		s.tick()
+	}
+	return done, nil
+}
+
+// overlayBackendFacts adds what only the backends know to the book's
+// figures: their own condition and their rate limiter's pace and queue.
+func (s *System) overlayBackendFacts(st []allocator.BackendStatus) {
+	byName := make(map[string]gateway.Backend, len(s.opts.Backends))
+	for _, b := range s.opts.Backends {
+		byName[b.Name()] = b
+	}
+	for i := range st {
+		b, ok := byName[st[i].Name]
+		if !ok {
+			continue
+		}
+		if c := s.backendCondition(st[i].Name); !takesWork(c.State) && st[i].State == allocator.StateReady {
+			st[i].State, st[i].Reason, st[i].Until, st[i].Available = string(c.State), c.Reason, c.Until, false
+		}
+		if lim, ok := limiterOf(b); ok {
+			ls := lim.Stats()
+			st[i].PacedPerWindow, st[i].LimiterWaiting = ls.RPM, ls.Waiting
+			if st[i].LearnedLimit == 0 && ls.LimitRPM > 0 {
+				st[i].LearnedLimit, st[i].LearnedWindow = ls.LimitRPM, lim.Window()
+			}
+		}
+	}
+}
+
+func limiterOf(b gateway.Backend) (*ratelimit.Limiter, bool) {
+	for b != nil {
+		if l, ok := b.(interface{ Limiter() *ratelimit.Limiter }); ok {
+			lim := l.Limiter()
+			return lim, lim != nil
+		}
+		u, ok := b.(interface{ Unwrap() gateway.Backend })
+		if !ok {
+			return nil, false
+		}
+		b = u.Unwrap()
+	}
+	return nil, false
+}
