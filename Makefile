@@ -6,7 +6,7 @@ GO    ?= go
 PLAYWRIGHT_DRIVER_PATH ?= $(HOME)/.cache/fano/playwright-driver
 export PLAYWRIGHT_DRIVER_PATH
 
-.PHONY: run test test-short deps bench proto build lint fuzz clean
+.PHONY: run test test-short deps bench proto build lint fuzz clean stress
 
 ## run: the offline demo on the built-in simulated LLMs
 run: build
@@ -22,6 +22,11 @@ test: deps
 
 test-short:
 	$(GO) test -short -count=1 ./...
+
+## stress: keep every core busy until Ctrl-C (run `make test` beside it to
+## show the tests hold on a loaded machine); STRESS_CMD runs under load instead
+stress:
+	@bash scripts/stress.sh $(STRESS_CMD)
 
 ## deps: Chromium (Debian) and the Playwright driver (npm), idempotent
 deps:
