@@ -172,7 +172,7 @@ func Open(path string, opts Options) (*Log, error) {
 	l.lastSeq.Store(last)
 	if opts.ReadOnly {
 		l.failed = ErrReadOnly // every write is refused at enqueue
-		close(l.done)           // no writer goroutine
+		close(l.done)          // no writer goroutine
 		return l, nil
 	}
 	if opts.PIDFile != "" {
