@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,29 +54,61 @@ func loadConfig(g *globals) (*config.Config, error) {
 	return cfg, nil
 }
 
-// openApp loads the config, checks the data directory and opens the WAL.
-// A locked or corrupt database is one clear error, and nothing is written.
+// openApp loads the config, checks the data directory and opens the WAL
+// for writing. A locked, damaged or corrupt database is one clear error,
+// and nothing is written.
 func openApp(g *globals, console string) (*app, error) {
+	return openData(g, console, false)
+}
+
+// openAppReadOnly opens the data directory for a command that only reads
+// (status and tasks offline, verify, wal inspect, recover --dry-run): the
+// WAL is opened read-only (shared lock, no PID file) and no log file is
+// written, so the data directory's bytes stay as they were.
+func openAppReadOnly(g *globals) (*app, error) {
+	return openData(g, "off", true)
+}
+
+func openData(g *globals, console string, readOnly bool) (*app, error) {
 	cfg, err := loadConfig(g)
 	if err != nil {
 		return nil, err
 	}
-	if err := config.CheckDataDir(cfg.DataDir); err != nil {
+	if readOnly {
+		// A reader creates nothing, not even the directory.
+		if fi, err := os.Stat(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("data dir %s: exists but is not a directory", cfg.DataDir)
+		}
+	} else if err := config.CheckDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	// The WAL first: a locked or corrupt database stops us before we
 	// write anything, not even a log line.
-	log, err := wal.Open(filepath.Join(cfg.DataDir, "fano.db"), wal.Options{
-		LockTimeout: time.Second,
-		PIDFile:     filepath.Join(cfg.DataDir, "fano.pid"),
-	})
+	path := filepath.Join(cfg.DataDir, "fano.db")
+	opts := wal.Options{LockTimeout: time.Second, ReadOnly: readOnly}
+	if !readOnly {
+		opts.PIDFile = filepath.Join(cfg.DataDir, "fano.pid")
+	}
+	log, err := wal.Open(path, opts)
+	var cleanup func()
+	if readOnly && (errors.Is(err, os.ErrNotExist) || errors.Is(err, wal.ErrEmpty)) {
+		// No state yet reads as an empty log: one made outside the data
+		// directory, which a reader must not touch.
+		log, cleanup, err = emptyLog()
+	}
 	if err != nil {
-		return nil, err
+		return nil, walOpenError(path, err)
 	}
 	if console == "" {
 		console = cfg.Logging.Console
 	}
-	logger, closeLog, err := logging.New(logging.Options{Dir: filepath.Join(cfg.DataDir, "logs"), Level: cfg.Logging.Level, Console: console})
+	logDir := filepath.Join(cfg.DataDir, "logs")
+	if readOnly {
+		logDir = ""
+	}
+	logger, closeLog, err := logging.New(logging.Options{Dir: logDir, Level: cfg.Logging.Level, Console: console})
 	if err != nil {
 		log.Close()
 		return nil, err
@@ -83,7 +116,37 @@ func openApp(g *globals, console string) (*app, error) {
 	if pid := log.StalePID(); pid != 0 {
 		logger.Warn().Int("pid", pid).Str("event", "cmd.fano.stale_pid").Msg("took over the data directory from a process that is gone")
 	}
+	if cleanup != nil {
+		inner := closeLog
+		closeLog = func() error { cleanup(); return inner() }
+	}
 	return &app{cfg: cfg, dataDir: cfg.DataDir, log: log, logger: logger, closeLog: closeLog}, nil
+}
+
+// emptyLog opens a new, empty log in a temporary directory; cleanup
+// removes it after the log is closed.
+func emptyLog() (*wal.Log, func(), error) {
+	dir, err := os.MkdirTemp("", "fano-empty-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("empty state: %w", err)
+	}
+	log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{NoSync: true})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("empty state: %w", err)
+	}
+	return log, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// walOpenError adds what to do to the errors of a damaged or missing WAL.
+func walOpenError(path string, err error) error {
+	switch {
+	case errors.Is(err, wal.ErrDamaged):
+		return fmt.Errorf("%w\nfano will not start on it. To go on: 'fano wal salvage --to FILE' copies every readable entry into FILE and reports what was lost (then stop fano and move FILE to %s), or 'fano wal restore BACKUP' puts a backup from the data directory's backup/ in its place", err, path)
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, wal.ErrEmpty):
+		return fmt.Errorf("%w: there is no state to read; 'fano run' starts a new one", err)
+	}
+	return err
 }
 
 func (a *app) close() error {

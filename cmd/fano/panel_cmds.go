@@ -194,7 +194,7 @@ func newTasksCmd(g *globals) *cobra.Command {
 // then its later entries), read-only. A locked database means a fano runs
 // whose panel does not answer: that is said, not worked around.
 func offlineTasks(g *globals, p *panelConn, module, state string, limit int, ids []string) ([]control.TaskView, error) {
-	a, err := openApp(g, "off")
+	a, err := openAppReadOnly(g)
 	if errors.Is(err, wal.ErrLocked) {
 		return nil, fmt.Errorf("%w; its control panel does not answer at %s (is control.enabled off?)", err, p.addr)
 	}

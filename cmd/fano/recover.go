@@ -18,7 +18,7 @@ func newRecoverCmd(g *globals) *cobra.Command {
 		Short: "Replay the WAL and repair the state (spec §9.1) without running work",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(g, "off")
+			a, err := openData(g, "off", dry)
 			if err != nil {
 				return err
 			}

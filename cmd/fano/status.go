@@ -45,7 +45,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				return err
 			}
 			rep := statusReport{DataDir: cfg.DataDir}
-			a, err := openApp(g, "off")
+			a, err := openAppReadOnly(g)
 			if errors.Is(err, wal.ErrLocked) {
 				rep.Running = true
 				rep.Message = err.Error() + "; live status comes from the control panel"

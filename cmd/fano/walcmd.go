@@ -20,7 +20,7 @@ func newWALCmd(g *globals) *cobra.Command {
 		Short: "List WAL entries (sequence, time, owner, type, size)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(g, "off")
+			a, err := openAppReadOnly(g)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// dirState is every file of a directory tree: path -> size, mode, content
+// hash. Equal states mean nothing was created, removed or changed.
+func dirState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			out[rel] = fmt.Sprintf("dir %v", fi.Mode())
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out[rel] = fmt.Sprintf("%d %v %x", fi.Size(), fi.Mode(), sha256.Sum256(b))
+		return nil
+	}))
+	return out
+}
+
+// A data directory with real state, made by a real `fano run --until-idle`.
+func finishedDataDir(t *testing.T) (cfg, dataDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	dataDir = filepath.Join(dir, "data")
+	cfg = writeConfig(t, dir, slowConfig(1))
+	_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", dataDir)
+	require.NoError(t, err, errOut)
+	return cfg, dataDir
+}
+
+// Commands that only read leave every byte of the data directory as it
+// was, fano.db included (no meta page rewritten, no PID file, no log).
+func TestReadOnlyCommandsWriteNothing(t *testing.T) {
+	cfg, dataDir := finishedDataDir(t)
+	before := dirState(t, dataDir)
+	require.Contains(t, before, "fano.db")
+	for _, args := range [][]string{
+		{"status"}, {"tasks"}, {"verify"}, {"wal", "inspect"}, {"recover", "--dry-run"},
+	} {
+		out, errOut, code := runCmd(append(args, "--config", cfg, "--data-dir", dataDir)...)
+		require.Equal(t, 0, code, "%v: %s%s", args, out, errOut)
+		require.Equal(t, before, dirState(t, dataDir), "fano %v changed the data directory", args)
+	}
+
+	// With no state at all, readers create nothing either.
+	empty := filepath.Join(t.TempDir(), "empty")
+	require.NoError(t, os.Mkdir(empty, 0o700))
+	for _, args := range [][]string{{"status"}, {"verify"}, {"wal", "inspect"}} {
+		out, errOut, code := runCmd(append(args, "--config", cfg, "--data-dir", empty)...)
+		require.Equal(t, 0, code, "%v: %s%s", args, out, errOut)
+		ents, err := os.ReadDir(empty)
+		require.NoError(t, err)
+		require.Empty(t, ents, "fano %v wrote into an empty data directory", args)
+	}
+}
+
+// A fano.db cut short is one clear error from every command, naming the
+// file and what to do; the file is left as it was and nothing crashes.
+func TestTruncatedWALIsOneClearError(t *testing.T) {
+	cfg, dataDir := finishedDataDir(t)
+	db := filepath.Join(dataDir, "fano.db")
+	fi, err := os.Stat(db)
+	require.NoError(t, err)
+	cut := fi.Size() / 2
+	f, err := os.OpenFile(db, os.O_RDWR, 0)
+	require.NoError(t, err)
+	buf := make([]byte, cut)
+	_, err = io.ReadFull(f, buf)
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(cut))
+	require.NoError(t, f.Close())
+	before := dirState(t, dataDir)
+
+	for _, args := range [][]string{{"verify"}, {"recover"}, {"status"}, {"wal", "inspect"}} {
+		out, errOut, code := runCmd(append(args, "--config", cfg, "--data-dir", dataDir)...)
+		require.NotEqual(t, 0, code, "%v: %s", args, out)
+		require.Contains(t, errOut, db, args)
+		require.Contains(t, errOut, "is damaged", args)
+		require.Contains(t, errOut, "fano wal salvage", args)
+		require.NotContains(t, errOut, "panic", args)
+		require.Equal(t, before, dirState(t, dataDir), "fano %v changed the data directory", args)
+	}
+	// run as a subprocess: a clear error and a non-zero exit, no fault.
+	_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", dataDir)
+	require.Error(t, err)
+	require.Contains(t, errOut, "is damaged")
+	require.NotContains(t, errOut, "SIGSEGV")
+	require.Equal(t, before, dirState(t, dataDir))
+}
