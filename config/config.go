@@ -79,6 +79,11 @@ type State struct {
 	// FinishedTaskRetentionHours is how long finished tasks stay in memory
 	// (they stay on disk).
 	FinishedTaskRetentionHours int `yaml:"finished_task_retention_hours"`
+	// BackupIntervalHours is how often `fano run` writes a consistent
+	// snapshot of the WAL into <data-dir>/backup/ (0 = never); BackupsKept
+	// is how many of the newest it keeps.
+	BackupIntervalHours int `yaml:"backup_interval_hours"`
+	BackupsKept         int `yaml:"backups_kept"`
 }
 
 // Scheduler configures the priority scheduler.
@@ -306,6 +311,8 @@ func New() *Config {
 				CheckpointIntervalSeconds:  60,
 				WALCompactThresholdMB:      100,
 				FinishedTaskRetentionHours: 24,
+				BackupIntervalHours:        6,
+				BackupsKept:                4,
 			},
 			Scheduler: Scheduler{
 				TickIntervalMS:      100,

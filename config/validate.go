@@ -159,6 +159,8 @@ func (c *Config) validateOrchestrator(v *checker) {
 	v.positive("orchestrator.state.checkpoint_interval_seconds", o.State.CheckpointIntervalSeconds)
 	v.positive("orchestrator.state.wal_compact_threshold_mb", o.State.WALCompactThresholdMB)
 	v.positive("orchestrator.state.finished_task_retention_hours", o.State.FinishedTaskRetentionHours)
+	v.nonNegative("orchestrator.state.backup_interval_hours", o.State.BackupIntervalHours)
+	v.positive("orchestrator.state.backups_kept", o.State.BackupsKept)
 
 	s := &o.Scheduler
 	v.positive("orchestrator.scheduler.tick_interval_ms", s.TickIntervalMS)

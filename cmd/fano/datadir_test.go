@@ -8,8 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"fano/wal"
 )
 
 // dirState is every file of a directory tree: path -> size, mode, content
@@ -109,4 +112,54 @@ func TestTruncatedWALIsOneClearError(t *testing.T) {
 	require.Contains(t, errOut, "is damaged")
 	require.NotContains(t, errOut, "SIGSEGV")
 	require.Equal(t, before, dirState(t, dataDir))
+}
+
+// A damaged fano.db is salvaged into a new file and reported; a backup
+// taken before the damage is restored and the directory verifies clean.
+func TestBackupSalvageRestore(t *testing.T) {
+	cfg, dataDir := finishedDataDir(t)
+	args := func(a ...string) []string { return append(a, "--config", cfg, "--data-dir", dataDir) }
+	out, errOut, code := runCmd(args("wal", "backup")...)
+	require.Equal(t, 0, code, errOut)
+	names, err := backupFiles(backupDir(dataDir))
+	require.NoError(t, err)
+	require.Len(t, names, 1)
+	require.Contains(t, out, names[0])
+	backup := filepath.Join(backupDir(dataDir), names[0])
+
+	db := filepath.Join(dataDir, "fano.db")
+	fi, err := os.Stat(db)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(db, fi.Size()/2))
+	damaged := dirState(t, dataDir)["fano.db"]
+
+	salvaged := filepath.Join(t.TempDir(), "salvaged.db")
+	out, errOut, code = runCmd(args("wal", "salvage", "--to", salvaged)...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "salvaged "+db)
+	require.Contains(t, out, "entries copied")
+	require.FileExists(t, salvaged)
+	require.Equal(t, damaged, dirState(t, dataDir)["fano.db"], "salvage never writes fano.db")
+
+	out, errOut, code = runCmd(args("wal", "restore", backup)...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "kept as")
+	out, errOut, code = runCmd(args("verify")...)
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	require.Contains(t, out, "clean")
+}
+
+func TestBackupsKeepTheNewest(t *testing.T) {
+	dataDir := t.TempDir()
+	log, err := wal.Open(filepath.Join(dataDir, "fano.db"), wal.Options{NoSync: true})
+	require.NoError(t, err)
+	defer log.Close()
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for i := 0; i < 5; i++ {
+		_, err := takeBackup(log, dataDir, t0.Add(time.Duration(i)*time.Hour), 3)
+		require.NoError(t, err)
+	}
+	names, err := backupFiles(backupDir(dataDir))
+	require.NoError(t, err)
+	require.Equal(t, []string{backupName(t0.Add(2 * time.Hour)), backupName(t0.Add(3 * time.Hour)), backupName(t0.Add(4 * time.Hour))}, names)
 }

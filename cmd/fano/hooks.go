@@ -9,6 +9,7 @@ import (
 	"fano/config"
 	"fano/gateway"
 	"fano/modules"
+	"fano/wal"
 )
 
 // Extension points: each capability (a module, a backend type, the control
@@ -55,6 +56,7 @@ type runContext struct {
 	Cfg     *config.Config
 	DataDir string
 	Sys     *actors.System
+	Log     *wal.Log // the open WAL (backups read it online)
 	Logger  zerolog.Logger
 	Clock   clockwork.Clock
 	// Stop asks `fano run` to shut down (as a signal would).

@@ -51,7 +51,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 		return err
 	}
 	stopReq := make(chan string, 1)
-	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
+	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Log: a.log, Logger: a.logger, Clock: opts.Clock,
 		Stop: func(reason string) {
 			select {
 			case stopReq <- reason:

@@ -59,6 +59,7 @@ func newWALCmd(g *globals) *cobra.Command {
 	}
 	compact.Flags().BoolVar(&shrink, "shrink", false, "rewrite the file without its free pages")
 	cmd.AddCommand(inspect, compact)
+	cmd.AddCommand(newWALBackupCmds(g)...)
 	return cmd
 }
 
