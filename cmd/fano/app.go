@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -58,7 +59,7 @@ func loadConfig(g *globals) (*config.Config, error) {
 // for writing. A locked, damaged or corrupt database is one clear error,
 // and nothing is written.
 func openApp(g *globals, console string) (*app, error) {
-	return openData(g, console, false)
+	return openData(g, openOpts{console: console})
 }
 
 // openAppReadOnly opens the data directory for a command that only reads
@@ -66,10 +67,20 @@ func openApp(g *globals, console string) (*app, error) {
 // WAL is opened read-only (shared lock, no PID file) and no log file is
 // written, so the data directory's bytes stay as they were.
 func openAppReadOnly(g *globals) (*app, error) {
-	return openData(g, "off", true)
+	return openData(g, openOpts{console: "off", readOnly: true})
 }
 
-func openData(g *globals, console string, readOnly bool) (*app, error) {
+// openOpts say how a command opens the data directory.
+type openOpts struct {
+	console  string // logging.console override ("" = the config's)
+	readOnly bool   // see openAppReadOnly
+	// fresh allows a new WAL where fano.db is missing or empty although
+	// the directory holds the traces of earlier runs (`fano run --fresh`).
+	fresh bool
+}
+
+func openData(g *globals, o openOpts) (*app, error) {
+	console, readOnly := o.console, o.readOnly
 	cfg, err := loadConfig(g)
 	if err != nil {
 		return nil, err
@@ -90,6 +101,11 @@ func openData(g *globals, console string, readOnly bool) (*app, error) {
 	opts := wal.Options{LockTimeout: time.Second, ReadOnly: readOnly}
 	if !readOnly {
 		opts.PIDFile = filepath.Join(cfg.DataDir, "fano.pid")
+	}
+	if !readOnly && !o.fresh {
+		if err := refuseLostState(cfg.DataDir, path); err != nil {
+			return nil, err
+		}
 	}
 	log, err := wal.Open(path, opts)
 	var cleanup func()
@@ -270,4 +286,52 @@ func buildModules(env *moduleEnv) ([]modules.Module, error) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// refuseLostState refuses to start a new WAL where fano.db is missing or
+// empty but the data directory holds what earlier runs left: that state
+// was lost (a deleted or emptied file, a wrong --data-dir layout), and a
+// new log would redo all the work, spend quota again and overwrite the
+// output.
+func refuseLostState(dataDir, path string) error {
+	fi, err := os.Stat(path)
+	if err == nil && fi.Size() > 0 {
+		return nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil // wal.Open reports it
+	}
+	traces := priorRunTraces(dataDir)
+	if len(traces) == 0 {
+		return nil
+	}
+	what := "is missing"
+	if err == nil {
+		what = "is empty"
+	}
+	return fmt.Errorf("data dir %s: %s %s but the directory holds what earlier runs left (%s); starting anew would redo every task and overwrite the output. "+
+		"Restore a backup ('fano wal restore %s/...'), or start anew on purpose with 'fano run --fresh'",
+		dataDir, path, what, strings.Join(traces, ", "), backupDir(dataDir))
+}
+
+// priorRunTraces names what earlier runs leave in a data directory.
+func priorRunTraces(dataDir string) []string {
+	var out []string
+	nonEmpty := func(name string) {
+		if ents, err := os.ReadDir(filepath.Join(dataDir, name)); err == nil && len(ents) > 0 {
+			out = append(out, fmt.Sprintf("%s/ (%d entries)", name, len(ents)))
+		}
+	}
+	nonEmpty("output")
+	nonEmpty("logs")
+	nonEmpty("backup")
+	for _, name := range []string{"panel.token"} {
+		if _, err := os.Stat(filepath.Join(dataDir, name)); err == nil {
+			out = append(out, name)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dataDir, "fano.db.before-restore-*")); len(m) > 0 {
+		out = append(out, filepath.Base(m[0]))
+	}
+	return out
 }

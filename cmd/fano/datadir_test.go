@@ -163,3 +163,33 @@ func TestBackupsKeepTheNewest(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{backupName(t0.Add(2 * time.Hour)), backupName(t0.Add(3 * time.Hour)), backupName(t0.Add(4 * time.Hour))}, names)
 }
+
+// A missing or empty fano.db beside earlier runs' output is refused,
+// naming what is there, unless --fresh says to start anew.
+func TestMissingWALBesideOutputIsRefused(t *testing.T) {
+	cfg, dataDir := finishedDataDir(t)
+	db := filepath.Join(dataDir, "fano.db")
+	require.NoError(t, os.MkdirAll(filepath.Join(dataDir, "output"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dataDir, "output", "DOCUMENT.md"), []byte("# kept\n"), 0o600))
+	require.NoError(t, os.Rename(db, filepath.Join(t.TempDir(), "elsewhere.db")))
+	before := dirState(t, dataDir)
+
+	for _, prepare := range []func(){
+		func() {},
+		func() { require.NoError(t, os.WriteFile(db, nil, 0o600)) },
+	} {
+		prepare()
+		before = dirState(t, dataDir)
+		_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", dataDir)
+		require.Error(t, err)
+		require.Contains(t, errOut, "output/")
+		require.Contains(t, errOut, "logs/")
+		require.Contains(t, errOut, "--fresh")
+		require.Equal(t, before, dirState(t, dataDir), "a refused start writes nothing")
+	}
+	_, errOut, err := runQuick(t, "run", "--until-idle", "--fresh", "--config", cfg, "--data-dir", dataDir)
+	require.NoError(t, err, errOut)
+	fi, err := os.Stat(db)
+	require.NoError(t, err)
+	require.Positive(t, fi.Size())
+}

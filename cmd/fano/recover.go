@@ -18,7 +18,7 @@ func newRecoverCmd(g *globals) *cobra.Command {
 		Short: "Replay the WAL and repair the state (spec §9.1) without running work",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openData(g, "off", dry)
+			a, err := openData(g, openOpts{console: "off", readOnly: dry})
 			if err != nil {
 				return err
 			}

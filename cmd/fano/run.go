@@ -16,20 +16,21 @@ import (
 )
 
 func newRunCmd(g *globals) *cobra.Command {
-	var untilIdle bool
+	var untilIdle, fresh bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Recover, then run until SIGINT/SIGTERM (or until no work remains with --until-idle)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(cmd, g, untilIdle)
+			return run(cmd, g, untilIdle, fresh)
 		},
 	}
 	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "exit when no work remains")
+	cmd.Flags().BoolVar(&fresh, "fresh", false, "start a new state although fano.db is missing or empty beside earlier runs' output")
 	return cmd
 }
 
-func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
+func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 	untilIdleRun = untilIdle // the heartbeat prints an ETA
 	// Signals are caught from the start, so a signal during recovery is
 	// not the default "die at once".
@@ -37,7 +38,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 
-	a, err := openApp(g, "")
+	a, err := openData(g, openOpts{fresh: fresh})
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,7 @@ output-orphaned/ (never deleted). Without --yes it only shows the problems.`,
 // beside a live fano; the lock error names the pid that holds it. A
 // read-only open writes nothing in the data directory.
 func openOffline(g *globals, what string, readOnly bool) (*app, error) {
-	a, err := openData(g, "off", readOnly)
+	a, err := openData(g, openOpts{console: "off", readOnly: readOnly})
 	if errors.Is(err, wal.ErrLocked) {
 		return nil, fmt.Errorf("%s works on a stopped fano: %w; stop it first", what, err)
 	}
