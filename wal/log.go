@@ -73,6 +73,17 @@ type Options struct {
 	// Now is the clock for entries with a zero Time and for checkpoint
 	// times (default time.Now).
 	Now func() time.Time
+	// RetryWrites, when > 0, makes a failed write transaction (a full
+	// disk, an I/O error) retry with the same entries and seqs after 50 ms,
+	// the wait doubling up to RetryWrites, until it succeeds or Close:
+	// writers wait instead of failing, and nothing is lost or written
+	// twice. Zero: the first failure fails every later write (ErrFailed).
+	RetryWrites time.Duration
+	// OnWriteFault, if set, is called from the writer before each wait of
+	// a retry (attempt counts from 1); OnWriteRecovered once the retried
+	// write went through. They must not call the Log.
+	OnWriteFault     func(err error, attempt int)
+	OnWriteRecovered func(down time.Duration, attempts int)
 	// ReadOnly opens an existing log for reading only: the lock is shared,
 	// nothing is written (not even bbolt's meta page), every write returns
 	// ErrReadOnly, and a missing or empty file is an error rather than a
@@ -118,7 +129,9 @@ type Log struct {
 	cond     *sync.Cond // signalled when queue grows or closed is set
 	queue    []*request
 	closed   bool
-	failed   error // sticky error of a failed write transaction
+	failed   error         // sticky error of a failed write transaction
+	fault    error         // the failed write being retried (RetryWrites)
+	closing  chan struct{} // closed when Close begins: a retry stops waiting
 	done     chan struct{}
 	closeErr error
 
@@ -162,7 +175,7 @@ func Open(path string, opts Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("wal: open %s: %w", path, err)
 	}
-	l := &Log{path: path, opts: opts, db: db, done: make(chan struct{})}
+	l := &Log{path: path, opts: opts, db: db, done: make(chan struct{}), closing: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	last, err := l.init()
 	if err != nil {
@@ -338,6 +351,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
+	close(l.closing)
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	<-l.done // the writer drained the queue and exited
