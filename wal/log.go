@@ -85,7 +85,8 @@ type Options struct {
 	OnWriteFault     func(err error, attempt int)
 	OnWriteRecovered func(down time.Duration, attempts int)
 	// ReadOnly opens an existing log for reading only: the lock is shared,
-	// nothing is written (not even bbolt's meta page), every write returns
+	// nothing is written (not even bbolt's meta page, nor PIDFile, which
+	// is only read to name the holder of the lock), every write returns
 	// ErrReadOnly, and a missing or empty file is an error rather than a
 	// new log.
 	ReadOnly bool

@@ -86,10 +86,11 @@ func openData(g *globals, o openOpts) (*app, error) {
 		return nil, err
 	}
 	if readOnly {
-		// A reader creates nothing, not even the directory.
-		if fi, err := os.Stat(cfg.DataDir); err != nil {
+		// A reader creates nothing, not even the directory (a missing one
+		// reads as no state yet, below).
+		if fi, err := os.Stat(cfg.DataDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
-		} else if !fi.IsDir() {
+		} else if err == nil && !fi.IsDir() {
 			return nil, fmt.Errorf("data dir %s: exists but is not a directory", cfg.DataDir)
 		}
 	} else if err := config.CheckDataDir(cfg.DataDir); err != nil {
@@ -98,9 +99,11 @@ func openData(g *globals, o openOpts) (*app, error) {
 	// The WAL first: a locked or corrupt database stops us before we
 	// write anything, not even a log line.
 	path := filepath.Join(cfg.DataDir, "fano.db")
-	opts := wal.Options{LockTimeout: time.Second, ReadOnly: readOnly}
+	// A reader only reads the PID file, to name the process that holds
+	// the lock.
+	opts := wal.Options{LockTimeout: time.Second, ReadOnly: readOnly, PIDFile: filepath.Join(cfg.DataDir, "fano.pid")}
 	if !readOnly {
-		opts.PIDFile = filepath.Join(cfg.DataDir, "fano.pid")
+		opts.RetryWrites = 30 * time.Second
 	}
 	if !readOnly && !o.fresh {
 		if err := refuseLostState(cfg.DataDir, path); err != nil {
