@@ -180,7 +180,14 @@ func jsonProblem(err error) error {
 	return fmt.Errorf("bad JSON: %v", err)
 }
 
+// handleHealthz answers 503 while the WAL cannot be written: a
+// supervisor's probe sees a fano that makes no progress.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	if since, err := s.sys.StorageFault(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, Healthz{Status: "unhealthy", Service: "fano", DataDir: s.opts.DataDir,
+			Reason: fmt.Sprintf("WAL writes fail since %s: %v", since.UTC().Format(time.RFC3339), err)})
+		return
+	}
 	writeJSON(w, http.StatusOK, Healthz{Status: "ok", Service: "fano", DataDir: s.opts.DataDir})
 }
 

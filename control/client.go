@@ -112,6 +112,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 func (c *Client) Healthz(ctx context.Context) (Healthz, error) {
 	var h Healthz
 	err := c.do(ctx, http.MethodGet, "/healthz", nil, &h)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable {
+		// A fano whose WAL writes fail answers 503: it is running.
+		return Healthz{Status: "unhealthy", Service: "fano", Reason: apiErr.Message}, nil
+	}
 	if err == nil && h.Service != "fano" {
 		return h, fmt.Errorf("%w at %s: something else answers there", ErrNotRunning, c.BaseURL)
 	}

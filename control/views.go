@@ -183,9 +183,10 @@ type Document struct {
 
 // Healthz is GET /healthz.
 type Healthz struct {
-	Status  string `json:"status"` // "ok"
+	Status  string `json:"status"` // "ok" or "unhealthy" (HTTP 503)
 	Service string `json:"service"`
 	DataDir string `json:"data_dir,omitempty"`
+	Reason  string `json:"reason,omitempty"` // why it is unhealthy
 }
 
 // StateName is a task state without its prefix: "PENDING".

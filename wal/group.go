@@ -261,7 +261,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 	}
 
 	err := l.writeTx(write, first, buf, nEntries)
-	if err != nil && l.opts.RetryWrites > 0 {
+	if err != nil && l.opts.RetryWrites > 0 && !l.retriesStopped() {
 		err = l.retryTx(write, first, buf, nEntries, err)
 	}
 	if err != nil {
@@ -362,10 +362,26 @@ func (l *Log) retryTx(reqs []*request, first uint64, block []byte, nEntries int,
 	}
 }
 
+// StopRetrying ends a retry going on and any later one: the failed write
+// fails its callers, and every later write fails (ErrFailed), so a
+// program can stop while its disk is full.
+func (l *Log) StopRetrying() {
+	l.closingOnce.Do(func() { close(l.closing) })
+}
+
 // Fault returns the error of the write transaction being retried, nil
 // when writes go through.
 func (l *Log) Fault() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.fault
+}
+
+func (l *Log) retriesStopped() bool {
+	select {
+	case <-l.closing:
+		return true
+	default:
+		return false
+	}
 }

@@ -126,15 +126,16 @@ type Log struct {
 
 	lastSeq atomic.Uint64 // last durable seq
 
-	mu       sync.Mutex
-	cond     *sync.Cond // signalled when queue grows or closed is set
-	queue    []*request
-	closed   bool
-	failed   error         // sticky error of a failed write transaction
-	fault    error         // the failed write being retried (RetryWrites)
-	closing  chan struct{} // closed when Close begins: a retry stops waiting
-	done     chan struct{}
-	closeErr error
+	mu          sync.Mutex
+	cond        *sync.Cond // signalled when queue grows or closed is set
+	queue       []*request
+	closed      bool
+	failed      error         // sticky error of a failed write transaction
+	fault       error         // the failed write being retried (RetryWrites)
+	closing     chan struct{} // closed by Close or StopRetrying: a retry gives up
+	closingOnce sync.Once
+	done        chan struct{}
+	closeErr    error
 
 	// Test hooks, set before the first write.
 	hookEnqueued     func()          // after a request is queued
@@ -352,7 +353,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
-	close(l.closing)
+	l.closingOnce.Do(func() { close(l.closing) })
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	<-l.done // the writer drained the queue and exited

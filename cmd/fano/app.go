@@ -30,6 +30,7 @@ type app struct {
 	cfg      *config.Config
 	dataDir  string
 	log      *wal.Log
+	storage  *actors.StorageWatch // the WAL's write faults (writable opens)
 	logger   zerolog.Logger
 	closeLog func() error
 }
@@ -102,8 +103,14 @@ func openData(g *globals, o openOpts) (*app, error) {
 	// A reader only reads the PID file, to name the process that holds
 	// the lock.
 	opts := wal.Options{LockTimeout: time.Second, ReadOnly: readOnly, PIDFile: filepath.Join(cfg.DataDir, "fano.pid")}
+	var storage *actors.StorageWatch
 	if !readOnly {
+		// A full disk or an I/O error does not fail the run: the WAL
+		// retries, the system holds new work meanwhile (actors.StorageWatch).
+		storage = actors.NewStorageWatch()
 		opts.RetryWrites = 30 * time.Second
+		opts.OnWriteFault = func(err error, attempt int) { storage.Failed(err, attempt, time.Now()) }
+		opts.OnWriteRecovered = storage.Recovered
 	}
 	if !readOnly && !o.fresh {
 		if err := refuseLostState(cfg.DataDir, path); err != nil {
@@ -139,7 +146,7 @@ func openData(g *globals, o openOpts) (*app, error) {
 		inner := closeLog
 		closeLog = func() error { cleanup(); return inner() }
 	}
-	return &app{cfg: cfg, dataDir: cfg.DataDir, log: log, logger: logger, closeLog: closeLog}, nil
+	return &app{cfg: cfg, dataDir: cfg.DataDir, log: log, storage: storage, logger: logger, closeLog: closeLog}, nil
 }
 
 // emptyLog opens a new, empty log in a temporary directory; cleanup
@@ -193,7 +200,7 @@ func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
 		backoff = append(backoff, time.Duration(s)*time.Second)
 	}
 	return actors.Options{
-		Log: a.log, Clock: clock, Logger: a.logger, OutputDir: filepath.Join(a.dataDir, "output"),
+		Log: a.log, Storage: a.storage, Clock: clock, Logger: a.logger, OutputDir: filepath.Join(a.dataDir, "output"),
 		Scheduler: scheduler.Config{
 			PreemptionThreshold: o.Scheduler.PreemptionThreshold,
 			MaxPending:          o.Scheduler.MaxPendingTasks,

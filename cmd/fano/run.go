@@ -31,6 +31,7 @@ func newRunCmd(g *globals) *cobra.Command {
 }
 
 func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
+	haltReason := ""
 	untilIdleRun = untilIdle // the heartbeat prints an ETA
 	// Signals are caught from the start, so a signal during recovery is
 	// not the default "die at once".
@@ -91,6 +92,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 	}
 	idleSeen := 0
 	reason := ""
+	halted := haltWatch{limit: untilIdleHaltLimit}
 loop:
 	for {
 		select {
@@ -110,6 +112,14 @@ loop:
 			reason = r
 			break loop
 		case <-idle:
+			// New work held back (WAL writes fail, low disk) for a while:
+			// a batch run stops and says why, rather than wait or claim
+			// that no work is left.
+			if why := halted.check(sys, time.Now()); why != "" {
+				reason = "halted"
+				haltReason = why
+				break loop
+			}
 			// Idle twice in a row: the modules had a tick to propose more.
 			if sys.Idle() {
 				idleSeen++
@@ -136,9 +146,17 @@ loop:
 	if reason == "idle" {
 		counts = sys.Counts()
 	}
+	if _, err := sys.StorageFault(); err != nil {
+		// The disk still refuses writes: stop now; what could not be
+		// written is redone after a restart (recovery pauses it).
+		a.log.StopRetrying()
+	}
 	stopServices()
 	stopErr := sys.Stop()
 	finishOps() // the shutdown's own events reach logs/trace.log; it is closed
+	if reason == "halted" {
+		return fmt.Errorf("stopped with work left: %s", haltReason)
+	}
 	if stopErr != nil {
 		return fmt.Errorf("stop: %w", stopErr)
 	}
@@ -153,4 +171,32 @@ loop:
 		}
 	}
 	return nil
+}
+
+// untilIdleHaltLimit is how long --until-idle waits for held-back work to
+// start again before it stops with an error.
+var untilIdleHaltLimit = 10 * time.Second
+
+// haltWatch tells when new work has been held back longer than limit,
+// and why.
+type haltWatch struct {
+	limit time.Duration
+	since time.Time
+}
+
+func (h *haltWatch) check(sys *actors.System, now time.Time) string {
+	if sys.Accepting() {
+		h.since = time.Time{}
+		return ""
+	}
+	if h.since.IsZero() {
+		h.since = now
+	}
+	if now.Sub(h.since) < h.limit {
+		return ""
+	}
+	if since, err := sys.StorageFault(); err != nil {
+		return fmt.Sprintf("the WAL cannot be written since %s (%v); free disk space and run again", since.Format(time.RFC3339), err)
+	}
+	return "new work is held back (low disk space below health.min_disk_space_gb, see 'fano status'); free disk space and run again"
 }
