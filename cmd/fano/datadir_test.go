@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -192,4 +194,28 @@ func TestMissingWALBesideOutputIsRefused(t *testing.T) {
 	fi, err := os.Stat(db)
 	require.NoError(t, err)
 	require.Positive(t, fi.Size())
+}
+
+// With the panel's port taken, `fano run` stops before its first write:
+// a clear error, and the data directory exactly as it was (or still
+// absent).
+func TestPortTakenWritesNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	_, dataDir := finishedDataDir(t)
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, strings.Replace(slowConfig(1), "control: {enabled: false}",
+		fmt.Sprintf("control: {enabled: true, address: %q}", taken.Addr().String()), 1))
+	before := dirState(t, dataDir)
+	_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", dataDir)
+	require.Error(t, err)
+	require.Contains(t, errOut, "control.address")
+	require.Contains(t, errOut, "address already in use")
+	require.Equal(t, before, dirState(t, dataDir), "a failed start writes nothing")
+
+	fresh := filepath.Join(dir, "fresh")
+	_, _, err = runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", fresh)
+	require.Error(t, err)
+	require.NoDirExists(t, fresh)
 }

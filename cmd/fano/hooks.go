@@ -4,6 +4,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"net"
 
 	"fano/actors"
 	"fano/config"
@@ -57,8 +58,11 @@ type runContext struct {
 	DataDir string
 	Sys     *actors.System
 	Log     *wal.Log // the open WAL (backups read it online)
-	Logger  zerolog.Logger
-	Clock   clockwork.Clock
+	// PanelListener is control.address, bound before the WAL was opened
+	// (nil: the panel service binds it itself, or the panel is off).
+	PanelListener net.Listener
+	Logger        zerolog.Logger
+	Clock         clockwork.Clock
 	// Stop asks `fano run` to shut down (as a signal would).
 	Stop func(reason string)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"fano/actors"
+	"fano/config"
 	"fano/control"
 )
 
@@ -71,9 +72,11 @@ func startPanel(rc *runContext) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("control panel: data dir: %w", err)
 	}
-	l, err := net.Listen("tcp", ctl.Address)
-	if err != nil {
-		return nil, fmt.Errorf("control panel: listen on %s (control.address): %w", ctl.Address, err)
+	l := rc.PanelListener // bound by `fano run` before the WAL was opened
+	if l == nil {
+		if l, err = listenPanel(rc.Cfg); err != nil {
+			return nil, err
+		}
 	}
 	srv, err := control.New(control.Options{
 		Sys: rc.Sys, Token: tok, AllowedOrigins: ctl.AllowedOrigins, Logger: rc.Logger,
@@ -109,6 +112,21 @@ func startPanel(rc *runContext) (func(), error) {
 		<-served
 		_ = os.Remove(addrFile)
 	}, nil
+}
+
+// listenPanel binds control.address (nil listener when the panel is
+// off). `fano run` calls it before it opens the WAL: a port already taken
+// stops the start before anything is written.
+func listenPanel(cfg *config.Config) (net.Listener, error) {
+	ctl := cfg.Control
+	if !ctl.Enabled {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", ctl.Address)
+	if err != nil {
+		return nil, fmt.Errorf("control panel: listen on %s (control.address): %w", ctl.Address, err)
+	}
+	return l, nil
 }
 
 // printPanelBanner tells the person at the console where the panel is and

@@ -39,6 +39,23 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1)
 	defer signal.Stop(sigs)
 
+	// Everything that can refuse a start is checked before the first
+	// write: the config, the data directory, the panel's port, then (with
+	// the WAL open, nothing written yet) the backends' keys and drivers.
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	panelL, err := listenPanel(cfg)
+	if err != nil {
+		return err
+	}
+	handed := false
+	defer func() {
+		if panelL != nil && !handed {
+			panelL.Close()
+		}
+	}()
 	a, err := openData(g, openOpts{fresh: fresh})
 	if err != nil {
 		return err
@@ -53,7 +70,8 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 		return err
 	}
 	stopReq := make(chan string, 1)
-	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Log: a.log, Logger: a.logger, Clock: opts.Clock,
+	handed = true // the panel service owns (and closes) the listener from here
+	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Log: a.log, PanelListener: panelL, Logger: a.logger, Clock: opts.Clock,
 		Stop: func(reason string) {
 			select {
 			case stopReq <- reason:
