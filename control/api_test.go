@@ -367,3 +367,35 @@ func TestNoModuleForSeedsCommentsOrDocument(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, r.code)
 	assert.Contains(t, r.errorMessage(t), "no document")
 }
+
+// Operator text is checked (no control characters), the same comment
+// within a minute is taken once, and a page of another origin cannot make
+// changes even with the token.
+func TestPanelRefusesBadTextDuplicatesAndForeignOrigins(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	r := f.do("POST", "/api/seeds", testToken, `{"text":"nul\u0000inside"}`)
+	require.Equal(t, http.StatusBadRequest, r.code)
+	require.Contains(t, r.errorMessage(t), "control character U+0000")
+
+	r = f.do("POST", "/api/comments", testToken, `{"section_id":"planes","text":"Cite Bruck-Ryser."}`)
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	var cr CommandResult
+	r.json(t, &cr)
+	require.Equal(t, "added", cr.Status)
+	r = f.do("POST", "/api/comments", testToken, `{"section_id":"planes","text":"Cite  Bruck-Ryser."}`)
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	r.json(t, &cr)
+	require.Equal(t, "duplicate", cr.Status)
+	doc := string(f.do("GET", "/api/document", "", "").body)
+	require.Equal(t, 1, strings.Count(doc, "Bruck-Ryser"), doc)
+
+	req, err := http.NewRequest("POST", f.ts.URL+"/api/seeds", strings.NewReader(`{"text":"from evil.example"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := f.ts.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.NotContains(t, string(f.do("GET", "/api/document", "", "").body), "evil.example")
+}

@@ -90,9 +90,11 @@ type Server struct {
 	mux     *http.ServeMux
 	tokenH  [32]byte // sha256 of the token: compared in constant time
 
-	hub     *hub
-	metrics *metrics
-	unsub   func()
+	hub *hub
+	// comments: the same comment within a minute counts once.
+	comments *recentTexts
+	metrics  *metrics
+	unsub    func()
 
 	modMu sync.Mutex
 	mods  []moduleInfo // discovered once, lazily (modules are fixed at start)
@@ -153,8 +155,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, sys: opts.Sys, started: opts.StartedAt,
-		logger: opts.Logger.With().Str("component", "control").Logger(),
-		tokenH: hashToken(opts.Token),
+		logger:   opts.Logger.With().Str("component", "control").Logger(),
+		tokenH:   hashToken(opts.Token),
+		comments: newRecentTexts(time.Minute),
 	}
 	s.metrics = newMetrics(s)
 	for _, c := range opts.Collectors {

@@ -163,7 +163,7 @@ type CancelResult struct {
 
 // CommandResult is the answer to an added seed or comment.
 type CommandResult struct {
-	Status string   `json:"status"` // "added"
+	Status string   `json:"status"` // "added", or "duplicate" (the same comment within a minute)
 	Module string   `json:"module"`
 	Events []string `json:"events"` // types of the module events it logged
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"fano/actors"
@@ -130,9 +131,11 @@ func listenPanel(cfg *config.Config) (net.Listener, error) {
 }
 
 // printPanelBanner tells the person at the console where the panel is and
-// how to make changes. A token the operator set (config, environment) is
-// not echoed; one from panel.token is, in the URL's fragment, which the
-// browser keeps to itself (it is never sent to the server or logged).
+// how to make changes, once. A token the operator set (config,
+// environment) is not echoed. One from panel.token is shown only to a
+// terminal, in the URL's fragment, which the browser keeps to itself (it
+// is never sent to the server or logged); output that goes to a file (a
+// supervisor's log) names the token file instead.
 func printPanelBanner(w io.Writer, base, tok string, src control.TokenSource, env, dataDir string) {
 	switch src {
 	case control.TokenFromConfig:
@@ -140,7 +143,15 @@ func printPanelBanner(w io.Writer, base, tok string, src control.TokenSource, en
 	case control.TokenFromEnv:
 		fmt.Fprintf(w, "fano control panel: %s/  (changes need the token in $%s)\n", base, env)
 	default:
-		fmt.Fprintf(w, "fano control panel: %s/#token=%s\n", base, tok)
-		fmt.Fprintf(w, "panel token (for changes; also in %s): %s\n", filepath.Join(dataDir, control.TokenFile), tok)
+		if isTerminal(w) {
+			fmt.Fprintf(w, "fano control panel: %s/#token=%s\n", base, tok)
+			return
+		}
+		fmt.Fprintf(w, "fano control panel: %s/  (changes need the token in %s)\n", base, filepath.Join(dataDir, control.TokenFile))
 	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }

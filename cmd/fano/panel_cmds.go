@@ -352,8 +352,8 @@ func newSeedCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.TrimSpace(args[0])
-			if text == "" {
-				return errors.New("seed add: the text is empty")
+			if err := control.CheckText("text", text, control.MaxSeedRunes); err != nil {
+				return fmt.Errorf("seed add: %w", err)
 			}
 			return postSeed(cmd, g, text, priority)
 		},
@@ -398,8 +398,11 @@ func newCommentCmd(g *globals) *cobra.Command {
 		Short: "Comment on a section of the document; comments are addressed first (needs fano running)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(args[0]) == "" || strings.TrimSpace(args[1]) == "" {
-				return errors.New("comment add: the section id and the text must not be empty")
+			if err := control.CheckText("section_id", args[0], 200); err != nil {
+				return fmt.Errorf("comment add: %w", err)
+			}
+			if err := control.CheckText("text", args[1], control.MaxCommentRunes); err != nil {
+				return fmt.Errorf("comment add: %w", err)
 			}
 			return postComment(cmd, g, args[0], args[1])
 		},
