@@ -7,7 +7,9 @@
 package config
 
 import (
+	"net"
 	"sort"
+	"strings"
 )
 
 // Backend types.
@@ -239,6 +241,27 @@ type Control struct {
 	Token          string   `yaml:"token"`
 	TokenEnv       string   `yaml:"token_env"`
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowRemote must be true for an address other machines can reach
+	// (anything but loopback); the panel is then served over TLS, with
+	// TLSCert/TLSKey (PEM files) or a certificate fano generates in the
+	// data directory and prints by fingerprint.
+	AllowRemote bool   `yaml:"allow_remote"`
+	TLSCert     string `yaml:"tls_cert"`
+	TLSKey      string `yaml:"tls_key"`
+}
+
+// Remote reports whether the panel's address is reachable from other
+// machines (not a loopback address).
+func (c Control) Remote() bool {
+	host, _, err := net.SplitHostPort(c.Address)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip == nil || !ip.IsLoopback()
 }
 
 // Deduplication configures the shared duplicate checker.

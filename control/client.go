@@ -37,6 +37,12 @@ var ErrNotRunning = errors.New("no control panel answers")
 // BaseURL turns a listen address into the URL a client on this machine
 // uses: an unspecified host (":8765", "0.0.0.0:8765") becomes 127.0.0.1.
 func BaseURL(addr string) (string, error) {
+	scheme := "http://"
+	if rest, ok := strings.CutPrefix(addr, "https://"); ok {
+		// A panel served over TLS (control.allow_remote) writes its
+		// address with the scheme.
+		scheme, addr = "https://", rest
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("panel address %q: %w", addr, err)
@@ -48,7 +54,7 @@ func BaseURL(addr string) (string, error) {
 			host = "127.0.0.1"
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port), nil
+	return scheme + net.JoinHostPort(host, port), nil
 }
 
 func (c *Client) http() *http.Client {

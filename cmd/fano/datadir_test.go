@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -9,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"fano/control"
 	"fano/wal"
 )
 
@@ -218,4 +221,49 @@ func TestPortTakenWritesNothing(t *testing.T) {
 	_, _, err = runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", fresh)
 	require.Error(t, err)
 	require.NoDirExists(t, fresh)
+}
+
+// A panel on an address other machines reach needs allow_remote, and is
+// then served over TLS with a generated certificate printed by
+// fingerprint; `fano status` still reaches it (trusting that certificate).
+func TestRemotePanelNeedsAllowRemoteAndTLS(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	base := strings.Replace(slowConfig(60_000), "control: {enabled: false}", "control: {enabled: true, address: \"0.0.0.0:0\"}", 1)
+	cfg := writeConfig(t, dir, base)
+	_, errOut, err := runQuick(t, "run", "--config", cfg, "--data-dir", dataDir)
+	require.Error(t, err)
+	require.Contains(t, errOut, "control.address")
+	require.Contains(t, errOut, "allow_remote")
+	require.NoDirExists(t, dataDir, "refused before anything is written")
+
+	cfg = writeConfig(t, dir, strings.Replace(base, "address: \"0.0.0.0:0\"", "address: \"0.0.0.0:0\", allow_remote: true", 1))
+	cmd := quickFano(t, "run", "--config", cfg, "--data-dir", dataDir)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		<-done
+	}()
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "fingerprint") {
+			break
+		}
+	}
+	out := strings.Join(lines, "\n")
+	require.Contains(t, out, "fano control panel: https://127.0.0.1:")
+	require.Contains(t, out, "SHA-256 fingerprint")
+	require.NotContains(t, out, "[::1]")
+	require.FileExists(t, filepath.Join(dataDir, control.TLSCertFile))
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+
+	st, errOut, err := runQuick(t, "status", "--json", "--config", cfg, "--data-dir", dataDir)
+	require.NoError(t, err, errOut)
+	require.Contains(t, st, `"running"`)
 }

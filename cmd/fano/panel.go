@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -75,7 +76,7 @@ func startPanel(rc *runContext) (func(), error) {
 	}
 	l := rc.PanelListener // bound by `fano run` before the WAL was opened
 	if l == nil {
-		if l, err = listenPanel(rc.Cfg); err != nil {
+		if l, err = listenPanel(rc.Cfg, rc.DataDir); err != nil {
 			return nil, err
 		}
 	}
@@ -88,7 +89,12 @@ func startPanel(rc *runContext) (func(), error) {
 		l.Close()
 		return nil, err
 	}
-	addr := l.Addr().String()
+	addr := panelAddr(ctl.Address, l.Addr().String())
+	var ptls *control.PanelTLS
+	if pl, ok := l.(*tlsPanelListener); ok {
+		ptls = pl.tls
+		addr = "https://" + addr
+	}
 	addrFile := filepath.Join(rc.DataDir, control.AddrFile)
 	if err := actors.WriteFileAtomic(addrFile, []byte(addr+"\n"), 0o644); err != nil {
 		l.Close()
@@ -103,9 +109,17 @@ func startPanel(rc *runContext) (func(), error) {
 		}
 	}()
 	base, _ := control.BaseURL(addr)
-	rc.Logger.Info().Str("event", "control.panel.started").Str("url", base+"/").Str("token_source", string(src)).
-		Msg("control panel listening")
+	ev := rc.Logger.Info().Str("event", "control.panel.started").Str("url", base+"/").Str("token_source", string(src)).Bool("remote", ctl.Remote())
+	if ptls != nil {
+		ev = ev.Str("tls_cert", ptls.CertFile).Str("tls_sha256", ptls.Fingerprint)
+	}
+	ev.Msg("control panel listening")
 	printPanelBanner(panelOut, base, tok, src, ctl.TokenEnv, rc.DataDir)
+	if ptls != nil {
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		fmt.Fprintf(panelOut, "panel served to the network over TLS on port %s (open it by this machine's IP address); certificate %s, SHA-256 fingerprint %s\n",
+			port, ptls.CertFile, ptls.Fingerprint)
+	}
 	return func() {
 		if err := srv.Close(); err != nil {
 			rc.Logger.Warn().Err(err).Str("event", "control.panel.close_failed").Msg("control panel close")
@@ -118,16 +132,51 @@ func startPanel(rc *runContext) (func(), error) {
 // listenPanel binds control.address (nil listener when the panel is
 // off). `fano run` calls it before it opens the WAL: a port already taken
 // stops the start before anything is written.
-func listenPanel(cfg *config.Config) (net.Listener, error) {
+func listenPanel(cfg *config.Config, dataDir string) (net.Listener, error) {
 	ctl := cfg.Control
 	if !ctl.Enabled {
 		return nil, nil
+	}
+	var ptls *control.PanelTLS
+	if ctl.Remote() {
+		if !ctl.AllowRemote {
+			return nil, fmt.Errorf("control panel: %s is reachable from other machines: set control.allow_remote: true (TLS) or use 127.0.0.1", ctl.Address)
+		}
+		t, err := control.LoadPanelTLS(ctl.TLSCert, ctl.TLSKey, dataDir)
+		if err != nil {
+			return nil, err
+		}
+		ptls = t
 	}
 	l, err := net.Listen("tcp", ctl.Address)
 	if err != nil {
 		return nil, fmt.Errorf("control panel: listen on %s (control.address): %w", ctl.Address, err)
 	}
+	if ptls != nil {
+		return &tlsPanelListener{Listener: tls.NewListener(l, ptls.Config), tls: ptls}, nil
+	}
 	return l, nil
+}
+
+// tlsPanelListener is the panel's listener when it is served over TLS.
+type tlsPanelListener struct {
+	net.Listener
+	tls *control.PanelTLS
+}
+
+// panelAddr is the address local clients use: the bound port on the
+// configured host, loopback for an unspecified one (the listener reports
+// "[::]" for "0.0.0.0", which would read as IPv6 only).
+func panelAddr(configured, bound string) string {
+	host, _, _ := net.SplitHostPort(configured)
+	_, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return bound
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // printPanelBanner tells the person at the console where the panel is and

@@ -62,8 +62,22 @@ func findPanel(g *globals) (*panelConn, error) {
 		return nil, err
 	}
 	tok, _, tokErr := control.ResolveToken(cfg.Control, cfg.DataDir, os.Getenv, false)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if strings.HasPrefix(base, "https://") {
+		// A panel served over TLS: trust its certificate (fano's own,
+		// self-signed, or the one of control.tls_cert).
+		certFile := cfg.Control.TLSCert
+		if certFile == "" {
+			certFile = filepath.Join(cfg.DataDir, control.TLSCertFile)
+		}
+		tc, err := control.ClientTLS(certFile)
+		if err != nil {
+			return nil, err
+		}
+		hc.Transport = &http.Transport{TLSClientConfig: tc}
+	}
 	return &panelConn{cfg: cfg, addr: addr, tokErr: tokErr,
-		client: &control.Client{BaseURL: base, Token: tok, HTTP: &http.Client{Timeout: 30 * time.Second}}}, nil
+		client: &control.Client{BaseURL: base, Token: tok, HTTP: hc}}, nil
 }
 
 // online says whether the panel of this data directory answers. A panel

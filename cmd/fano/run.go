@@ -46,7 +46,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 	if err != nil {
 		return err
 	}
-	panelL, err := listenPanel(cfg)
+	panelL, err := listenPanel(cfg, cfg.DataDir)
 	if err != nil {
 		return err
 	}
