@@ -6,7 +6,7 @@ GO    ?= go
 PLAYWRIGHT_DRIVER_PATH ?= $(HOME)/.cache/fano/playwright-driver
 export PLAYWRIGHT_DRIVER_PATH
 
-.PHONY: run test test-short deps bench proto build lint fuzz clean stress
+.PHONY: run test test-short deps bench proto build lint fuzz clean stress crashtest
 
 ## run: the offline demo on the built-in simulated LLMs
 run: build
@@ -45,3 +45,11 @@ fuzz:
 
 clean:
 	rm -rf bin fano-data
+
+## crashtest: SIGKILL `fano run` on the slowed demo K times at seeded random
+## moments (K=50 by default, up to 500; SEED picks the moments), then run
+## it to the end and check nothing was lost or done twice
+K    ?= 50
+SEED ?= 1
+crashtest:
+	FANO_CRASH_K=$(K) FANO_CRASH_SEED=$(SEED) $(GO) test -race -count=1 -timeout 60m -run '^TestCrashLoop$$' -v ./cmd/fano/

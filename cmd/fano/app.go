@@ -142,6 +142,15 @@ func openData(g *globals, o openOpts) (*app, error) {
 	if pid := log.StalePID(); pid != 0 {
 		logger.Warn().Int("pid", pid).Str("event", "cmd.fano.stale_pid").Msg("took over the data directory from a process that is gone")
 	}
+	if !readOnly {
+		// Leftovers of a `wal compact --shrink` or a restore that was
+		// killed: we hold the WAL's lock, so no one is writing them.
+		for _, stray := range []string{path + ".compact", path + ".tmp"} {
+			if err := os.Remove(stray); err == nil {
+				logger.Warn().Str("event", "cmd.fano.stray_removed").Str("path", stray).Msg("removed the leftover of an interrupted WAL rewrite")
+			}
+		}
+	}
 	if cleanup != nil {
 		inner := closeLog
 		closeLog = func() error { cleanup(); return inner() }

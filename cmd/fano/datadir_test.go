@@ -267,3 +267,14 @@ func TestRemotePanelNeedsAllowRemoteAndTLS(t *testing.T) {
 	require.NoError(t, err, errOut)
 	require.Contains(t, st, `"running"`)
 }
+
+// The leftover of a shrink killed midway is removed at the next start.
+func TestStrayCompactFileRemoved(t *testing.T) {
+	cfg, dataDir := finishedDataDir(t)
+	stray := filepath.Join(dataDir, "fano.db.compact")
+	require.NoError(t, os.WriteFile(stray, []byte("half a copy"), 0o600))
+	_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", dataDir)
+	require.NoError(t, err, errOut)
+	require.NoFileExists(t, stray)
+	require.Contains(t, errOut, "cmd.fano.stray_removed")
+}
