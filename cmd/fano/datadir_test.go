@@ -278,3 +278,24 @@ func TestStrayCompactFileRemoved(t *testing.T) {
 	require.NoFileExists(t, stray)
 	require.Contains(t, errOut, "cmd.fano.stray_removed")
 }
+
+// A start refused for a missing API key leaves no data directory behind.
+func TestMissingKeyStartLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	cfg := writeConfig(t, dir, `
+backends:
+  remote:
+    type: api
+    hourly_limit: 100
+    api: {base_url: "http://127.0.0.1:9", model: m, api_key_env: FANO_TEST_KEY_THAT_IS_NOT_SET}
+explorer: {enabled: false}
+documenter: {enabled: false}
+researcher: {enabled: false}
+control: {enabled: false}
+`)
+	_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", dataDir)
+	require.Error(t, err)
+	require.Contains(t, errOut, "FANO_TEST_KEY_THAT_IS_NOT_SET")
+	require.NoDirExists(t, dataDir, "a failed start writes nothing")
+}

@@ -56,11 +56,19 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 			panelL.Close()
 		}
 	}()
+	dirExisted := exists(cfg.DataDir)
+	dbExisted := exists(filepath.Join(cfg.DataDir, "fano.db"))
 	a, err := openData(g, openOpts{fresh: fresh})
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	started := false
+	defer func() {
+		_ = a.close()
+		if !started {
+			undoFailedStart(cfg.DataDir, dirExisted, dbExisted)
+		}
+	}()
 	opts, err := a.options(clockwork.NewRealClock())
 	if err != nil {
 		return err
@@ -69,6 +77,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 	if err != nil {
 		return err
 	}
+	started = true
 	stopReq := make(chan string, 1)
 	handed = true // the panel service owns (and closes) the listener from here
 	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Log: a.log, PanelListener: panelL, Logger: a.logger, Clock: opts.Clock,
@@ -217,4 +226,16 @@ func (h *haltWatch) check(sys *actors.System, now time.Time) string {
 		return fmt.Sprintf("the WAL cannot be written since %s (%v); free disk space and run again", since.Format(time.RFC3339), err)
 	}
 	return "new work is held back (low disk space below health.min_disk_space_gb, see 'fano status'); free disk space and run again"
+}
+
+// undoFailedStart removes what a start that failed before the system ran
+// created: the data directory, or a fano.db holding nothing but its empty
+// buckets. What was there before is never touched.
+func undoFailedStart(dataDir string, dirExisted, dbExisted bool) {
+	switch {
+	case !dirExisted:
+		_ = os.RemoveAll(dataDir)
+	case !dbExisted:
+		_ = os.Remove(filepath.Join(dataDir, "fano.db"))
+	}
 }
