@@ -58,7 +58,8 @@ func readCrashFacts(t *testing.T, dataDir string) crashFacts {
 	return f
 }
 
-// crashConfig is the demo on slowed sim backends with the panel off.
+// crashConfig is the demo on slowed sim backends with the panel off and
+// quotas raised for the restarts.
 func crashConfig(t *testing.T, slow int) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "config", "examples", "demo.yaml"))
@@ -66,6 +67,12 @@ func crashConfig(t *testing.T, slow int) string {
 	s := regexp.MustCompile(`latency_ms: (\d+)`).ReplaceAllStringFunc(string(b), func(m string) string {
 		n, _ := strconv.Atoi(strings.TrimPrefix(m, "latency_ms: "))
 		return fmt.Sprintf("latency_ms: %d", n*slow)
+	})
+	// Every restart redoes a few requests: the quotas leave room for up
+	// to 500 crashes within the hour, so no run waits for the next one.
+	s = regexp.MustCompile(`hourly_limit: (\d+)`).ReplaceAllStringFunc(s, func(m string) string {
+		n, _ := strconv.Atoi(strings.TrimPrefix(m, "hourly_limit: "))
+		return fmt.Sprintf("hourly_limit: %d", n*100)
 	})
 	s = strings.Replace(s, "logging:\n  level: info\n  console: auto", "logging:\n  level: info\n  console: json", 1)
 	return s + "\ncontrol: {enabled: false}\n"
