@@ -45,6 +45,7 @@ func (s *Server) routes() *http.ServeMux {
 	m.Handle("POST /api/comments", s.auth(http.HandlerFunc(s.handleComment)))
 	m.Handle("POST /api/backends/{name}/pause", s.auth(http.HandlerFunc(s.handlePause)))
 	m.Handle("POST /api/backends/{name}/resume", s.auth(http.HandlerFunc(s.handleResume)))
+	m.Handle("POST /api/wal/backup", s.auth(http.HandlerFunc(s.handleBackup)))
 	m.HandleFunc("GET /api/document", s.handleDocument)
 	m.HandleFunc("GET /api/events", s.handleEvents)
 	m.Handle("GET /", s.webHandler())
@@ -651,4 +652,23 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// BackupResult is the answer to POST /api/wal/backup.
+type BackupResult struct {
+	Path string `json:"path"`
+}
+
+func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Backup == nil {
+		writeError(w, http.StatusNotImplemented, "this fano takes no backups on demand")
+		return
+	}
+	path, err := s.opts.Backup()
+	if err != nil {
+		s.logger.Error().Err(err).Str("event", "control.panel.backup_failed").Msg("backup on demand")
+		writeError(w, http.StatusInternalServerError, "backup: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, BackupResult{Path: path})
 }

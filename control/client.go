@@ -174,6 +174,12 @@ func (c *Client) AddSeed(ctx context.Context, text string, priority int) (Comman
 	return r, c.do(ctx, http.MethodPost, "/api/seeds", seedRequest{Text: text, Priority: priority}, &r)
 }
 
+// Backup asks the running fano to back up its WAL now.
+func (c *Client) Backup(ctx context.Context) (BackupResult, error) {
+	var r BackupResult
+	return r, c.do(ctx, http.MethodPost, "/api/wal/backup", nil, &r)
+}
+
 // AddComment comments on a document section.
 func (c *Client) AddComment(ctx context.Context, sectionID, text string) (CommandResult, error) {
 	var r CommandResult

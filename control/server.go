@@ -68,6 +68,9 @@ type Options struct {
 	// ClientBuffer is how many events a websocket client may have queued
 	// before it counts as too slow and is dropped (default 1024).
 	ClientBuffer int
+	// Backup, if set, writes a backup of the WAL now and returns its path
+	// (POST /api/wal/backup, `fano wal backup` beside a running fano).
+	Backup func() (string, error)
 	// WALStatsEvery bounds how often the WAL is walked for its figures
 	// (default 15 s): wal.Log.Stats reads the whole file.
 	WALStatsEvery time.Duration

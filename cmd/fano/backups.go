@@ -110,6 +110,16 @@ func backupService(rc *runContext) (func(), error) {
 	return func() { close(stop); <-done }, nil
 }
 
+// panelBackup is the panel's backup on demand (nil without an open WAL).
+func panelBackup(rc *runContext) func() (string, error) {
+	if rc.Log == nil {
+		return nil
+	}
+	return func() (string, error) {
+		return takeBackup(rc.Log, rc.DataDir, rc.Clock.Now(), rc.Cfg.Orchestrator.State.BackupsKept)
+	}
+}
+
 // newWALBackupCmds are `fano wal backup`, `fano wal restore FILE` and
 // `fano wal salvage --to FILE`.
 func newWALBackupCmds(g *globals) []*cobra.Command {
@@ -120,7 +130,8 @@ func newWALBackupCmds(g *globals) []*cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := openAppReadOnly(g)
 			if errors.Is(err, wal.ErrLocked) {
-				return fmt.Errorf("%w: a running fano writes a backup every orchestrator.state.backup_interval_hours into its data directory's backup/; stop it to back up now", err)
+				// fano runs: it takes the backup itself, online.
+				return backupThroughPanel(cmd, g, err)
 			}
 			if err != nil {
 				return err
@@ -221,4 +232,29 @@ func orNone(xs []string) string {
 		return "none"
 	}
 	return strings.Join(xs, ", ")
+}
+
+// backupThroughPanel asks the running fano (which holds the WAL) for a
+// backup through its control panel.
+func backupThroughPanel(cmd *cobra.Command, g *globals, locked error) error {
+	p, err := findPanel(g)
+	if err != nil {
+		return err
+	}
+	up, err := p.online(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if !up {
+		return fmt.Errorf("wal backup: %w, and its control panel does not answer at %s; it backs up every orchestrator.state.backup_interval_hours on its own", locked, p.addr)
+	}
+	if err := p.needToken(); err != nil {
+		return err
+	}
+	r, err := p.client.Backup(cmd.Context())
+	if err != nil {
+		return apiErr("wal backup", err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "backup written by the running fano: %s\n", r.Path)
+	return nil
 }

@@ -299,3 +299,35 @@ control: {enabled: false}
 	require.Contains(t, errOut, "FANO_TEST_KEY_THAT_IS_NOT_SET")
 	require.NoDirExists(t, dataDir, "a failed start writes nothing")
 }
+
+// `fano wal backup` beside a running fano asks it (through the panel) for
+// an online backup; the copy is a whole log.
+func TestBackupOfRunningFano(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	cfg := writeConfig(t, dir, strings.Replace(slowConfig(60_000), "control: {enabled: false}", `control: {enabled: true, address: "127.0.0.1:0"}`, 1))
+	cmd := quickFano(t, "run", "--config", cfg, "--data-dir", dataDir)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		<-done
+	}()
+	sc := bufio.NewScanner(stdout)
+	require.True(t, sc.Scan(), "the panel banner")
+	require.Contains(t, sc.Text(), "fano control panel")
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+
+	out, errOut, err := runQuick(t, "wal", "backup", "--config", cfg, "--data-dir", dataDir)
+	require.NoError(t, err, errOut)
+	require.Contains(t, out, "backup written by the running fano")
+	names, err := backupFiles(backupDir(dataDir))
+	require.NoError(t, err)
+	require.Len(t, names, 1)
+	last, err := wal.CheckBackup(filepath.Join(backupDir(dataDir), names[0]))
+	require.NoError(t, err)
+	require.Positive(t, last)
+}

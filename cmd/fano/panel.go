@@ -84,6 +84,7 @@ func startPanel(rc *runContext) (func(), error) {
 		Sys: rc.Sys, Token: tok, AllowedOrigins: ctl.AllowedOrigins, Logger: rc.Logger,
 		Health: lateHealth{}, DataDir: dataDir, StartedAt: time.Now(),
 		Collectors: []prometheus.Collector{opsCollector()},
+		Backup:     panelBackup(rc),
 	})
 	if err != nil {
 		l.Close()
