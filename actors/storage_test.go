@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"fano/modules/probe"
+	"fano/pb"
 )
 
 // A fault retried every few milliseconds for minutes logs a line when it
@@ -39,4 +42,29 @@ func TestStorageWatchLogsAtMostOncePerMinute(t *testing.T) {
 	require.NoError(t, err)
 	w.Recovered(time.Second, 1) // no fault: nothing to report
 	require.Equal(t, last, changes[len(changes)-1])
+}
+
+// While the WAL cannot be written no task starts; when writes succeed
+// again the system resumes by itself and finishes the work.
+func TestStorageFaultHoldsNewWorkThenResumes(t *testing.T) {
+	watch := NewStorageWatch()
+	watch.Failed(errors.New("no space left on device"), 1, time.Now())
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(4), Turns: 1}, mutate: func(o *Options) { o.Storage = watch }})
+	sys := b.start()
+	require.False(t, sys.Accepting())
+	// Held work: the module proposes nothing and no task starts (break
+	// the hold and tasks run at once: latency is zero).
+	for i := 0; i < 5; i++ {
+		sys.Tick()
+	}
+	// Tasks answers after the ticks above in the scheduler's mailbox.
+	for _, tk := range sys.Tasks(nil, 0) {
+		require.Equal(t, pb.TaskState_TASK_STATE_PENDING, tk.State, tk.Id)
+	}
+	_, err := sys.StorageFault()
+	require.Error(t, err)
+
+	watch.Recovered(time.Second, 2)
+	require.True(t, sys.Accepting())
+	b.waitCompleted(4)
 }

@@ -170,6 +170,9 @@ func Start(opts Options) (*System, error) {
 	<-ready
 	if s.opts.Storage != nil {
 		s.opts.Storage.Subscribe(s.onStorage)
+		if _, _, err := s.opts.Storage.Fault(); err != nil {
+			s.storageHalted.Store(true) // the fault began before we subscribed
+		}
 	}
 	s.startLoops()
 	return s, nil
