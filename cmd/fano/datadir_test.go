@@ -331,3 +331,24 @@ func TestBackupOfRunningFano(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, last)
 }
+
+// A browser backend without the Playwright driver stops the start before
+// anything is written.
+func TestMissingDriverStartLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	cfg := writeConfig(t, dir, `
+backends:
+  chatgpt: {type: browser, hourly_limit: 10, browser: {profile: chatgpt}}
+explorer: {enabled: false}
+documenter: {enabled: false}
+researcher: {enabled: false}
+control: {enabled: false}
+`)
+	cmd := quickFano(t, "run", "--until-idle", "--config", cfg, "--data-dir", dataDir)
+	cmd.Env = append(cmd.Env, "PLAYWRIGHT_DRIVER_PATH="+filepath.Join(dir, "no-driver-here"))
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "Playwright driver is not installed")
+	require.NoDirExists(t, dataDir)
+}

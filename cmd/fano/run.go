@@ -46,6 +46,9 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 	if err != nil {
 		return err
 	}
+	if err := preflight(cfg); err != nil {
+		return err
+	}
 	panelL, err := listenPanel(cfg, cfg.DataDir)
 	if err != nil {
 		return err
