@@ -2,6 +2,7 @@ package health
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,5 +191,19 @@ func TestNoBackendsIsNotNoLLM(t *testing.T) {
 	m := New(Config{})
 	p := m.Check(Sample{At: t0, DiskFree: 50e9})
 	require.False(t, p.Reconnect)
+	require.True(t, m.Status().Healthy)
+}
+
+func TestWALWriteFaultIsUnhealthy(t *testing.T) {
+	m := New(Config{MinFreeBytes: 1e9})
+	s := sample(t0)
+	s.DiskFree = 2e9
+	s.StorageErr = errors.New("write fano.db: no space left on device")
+	m.Check(s)
+	st := m.Status()
+	require.False(t, st.Healthy)
+	require.Contains(t, strings.Join(st.Issues, "\n"), "WAL writes fail")
+	s.At, s.StorageErr = t0.Add(time.Minute), nil
+	m.Check(s)
 	require.True(t, m.Status().Healthy)
 }
