@@ -6,7 +6,7 @@ GO    ?= go
 PLAYWRIGHT_DRIVER_PATH ?= $(HOME)/.cache/fano/playwright-driver
 export PLAYWRIGHT_DRIVER_PATH
 
-.PHONY: run run-fresh test test-short deps bench proto build lint fuzz clean
+.PHONY: run run-fresh test test-short deps bench proto build lint fuzz clean stress crashtest
 
 ## run: the offline demo on the built-in simulated LLMs; a second run
 ## continues ./fano-data (fano says so), `make run-fresh` starts over
@@ -32,6 +32,11 @@ test: deps
 test-short:
 	$(GO) test -short -count=1 ./...
 
+## stress: keep every core busy until Ctrl-C (run `make test` beside it to
+## show the tests hold on a loaded machine); STRESS_CMD runs under load instead
+stress:
+	@bash scripts/stress.sh $(STRESS_CMD)
+
 ## deps: Chromium (Debian) and the Playwright driver (npm), idempotent
 deps:
 	@bash scripts/install-test-deps.sh
@@ -49,3 +54,11 @@ fuzz:
 
 clean:
 	rm -rf bin fano-data
+
+## crashtest: SIGKILL `fano run` on the slowed demo K times at seeded random
+## moments (K=50 by default, up to 500; SEED picks the moments), then run
+## it to the end and check nothing was lost or done twice
+K    ?= 50
+SEED ?= 1
+crashtest:
+	FANO_CRASH_K=$(K) FANO_CRASH_SEED=$(SEED) $(GO) test -race -count=1 -timeout 60m -run '^TestCrashLoop$$' -v ./cmd/fano/

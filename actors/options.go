@@ -57,6 +57,10 @@ type Options struct {
 	Observe func(owner string, e *pb.Event)
 	// Dry makes recovery report without writing (fano recover --dry-run).
 	Dry bool
+	// Storage, if set, reports the WAL's write faults (the same watch fed
+	// by wal.Options.OnWriteFault/OnWriteRecovered): while writes fail no
+	// new work starts, and it starts again by itself when they succeed.
+	Storage *StorageWatch
 }
 
 func (o *Options) defaults() {

@@ -60,6 +60,13 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	case *taskEvents:
 		a.persistTaskEvents(m)
 	case *tick:
+		if a.stopping {
+			// Once shutdown began nothing is decided any more: a tick that
+			// lands between the executors' pauses and the end of the tick
+			// loops would otherwise resume the tasks just paused for the
+			// shutdown (and archive finished ones) in the WAL.
+			return
+		}
 		for _, id := range a.deferred {
 			a.state.Unpick(id)
 		}

@@ -98,15 +98,23 @@ func setup(t testing.TB, so setupOpts) *bundle {
 // start starts the system and subscribes the bundle to its events.
 func (b *bundle) start() *System {
 	b.t.Helper()
-	sys, err := Start(b.opts)
-	require.NoError(b.t, err)
-	b.sys = sys
-	sys.Subscribe(func(n Notice) {
+	// The feed is wired in before Start: a subscription made after Start
+	// returns misses whatever the first ticks did meanwhile (on a busy
+	// machine, the very events a test waits for).
+	opts := b.opts
+	observe := opts.Observe
+	opts.Observe = func(owner string, e *pb.Event) {
+		if observe != nil {
+			observe(owner, e)
+		}
 		select {
-		case b.events <- n:
+		case b.events <- Notice{Owner: owner, Event: e}:
 		default:
 		}
-	})
+	}
+	sys, err := Start(opts)
+	require.NoError(b.t, err)
+	b.sys = sys
 	var once sync.Once
 	b.t.Cleanup(func() { once.Do(func() { _ = sys.Stop() }) })
 	return sys

@@ -48,7 +48,9 @@ type System struct {
 	finished  chan struct{} // closed and replaced each time an executor ends
 	execDone  chan struct{} // a signal per finished executor (non-blocking)
 	accepting atomic.Bool
-	quota     atomic.Pointer[map[string]quotaView]
+	// storageHalted: WAL writes fail (see onStorage); no new work starts.
+	storageHalted atomic.Bool
+	quota         atomic.Pointer[map[string]quotaView]
 
 	mu          sync.Mutex
 	initSched   *schedState
@@ -170,6 +172,12 @@ func Start(opts Options) (*System, error) {
 		return nil, fmt.Errorf("actors: orchestrator spawned as %q", pid.Id)
 	}
 	<-ready
+	if s.opts.Storage != nil {
+		s.opts.Storage.Subscribe(s.onStorage)
+		if _, _, err := s.opts.Storage.Fault(); err != nil {
+			s.storageHalted.Store(true) // the fault began before we subscribed
+		}
+	}
 	s.startLoops()
 	return s, nil
 }
@@ -226,7 +234,7 @@ func (s *System) tick() {
 // Tick runs one tick at once (tests on a fake clock, and after a submit).
 func (s *System) Tick() { s.tick() }
 
-func (s *System) acceptingWork() bool { return s.accepting.Load() }
+func (s *System) acceptingWork() bool { return s.accepting.Load() && !s.storageHalted.Load() }
 
 // SetAccepting stops (false) or resumes (true) the start of new work, as
 // the health monitor does on low disk. Running tasks go on.

@@ -38,7 +38,7 @@ type Reconnector interface {
 }
 
 // Accepting reports whether new work may start (see SetAccepting).
-func (s *System) Accepting() bool { return s.accepting.Load() }
+func (s *System) Accepting() bool { return s.acceptingWork() }
 
 // BackendHealth asks every gateway host for its backend's Health, in the
 // order of Options.Backends. A host that does not answer before ctx ends

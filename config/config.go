@@ -7,7 +7,9 @@
 package config
 
 import (
+	"net"
 	"sort"
+	"strings"
 )
 
 // Backend types.
@@ -84,6 +86,11 @@ type State struct {
 	// letting the heap double. 0: no limit. A GOMEMLIMIT in the environment
 	// wins.
 	MemoryLimitMB int `yaml:"memory_limit_mb"`
+	// BackupIntervalHours is how often `fano run` writes a consistent
+	// snapshot of the WAL into <data-dir>/backup/ (0 = never); BackupsKept
+	// is how many of the newest it keeps.
+	BackupIntervalHours int `yaml:"backup_interval_hours"`
+	BackupsKept         int `yaml:"backups_kept"`
 }
 
 // DefaultMemoryLimitMB is the default soft memory limit: well above the
@@ -257,6 +264,27 @@ type Control struct {
 	Token          string   `yaml:"token"`
 	TokenEnv       string   `yaml:"token_env"`
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// AllowRemote must be true for an address other machines can reach
+	// (anything but loopback); the panel is then served over TLS, with
+	// TLSCert/TLSKey (PEM files) or a certificate fano generates in the
+	// data directory and prints by fingerprint.
+	AllowRemote bool   `yaml:"allow_remote"`
+	TLSCert     string `yaml:"tls_cert"`
+	TLSKey      string `yaml:"tls_key"`
+}
+
+// Remote reports whether the panel's address is reachable from other
+// machines (not a loopback address).
+func (c Control) Remote() bool {
+	host, _, err := net.SplitHostPort(c.Address)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip == nil || !ip.IsLoopback()
 }
 
 // Deduplication configures the shared duplicate checker.
@@ -330,6 +358,8 @@ func New() *Config {
 				WALCompactThresholdMB:      100,
 				FinishedTaskRetentionHours: 24,
 				MemoryLimitMB:              DefaultMemoryLimitMB,
+				BackupIntervalHours:        6,
+				BackupsKept:                4,
 			},
 			Scheduler: Scheduler{
 				TickIntervalMS:      100,

@@ -297,7 +297,7 @@ func TestDemoConfig(t *testing.T) {
 	assert.Equal(t, [2]int{50, 100}, limits("chatgpt"))
 	assert.Equal(t, [2]int{50, 20}, limits("gemini"))
 	assert.Equal(t, [2]int{50, 100}, limits("claude"))
-	assert.Equal(t, 200, limits("openrouter-sim")[0])
+	assert.Equal(t, 800, limits("openrouter-sim")[0], "room for restarts within the hour")
 	assert.Equal(t, "api", c.Backends["openrouter-sim"].Sim.Style)
 	assert.Equal(t, 3, c.Explorer.ReviewPanelSize)
 

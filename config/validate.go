@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -160,6 +161,8 @@ func (c *Config) validateOrchestrator(v *checker) {
 	v.positive("orchestrator.state.wal_compact_threshold_mb", o.State.WALCompactThresholdMB)
 	v.positive("orchestrator.state.finished_task_retention_hours", o.State.FinishedTaskRetentionHours)
 	v.nonNegative("orchestrator.state.memory_limit_mb", o.State.MemoryLimitMB)
+	v.nonNegative("orchestrator.state.backup_interval_hours", o.State.BackupIntervalHours)
+	v.positive("orchestrator.state.backups_kept", o.State.BackupsKept)
 
 	s := &o.Scheduler
 	v.positive("orchestrator.scheduler.tick_interval_ms", s.TickIntervalMS)
@@ -374,6 +377,19 @@ func (c *Config) validateControl(v *checker) {
 		v.add("control.address", "must be host:port, like 127.0.0.1:8765 (is %q)", ctl.Address)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		v.add("control.address", "port must be a number from 0 to 65535 (is %q)", port)
+	}
+	if ctl.Remote() && !ctl.AllowRemote && ctl.Enabled {
+		v.add("control.address", "%q is reachable from other machines (it is not a loopback address): use 127.0.0.1:PORT, or set control.allow_remote: true to serve the panel over TLS to the network", ctl.Address)
+	}
+	if (ctl.TLSCert == "") != (ctl.TLSKey == "") {
+		v.add("control.tls_cert", "tls_cert and tls_key go together (PEM files); leave both empty to have fano generate a certificate")
+	}
+	for field, path := range map[string]string{"control.tls_cert": ctl.TLSCert, "control.tls_key": ctl.TLSKey} {
+		if path != "" {
+			if _, err := os.Stat(path); err != nil {
+				v.add(field, "cannot read %s: %v", path, err)
+			}
+		}
 	}
 	if ctl.Token != "" && len(ctl.Token) < 16 {
 		v.add("control.token", "must be at least 16 characters (or leave it empty to use token_env or a generated token)")

@@ -46,6 +46,7 @@ func (s *Server) routes() *http.ServeMux {
 	m.Handle("POST /api/comments", s.auth(http.HandlerFunc(s.handleComment)))
 	m.Handle("POST /api/backends/{name}/pause", s.auth(http.HandlerFunc(s.handlePause)))
 	m.Handle("POST /api/backends/{name}/resume", s.auth(http.HandlerFunc(s.handleResume)))
+	m.Handle("POST /api/wal/backup", s.auth(http.HandlerFunc(s.handleBackup)))
 	m.HandleFunc("GET /api/document", s.handleDocument)
 	m.HandleFunc("GET /api/events", s.handleEvents)
 	m.Handle("GET /", s.webHandler())
@@ -114,6 +115,14 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		h := r.Header.Get("Authorization")
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		got := hashToken(strings.TrimSpace(tok))
+		if err := s.checkOrigin(r); err != nil {
+			// A browser page of another site cannot make changes, even
+			// with the token at hand.
+			s.logger.Warn().Str("event", "control.panel.origin_refused").Str("method", r.Method).Str("path", r.URL.Path).
+				Str("origin", r.Header.Get("Origin")).Msg("mutation from a foreign origin")
+			writeError(w, http.StatusForbidden, "changes from origin %s are refused: use the panel at its own address, or add the origin to control.allowed_origins", r.Header.Get("Origin"))
+			return
+		}
 		if !ok || subtle.ConstantTimeCompare(got[:], s.tokenH[:]) != 1 {
 			s.logger.Warn().Str("event", "control.panel.unauthorized").Str("method", r.Method).Str("path", r.URL.Path).
 				Str("remote", r.RemoteAddr).Bool("had_token", ok).Msg("mutation without a valid token")
@@ -181,7 +190,14 @@ func jsonProblem(err error) error {
 	return fmt.Errorf("bad JSON: %v", err)
 }
 
+// handleHealthz answers 503 while the WAL cannot be written: a
+// supervisor's probe sees a fano that makes no progress.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	if since, err := s.sys.StorageFault(); err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, Healthz{Status: "unhealthy", Service: "fano", DataDir: s.opts.DataDir,
+			Reason: fmt.Sprintf("WAL writes fail since %s: %v", since.UTC().Format(time.RFC3339), err)})
+		return
+	}
 	writeJSON(w, http.StatusOK, Healthz{Status: "ok", Service: "fano", DataDir: s.opts.DataDir})
 }
 
@@ -459,8 +475,8 @@ func (s *Server) handleSeed(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "add seed: %v", err)
 		return
 	}
-	if strings.TrimSpace(req.Text) == "" {
-		writeError(w, http.StatusBadRequest, "add seed: field \"text\" is required")
+	if err := CheckText("text", req.Text, MaxSeedRunes); err != nil {
+		writeError(w, http.StatusBadRequest, "add seed: %v", err)
 		return
 	}
 	module, ok := s.pickModule(w, req.Module, capSeeds, "explorer", "seeds")
@@ -486,12 +502,23 @@ func (s *Server) handleComment(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "add comment: field \"section_id\" is required")
 		return
 	}
-	if strings.TrimSpace(req.Text) == "" {
-		writeError(w, http.StatusBadRequest, "add comment: field \"text\" is required")
+	if err := CheckText("text", req.Text, MaxCommentRunes); err != nil {
+		writeError(w, http.StatusBadRequest, "add comment: %v", err)
+		return
+	}
+	if err := CheckText("section_id", req.SectionID, 200); err != nil {
+		writeError(w, http.StatusBadRequest, "add comment: %v", err)
 		return
 	}
 	module, ok := s.pickModule(w, req.Module, capComments, "documenter", "comments")
 	if !ok {
+		return
+	}
+	key := commentKey(req.SectionID, req.Text)
+	if s.comments.seen(key, s.sys.Clock().Now()) {
+		// The same comment again within a minute (a double click, a
+		// retried request) is the one already taken.
+		writeJSON(w, http.StatusOK, CommandResult{Status: "duplicate", Module: module, Events: []string{}})
 		return
 	}
 	s.command(w, module, "comment_added", func(m modules.Module) ([]*pb.ModuleEvent, error) {
@@ -499,7 +526,11 @@ func (s *Server) handleComment(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return nil, errNoCapability
 		}
-		return c.DecideAddComment(req.SectionID, req.Text, s.sys.Clock().Now())
+		evs, err := c.DecideAddComment(req.SectionID, req.Text, s.sys.Clock().Now())
+		if err == nil {
+			s.comments.remember(key, s.sys.Clock().Now())
+		}
+		return evs, err
 	})
 }
 
@@ -635,4 +666,23 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// BackupResult is the answer to POST /api/wal/backup.
+type BackupResult struct {
+	Path string `json:"path"`
+}
+
+func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Backup == nil {
+		writeError(w, http.StatusNotImplemented, "this fano takes no backups on demand")
+		return
+	}
+	path, err := s.opts.Backup()
+	if err != nil {
+		s.logger.Error().Err(err).Str("event", "control.panel.backup_failed").Msg("backup on demand")
+		writeError(w, http.StatusInternalServerError, "backup: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, BackupResult{Path: path})
 }

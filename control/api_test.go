@@ -1,16 +1,20 @@
 package control
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"fano/actors"
 	"fano/pb"
 )
 
@@ -366,4 +370,65 @@ func TestNoModuleForSeedsCommentsOrDocument(t *testing.T) {
 	r = f.do("GET", "/api/document", "", "")
 	assert.Equal(t, http.StatusNotFound, r.code)
 	assert.Contains(t, r.errorMessage(t), "no document")
+}
+
+// Operator text is checked (no control characters), the same comment
+// within a minute is taken once, and a page of another origin cannot make
+// changes even with the token.
+func TestPanelRefusesBadTextDuplicatesAndForeignOrigins(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	r := f.do("POST", "/api/seeds", testToken, `{"text":"nul\u0000inside"}`)
+	require.Equal(t, http.StatusBadRequest, r.code)
+	require.Contains(t, r.errorMessage(t), "control character U+0000")
+
+	r = f.do("POST", "/api/comments", testToken, `{"section_id":"planes","text":"Cite Bruck-Ryser."}`)
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	var cr CommandResult
+	r.json(t, &cr)
+	require.Equal(t, "added", cr.Status)
+	r = f.do("POST", "/api/comments", testToken, `{"section_id":"planes","text":"Cite  Bruck-Ryser."}`)
+	require.Equal(t, http.StatusOK, r.code, "%s", r.body)
+	r.json(t, &cr)
+	require.Equal(t, "duplicate", cr.Status)
+	doc := string(f.do("GET", "/api/document", "", "").body)
+	require.Equal(t, 1, strings.Count(doc, "Bruck-Ryser"), doc)
+
+	req, err := http.NewRequest("POST", f.ts.URL+"/api/seeds", strings.NewReader(`{"text":"from evil.example"}`))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Origin", "https://evil.example")
+	resp, err := f.ts.Client().Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.NotContains(t, string(f.do("GET", "/api/document", "", "").body), "evil.example")
+}
+
+// While WAL writes fail /healthz answers 503 with the reason (the CLI
+// still sees a running fano), the status says new work is held; when
+// writes succeed again it is 200.
+func TestHealthzUnhealthyWhileWALWritesFail(t *testing.T) {
+	watch := actors.NewStorageWatch()
+	f := newFixture(t, fixtureOpts{storage: watch})
+	require.Equal(t, http.StatusOK, f.do("GET", "/healthz", "", "").code)
+
+	watch.Failed(errors.New("write fano.db: no space left on device"), 1, f.clock.Now())
+	r := f.do("GET", "/healthz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, r.code)
+	var h Healthz
+	r.json(t, &h)
+	require.Equal(t, "unhealthy", h.Status)
+	require.Contains(t, h.Reason, "no space left on device")
+	var st Status
+	f.do("GET", "/api/orchestrator/status", "", "").json(t, &st)
+	require.Equal(t, "not_accepting", st.State)
+	c := &Client{BaseURL: f.ts.URL, HTTP: f.ts.Client()}
+	ch, err := c.Healthz(context.Background())
+	require.NoError(t, err, "a fano that cannot write is still running")
+	require.Equal(t, "unhealthy", ch.Status)
+
+	watch.Recovered(time.Minute, 5)
+	require.Equal(t, http.StatusOK, f.do("GET", "/healthz", "", "").code)
+	f.do("GET", "/api/orchestrator/status", "", "").json(t, &st)
+	require.Equal(t, "running", st.State)
 }

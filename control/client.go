@@ -37,6 +37,12 @@ var ErrNotRunning = errors.New("no control panel answers")
 // BaseURL turns a listen address into the URL a client on this machine
 // uses: an unspecified host (":8765", "0.0.0.0:8765") becomes 127.0.0.1.
 func BaseURL(addr string) (string, error) {
+	scheme := "http://"
+	if rest, ok := strings.CutPrefix(addr, "https://"); ok {
+		// A panel served over TLS (control.allow_remote) writes its
+		// address with the scheme.
+		scheme, addr = "https://", rest
+	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return "", fmt.Errorf("panel address %q: %w", addr, err)
@@ -48,7 +54,7 @@ func BaseURL(addr string) (string, error) {
 			host = "127.0.0.1"
 		}
 	}
-	return "http://" + net.JoinHostPort(host, port), nil
+	return scheme + net.JoinHostPort(host, port), nil
 }
 
 func (c *Client) http() *http.Client {
@@ -112,6 +118,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 func (c *Client) Healthz(ctx context.Context) (Healthz, error) {
 	var h Healthz
 	err := c.do(ctx, http.MethodGet, "/healthz", nil, &h)
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable {
+		// A fano whose WAL writes fail answers 503: it is running.
+		return Healthz{Status: "unhealthy", Service: "fano", Reason: apiErr.Message}, nil
+	}
 	if err == nil && h.Service != "fano" {
 		return h, fmt.Errorf("%w at %s: something else answers there", ErrNotRunning, c.BaseURL)
 	}
@@ -161,6 +172,12 @@ func (c *Client) Cancel(ctx context.Context, id, reason string) (CancelResult, e
 func (c *Client) AddSeed(ctx context.Context, text string, priority int) (CommandResult, error) {
 	var r CommandResult
 	return r, c.do(ctx, http.MethodPost, "/api/seeds", seedRequest{Text: text, Priority: priority}, &r)
+}
+
+// Backup asks the running fano to back up its WAL now.
+func (c *Client) Backup(ctx context.Context) (BackupResult, error) {
+	var r BackupResult
+	return r, c.do(ctx, http.MethodPost, "/api/wal/backup", nil, &r)
 }
 
 // AddComment comments on a document section.

@@ -176,8 +176,12 @@ logging:
 			t.Fatal("fano run printed no panel URL within 30 s")
 		}
 	}
-	base, _, ok := strings.Cut(f.url, "/#token=")
-	require.True(t, ok, "the banner carries the token in the URL fragment: %s", f.url)
+	// Not a terminal: the banner names the token file, never the token.
+	base, _, ok := strings.Cut(f.url, "/  (changes need the token in ")
+	require.True(t, ok, "the banner names the token file: %s", f.url)
+	tok, err := os.ReadFile(filepath.Join(dataDir, TokenFile))
+	require.NoError(t, err)
+	f.url = base + "/#token=" + strings.TrimSpace(string(tok))
 	f.base = base
 	return f
 }

@@ -401,5 +401,5 @@ func (s *Server) checkOrigin(r *http.Request) error {
 			return nil
 		}
 	}
-	return errors.New("websocket origin " + origin + " is not allowed: open the panel from its own address, or add the origin to control.allowed_origins")
+	return errors.New("origin " + origin + " is not allowed: open the panel from its own address, or add the origin to control.allowed_origins")
 }

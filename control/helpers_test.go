@@ -53,6 +53,7 @@ type fixtureOpts struct {
 	origins      []string
 	health       HealthSource
 	modules      []string
+	storage      *actors.StorageWatch
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
@@ -75,6 +76,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		},
 		TickInterval: time.Hour, // the test ticks
 		OutputDir:    filepath.Join(dir, "output"),
+		Storage:      fo.storage,
 	})
 	require.NoError(t, err)
 	f := &fixture{t: t, clock: clock, sys: sys, backend: be, notices: make(chan actors.Notice, 10000), logBuf: logBuf}

@@ -68,6 +68,9 @@ type Options struct {
 	// ClientBuffer is how many events a websocket client may have queued
 	// before it counts as too slow and is dropped (default 1024).
 	ClientBuffer int
+	// Backup, if set, writes a backup of the WAL now and returns its path
+	// (POST /api/wal/backup, `fano wal backup` beside a running fano).
+	Backup func() (string, error)
 	// WALStatsEvery bounds how often the WAL is walked for its figures
 	// (default 15 s): wal.Log.Stats reads the whole file.
 	WALStatsEvery time.Duration
@@ -90,9 +93,11 @@ type Server struct {
 	mux     *http.ServeMux
 	tokenH  [32]byte // sha256 of the token: compared in constant time
 
-	hub     *hub
-	metrics *metrics
-	unsub   func()
+	hub *hub
+	// comments: the same comment within a minute counts once.
+	comments *recentTexts
+	metrics  *metrics
+	unsub    func()
 
 	modMu sync.Mutex
 	mods  []moduleInfo // discovered once, lazily (modules are fixed at start)
@@ -153,8 +158,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		opts: opts, sys: opts.Sys, started: opts.StartedAt,
-		logger: opts.Logger.With().Str("component", "control").Logger(),
-		tokenH: hashToken(opts.Token),
+		logger:   opts.Logger.With().Str("component", "control").Logger(),
+		tokenH:   hashToken(opts.Token),
+		comments: newRecentTexts(time.Minute),
 	}
 	s.metrics = newMetrics(s)
 	for _, c := range opts.Collectors {

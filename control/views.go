@@ -174,7 +174,7 @@ type CancelResult struct {
 
 // CommandResult is the answer to an added seed or comment.
 type CommandResult struct {
-	Status string   `json:"status"` // "added"
+	Status string   `json:"status"` // "added", or "duplicate" (the same comment within a minute)
 	Module string   `json:"module"`
 	Events []string `json:"events"` // types of the module events it logged
 }
@@ -194,9 +194,10 @@ type Document struct {
 
 // Healthz is GET /healthz.
 type Healthz struct {
-	Status  string `json:"status"` // "ok"
+	Status  string `json:"status"` // "ok" or "unhealthy" (HTTP 503)
 	Service string `json:"service"`
 	DataDir string `json:"data_dir,omitempty"`
+	Reason  string `json:"reason,omitempty"` // why it is unhealthy
 }
 
 // StateName is a task state without its prefix: "PENDING".

@@ -28,6 +28,14 @@ var (
 	// failed fsync the state of the page cache is unknown, so the log stops
 	// writing; Close and Open it again to continue.
 	ErrFailed = errors.New("wal: log failed")
+
+	// ErrReadOnly is returned by every write to a log opened with
+	// Options.ReadOnly.
+	ErrReadOnly = errors.New("wal: log is open read-only")
+
+	// ErrEmpty is wrapped by the error of a read-only Open of an empty
+	// file: there is no log to read.
+	ErrEmpty = errors.New("wal: database file is empty")
 )
 
 // CorruptError reports stored data that fails its integrity checks: a bad

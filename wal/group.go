@@ -261,6 +261,9 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 	}
 
 	err := l.writeTx(write, first, buf, nEntries)
+	if err != nil && l.opts.RetryWrites > 0 && !l.retriesStopped() {
+		err = l.retryTx(write, first, buf, nEntries, err)
+	}
 	if err != nil {
 		err = fmt.Errorf("wal: write seqs %d-%d to %s: %w: %w", first, next-1, l.path, ErrFailed, err)
 		l.mu.Lock()
@@ -322,4 +325,63 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 		l.hookBeforeCommit(nEntries)
 	}
 	return tx.Commit()
+}
+
+// retryTx retries a failed write transaction (the same entries with the
+// same seqs: a failed bbolt commit leaves the file as of the last good
+// one) on a doubling backoff up to Options.RetryWrites, until it succeeds
+// or Close begins. Callers of the batch, and everyone queued behind it,
+// wait meanwhile; OnWriteFault and OnWriteRecovered report the episode.
+func (l *Log) retryTx(reqs []*request, first uint64, block []byte, nEntries int, err error) error {
+	start := l.opts.Now()
+	wait := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		l.mu.Lock()
+		l.fault = err
+		l.mu.Unlock()
+		if l.opts.OnWriteFault != nil {
+			l.opts.OnWriteFault(err, attempt)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-l.closing:
+			t.Stop()
+			return err
+		}
+		wait = min(2*wait, l.opts.RetryWrites)
+		if err = l.writeTx(reqs, first, block, nEntries); err == nil {
+			l.mu.Lock()
+			l.fault = nil
+			l.mu.Unlock()
+			if l.opts.OnWriteRecovered != nil {
+				l.opts.OnWriteRecovered(l.opts.Now().Sub(start), attempt)
+			}
+			return nil
+		}
+	}
+}
+
+// StopRetrying ends a retry going on and any later one: the failed write
+// fails its callers, and every later write fails (ErrFailed), so a
+// program can stop while its disk is full.
+func (l *Log) StopRetrying() {
+	l.closingOnce.Do(func() { close(l.closing) })
+}
+
+// Fault returns the error of the write transaction being retried, nil
+// when writes go through.
+func (l *Log) Fault() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fault
+}
+
+func (l *Log) retriesStopped() bool {
+	select {
+	case <-l.closing:
+		return true
+	default:
+		return false
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,23 @@ type Options struct {
 	// Now is the clock for entries with a zero Time and for checkpoint
 	// times (default time.Now).
 	Now func() time.Time
+	// RetryWrites, when > 0, makes a failed write transaction (a full
+	// disk, an I/O error) retry with the same entries and seqs after 50 ms,
+	// the wait doubling up to RetryWrites, until it succeeds or Close:
+	// writers wait instead of failing, and nothing is lost or written
+	// twice. Zero: the first failure fails every later write (ErrFailed).
+	RetryWrites time.Duration
+	// OnWriteFault, if set, is called from the writer before each wait of
+	// a retry (attempt counts from 1); OnWriteRecovered once the retried
+	// write went through. They must not call the Log.
+	OnWriteFault     func(err error, attempt int)
+	OnWriteRecovered func(down time.Duration, attempts int)
+	// ReadOnly opens an existing log for reading only: the lock is shared,
+	// nothing is written (not even bbolt's meta page, nor PIDFile, which
+	// is only read to name the holder of the lock), every write returns
+	// ErrReadOnly, and a missing or empty file is an error rather than a
+	// new log.
+	ReadOnly bool
 }
 
 func (o Options) withDefaults() Options {
@@ -108,13 +126,16 @@ type Log struct {
 
 	lastSeq atomic.Uint64 // last durable seq
 
-	mu       sync.Mutex
-	cond     *sync.Cond // signalled when queue grows or closed is set
-	queue    []*request
-	closed   bool
-	failed   error // sticky error of a failed write transaction
-	done     chan struct{}
-	closeErr error
+	mu          sync.Mutex
+	cond        *sync.Cond // signalled when queue grows or closed is set
+	queue       []*request
+	closed      bool
+	failed      error         // sticky error of a failed write transaction
+	fault       error         // the failed write being retried (RetryWrites)
+	closing     chan struct{} // closed by Close or StopRetrying: a retry gives up
+	closingOnce sync.Once
+	done        chan struct{}
+	closeErr    error
 
 	// Test hooks, set before the first write.
 	hookEnqueued     func()          // after a request is queued
@@ -129,16 +150,24 @@ type Log struct {
 // Damage in the newest block is reported as *CorruptError.
 func Open(path string, opts Options) (*Log, error) {
 	opts = opts.withDefaults()
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+	fi, err := os.Stat(path)
+	if err == nil && fi.IsDir() {
 		return nil, &notDatabaseError{path: path, why: "it is a directory"}
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        opts.LockTimeout,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-		NoSync:         opts.NoSync,
-		NoGrowSync:     opts.NoSync,
-	})
+	if opts.ReadOnly {
+		if err != nil {
+			return nil, fmt.Errorf("wal: open %s read-only: %w", path, err)
+		}
+		if fi.Size() == 0 {
+			return nil, fmt.Errorf("wal: open %s read-only: %w", path, ErrEmpty)
+		}
+	}
+	// bbolt maps the file and trusts its meta page: pages it names beyond
+	// the end of a cut-short file fault (SIGSEGV/SIGBUS) on first touch.
+	if err := CheckFile(path); err != nil {
+		return nil, err
+	}
+	db, err := openBolt(path, opts)
 	if err != nil {
 		switch {
 		case errors.Is(err, berrors.ErrTimeout):
@@ -148,7 +177,7 @@ func Open(path string, opts Options) (*Log, error) {
 		}
 		return nil, fmt.Errorf("wal: open %s: %w", path, err)
 	}
-	l := &Log{path: path, opts: opts, db: db, done: make(chan struct{})}
+	l := &Log{path: path, opts: opts, db: db, done: make(chan struct{}), closing: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	last, err := l.init()
 	if err != nil {
@@ -156,6 +185,11 @@ func Open(path string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l.lastSeq.Store(last)
+	if opts.ReadOnly {
+		l.failed = ErrReadOnly // every write is refused at enqueue
+		close(l.done)          // no writer goroutine
+		return l, nil
+	}
 	if opts.PIDFile != "" {
 		stale, err := takePIDFile(opts.PIDFile)
 		if err != nil {
@@ -168,6 +202,25 @@ func Open(path string, opts Options) (*Log, error) {
 	return l, nil
 }
 
+// openBolt opens the bbolt file. A fault while bbolt reads a damaged
+// file it has mapped becomes an error, not a crash of the process.
+func openBolt(path string, opts Options) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, &DamagedError{Path: path, Problem: fmt.Sprintf("bbolt faulted reading it: %v", r)}
+		}
+	}()
+	return bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.LockTimeout,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		NoSync:         opts.NoSync,
+		NoGrowSync:     opts.NoSync,
+		ReadOnly:       opts.ReadOnly,
+	})
+}
+
 // isNotBolt reports bbolt's errors for a file whose header is not a bbolt
 // header. A file shorter than two pages gets an error with no sentinel.
 func isNotBolt(err error) bool {
@@ -178,42 +231,79 @@ func isNotBolt(err error) bool {
 // init creates the buckets of a fresh file, checks the format of an
 // existing one, and returns the last seq ever assigned.
 func (l *Log) init() (last uint64, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = &notDatabaseError{path: l.path, why: fmt.Sprintf("bbolt panicked: %v", r)}
 		}
 	}()
-	err = l.db.Update(func(tx *bolt.Tx) error {
+	// An existing log is only read here: opening it writes nothing.
+	fresh := false
+	err = l.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if meta == nil || meta.Get(keyFormat) == nil {
-			foreign := false
-			_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
-				foreign = true
-				return nil
-			})
-			if foreign {
-				return &notDatabaseError{path: l.path, why: "a bbolt database of another program (no WAL format marker)"}
-			}
-			for _, name := range [][]byte{bucketBlocks, bucketIntents, bucketCheckpoints, bucketMeta} {
-				if _, err := tx.CreateBucket(name); err != nil {
-					return fmt.Errorf("wal: open %s: create bucket %s: %w", l.path, name, err)
-				}
-			}
-			return tx.Bucket(bucketMeta).Put(keyFormat, formatName)
+		fresh = meta == nil || meta.Get(keyFormat) == nil
+		if fresh {
+			return nil
 		}
-		if f := meta.Get(keyFormat); string(f) != string(formatName) {
-			return &notDatabaseError{path: l.path, why: fmt.Sprintf("format %q, want %q", f, formatName)}
-		}
-		for _, name := range [][]byte{bucketBlocks, bucketIntents, bucketCheckpoints} {
-			if tx.Bucket(name) == nil {
-				return &CorruptError{Reason: fmt.Sprintf("%s: bucket %s missing", l.path, name)}
-			}
-		}
-		return nil
+		return checkFormat(tx, l.path)
 	})
+	if err == nil && fresh {
+		if l.opts.ReadOnly {
+			err = &notDatabaseError{path: l.path, why: "no WAL format marker"}
+		} else {
+			err = l.db.Update(l.initTx)
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
+	return l.readLastSeq()
+}
+
+// checkFormat checks the marker and buckets of an existing log.
+func checkFormat(tx *bolt.Tx, path string) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return &notDatabaseError{path: path, why: "no WAL format marker"}
+	}
+	if f := meta.Get(keyFormat); string(f) != string(formatName) {
+		return &notDatabaseError{path: path, why: fmt.Sprintf("format %q, want %q", f, formatName)}
+	}
+	for _, name := range [][]byte{bucketBlocks, bucketIntents, bucketCheckpoints} {
+		if tx.Bucket(name) == nil {
+			return &CorruptError{Reason: fmt.Sprintf("%s: bucket %s missing", path, name)}
+		}
+	}
+	return nil
+}
+
+// initTx creates the buckets of a fresh file; a bbolt file with buckets
+// but no format marker belongs to another program.
+func (l *Log) initTx(tx *bolt.Tx) error {
+	foreign := false
+	_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+		foreign = true
+		return nil
+	})
+	if foreign {
+		return &notDatabaseError{path: l.path, why: "a bbolt database of another program (no WAL format marker)"}
+	}
+	for _, name := range [][]byte{bucketBlocks, bucketIntents, bucketCheckpoints, bucketMeta} {
+		if _, err := tx.CreateBucket(name); err != nil {
+			return fmt.Errorf("wal: open %s: create bucket %s: %w", l.path, name, err)
+		}
+	}
+	return tx.Bucket(bucketMeta).Put(keyFormat, formatName)
+}
+
+// readLastSeq returns the last seq ever assigned.
+func (l *Log) readLastSeq() (last uint64, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = &CorruptError{Reason: fmt.Sprintf("%s: bbolt panicked reading: %v", l.path, r)}
+		}
+	}()
 	err = l.db.View(func(tx *bolt.Tx) error {
 		if v := tx.Bucket(bucketMeta).Get(keyLastSeq); v != nil {
 			if len(v) != 8 {
@@ -263,6 +353,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
+	l.closingOnce.Do(func() { close(l.closing) })
 	l.cond.Broadcast()
 	l.mu.Unlock()
 	<-l.done // the writer drained the queue and exited

@@ -86,6 +86,8 @@ type Sample struct {
 	Backends   []Backend
 	DiskFree   uint64
 	DiskErr    error // the free space could not be read
+	// StorageErr is the WAL write fault going on (nil: writes succeed).
+	StorageErr error
 }
 
 // Backend is one LLM backend as a check sees it.
@@ -378,6 +380,10 @@ func (m *Monitor) Check(s Sample) Plan {
 	}
 	if high {
 		issues = append(issues, fmt.Sprintf("high queue depth (%d, maximum %d)", s.QueueDepth, m.cfg.MaxQueueDepth))
+	}
+
+	if s.StorageErr != nil {
+		issues = append(issues, fmt.Sprintf("WAL writes fail (%v): no new work starts until they succeed", s.StorageErr))
 	}
 
 	sort.Strings(issues)

@@ -2,6 +2,7 @@ package health
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,4 +218,18 @@ func TestOnlyBackendsThatCanTakeWorkCount(t *testing.T) {
 		{Name: "b", Healthy: true, State: "credentials"},
 	}})
 	require.Equal(t, 1, m.Status().LLMsAvailable)
+}
+
+func TestWALWriteFaultIsUnhealthy(t *testing.T) {
+	m := New(Config{MinFreeBytes: 1e9})
+	s := sample(t0)
+	s.DiskFree = 2e9
+	s.StorageErr = errors.New("write fano.db: no space left on device")
+	m.Check(s)
+	st := m.Status()
+	require.False(t, st.Healthy)
+	require.Contains(t, strings.Join(st.Issues, "\n"), "WAL writes fail")
+	s.At, s.StorageErr = t0.Add(time.Minute), nil
+	m.Check(s)
+	require.True(t, m.Status().Healthy)
 }

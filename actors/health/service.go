@@ -47,6 +47,8 @@ type ServiceOptions struct {
 	// OnCheck, if set, is called after every check with the new status
 	// (tests wait on it).
 	OnCheck func(Status)
+	// Storage, if set, returns the WAL write fault going on (nil: none).
+	Storage func() error
 }
 
 // Service runs a Monitor every CheckInterval on its clock and carries out
@@ -147,6 +149,9 @@ func (s *Service) CheckNow(ctx context.Context) Status {
 	sample := Sample{Running: t.Running(), QueueDepth: t.QueueDepth(), Backends: t.Backends(probeCtx)}
 	cancel()
 	sample.DiskFree, sample.DiskErr = s.opts.Disk(cfg.DiskPath)
+	if s.opts.Storage != nil {
+		sample.StorageErr = s.opts.Storage()
+	}
 	sample.At = s.opts.Clock.Now()
 
 	s.mu.Lock()

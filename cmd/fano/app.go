@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -29,6 +31,7 @@ type app struct {
 	cfg      *config.Config
 	dataDir  string
 	log      *wal.Log
+	storage  *actors.StorageWatch // the WAL's write faults (writable opens)
 	logger   zerolog.Logger
 	closeLog func() error
 }
@@ -59,29 +62,85 @@ func loadConfig(g *globals) (*config.Config, error) {
 	return cfg, nil
 }
 
-// openApp loads the config, checks the data directory and opens the WAL.
-// A locked or corrupt database is one clear error, and nothing is written.
+// openApp loads the config, checks the data directory and opens the WAL
+// for writing. A locked, damaged or corrupt database is one clear error,
+// and nothing is written.
 func openApp(g *globals, console string) (*app, error) {
+	return openData(g, openOpts{console: console})
+}
+
+// openAppReadOnly opens the data directory for a command that only reads
+// (status and tasks offline, verify, wal inspect, recover --dry-run): the
+// WAL is opened read-only (shared lock, no PID file) and no log file is
+// written, so the data directory's bytes stay as they were.
+func openAppReadOnly(g *globals) (*app, error) {
+	return openData(g, openOpts{console: "off", readOnly: true})
+}
+
+// openOpts say how a command opens the data directory.
+type openOpts struct {
+	console  string // logging.console override ("" = the config's)
+	readOnly bool   // see openAppReadOnly
+	// fresh allows a new WAL where fano.db is missing or empty although
+	// the directory holds the traces of earlier runs (`fano run --fresh`).
+	fresh bool
+}
+
+func openData(g *globals, o openOpts) (*app, error) {
+	console, readOnly := o.console, o.readOnly
 	cfg, err := loadConfig(g)
 	if err != nil {
 		return nil, err
 	}
-	if err := config.CheckDataDir(cfg.DataDir); err != nil {
+	if readOnly {
+		// A reader creates nothing, not even the directory (a missing one
+		// reads as no state yet, below).
+		if fi, err := os.Stat(cfg.DataDir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("data dir %s: %w", cfg.DataDir, err)
+		} else if err == nil && !fi.IsDir() {
+			return nil, fmt.Errorf("data dir %s: exists but is not a directory", cfg.DataDir)
+		}
+	} else if err := config.CheckDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
 	// The WAL first: a locked or corrupt database stops us before we
 	// write anything, not even a log line.
-	log, err := wal.Open(filepath.Join(cfg.DataDir, "fano.db"), wal.Options{
-		LockTimeout: time.Second,
-		PIDFile:     filepath.Join(cfg.DataDir, "fano.pid"),
-	})
+	path := filepath.Join(cfg.DataDir, "fano.db")
+	// A reader only reads the PID file, to name the process that holds
+	// the lock.
+	opts := wal.Options{LockTimeout: time.Second, ReadOnly: readOnly, PIDFile: filepath.Join(cfg.DataDir, "fano.pid")}
+	var storage *actors.StorageWatch
+	if !readOnly {
+		// A full disk or an I/O error does not fail the run: the WAL
+		// retries, the system holds new work meanwhile (actors.StorageWatch).
+		storage = actors.NewStorageWatch()
+		opts.RetryWrites = 30 * time.Second
+		opts.OnWriteFault = func(err error, attempt int) { storage.Failed(err, attempt, time.Now()) }
+		opts.OnWriteRecovered = storage.Recovered
+	}
+	if !readOnly && !o.fresh {
+		if err := refuseLostState(cfg.DataDir, path); err != nil {
+			return nil, err
+		}
+	}
+	log, err := wal.Open(path, opts)
+	var cleanup func()
+	if readOnly && (errors.Is(err, os.ErrNotExist) || errors.Is(err, wal.ErrEmpty)) {
+		// No state yet reads as an empty log: one made outside the data
+		// directory, which a reader must not touch.
+		log, cleanup, err = emptyLog()
+	}
 	if err != nil {
-		return nil, err
+		return nil, walOpenError(path, err)
 	}
 	if console == "" {
 		console = cfg.Logging.Console
 	}
-	logger, closeLog, err := logging.New(logging.Options{Dir: filepath.Join(cfg.DataDir, "logs"), Level: cfg.Logging.Level, Console: console})
+	logDir := filepath.Join(cfg.DataDir, "logs")
+	if readOnly {
+		logDir = ""
+	}
+	logger, closeLog, err := logging.New(logging.Options{Dir: logDir, Level: cfg.Logging.Level, Console: console})
 	if err != nil {
 		log.Close()
 		return nil, err
@@ -89,7 +148,46 @@ func openApp(g *globals, console string) (*app, error) {
 	if pid := log.StalePID(); pid != 0 {
 		logger.Warn().Int("pid", pid).Str("event", "cmd.fano.stale_pid").Msg("took over the data directory from a process that is gone")
 	}
-	return &app{cfg: cfg, dataDir: cfg.DataDir, log: log, logger: logger, closeLog: closeLog}, nil
+	if !readOnly {
+		// Leftovers of a `wal compact --shrink` or a restore that was
+		// killed: we hold the WAL's lock, so no one is writing them.
+		for _, stray := range []string{path + ".compact", path + ".tmp"} {
+			if err := os.Remove(stray); err == nil {
+				logger.Warn().Str("event", "cmd.fano.stray_removed").Str("path", stray).Msg("removed the leftover of an interrupted WAL rewrite")
+			}
+		}
+	}
+	if cleanup != nil {
+		inner := closeLog
+		closeLog = func() error { cleanup(); return inner() }
+	}
+	return &app{cfg: cfg, dataDir: cfg.DataDir, log: log, storage: storage, logger: logger, closeLog: closeLog}, nil
+}
+
+// emptyLog opens a new, empty log in a temporary directory; cleanup
+// removes it after the log is closed.
+func emptyLog() (*wal.Log, func(), error) {
+	dir, err := os.MkdirTemp("", "fano-empty-*")
+	if err != nil {
+		return nil, nil, fmt.Errorf("empty state: %w", err)
+	}
+	log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{NoSync: true})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("empty state: %w", err)
+	}
+	return log, func() { _ = os.RemoveAll(dir) }, nil
+}
+
+// walOpenError adds what to do to the errors of a damaged or missing WAL.
+func walOpenError(path string, err error) error {
+	switch {
+	case errors.Is(err, wal.ErrDamaged):
+		return fmt.Errorf("%w\nfano will not start on it. To go on: 'fano wal salvage --to FILE' copies every readable entry into FILE and reports what was lost (then stop fano and move FILE to %s), or 'fano wal restore BACKUP' puts a backup from the data directory's backup/ in its place", err, path)
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, wal.ErrEmpty):
+		return fmt.Errorf("%w: there is no state to read; 'fano run' starts a new one", err)
+	}
+	return err
 }
 
 func (a *app) close() error {
@@ -121,7 +219,7 @@ func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
 		backoff = append(backoff, time.Duration(s)*time.Second)
 	}
 	return actors.Options{
-		Log: a.log, Clock: clock, Logger: a.logger, OutputDir: filepath.Join(a.dataDir, "output"),
+		Log: a.log, Storage: a.storage, Clock: clock, Logger: a.logger, OutputDir: filepath.Join(a.dataDir, "output"),
 		Scheduler: scheduler.Config{
 			PreemptionThreshold: o.Scheduler.PreemptionThreshold,
 			MaxPending:          o.Scheduler.MaxPendingTasks,
@@ -218,4 +316,52 @@ func buildModules(env *moduleEnv) ([]modules.Module, error) {
 func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// refuseLostState refuses to start a new WAL where fano.db is missing or
+// empty but the data directory holds what earlier runs left: that state
+// was lost (a deleted or emptied file, a wrong --data-dir layout), and a
+// new log would redo all the work, spend quota again and overwrite the
+// output.
+func refuseLostState(dataDir, path string) error {
+	fi, err := os.Stat(path)
+	if err == nil && fi.Size() > 0 {
+		return nil
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil // wal.Open reports it
+	}
+	traces := priorRunTraces(dataDir)
+	if len(traces) == 0 {
+		return nil
+	}
+	what := "is missing"
+	if err == nil {
+		what = "is empty"
+	}
+	return fmt.Errorf("data dir %s: %s %s but the directory holds what earlier runs left (%s); starting anew would redo every task and overwrite the output. "+
+		"Restore a backup ('fano wal restore %s/...'), or start anew on purpose with 'fano run --fresh'",
+		dataDir, path, what, strings.Join(traces, ", "), backupDir(dataDir))
+}
+
+// priorRunTraces names what earlier runs leave in a data directory.
+func priorRunTraces(dataDir string) []string {
+	var out []string
+	nonEmpty := func(name string) {
+		if ents, err := os.ReadDir(filepath.Join(dataDir, name)); err == nil && len(ents) > 0 {
+			out = append(out, fmt.Sprintf("%s/ (%d entries)", name, len(ents)))
+		}
+	}
+	nonEmpty("output")
+	nonEmpty("logs")
+	nonEmpty("backup")
+	for _, name := range []string{"panel.token"} {
+		if _, err := os.Stat(filepath.Join(dataDir, name)); err == nil {
+			out = append(out, name)
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(dataDir, "fano.db.before-restore-*")); len(m) > 0 {
+		out = append(out, filepath.Base(m[0]))
+	}
+	return out
 }

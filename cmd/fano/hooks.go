@@ -4,11 +4,13 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"net"
 
 	"fano/actors"
 	"fano/config"
 	"fano/gateway"
 	"fano/modules"
+	"fano/wal"
 )
 
 // Extension points: each capability (a module, a backend type, the control
@@ -55,8 +57,12 @@ type runContext struct {
 	Cfg     *config.Config
 	DataDir string
 	Sys     *actors.System
-	Logger  zerolog.Logger
-	Clock   clockwork.Clock
+	Log     *wal.Log // the open WAL (backups read it online)
+	// PanelListener is control.address, bound before the WAL was opened
+	// (nil: the panel service binds it itself, or the panel is off).
+	PanelListener net.Listener
+	Logger        zerolog.Logger
+	Clock         clockwork.Clock
 	// Stop asks `fano run` to shut down (as a signal would).
 	Stop func(reason string)
 }

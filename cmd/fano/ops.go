@@ -124,6 +124,7 @@ func newOps(rc *runContext) (*ops, error) {
 	o.beat = newHeartbeat(o.started)
 	o.health = health.NewService(health.FromConfig(rc.Cfg, rc.DataDir), health.ServiceOptions{
 		Clock: rc.Clock, Target: sysTarget{sys: rc.Sys}, Disk: opsDiskUsage, Logger: rc.Logger,
+		Storage: func() error { _, err := rc.Sys.StorageFault(); return err },
 	})
 	return o, nil
 }

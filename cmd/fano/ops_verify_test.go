@@ -182,6 +182,8 @@ func TestVerifyFindsAndRepairFixes(t *testing.T) {
 	// file write whose intent has no commit and whose file is missing; a
 	// stale output file; a file nobody owns.
 	at := time.Now().Add(-time.Minute)
+	require.NoDirExists(t, dataDir, "verify only reads: it creates nothing")
+	require.NoError(t, os.MkdirAll(dataDir, 0o700))
 	log, err := wal.Open(filepath.Join(dataDir, "fano.db"), wal.Options{})
 	require.NoError(t, err)
 	ghost := &pb.Task{Id: "ghost/scan/x", Module: "ghost", TaskType: "scan", Subject: "x", State: pb.TaskState_TASK_STATE_PENDING, CreatedAt: at.UnixNano()}

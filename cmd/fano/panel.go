@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"fano/actors"
+	"fano/config"
 	"fano/control"
 )
 
@@ -72,20 +75,28 @@ func startPanel(rc *runContext) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("control panel: data dir: %w", err)
 	}
-	l, err := listenPanel(ctl.Address, untilIdleRun, rc)
-	if err != nil {
-		return nil, err
+	l := rc.PanelListener // bound by `fano run` before the WAL was opened
+	if l == nil {
+		if l, err = listenPanel(rc.Cfg, rc.DataDir, untilIdleRun); err != nil {
+			return nil, err
+		}
 	}
 	srv, err := control.New(control.Options{
 		Sys: rc.Sys, Token: tok, AllowedOrigins: ctl.AllowedOrigins, Logger: rc.Logger,
 		Health: lateHealth{}, DataDir: dataDir, StartedAt: time.Now(),
 		Collectors: []prometheus.Collector{opsCollector()},
+		Backup:     panelBackup(rc),
 	})
 	if err != nil {
 		l.Close()
 		return nil, err
 	}
-	addr := l.Addr().String()
+	addr := panelAddr(ctl.Address, l.Addr().String())
+	var ptls *control.PanelTLS
+	if pl, ok := l.(*tlsPanelListener); ok {
+		ptls = pl.tls
+		addr = "https://" + addr
+	}
 	addrFile := filepath.Join(rc.DataDir, control.AddrFile)
 	if err := actors.WriteFileAtomic(addrFile, []byte(addr+"\n"), 0o644); err != nil {
 		l.Close()
@@ -100,9 +111,17 @@ func startPanel(rc *runContext) (func(), error) {
 		}
 	}()
 	base, _ := control.BaseURL(addr)
-	rc.Logger.Info().Str("event", "control.panel.started").Str("url", base+"/").Str("token_source", string(src)).
-		Msg("control panel listening")
+	ev := rc.Logger.Info().Str("event", "control.panel.started").Str("url", base+"/").Str("token_source", string(src)).Bool("remote", ctl.Remote())
+	if ptls != nil {
+		ev = ev.Str("tls_cert", ptls.CertFile).Str("tls_sha256", ptls.Fingerprint)
+	}
+	ev.Msg("control panel listening")
 	printPanelBanner(panelOut, base, tok, src, ctl.TokenEnv, rc.DataDir)
+	if ptls != nil {
+		_, port, _ := net.SplitHostPort(l.Addr().String())
+		fmt.Fprintf(panelOut, "panel served to the network over TLS on port %s (open it by this machine's IP address); certificate %s, SHA-256 fingerprint %s\n",
+			port, ptls.CertFile, ptls.Fingerprint)
+	}
 	return func() {
 		if err := srv.Close(); err != nil {
 			rc.Logger.Warn().Err(err).Str("event", "control.panel.close_failed").Msg("control panel close")
@@ -112,10 +131,38 @@ func startPanel(rc *runContext) (func(), error) {
 	}, nil
 }
 
-// listenPanel listens on the panel's address. A run that ends by itself
+// listenPanel binds control.address (nil listener when the panel is
+// off). `fano run` calls it before it opens the WAL: a port already taken
+// stops the start before anything is written. A run that ends by itself
 // (--until-idle) does not need that very port: when it is taken (another
 // fano, most likely) it takes a free port on the same host and says so.
-func listenPanel(address string, untilIdle bool, rc *runContext) (net.Listener, error) {
+func listenPanel(cfg *config.Config, dataDir string, untilIdle bool) (net.Listener, error) {
+	ctl := cfg.Control
+	if !ctl.Enabled {
+		return nil, nil
+	}
+	var ptls *control.PanelTLS
+	if ctl.Remote() {
+		if !ctl.AllowRemote {
+			return nil, fmt.Errorf("control panel: %s is reachable from other machines: set control.allow_remote: true (TLS) or use 127.0.0.1", ctl.Address)
+		}
+		t, err := control.LoadPanelTLS(ctl.TLSCert, ctl.TLSKey, dataDir)
+		if err != nil {
+			return nil, err
+		}
+		ptls = t
+	}
+	l, err := listenFree(ctl.Address, untilIdle)
+	if err != nil {
+		return nil, err
+	}
+	if ptls != nil {
+		return &tlsPanelListener{Listener: tls.NewListener(l, ptls.Config), tls: ptls}, nil
+	}
+	return l, nil
+}
+
+func listenFree(address string, untilIdle bool) (net.Listener, error) {
 	l, err := net.Listen("tcp", address)
 	if err == nil {
 		return l, nil
@@ -131,17 +178,38 @@ func listenPanel(address string, untilIdle bool, rc *runContext) (net.Listener, 
 	if ferr != nil {
 		return nil, fmt.Errorf("control panel: %s (control.address) is in use, and no free port on %s: %w", address, host, ferr)
 	}
-	rc.Logger.Warn().Str("event", "control.panel.address_in_use").Str("address", address).Str("instead", l.Addr().String()).
-		Msg("control panel address in use: this --until-idle run uses a free port")
 	fmt.Fprintf(panelOut, "fano: %s (control.address) is in use, by another fano or another program; this --until-idle run's panel takes the free port %s instead\n",
 		address, l.Addr())
 	return l, nil
 }
 
+// tlsPanelListener is the panel's listener when it is served over TLS.
+type tlsPanelListener struct {
+	net.Listener
+	tls *control.PanelTLS
+}
+
+// panelAddr is the address local clients use: the bound port on the
+// configured host, loopback for an unspecified one (the listener reports
+// "[::]" for "0.0.0.0", which would read as IPv6 only).
+func panelAddr(configured, bound string) string {
+	host, _, _ := net.SplitHostPort(configured)
+	_, port, err := net.SplitHostPort(bound)
+	if err != nil {
+		return bound
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
 // printPanelBanner tells the person at the console where the panel is and
-// how to make changes. A token the operator set (config, environment) is
-// not echoed; one from panel.token is, in the URL's fragment, which the
-// browser keeps to itself (it is never sent to the server or logged).
+// how to make changes, once. A token the operator set (config,
+// environment) is not echoed. One from panel.token is shown only to a
+// terminal, in the URL's fragment, which the browser keeps to itself (it
+// is never sent to the server or logged); output that goes to a file (a
+// supervisor's log) names the token file instead.
 func printPanelBanner(w io.Writer, base, tok string, src control.TokenSource, env, dataDir string) {
 	switch src {
 	case control.TokenFromConfig:
@@ -149,7 +217,15 @@ func printPanelBanner(w io.Writer, base, tok string, src control.TokenSource, en
 	case control.TokenFromEnv:
 		fmt.Fprintf(w, "fano control panel: %s/  (changes need the token in $%s)\n", base, env)
 	default:
-		fmt.Fprintf(w, "fano control panel: %s/#token=%s\n", base, tok)
-		fmt.Fprintf(w, "panel token (for changes; also in %s): %s\n", filepath.Join(dataDir, control.TokenFile), tok)
+		if isTerminal(w) {
+			fmt.Fprintf(w, "fano control panel: %s/#token=%s\n", base, tok)
+			return
+		}
+		fmt.Fprintf(w, "fano control panel: %s/  (changes need the token in %s)\n", base, filepath.Join(dataDir, control.TokenFile))
 	}
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }

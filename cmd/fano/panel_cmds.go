@@ -66,8 +66,22 @@ func findPanel(g *globals) (*panelConn, error) {
 		return nil, err
 	}
 	tok, _, tokErr := control.ResolveToken(cfg.Control, cfg.DataDir, os.Getenv, false)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if strings.HasPrefix(base, "https://") {
+		// A panel served over TLS: trust its certificate (fano's own,
+		// self-signed, or the one of control.tls_cert).
+		certFile := cfg.Control.TLSCert
+		if certFile == "" {
+			certFile = filepath.Join(cfg.DataDir, control.TLSCertFile)
+		}
+		tc, err := control.ClientTLS(certFile)
+		if err != nil {
+			return nil, err
+		}
+		hc.Transport = &http.Transport{TLSClientConfig: tc}
+	}
 	return &panelConn{cfg: cfg, addr: addr, tokErr: tokErr,
-		client: &control.Client{BaseURL: base, Token: tok, HTTP: &http.Client{Timeout: 30 * time.Second}}}, nil
+		client: &control.Client{BaseURL: base, Token: tok, HTTP: hc}}, nil
 }
 
 // online says whether the panel of this data directory answers. A panel
@@ -254,7 +268,7 @@ type offlineList struct {
 // then its later entries), read-only. A locked database means a fano runs
 // whose panel does not answer: that is said, not worked around.
 func offlineTasks(g *globals, p *panelConn, module, state string, limit int, ids []string) (offlineList, error) {
-	a, err := openApp(g, "off")
+	a, err := openAppReadOnly(g)
 	if errors.Is(err, wal.ErrLocked) {
 		return offlineList{}, fmt.Errorf("%w; its control panel does not answer at %s (is control.enabled off?)", err, p.addr)
 	}
@@ -443,8 +457,8 @@ func newSeedCmd(g *globals) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.TrimSpace(args[0])
-			if text == "" {
-				return errors.New("seed add: the text is empty")
+			if err := control.CheckText("text", text, control.MaxSeedRunes); err != nil {
+				return fmt.Errorf("seed add: %w", err)
 			}
 			return postSeed(cmd, g, text, priority)
 		},
@@ -489,8 +503,11 @@ func newCommentCmd(g *globals) *cobra.Command {
 		Short: "Comment on a section of the document; fano revises it with your comment first (fano must be running)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if strings.TrimSpace(args[0]) == "" || strings.TrimSpace(args[1]) == "" {
-				return errors.New("comment add: the section id and the text must not be empty")
+			if err := control.CheckText("section_id", args[0], 200); err != nil {
+				return fmt.Errorf("comment add: %w", err)
+			}
+			if err := control.CheckText("text", args[1], control.MaxCommentRunes); err != nil {
+				return fmt.Errorf("comment add: %w", err)
 			}
 			return postComment(cmd, g, args[0], args[1])
 		},

@@ -87,7 +87,8 @@ func TestPanelCommands(t *testing.T) {
 	select {
 	case line := <-banner:
 		require.True(t, strings.HasPrefix(line, "fano control panel: http://127.0.0.1:"), line)
-		require.Contains(t, line, "/#token=")
+		require.NotContains(t, line, "#token=", "the token goes to a terminal only, not to a pipe")
+		require.Contains(t, line, control.TokenFile)
 	case err := <-done:
 		t.Fatalf("fano run exited: %v", err)
 	case <-time.After(30 * time.Second):

@@ -22,7 +22,7 @@ func newRecoverCmd(g *globals) *cobra.Command {
 			"With --dry-run, only report what would be done.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(g, "off")
+			a, err := openData(g, openOpts{console: "off", readOnly: dry})
 			if err != nil {
 				return err
 			}

@@ -19,7 +19,7 @@ import (
 )
 
 func newRunCmd(g *globals) *cobra.Command {
-	var untilIdle bool
+	var untilIdle, fresh bool
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Start fano: pick up where the last run stopped, then work until Ctrl-C (or until done, with --until-idle)",
@@ -30,14 +30,16 @@ func newRunCmd(g *globals) *cobra.Command {
 			"pass another --data-dir. While fano runs, its control panel (control.address) shows what it does.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(cmd, g, untilIdle)
+			return run(cmd, g, untilIdle, fresh)
 		},
 	}
 	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "stop once no work is left (the control panel then takes a free port if control.address is in use)")
+	cmd.Flags().BoolVar(&fresh, "fresh", false, "start a new state although fano.db is missing or empty beside earlier runs' output")
 	return cmd
 }
 
-func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
+func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
+	haltReason := ""
 	untilIdleRun = untilIdle // the heartbeat prints an ETA
 	// Signals are caught from the start, so a signal during recovery is
 	// not the default "die at once".
@@ -45,14 +47,42 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGUSR1, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 
-	a, err := openApp(g, "")
+	// Everything that can refuse a start is checked before the first
+	// write: the config, the data directory, the panel's port, then (with
+	// the WAL open, nothing written yet) the backends' keys and drivers.
+	cfg, err := loadConfig(g)
+	if err != nil {
+		return err
+	}
+	if err := preflight(cfg); err != nil {
+		return err
+	}
+	panelL, err := listenPanel(cfg, cfg.DataDir, untilIdle)
+	if err != nil {
+		return err
+	}
+	handed := false
+	defer func() {
+		if panelL != nil && !handed {
+			panelL.Close()
+		}
+	}()
+	dirExisted := exists(cfg.DataDir)
+	dbExisted := exists(filepath.Join(cfg.DataDir, "fano.db"))
+	a, err := openData(g, openOpts{fresh: fresh})
 	if errors.Is(err, wal.ErrLocked) {
 		return fmt.Errorf("%w: another fano runs on this data directory; stop it first, or pass another --data-dir", err)
 	}
 	if err != nil {
 		return err
 	}
-	defer a.close()
+	started := false
+	defer func() {
+		_ = a.close()
+		if !started {
+			undoFailedStart(cfg.DataDir, dirExisted, dbExisted)
+		}
+	}()
 	memLimit, memLimitFrom := memoryLimit(a.cfg.Orchestrator.State.MemoryLimitMB)
 	opts, err := a.options(clockwork.NewRealClock())
 	if err != nil {
@@ -63,8 +93,10 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	if err != nil {
 		return err
 	}
+	started = true
 	stopReq := make(chan string, 1)
-	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
+	handed = true // the panel service owns (and closes) the listener from here
+	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Log: a.log, PanelListener: panelL, Logger: a.logger, Clock: opts.Clock,
 		Stop: func(reason string) {
 			select {
 			case stopReq <- reason:
@@ -115,6 +147,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	// without a signal.
 	recheck := time.NewTicker(credentialsRecheckEvery)
 	defer recheck.Stop()
+	halted := haltWatch{limit: untilIdleHaltLimit}
 loop:
 	for {
 		select {
@@ -142,6 +175,14 @@ loop:
 			reason = r
 			break loop
 		case <-idle:
+			// New work held back (WAL writes fail, low disk) for a while:
+			// a batch run stops and says why, rather than wait or claim
+			// that no work is left.
+			if why := halted.check(sys, time.Now()); why != "" {
+				reason = "halted"
+				haltReason = why
+				break loop
+			}
 			// Idle twice in a row: the modules had a tick to propose more.
 			if sys.Idle() {
 				idleSeen++
@@ -168,9 +209,17 @@ loop:
 	if reason == "idle" {
 		counts = sys.Counts()
 	}
+	if _, err := sys.StorageFault(); err != nil {
+		// The disk still refuses writes: stop now; what could not be
+		// written is redone after a restart (recovery pauses it).
+		a.log.StopRetrying()
+	}
 	stopServices()
 	stopErr := sys.Stop()
 	finishOps() // the shutdown's own events reach logs/trace.log; it is closed
+	if reason == "halted" {
+		return fmt.Errorf("stopped with work left: %s", haltReason)
+	}
 	if stopErr != nil {
 		return fmt.Errorf("stop: %w", stopErr)
 	}
@@ -225,4 +274,44 @@ func anyCredentialsParked(sys *actors.System) bool {
 		}
 	}
 	return false
+}
+
+// untilIdleHaltLimit is how long --until-idle waits for held-back work to
+// start again before it stops with an error.
+var untilIdleHaltLimit = 10 * time.Second
+
+// haltWatch tells when new work has been held back longer than limit,
+// and why.
+type haltWatch struct {
+	limit time.Duration
+	since time.Time
+}
+
+func (h *haltWatch) check(sys *actors.System, now time.Time) string {
+	if sys.Accepting() {
+		h.since = time.Time{}
+		return ""
+	}
+	if h.since.IsZero() {
+		h.since = now
+	}
+	if now.Sub(h.since) < h.limit {
+		return ""
+	}
+	if since, err := sys.StorageFault(); err != nil {
+		return fmt.Sprintf("the WAL cannot be written since %s (%v); free disk space and run again", since.Format(time.RFC3339), err)
+	}
+	return "new work is held back (low disk space below health.min_disk_space_gb, see 'fano status'); free disk space and run again"
+}
+
+// undoFailedStart removes what a start that failed before the system ran
+// created: the data directory, or a fano.db holding nothing but its empty
+// buckets. What was there before is never touched.
+func undoFailedStart(dataDir string, dirExisted, dbExisted bool) {
+	switch {
+	case !dirExisted:
+		_ = os.RemoveAll(dataDir)
+	case !dbExisted:
+		_ = os.Remove(filepath.Join(dataDir, "fano.db"))
+	}
 }

@@ -85,7 +85,7 @@ func offlineStatus(g *globals, p *panelConn) (statusReport, error) {
 	rep := statusReport{State: "stopped", DataDir: dataDir, LLMs: map[string]control.LLMStatus{},
 		Backends: []control.BackendView{}, Modules: []control.ModuleView{}, RunningTasks: []control.RunningTask{}}
 	rep.Tasks.ByModule = map[string]map[string]int{}
-	a, err := openApp(g, "off")
+	a, err := openAppReadOnly(g)
 	if errors.Is(err, wal.ErrLocked) {
 		rep.Running, rep.State = true, "running"
 		rep.Message = err.Error() + "; its control panel does not answer at " + p.addr +

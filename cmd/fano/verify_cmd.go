@@ -32,7 +32,7 @@ incorporated twice), intents without a commit, and output files out of step
 with the state. 'fano repair --yes' fixes what it finds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openOffline(g, "verify")
+			a, err := openOffline(g, "verify", true)
 			if err != nil {
 				return err
 			}
@@ -74,7 +74,7 @@ atomically from the state, and files no module owns are moved to
 output-orphaned/ (never deleted). Without --yes it only shows the problems.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openOffline(g, "repair")
+			a, err := openOffline(g, "repair", false)
 			if err != nil {
 				return err
 			}
@@ -124,9 +124,10 @@ output-orphaned/ (never deleted). Without --yes it only shows the problems.`,
 }
 
 // openOffline opens the data directory for a command that must not run
-// beside a live fano; the lock error names the pid that holds it.
-func openOffline(g *globals, what string) (*app, error) {
-	a, err := openApp(g, "off")
+// beside a live fano; the lock error names the pid that holds it. A
+// read-only open writes nothing in the data directory.
+func openOffline(g *globals, what string, readOnly bool) (*app, error) {
+	a, err := openData(g, openOpts{console: "off", readOnly: readOnly})
 	if errors.Is(err, wal.ErrLocked) {
 		return nil, fmt.Errorf("%s works on a stopped fano: %w; stop it first", what, err)
 	}

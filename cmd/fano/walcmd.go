@@ -20,7 +20,7 @@ func newWALCmd(g *globals) *cobra.Command {
 		Short: "List the log's entries: sequence number, time, owner, type and size",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := openApp(g, "off")
+			a, err := openAppReadOnly(g)
 			if err != nil {
 				return err
 			}
@@ -62,6 +62,7 @@ func newWALCmd(g *globals) *cobra.Command {
 	}
 	compact.Flags().BoolVar(&shrink, "shrink", false, "rewrite the file without its free pages")
 	cmd.AddCommand(inspect, compact)
+	cmd.AddCommand(newWALBackupCmds(g)...)
 	return cmd
 }
 

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sort"
+
+	"fano/config"
+	"fano/gateway/browser"
+)
+
+// preflight checks what can refuse a start and needs no open WAL: for
+// browser backends, that their site profile loads and names a known
+// profile and that the Playwright driver is installed. `fano run` calls
+// it before it opens the WAL, so a refused start writes nothing.
+func preflight(cfg *config.Config) error {
+	names := cfg.EnabledBackends()
+	sort.Strings(names)
+	for _, name := range names {
+		b, _ := cfg.Backend(name)
+		if b.Type != config.TypeBrowser {
+			continue
+		}
+		if _, err := browserConfig(name, b, cfg, cfg.DataDir); err != nil {
+			return fmt.Errorf("backend %s: %w", name, err)
+		}
+		dir := browser.DriverDir()
+		if ents, err := os.ReadDir(dir); err != nil || len(ents) == 0 {
+			return fmt.Errorf("backend %s: the Playwright driver is not installed in %s: run `make deps`, or set PLAYWRIGHT_DRIVER_PATH", name, dir)
+		}
+	}
+	return nil
+}
