@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -21,6 +22,9 @@ type allocatorActor struct {
 	// announced is the condition last alerted per backend, so two tasks
 	// meeting the same fault at once raise one alert.
 	announced map[string]string
+	// rechecked is when each backend was last re-checked and found ready
+	// (see backendCondition.sent).
+	rechecked map[string]time.Time
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
@@ -77,7 +81,20 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 			}
 		})
 	case *backendCondition:
-		ev, err := a.book.DecideCondition(m.backend, m.state, m.reason, m.until, a.sys.clock.Now())
+		now := a.sys.clock.Now()
+		if a.rechecked == nil {
+			a.rechecked = map[string]time.Time{}
+		}
+		if !m.sent.IsZero() && m.sent.Before(a.rechecked[m.backend]) {
+			if m.reply != nil {
+				m.reply <- nil
+			}
+			return
+		}
+		if m.state == allocator.StateReady {
+			a.rechecked[m.backend] = now
+		}
+		ev, err := a.book.DecideCondition(m.backend, m.state, m.reason, m.until, now)
 		if err != nil || ev == nil {
 			if m.reply != nil {
 				m.reply <- err

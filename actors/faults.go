@@ -91,10 +91,9 @@ func (s *System) parkBackend(llm, taskID string, sent time.Time, route faultRout
 		reply := make(chan time.Time, 1)
 		_, _ = ask(s, s.allocatorPID, &rateLimited{backend: llm, taskID: taskID, err: rl, reply: reply}, reply)
 	case string(gateway.StateCredentials):
-		if at, ok := s.rechecked.Load(llm); ok && sent.Before(at.(time.Time)) {
-			return
-		}
-		s.recordCondition(llm, string(gateway.StateCredentials), err.Error(), s.clock.Now().Add(s.opts.CredentialsRecheck))
+		reply := make(chan error, 1)
+		_, _ = ask(s, s.allocatorPID, &backendCondition{backend: llm, state: string(gateway.StateCredentials), reason: err.Error(),
+			until: s.clock.Now().Add(s.opts.CredentialsRecheck), sent: sent, reply: reply}, reply)
 	case string(gateway.StateDown):
 		c := s.backendCondition(llm)
 		if takesWork(c.State) {
@@ -202,6 +201,8 @@ func (s *System) logRateLimit(backend string, r *pb.RateLimitRecorded) {
 
 func (s *System) logCondition(backend string, c *pb.BackendConditionRecorded, was string) {
 	switch {
+	case c.GetState() == "" && was == "":
+		// A re-check of a backend that was fine: nothing to say.
 	case c.GetState() == "":
 		s.logger.Info().Str("event", "actors.allocator.backend_ready").Str("backend", backend).Str("was", was).Msg(backend + " takes work again")
 	case c.GetState() != was:
@@ -232,7 +233,6 @@ func (s *System) RecheckBackends(names ...string) []BackendCheck {
 		if len(names) > 0 && !slices.Contains(names, name) {
 			continue
 		}
-		s.rechecked.Store(name, s.clock.Now())
 		if r, ok := keyReloaderOf(b); ok {
 			_ = r.ReloadKey() // an unset key shows in the condition below
 		}

@@ -64,7 +64,11 @@ type rateLimited struct {
 type backendCondition struct {
 	backend, state, reason string
 	until                  time.Time
-	reply                  chan error // nil: no reply
+	// sent: when the request that met the fault left (zero: not from a
+	// request). A fault of a request sent before the backend's last
+	// re-check is ignored: it says nothing of the key used now.
+	sent  time.Time
+	reply chan error // nil: no reply
 }
 
 // releaseQuota gives back the quota use of a request that never left.

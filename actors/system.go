@@ -57,9 +57,8 @@ type System struct {
 	initAlloc   *allocState
 	initModules map[string]uint64
 
-	backlogs  sync.Map // module -> int (modules.Backlogger)
-	rechecked sync.Map // backend -> time.Time of its last RecheckBackends
-	slots     slotCounts
+	backlogs sync.Map // module -> int (modules.Backlogger)
+	slots    slotCounts
 	// scheduler is the live scheduler instance (see schedulerActor.current).
 	scheduler atomic.Pointer[schedulerActor]
 	// blank holds each module's snapshot as constructed: a restarted host

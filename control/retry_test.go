@@ -26,7 +26,12 @@ func TestRetryFailedTasks(t *testing.T) {
 	assert.Contains(t, string(r.body), "not FAILED")
 
 	// q0's next request is wrong in itself: the task fails.
-	f.backend.Inject(func(context.Context, gateway.Request) error { return gateway.Permanent("simA", "HTTP 400") })
+	f.backend.Inject(func(_ context.Context, req gateway.Request) error {
+		if req.TaskID != q0 {
+			return nil
+		}
+		return gateway.Permanent("simA", "HTTP 400")
+	})
 	f.drive("q0 failed", func() bool { return f.state(q0) == pb.TaskState_TASK_STATE_FAILED })
 	f.backend.Inject(nil)
 	r = f.do("POST", "/api/orchestrator/retry", testToken, `{"failed":true,"module":"probe"}`)

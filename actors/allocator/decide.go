@@ -209,17 +209,18 @@ func (b *Book) DecideRateLimit(backend string, rl RateLimit, taskID string, now 
 // DecideCondition returns the BackendConditionRecorded event for a fault
 // of the backend itself (state "credentials", "login", "circuit_open"),
 // in force until until (zero: until cleared), or nil when the book already
-// holds that state until that time. State "ready" clears it.
+// holds that state until that time. State "ready" clears it (always an
+// event).
 func (b *Book) DecideCondition(backend, state, reason string, until, now time.Time) (*pb.Event, error) {
 	q, err := b.get(backend)
 	if err != nil {
 		return nil, err
 	}
 	if state == StateReady {
-		if q.condState == "" {
-			return nil, nil
-		}
-		state, reason, until = "", "", time.Time{}
+		// Always an event: a fault decided just before may not be
+		// applied yet, and the clear must come after it.
+		return &pb.Event{At: now.UnixNano(), Body: &pb.Event_BackendConditionRecorded{BackendConditionRecorded: &pb.BackendConditionRecorded{
+			Backend: backend}}}, nil
 	}
 	if q.condState == state && q.condReason == reason && q.condUntil == nanosOrZero(until) {
 		return nil, nil
