@@ -546,7 +546,6 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		return nil, err
 	}
 	res := m.reserved[t.Id]
-	delete(m.reserved, t.Id)
 	cost, toks := m.cost(r.model, res.promptLen, len(answer))
 	if m.usage != nil {
 		if in, out, ok := m.usage.Take(t.Id); ok {
@@ -559,6 +558,10 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 	if err != nil {
 		return nil, err
 	}
+	// The event is applied later (after it is durable): until then the
+	// request's actual cost stays held back, or other requests could be
+	// let through against a spend that does not count it yet.
+	m.reserved[t.Id] = reservation{cost: cost}
 	out, stage, verr := m.def.ValidateAnswer(r.step, r.item, vals, answer)
 	typ := "answer_ok"
 	if verr != nil {
@@ -720,6 +723,9 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			m.idx[pairID{a, b, c}] = p
 		}
 		return p
+	}
+	if e.Type == "answer_ok" || e.Type == "answer_invalid" {
+		delete(m.reserved, e.TaskId) // its cost is in Spent from here on
 	}
 	switch e.Type {
 	case "answer_ok", "answer_invalid", "pair_failed", "pair_deferred", "revalidated", "output_invalidated":

@@ -481,3 +481,22 @@ func TestTaskOfADroppedModelEndsQuietly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, evs)
 }
+
+// Between the decision on an answer and its event being applied (after
+// the WAL write), the answer's cost is still held back: a request decided
+// in that gap sees it (a real run overspent its cap without this).
+func TestDecidedCostStaysHeldUntilApplied(t *testing.T) {
+	def, items := writeDef(t, capped, 1)
+	m := New(Config{Def: def, Items: items})
+	tk := m.Propose(time.Now())[0]
+	_, err := m.NextAction(tk)
+	require.NoError(t, err)
+	evs, err := m.DecideResponse(tk, `{"verdict": true}`, time.Now())
+	require.NoError(t, err)
+	held := m.reservedCost()
+	assert.Positive(t, held, "decided, not yet applied: still held")
+	assert.Zero(t, m.st.Spent)
+	require.NoError(t, m.Apply(evs[0], time.Now()))
+	assert.Zero(t, m.reservedCost())
+	assert.InDelta(t, held, m.st.Spent, 1e-12)
+}
