@@ -29,6 +29,10 @@ var (
 	// belongs to someone else. The task starts a fresh one on that backend,
 	// primed with its history.
 	ErrConversationGone = errors.New("conversation gone")
+	// ErrShutdown is the cause of a request's context when fano stops: a
+	// browser backend leaves the answer running on the site (and reads it
+	// from the page when the task resumes) instead of stopping it.
+	ErrShutdown = errors.New("shutdown")
 )
 
 // RateLimitedError says the backend refused for now. Two kinds are kept

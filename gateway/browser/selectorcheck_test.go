@@ -1,0 +1,47 @@
+package browser
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseSelectorAcceptsWhatBrowsersAccept(t *testing.T) {
+	for _, sel := range []string{
+		"#prompt-textarea", "button[data-testid='send-button']", "div[data-message-author-role=\"assistant\"]",
+		"a > b + c ~ d e", ".markdown.prose", "button[aria-label='Think longer'], [data-testid='auth-modal']",
+		":is(.a, .b) :not([hidden])", "div:has(> .x)", "p::before", "[data-x]", "[lang|=en i]", "li:nth-child(2n+1)",
+		"message-content .markdown", "*", "input[type=file]", `[title="a]b"]`,
+	} {
+		assert.NoError(t, parseSelector(sel), sel)
+	}
+}
+
+func TestParseSelectorRejectsTypos(t *testing.T) {
+	for _, sel := range []string{
+		".prose[[[", "div[", "a >", "> a", "a,,b", ", a", "a,", ".", "#", "div:", "[='x']", "[a='x]", "a)", "a]", ":not(a",
+		"[a=b c]", "div 'x'",
+	} {
+		assert.Error(t, parseSelector(sel), sel)
+	}
+}
+
+func TestInvalidSelectorIsNamedAtLoad(t *testing.T) {
+	_, err := ParseProfiles([]byte("profiles:\n  chatgpt:\n    selectors:\n      answer: \".prose[[[\"\n"), "sites.yaml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "sites.yaml:4: profiles.chatgpt.selectors.answer")
+	assert.Contains(t, err.Error(), "not a valid CSS selector")
+
+	_, err = ParseProfiles([]byte("profiles:\n  chatgpt:\n    complete: \"div >\"\n    answer_text: html\n    max_stall_seconds: -1\n"), "sites.yaml")
+	require.Error(t, err)
+	for _, want := range []string{"sites.yaml:3: profiles.chatgpt.complete", "sites.yaml:4: profiles.chatgpt.answer_text", "sites.yaml:5: profiles.chatgpt.max_stall_seconds"} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
+func TestBuiltinProfilesParse(t *testing.T) {
+	ps, err := Builtin()
+	require.NoError(t, err)
+	assert.Len(t, ps, 3)
+}
