@@ -63,8 +63,15 @@ type Config struct {
 	// ActionTimeout bounds one click, fill or upload; default 30 s.
 	ActionTimeout time.Duration
 	// RecheckInterval is how often Health (and Send) try again after the
-	// backend went down (start page check failed, login wall); default 5 min.
+	// backend went down (start page check failed, login wall); default 1
+	// min. A login that came back is available after at most this long.
 	RecheckInterval time.Duration
+	// PrimeTurns is how many earlier turns of a task's history a new
+	// conversation on this backend is primed with (a task that moved here,
+	// or whose conversation vanished); default 6, negative: none.
+	// PrimeChars bounds each primed message; default 2000.
+	PrimeTurns int
+	PrimeChars int
 	// StartTimeout bounds the start-up check in New; default the profile's
 	// load timeout plus a minute for launching.
 	StartTimeout time.Duration
@@ -104,16 +111,24 @@ type Backend struct {
 	bc       playwright.BrowserContext
 	page     playwright.Page
 	launched time.Time
-	served   int // requests since launch
+	served   int    // requests since launch
+	lastURL  string // the page's URL at the last reading of an answer
 
-	mu      sync.Mutex // guards the fields below
-	down    error      // why the backend cannot take requests; nil = up
-	checked time.Time  // when down was last decided
-	closed  bool
-	stats   Stats
+	mu        sync.Mutex // guards the fields below
+	down      error      // why the backend cannot take requests; nil = up
+	downState gateway.State
+	checked   time.Time // when down was last decided
+	// cond is a passing condition of an up backend (capped, stalled, page
+	// gone); it ends at its Until or with the next answer.
+	cond   gateway.Condition
+	closed bool
+	stats  Stats
 }
 
-var _ gateway.Backend = (*Backend)(nil)
+var (
+	_ gateway.Backend     = (*Backend)(nil)
+	_ gateway.Conditioner = (*Backend)(nil)
+)
 
 var errClosed = errors.New("backend closed")
 
@@ -141,7 +156,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		cfg.ActionTimeout = 30 * time.Second
 	}
 	if cfg.RecheckInterval <= 0 {
-		cfg.RecheckInterval = 5 * time.Minute
+		cfg.RecheckInterval = time.Minute
+	}
+	if cfg.PrimeTurns == 0 {
+		cfg.PrimeTurns = defaultPrimeTurns
+	}
+	if cfg.PrimeChars <= 0 {
+		cfg.PrimeChars = defaultPrimeChars
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = cfg.Profile.loadTimeout() + time.Minute
@@ -265,11 +286,15 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	b.mu.Lock()
 	b.stats.Requests++
 	b.mu.Unlock()
-	text, convURL, err := b.exchange(ctx, req, images)
+	resp, err := b.exchange(ctx, req, images)
 	if err != nil {
 		return gateway.Response{}, err
 	}
-	return gateway.Response{Content: text, ConversationURL: convURL, Duration: time.Since(started)}, nil
+	if resp.Incomplete == "" {
+		b.setCondition(gateway.Condition{})
+	}
+	resp.Duration = time.Since(started)
+	return resp, nil
 }
 
 // checkRequest rejects what no retry can fix, before using any quota.
@@ -333,6 +358,11 @@ func (b *Backend) fail(ctx context.Context, doing string, err error) error {
 // setDown records why the backend cannot take requests (nil: it can);
 // the error is always of kind unavailable.
 func (b *Backend) setDown(err error) error {
+	return b.setDownAs(gateway.StateDown, err)
+}
+
+// setDownAs is setDown with the state status pages show.
+func (b *Backend) setDownAs(state gateway.State, err error) error {
 	if err != nil && !errors.Is(err, gateway.ErrUnavailable) {
 		var ge *gateway.Error
 		if errors.As(err, &ge) {
@@ -350,9 +380,38 @@ func (b *Backend) setDown(err error) error {
 			b.log.Info().Str("event", "gateway.browser.up").Msg("browser backend available")
 		}
 	}
-	b.down = err
+	b.down, b.downState = err, state
 	b.checked = b.clock.Now()
+	if err == nil {
+		b.downState = ""
+	}
 	return err
+}
+
+// setCondition records a passing condition of an up backend (zero: none).
+func (b *Backend) setCondition(c gateway.Condition) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cond = c
+}
+
+// Condition implements gateway.Conditioner: down (login wall, a profile
+// that does not match the site, no browser) with the time of the next
+// check, or a passing condition (usage cap until the time the site named,
+// a stalled answer, a page that went away), else ready.
+func (b *Backend) Condition() gateway.Condition {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	switch {
+	case b.closed:
+		return gateway.Condition{State: gateway.StateDown, Reason: "backend closed"}
+	case b.down != nil:
+		return gateway.Condition{State: b.downState, Reason: b.down.Error(), Until: b.checked.Add(b.cfg.RecheckInterval)}
+	case b.cond.State != "" && (b.cond.Until.IsZero() || now.Before(b.cond.Until)):
+		return b.cond
+	}
+	return gateway.Condition{State: gateway.StateReady}
 }
 
 // ready makes sure a browser is running and the backend is up (rechecking
@@ -533,14 +592,19 @@ type pageState struct {
 	Prompt     bool   `json:"prompt"`
 	Login      bool   `json:"login"`
 	Banner     string `json:"banner"`
+	Done       bool   `json:"done"` // the profile's complete signal follows the last answer
+	Gone       bool   `json:"gone"` // the profile's conversation_gone notice shows
+	URL        string `json:"url"`
 }
 
 // read reads the page once.
 func (b *Backend) read(ctx context.Context, page playwright.Page) (pageState, error) {
 	s := b.p.Selectors
+	how, attr, _ := answerReader(b.p.AnswerText)
 	arg := map[string]any{
 		"answer": s.Answer, "generating": s.Generating, "prompt": s.Prompt,
 		"login": s.LoginWall, "banner": b.p.RateLimit.Banner,
+		"complete": b.p.Complete, "gone": b.p.ConversationGone, "how": how, "attr": attr,
 	}
 	var st pageState
 	var raw any
@@ -548,6 +612,7 @@ func (b *Backend) read(ctx context.Context, page playwright.Page) (pageState, er
 		return st, err
 	}
 	err := remarshal(raw, &st)
+	st.URL = page.URL()
 	return st, err
 }
 
@@ -565,13 +630,21 @@ func (b *Backend) loginErr() error {
 	err := gateway.Unavailable(b.name, "login required: the site shows its login wall (selectors.login_wall %q); run `fano login %s`", b.p.Selectors.LoginWall, b.name)
 	b.log.Warn().Str("event", "gateway.browser.login_required").Msg("the site wants a login; run fano login")
 	_ = b.closeBrowser()
-	return b.setDown(err)
+	return b.setDownAs(gateway.StateLogin, err)
 }
 
-// rateLimited turns a visible banner into a RateLimitedError.
+// rateLimited turns a visible banner into a RateLimitedError; the backend
+// shows as capped until the time the banner named.
 func (b *Backend) rateLimited(banner string) error {
 	d, reason := b.p.BannerRetry(banner, b.clock.Now())
 	b.log.Info().Str("event", "gateway.browser.rate_limited").Dur("retry_after", d).Str("reason", reason).Msg("rate-limit banner")
+	c := gateway.Condition{State: gateway.StateCapped, Reason: reason}
+	if d > 0 {
+		c.Until = b.clock.Now().Add(d)
+	} else {
+		c.Until = b.clock.Now().Add(b.cfg.RecheckInterval)
+	}
+	b.setCondition(c)
 	return &gateway.RateLimitedError{Backend: b.name, RetryAfter: d, Reason: reason}
 }
 
@@ -693,27 +766,46 @@ func (b *Backend) goTo(ctx context.Context, page playwright.Page, target string)
 	})
 }
 
-// exchange is one prompt and answer on the page. Called with sem held.
-func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []string) (string, string, error) {
+// exchange is one prompt and answer on the page. Continuing a
+// conversation, it first makes sure the conversation is still there
+// (ErrConversationGone if not) and, for an interrupted prompt, whether the
+// page already holds its answer. Called with sem held.
+func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []string) (gateway.Response, error) {
+	var none gateway.Response
 	sel := b.p.Selectors
 	page, err := b.openPage(ctx)
 	if err != nil {
-		return "", "", err
+		return none, err
 	}
 	target, continuing := b.p.StartURL, req.ConversationURL != ""
 	if continuing {
 		target = req.ConversationURL
 	}
 	if err := b.goTo(ctx, page, target); err != nil {
-		return "", "", b.fail(ctx, "loading "+target, err)
+		return none, b.fail(ctx, "loading "+target, err)
 	}
-	st, err := b.waitLoaded(ctx, page, continuing)
+	st, err := b.waitLoaded(ctx, page, req)
 	if err != nil {
-		return "", "", err
+		return none, err
+	}
+	if continuing && req.Interrupted && req.KnownAnswers > 0 && st.Answers > req.KnownAnswers {
+		// The prompt was sent before fano stopped and the site answered
+		// it (or is still answering): use that answer, do not ask again.
+		b.log.Info().Str("event", "gateway.browser.answer_from_page").Str("task", req.TaskID).
+			Int("answers", st.Answers).Int("known", req.KnownAnswers).Msg("interrupted prompt was answered; reading it from the page")
+		text, incomplete, err := b.waitAnswer(ctx, page, req.KnownAnswers)
+		if err != nil {
+			return none, err
+		}
+		return gateway.Response{Content: text, ConversationURL: req.ConversationURL, FromPage: true, Incomplete: incomplete}, nil
+	}
+	prompt, primed := req.Prompt, 0
+	if !continuing {
+		prompt, primed = primePrompt(req.History, req.Prompt, b.cfg.PrimeTurns, b.cfg.PrimeChars)
 	}
 	if sel.DeepMode != "" {
 		if err := b.setDeepMode(ctx, page, req.DeepMode); err != nil {
-			return "", "", err
+			return none, err
 		}
 	}
 	if len(images) > 0 {
@@ -721,32 +813,32 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 			return page.Locator(sel.FileInput).First().SetInputFiles(images, playwright.LocatorSetInputFilesOptions{Timeout: b.actionMS()})
 		})
 		if err != nil {
-			return "", "", b.fail(ctx, fmt.Sprintf("attaching %d image(s) with selectors.file_input %q", len(images), sel.FileInput), err)
+			return none, b.fail(ctx, fmt.Sprintf("attaching %d image(s) with selectors.file_input %q", len(images), sel.FileInput), err)
 		}
 	}
 	if st, err = b.read(ctx, page); err != nil {
-		return "", "", b.fail(ctx, "reading the page", err)
+		return none, b.fail(ctx, "reading the page", err)
 	}
 	before := st.Answers
 	if err := b.do(ctx, func() error {
-		return page.Locator(sel.Prompt).First().Fill(req.Prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
+		return page.Locator(sel.Prompt).First().Fill(prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
 	}); err != nil {
-		return "", "", b.fail(ctx, fmt.Sprintf("typing the prompt into selectors.prompt %q", sel.Prompt), err)
+		return none, b.fail(ctx, fmt.Sprintf("typing the prompt into selectors.prompt %q", sel.Prompt), err)
 	}
 	if err := b.do(ctx, func() error {
 		return page.Locator(sel.Send).First().Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
 	}); err != nil {
-		return "", "", b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
+		return none, b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
 	}
-	text, err := b.waitAnswer(ctx, page, before)
+	text, incomplete, err := b.waitAnswer(ctx, page, before)
 	if err != nil {
-		return "", "", err
+		return none, err
 	}
-	convURL := page.URL()
+	convURL := b.lastURL
 	if convURL == b.p.StartURL {
 		convURL = "" // the site gave this conversation no address of its own
 	}
-	return text, convURL, nil
+	return gateway.Response{Content: text, ConversationURL: convURL, PrimedTurns: primed, Incomplete: incomplete}, nil
 }
 
 func (b *Backend) actionMS() *float64 {
@@ -755,8 +847,10 @@ func (b *Backend) actionMS() *float64 {
 
 // waitLoaded waits until the prompt input shows (and, continuing a
 // conversation, its earlier answers), stopping at a login wall or a
-// rate-limit banner.
-func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continuing bool) (pageState, error) {
+// rate-limit banner. A conversation that redirects elsewhere, shows the
+// site's not-found notice or loads without any answer is gone.
+func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, req gateway.Request) (pageState, error) {
+	continuing := req.ConversationURL != ""
 	deadline := time.Now().Add(b.p.loadTimeout())
 	for {
 		st, err := b.read(ctx, page)
@@ -768,6 +862,10 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continui
 			return st, b.loginErr()
 		case st.Banner != "":
 			return st, b.rateLimited(st.Banner)
+		case continuing && st.Gone:
+			return st, b.gone(req, "the site shows its not-found notice (conversation_gone %q)", b.p.ConversationGone)
+		case continuing && !samePage(st.URL, req.ConversationURL):
+			return st, b.gone(req, "it redirected to %s", st.URL)
 		case st.Prompt && (!continuing || st.Answers > 0):
 			return st, nil
 		}
@@ -776,12 +874,33 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continui
 			if !st.Prompt {
 				return st, gateway.Transient(b.name, "selectors.prompt %q did not show within %s", b.p.Selectors.Prompt, b.p.loadTimeout())
 			}
-			return st, gateway.Transient(b.name, "the conversation showed no earlier answer (selectors.answer %q) within %s", b.p.Selectors.Answer, b.p.loadTimeout())
+			return st, b.gone(req, "it showed no earlier answer (selectors.answer %q) within %s", b.p.Selectors.Answer, b.p.loadTimeout())
 		}
 		if err := sleepCtx(ctx, b.p.poll()); err != nil {
 			return st, b.ctxErr(ctx, "loading the page")
 		}
 	}
+}
+
+// gone is the error for a conversation that is no longer there (deleted,
+// another account's, a redirect to a new chat): the task starts a fresh
+// one, never retries this URL.
+func (b *Backend) gone(req gateway.Request, format string, args ...any) error {
+	b.dropPage()
+	why := fmt.Sprintf(format, args...)
+	b.log.Warn().Str("event", "gateway.browser.conversation_gone").Str("task", req.TaskID).Str("reason", why).Msg("conversation is gone; the task starts a new one")
+	return gateway.Classified(b.name, gateway.ErrConversationGone, "task %s: conversation %s is gone: %s", req.TaskID, req.ConversationURL, why)
+}
+
+// samePage reports whether two URLs name the same page (scheme, host and
+// path; the query and fragment may differ).
+func samePage(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil {
+		return a == b
+	}
+	return ua.Scheme == ub.Scheme && ua.Host == ub.Host && strings.TrimSuffix(ua.Path, "/") == strings.TrimSuffix(ub.Path, "/")
 }
 
 // setDeepMode turns the site's deep-mode switch on or off.
@@ -833,64 +952,133 @@ func (b *Backend) setDeepMode(ctx context.Context, page playwright.Page, want bo
 	}
 }
 
-// waitAnswer polls until the new answer is complete: a new answer exists,
-// the generating signal is gone and the text has been stable for the
-// profile's stable time.
-func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before int) (string, error) {
+// waitAnswer waits until the new answer (the one after the first before
+// answers) is complete: the profile's complete signal follows it, or,
+// without one, the generating signal is gone and the text has been stable
+// for the profile's stable time. It reads the page again at each change of
+// the page (or every poll interval), so a complete signal is seen within
+// milliseconds.
+//
+// Hangs end in seconds, not at the request timeout: an answer whose text
+// does not grow for max_stall_seconds while the site still generates, or
+// that runs past max_answer_seconds, is stopped, and what the page shows
+// is returned with incomplete saying so (the caller validates it); with
+// nothing on the page it is gateway.ErrHung. So is an answer that never
+// started, or a page that went away.
+func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before int) (string, string, error) {
 	sel := b.p.Selectors
 	sent := time.Now()
 	var (
 		started     bool
 		last        string
+		grewAt      = sent // when the text last changed
 		stableSince time.Time
 		quietSince  time.Time // generation ended with an empty answer
 	)
 	for {
 		if ctx.Err() != nil {
-			b.abandon(page)
-			return "", b.ctxErr(ctx, "waiting for the answer")
+			b.abandon(ctx, page)
+			return "", "", b.ctxErr(ctx, "waiting for the answer")
 		}
 		st, err := b.readSoft(ctx, page)
 		if err != nil {
-			return "", b.fail(ctx, "reading the answer", err)
+			if page.IsClosed() || errors.Is(err, playwright.ErrTargetClosed) {
+				return "", "", b.pageGone(err)
+			}
+			return "", "", b.fail(ctx, "reading the answer", err)
 		}
+		b.lastURL = st.URL
 		now := time.Now()
 		switch {
 		case st.Login:
-			return "", b.loginErr()
+			return "", "", b.loginErr()
 		case st.Banner != "":
-			b.abandon(page)
-			return "", b.rateLimited(st.Banner)
+			b.abandon(ctx, page)
+			return "", "", b.rateLimited(st.Banner)
 		}
 		if st.Answers > before || st.Generating {
 			started = true
 		}
+		if st.Text != last {
+			last, grewAt = st.Text, now
+		}
+		answered := st.Answers > before
 		switch {
 		case !started:
 			if now.Sub(sent) > b.p.startTimeout() {
+				b.stopAnswer(page)
 				b.dropPage()
-				return "", gateway.Transient(b.name, "no answer began within %s of sending (selectors.answer %q found no new answer, selectors.generating %q never showed)",
+				why := fmt.Sprintf("never started: no answer began within %s of sending (selectors.answer %q found no new answer, selectors.generating %q never showed)",
 					b.p.startTimeout(), sel.Answer, sel.Generating)
+				b.setCondition(gateway.Condition{State: gateway.StateStalled, Reason: why, Until: b.clock.Now().Add(b.cfg.RecheckInterval)})
+				return "", "", gateway.Classified(b.name, gateway.ErrHung, "%s", why)
 			}
-		case st.Generating || st.Answers <= before:
+		case now.Sub(sent) > b.p.maxAnswer():
+			return b.stalled(ctx, page, before, st, fmt.Sprintf("still answering after %s (max_answer_seconds) at %d chars", b.p.maxAnswer(), len(strings.TrimSpace(st.Text))))
+		case st.Generating && now.Sub(grewAt) > b.p.maxStall():
+			return b.stalled(ctx, page, before, st, fmt.Sprintf("stalled at %d chars for %s", len(strings.TrimSpace(st.Text)), now.Sub(grewAt).Round(time.Second)))
+		case answered && st.Done && !st.Generating && strings.TrimSpace(st.Text) != "":
+			return strings.TrimSpace(st.Text), "", nil
+		case st.Generating || !answered:
 			stableSince, quietSince = time.Time{}, time.Time{}
 		case strings.TrimSpace(st.Text) == "":
 			if quietSince.IsZero() {
 				quietSince = now
 			} else if now.Sub(quietSince) > b.p.startTimeout() {
 				b.dropPage()
-				return "", gateway.Transient(b.name, "empty answer (selectors.answer %q)", sel.Answer)
+				return "", "", gateway.Transient(b.name, "empty answer (selectors.answer %q)", sel.Answer)
 			}
-		case st.Text != last || stableSince.IsZero():
-			last, stableSince = st.Text, now
+		case stableSince.IsZero() || grewAt.After(stableSince):
+			stableSince = now
 		case now.Sub(stableSince) >= b.p.stable():
-			return strings.TrimSpace(st.Text), nil
+			return strings.TrimSpace(st.Text), "", nil
 		}
-		if err := sleepCtx(ctx, b.p.poll()); err != nil {
-			b.abandon(page)
-			return "", b.ctxErr(ctx, "waiting for the answer")
+		if err := b.waitChange(ctx, page); err != nil {
+			b.abandon(ctx, page)
+			return "", "", b.ctxErr(ctx, "waiting for the answer")
 		}
 	}
+}
+
+// stalled stops a hung answer and keeps what the page shows; with nothing
+// there it is gateway.ErrHung naming what was seen. Either way the page is
+// dropped and the backend is free for the next request at once.
+func (b *Backend) stalled(ctx context.Context, page playwright.Page, before int, st pageState, why string) (string, string, error) {
+	b.log.Warn().Str("event", "gateway.browser.stalled").Str("reason", why).Msg("answer hung; stopping it")
+	b.stopAnswer(page)
+	if final, err := b.readSoft(ctx, page); err == nil && final.Answers == st.Answers {
+		st = final
+	}
+	b.dropPage()
+	b.setCondition(gateway.Condition{State: gateway.StateStalled, Reason: why, Until: b.clock.Now().Add(b.cfg.RecheckInterval)})
+	if text := strings.TrimSpace(st.Text); st.Answers > before && text != "" {
+		return text, why, nil
+	}
+	return "", "", gateway.Classified(b.name, gateway.ErrHung, "%s", why)
+}
+
+// pageGone is the error for a page (or browser) that went away under a
+// request: the page is dropped and the next request opens a new one,
+// relaunching a browser that died.
+func (b *Backend) pageGone(err error) error {
+	b.dropPage()
+	b.setCondition(gateway.Condition{State: gateway.StatePageGone, Reason: err.Error(), Until: b.clock.Now().Add(b.cfg.RecheckInterval)})
+	return &gateway.Error{Backend: b.name, Kind: gateway.ErrHung, Msg: "page gone", Err: err}
+}
+
+//go:embed wait.js
+var waitJS string
+
+// waitChange waits for the page's next change, at most a poll interval.
+func (b *Backend) waitChange(ctx context.Context, page playwright.Page) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.p.poll()+readTimeout)
+	defer cancel()
+	stop := context.AfterFunc(b.life, cancel)
+	defer stop()
+	// Not cut short by ctx (it takes at most a poll interval): the page
+	// must stay for stopping the answer.
+	_ = b.do(wctx, func() error { _, err := page.Evaluate(waitJS, b.p.Completion.PollMS); return err })
+	return ctx.Err()
 }
 
 // readSoft is read for the answer loop: a read in progress when ctx ends
@@ -907,11 +1095,21 @@ func (b *Backend) readSoft(ctx context.Context, page playwright.Page) (pageState
 // readTimeout bounds one reading of the page.
 const readTimeout = 10 * time.Second
 
-// abandon stops a running answer (best effort, a few seconds at most),
-// waits for the site to show it stopped, and drops the page, so the next
-// request starts clean.
-func (b *Backend) abandon(page playwright.Page) {
+// abandon ends a request whose ctx ended: it stops the running answer
+// (unless fano is shutting down: the site finishes it and the resumed task
+// reads it from the page) and drops the page, so the next request starts
+// clean.
+func (b *Backend) abandon(ctx context.Context, page playwright.Page) {
 	defer b.dropPage()
+	if errors.Is(context.Cause(ctx), gateway.ErrShutdown) {
+		return
+	}
+	b.stopAnswer(page)
+}
+
+// stopAnswer clicks the stop button of a running answer (best effort, a
+// few seconds at most) and waits for the site to show it stopped.
+func (b *Backend) stopAnswer(page playwright.Page) {
 	stop := b.p.Selectors.StopSelector()
 	if stop == "" || page.IsClosed() || b.life.Err() != nil {
 		return

@@ -62,6 +62,13 @@ func testProfile(t *testing.T, site *fakechat.Server) *Profile {
 	t.Helper()
 	builtin, err := Builtin()
 	require.NoError(t, err)
+	if site.Site() == "turns" {
+		// No built-in profile: the user profile written for it.
+		dir, err := fakechat.Dir()
+		require.NoError(t, err)
+		builtin, err = LoadProfiles(filepath.Join(dir, "turns", "profile.yaml"))
+		require.NoError(t, err)
+	}
 	p, err := builtin[site.Site()].WithBaseURL(site.URL())
 	require.NoError(t, err)
 	p.Completion = Completion{StableMS: 150, PollMS: 30, StartTimeoutSeconds: 10, LoadTimeoutSeconds: 10}
@@ -122,6 +129,7 @@ func TestSitesSendReceiveContinue(t *testing.T) {
 		"chatgpt": regexp.MustCompile(`^/c/[0-9a-f-]{36}$`),
 		"gemini":  regexp.MustCompile(`^/app/[0-9a-f]{16}$`),
 		"claude":  regexp.MustCompile(`^/chat/[0-9a-f-]{36}$`),
+		"turns":   regexp.MustCompile(`^/c/[0-9a-f-]{36}$`),
 	}
 	img := filepath.Join(t.TempDir(), "figure.png")
 	require.NoError(t, os.WriteFile(img, []byte("\x89PNG fake"), 0o600))
