@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // needBrowser fails (not skips) the test when Chromium or the driver is
 // missing: `make test` installs both.
-func needBrowser(t *testing.T) {
+func needBrowser(t testing.TB) {
 	t.Helper()
 	driverOnce.Do(func() {
 		if _, err := findExecutable(""); err != nil {
@@ -58,7 +58,7 @@ var offline = []string{"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.
 
 // testProfile is a built-in profile pointed at a fake site, with timings
 // fit for tests.
-func testProfile(t *testing.T, site *fakechat.Server) *Profile {
+func testProfile(t testing.TB, site *fakechat.Server) *Profile {
 	t.Helper()
 	builtin, err := Builtin()
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ type fixture struct {
 	cfg   Config
 }
 
-func newFixture(t *testing.T, siteName string) *fixture {
+func newFixture(t testing.TB, siteName string) *fixture {
 	t.Helper()
 	needBrowser(t)
 	site, err := fakechat.New(siteName)
