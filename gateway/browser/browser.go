@@ -58,6 +58,9 @@ type Config struct {
 	// 0 = never. A browser's memory grows over days.
 	RecycleAfterRequests int
 	RecycleAfter         time.Duration
+	// RecycleAboveBytes restarts the browser before a request once it and
+	// its child processes use more memory than this; 0 = never.
+	RecycleAboveBytes int64
 	// RequestTimeout caps one Send (0: only the caller's ctx).
 	RequestTimeout time.Duration
 	// ActionTimeout bounds one click, fill or upload; default 30 s.
@@ -126,8 +129,9 @@ type Backend struct {
 }
 
 var (
-	_ gateway.Backend     = (*Backend)(nil)
-	_ gateway.Conditioner = (*Backend)(nil)
+	_ gateway.Backend        = (*Backend)(nil)
+	_ gateway.Conditioner    = (*Backend)(nil)
+	_ gateway.MemoryReporter = (*Backend)(nil)
 )
 
 var errClosed = errors.New("backend closed")
@@ -455,6 +459,9 @@ func (b *Backend) recycleDue() bool {
 	if h := b.cfg.RecycleAfter; h > 0 && b.clock.Since(b.launched) >= h {
 		return true
 	}
+	if n := b.cfg.RecycleAboveBytes; n > 0 && b.MemoryBytes() > n {
+		return true
+	}
 	return false
 }
 
@@ -554,6 +561,28 @@ func (b *Backend) openPage(ctx context.Context) (playwright.Page, error) {
 			return nil, b.fail(ctx, "opening a page", err)
 		}
 	}
+}
+
+// load opens target in the page. A browser that died since it was last
+// used (crashed, killed) is started again, once.
+func (b *Backend) load(ctx context.Context, target string) (playwright.Page, error) {
+	page, err := b.openPage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = b.goTo(ctx, page, target)
+	if err != nil && ctx.Err() == nil && errors.Is(err, playwright.ErrTargetClosed) {
+		b.log.Warn().Str("event", "gateway.browser.restart").Err(err).Msg("the browser is gone; starting it again")
+		_ = b.closeBrowser()
+		if page, err = b.openPage(ctx); err != nil {
+			return nil, err
+		}
+		err = b.goTo(ctx, page, target)
+	}
+	if err != nil {
+		return nil, b.fail(ctx, "loading "+target, err)
+	}
+	return page, nil
 }
 
 // do runs fn, a blocking Playwright call, and returns its error, or ctx's
@@ -660,14 +689,8 @@ func (b *Backend) check(ctx context.Context) error {
 			return b.setDown(err)
 		}
 	}
-	page, err := b.openPage(ctx)
+	page, err := b.load(ctx, b.p.StartURL)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return b.setDown(err)
-	}
-	if err := b.goTo(ctx, page, b.p.StartURL); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
@@ -773,16 +796,13 @@ func (b *Backend) goTo(ctx context.Context, page playwright.Page, target string)
 func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []string) (gateway.Response, error) {
 	var none gateway.Response
 	sel := b.p.Selectors
-	page, err := b.openPage(ctx)
-	if err != nil {
-		return none, err
-	}
 	target, continuing := b.p.StartURL, req.ConversationURL != ""
 	if continuing {
 		target = req.ConversationURL
 	}
-	if err := b.goTo(ctx, page, target); err != nil {
-		return none, b.fail(ctx, "loading "+target, err)
+	page, err := b.load(ctx, target)
+	if err != nil {
+		return none, err
 	}
 	st, err := b.waitLoaded(ctx, page, req)
 	if err != nil {
