@@ -194,6 +194,13 @@ type BrowserOptions struct {
 	RecycleAfterRequests int `yaml:"recycle_after_requests"`
 	RecycleAfterHours    int `yaml:"recycle_after_hours"`
 	TimeoutSeconds       int `yaml:"timeout_seconds"`
+	// RecycleAboveMB restarts the browser once Chromium with its child
+	// processes uses more memory than this; 0 = never.
+	RecycleAboveMB int `yaml:"recycle_above_mb"`
+	// PrimeTurns is how many earlier turns a task that comes to this
+	// backend with history (or whose conversation vanished) carries into
+	// its new conversation, as a transcript before the prompt; 0 = none.
+	PrimeTurns int `yaml:"prime_turns"`
 }
 
 // APIOptions configures an OpenAI-compatible API backend.
@@ -401,6 +408,8 @@ func NewBackend(typ string) *Backend {
 			RecycleAfterRequests: 200,
 			RecycleAfterHours:    12,
 			TimeoutSeconds:       3600,
+			RecycleAboveMB:       2048,
+			PrimeTurns:           6,
 		}
 	case TypeAPI:
 		b.MaxConcurrency = 4

@@ -213,7 +213,10 @@ func failedOn(c *pb.ConversationState, r *pb.LLMRequestFailed) {
 		if c.Url == bc.Url {
 			c.Url = ""
 		}
-	case "interrupted", "cancelled":
+	case "interrupted", "cancelled", "hung":
+		// The site may have answered (fano stopped, the browser died):
+		// asking again reads the page first. A stalled answer that was
+		// stopped came back as content, not as this failure.
 		if n := len(c.Messages); c.AwaitingResponse && n > 0 && c.Messages[n-1].Role == "user" {
 			bc.InterruptedPrompt = c.Messages[n-1].Content
 		}
