@@ -95,3 +95,32 @@ func (bf *benchFixture) backend(b *testing.B, name string, edit func(*Profile)) 
 	b.Cleanup(func() { _ = be.Close() })
 	return be
 }
+
+// BenchmarkChromiumMemorySoak sends b.N short answers through one browser
+// backend with the default recycling (every 200 requests, or above 2 GB)
+// and reports Chromium's memory (PSS, with its child processes) after the
+// first answer and after the last, and their ratio (goal: <= 1.2). The
+// issue's soak is -benchtime=500x; make bench does not run it.
+func BenchmarkChromiumMemorySoak(b *testing.B) {
+	f := newBenchFixture(b)
+	be := f.backend(b, "bench-soak", func(p *Profile) {})
+	be.cfg.RecycleAfterRequests = 200
+	be.cfg.RecycleAboveBytes = 2 << 30
+	ctx := context.Background()
+	if _, err := be.Send(ctx, gateway.Request{Prompt: "first"}); err != nil {
+		b.Fatal(err)
+	}
+	start := be.MemoryBytes()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := be.Send(ctx, gateway.Request{Prompt: fmt.Sprintf("short %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	end := be.MemoryBytes()
+	b.ReportMetric(float64(start)/(1<<20), "start_MB")
+	b.ReportMetric(float64(end)/(1<<20), "end_MB")
+	b.ReportMetric(float64(end)/float64(start), "end/start")
+	b.ReportMetric(float64(be.Stats().Recycles), "recycles")
+}
