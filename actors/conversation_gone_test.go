@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -69,4 +70,50 @@ func TestConversationGoneStartsFreshWithHistory(t *testing.T) {
 	assert.Zero(t, tk.Attempts)
 	assert.Equal(t, reqs[3].ConversationURL, tk.Conversation.Backends["chatgpt"].Url)
 	assert.EqualValues(t, 2, tk.Conversation.Backends["chatgpt"].Answers)
+}
+
+// loginWalled is a sim backend that says it is behind a login wall while
+// walled is set (gateway.Conditioner), as a browser backend does.
+type loginWalled struct {
+	gateway.Backend
+	walled atomic.Bool
+	sends  atomic.Int32
+}
+
+func (l *loginWalled) Condition() gateway.Condition {
+	if l.walled.Load() {
+		return gateway.Condition{State: gateway.StateLogin, Reason: "login required"}
+	}
+	return gateway.Condition{State: gateway.StateReady}
+}
+
+func (l *loginWalled) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	l.sends.Add(1)
+	return l.Backend.Send(ctx, req)
+}
+
+// A backend behind its login wall is not asked: no request is recorded,
+// no quota or request budget is spent; the task waits and runs once the
+// login is back.
+func TestLoginWalledBackendIsNotAsked(t *testing.T) {
+	var l *loginWalled
+	b := setup(t, setupOpts{backends: []string{"chatgpt"}, probe: probe.Config{Questions: questions(1), Turns: 1},
+		mutate: func(o *Options) {
+			l = &loginWalled{Backend: o.Backends[0]}
+			l.walled.Store(true)
+			o.Backends[0] = l
+		}})
+	b.start()
+	b.waitEvent("pause for the login wall", func(n Notice) bool {
+		return n.Event.GetTaskPaused().GetReason() == "unavailable"
+	})
+	tk := b.sys.Tasks(nil, 0)[0]
+	assert.Zero(t, tk.RequestCount)
+	assert.Zero(t, l.sends.Load())
+	for _, q := range b.sys.Quotas() {
+		assert.Zero(t, q.HourlyUsed, q.Name)
+	}
+	l.walled.Store(false)
+	b.waitCompleted(1)
+	assert.EqualValues(t, 1, l.sends.Load())
 }

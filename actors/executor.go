@@ -161,6 +161,11 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 			history = append(history, gateway.Message{Role: m.Role, Content: m.Content})
 		}
 	}
+	if until, down := e.sys.backendDown(llm); down {
+		// A login wall or a broken site: asking would only charge quota
+		// and the task's request budget. The backend checks itself.
+		return e.pause("unavailable", until)
+	}
 	// The quota use and the request intent are written at the same time:
 	// both are durable before the request leaves (N5; spec: record usage
 	// first), and neither waits for the other's fsync.
@@ -356,4 +361,26 @@ func conversationOn(c *pb.ConversationState, llm, prompt string) webConversation
 		}
 	}
 	return webConversation{}
+}
+
+// backendDown reports whether backend llm says it cannot take requests
+// (gateway.Conditioner: login wall, bad credentials, down), and until
+// when to wait: its next check, at least a few seconds from now.
+func (s *System) backendDown(llm string) (time.Time, bool) {
+	for _, b := range s.opts.Backends {
+		c, ok := b.(gateway.Conditioner)
+		if !ok || b.Name() != llm {
+			continue
+		}
+		cond := c.Condition()
+		switch cond.State {
+		case gateway.StateLogin, gateway.StateCredentials, gateway.StateDown:
+			soon := s.clock.Now().Add(5 * time.Second)
+			if cond.Until.After(soon) {
+				return cond.Until, true
+			}
+			return soon, true
+		}
+	}
+	return time.Time{}, false
 }

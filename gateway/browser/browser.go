@@ -126,6 +126,10 @@ type Backend struct {
 	cond   gateway.Condition
 	closed bool
 	stats  Stats
+	// up is closed when a down backend comes up again; rechecking says
+	// the goroutine that checks a down backend every RecheckInterval runs.
+	up         chan struct{}
+	rechecking bool
 }
 
 var (
@@ -177,8 +181,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{
 		cfg: cfg, p: cfg.Profile, name: cfg.Name, clock: cfg.Clock,
 		log: cfg.Logger.With().Str("backend", cfg.Name).Logger(),
-		sem: make(chan struct{}, 1),
+		sem: make(chan struct{}, 1), up: make(chan struct{}),
 	}
+	close(b.up) // up until a check says otherwise
 	b.life, b.kill = context.WithCancel(context.Background())
 	b.sem <- struct{}{}
 	defer func() { <-b.sem }()
@@ -380,9 +385,15 @@ func (b *Backend) setDownAs(state gateway.State, err error) error {
 	if (b.down == nil) != (err == nil) {
 		if err != nil {
 			b.log.Warn().Str("event", "gateway.browser.down").Err(err).Msg("browser backend unavailable")
+			b.up = make(chan struct{})
 		} else {
 			b.log.Info().Str("event", "gateway.browser.up").Msg("browser backend available")
+			close(b.up)
 		}
+	}
+	if err != nil && !b.rechecking && !b.closed {
+		b.rechecking = true
+		go b.recheckLoop()
 	}
 	b.down, b.downState = err, state
 	b.checked = b.clock.Now()
@@ -390,6 +401,38 @@ func (b *Backend) setDownAs(state gateway.State, err error) error {
 		b.downState = ""
 	}
 	return err
+}
+
+// recheckLoop checks a down backend every RecheckInterval (on the
+// backend's clock) until it is up or closed: a login that came back is
+// available within one interval, whether or not anyone asks. A check
+// loads the start page; it sends no prompt and is not a request.
+func (b *Backend) recheckLoop() {
+	for {
+		select {
+		case <-b.clock.After(b.cfg.RecheckInterval):
+		case <-b.life.Done():
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.StartTimeout)
+		_ = b.Health(ctx)
+		cancel()
+		b.mu.Lock()
+		if b.down == nil || b.closed {
+			b.rechecking = false // decided under mu: a new down starts a new loop
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+	}
+}
+
+// upSignal returns a channel closed when the backend is next up (at once
+// if it is up now).
+func (b *Backend) upSignal() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.up
 }
 
 // setCondition records a passing condition of an up backend (zero: none).

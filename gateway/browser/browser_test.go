@@ -220,7 +220,10 @@ func TestLoginWall(t *testing.T) {
 	// After a login (here: the wall goes away) the recheck brings it back.
 	f.site.SetControl(fakechat.Control{})
 	require.ErrorIs(t, b.Health(context.Background()), gateway.ErrUnavailable, "rechecked only after the interval")
-	f.clock.Advance(5 * time.Minute)
+	up := b.upSignal()
+	f.clock.BlockUntil(1) // the backend's own recheck waits for the interval
+	f.clock.Advance(time.Minute)
+	waitUp(t, up)
 	require.NoError(t, b.Health(context.Background()))
 	assert.Equal(t, answer("1", "hello"), send(t, b, gateway.Request{Prompt: "hello"}).Content)
 

@@ -198,9 +198,10 @@ func TestResumeReadsAnswerFromPage(t *testing.T) {
 	assert.Equal(t, answer("3", "third"), r3.Content)
 }
 
-// A login wall is the login state with the time of the next check;
-// checks send no prompt and are not requests; once the wall is gone the
-// backend is ready at the next check, one interval later.
+// A login wall is the login state with the time of the next check. The
+// backend checks itself every interval; checks send no prompt and are not
+// requests; once the wall is gone the backend is ready at the next check,
+// one interval later, without anyone sending to it.
 func TestLoginWallStateAndRecovery(t *testing.T) {
 	f := turnsFixture(t)
 	f.cfg.RecheckInterval = 30 * time.Second
@@ -211,17 +212,29 @@ func TestLoginWallStateAndRecovery(t *testing.T) {
 	assert.Contains(t, c.Reason, "login required")
 	assert.Equal(t, f.clock.Now().Add(30*time.Second), c.Until)
 
-	for range 3 {
+	for range 3 { // still walled: each check keeps it down
+		f.clock.BlockUntil(1)
 		f.clock.Advance(30 * time.Second)
-		require.Error(t, b.Health(context.Background()))
 	}
+	f.clock.BlockUntil(1)
+	assert.Equal(t, gateway.StateLogin, b.Condition().State)
+
 	f.site.SetControl(fakechat.Control{})
-	require.Error(t, b.Health(context.Background()), "not checked again before the interval")
+	up := b.upSignal()
 	f.clock.Advance(30 * time.Second)
-	require.NoError(t, b.Health(context.Background()))
+	waitUp(t, up)
 	assert.Equal(t, gateway.StateReady, b.Condition().State)
 	assert.Equal(t, 0, b.Stats().Requests, "checks are not requests")
 	assert.Empty(t, f.site.Sent())
+}
+
+func waitUp(t *testing.T, up <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-up:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the backend did not come up at its recheck")
+	}
 }
 
 // A usage cap shows as capped until the time the banner named.
