@@ -856,7 +856,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 		// it (or is still answering): use that answer, do not ask again.
 		b.log.Info().Str("event", "gateway.browser.answer_from_page").Str("task", req.TaskID).
 			Int("answers", st.Answers).Int("known", req.KnownAnswers).Msg("interrupted prompt was answered; reading it from the page")
-		text, incomplete, err := b.waitAnswer(ctx, page, req.KnownAnswers)
+		text, incomplete, err := b.waitAnswer(ctx, page, req.KnownAnswers, req.DeepMode)
 		if err != nil {
 			return none, err
 		}
@@ -893,7 +893,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	}); err != nil {
 		return none, b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
 	}
-	text, incomplete, err := b.waitAnswer(ctx, page, before)
+	text, incomplete, err := b.waitAnswer(ctx, page, before, req.DeepMode)
 	if err != nil {
 		return none, err
 	}
@@ -1028,9 +1028,14 @@ func (b *Backend) setDeepMode(ctx context.Context, page playwright.Page, want bo
 // is returned with incomplete saying so (the caller validates it); with
 // nothing on the page it is gateway.ErrHung. So is an answer that never
 // started, or a page that went away.
-func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before int) (string, string, error) {
+func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before int, deep bool) (string, string, error) {
 	sel := b.p.Selectors
 	sent := time.Now()
+	stallAfter := b.p.maxStall()
+	if deep {
+		// Deep modes think for minutes before the text grows.
+		stallAfter = min(b.p.maxAnswer(), deepStallFactor*stallAfter)
+	}
 	var (
 		started     bool
 		last        string
@@ -1078,7 +1083,7 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 			}
 		case now.Sub(sent) > b.p.maxAnswer():
 			return b.stalled(ctx, page, before, st, fmt.Sprintf("still answering after %s (max_answer_seconds) at %d chars", b.p.maxAnswer(), len(strings.TrimSpace(st.Text))))
-		case st.Generating && now.Sub(grewAt) > b.p.maxStall():
+		case st.Generating && now.Sub(grewAt) > stallAfter:
 			return b.stalled(ctx, page, before, st, fmt.Sprintf("stalled at %d chars for %s", len(strings.TrimSpace(st.Text)), now.Sub(grewAt).Round(time.Second)))
 		case answered && st.Done && !st.Generating && strings.TrimSpace(st.Text) != "":
 			return strings.TrimSpace(st.Text), "", nil
@@ -1102,6 +1107,9 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 		}
 	}
 }
+
+// deepStallFactor stretches max_stall_seconds for deep-mode answers.
+const deepStallFactor = 10
 
 // stalled stops a hung answer and keeps what the page shows; with nothing
 // there it is gateway.ErrHung naming what was seen. Either way the page is

@@ -53,7 +53,8 @@ type Profile struct {
 	AnswerText string `yaml:"answer_text"`
 	// MaxStallSeconds: an answer whose text does not grow for this long
 	// while the generating signal stays is stalled (stopped; what it shows
-	// is kept if it validates). Default 120; never beyond max_answer_seconds.
+	// is kept if it validates). Default 120; ten times that in deep mode
+	// (it thinks before it writes), never beyond max_answer_seconds.
 	MaxStallSeconds int `yaml:"max_stall_seconds"`
 	// MaxAnswerSeconds bounds one answer from sending to done; default 1800.
 	MaxAnswerSeconds int `yaml:"max_answer_seconds"`
