@@ -25,7 +25,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -955,15 +957,24 @@ func (b *Backend) gone(req gateway.Request, format string, args ...any) error {
 	return gateway.Classified(b.name, gateway.ErrConversationGone, "task %s: conversation %s is gone: %s", req.TaskID, req.ConversationURL, why)
 }
 
-// samePage reports whether two URLs name the same page (scheme, host and
-// path; the query and fragment may differ).
-func samePage(a, b string) bool {
-	ua, err1 := url.Parse(a)
-	ub, err2 := url.Parse(b)
+// samePage reports whether the page at now still shows the conversation
+// at want: same origin, and its path still holds the conversation's id
+// (the last segment of want's path), since sites move a conversation
+// under another prefix (a project, a custom GPT) without losing it.
+func samePage(now, want string) bool {
+	un, err1 := url.Parse(now)
+	uw, err2 := url.Parse(want)
 	if err1 != nil || err2 != nil {
-		return a == b
+		return now == want
 	}
-	return ua.Scheme == ub.Scheme && ua.Host == ub.Host && strings.TrimSuffix(ua.Path, "/") == strings.TrimSuffix(ub.Path, "/")
+	if un.Scheme != uw.Scheme || un.Host != uw.Host {
+		return false
+	}
+	id := path.Base(strings.TrimSuffix(uw.Path, "/"))
+	if id == "/" || id == "." {
+		return strings.TrimSuffix(un.Path, "/") == strings.TrimSuffix(uw.Path, "/")
+	}
+	return slices.Contains(strings.Split(un.Path, "/"), id)
 }
 
 // setDeepMode turns the site's deep-mode switch on or off.

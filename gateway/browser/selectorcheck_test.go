@@ -45,3 +45,13 @@ func TestBuiltinProfilesParse(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, ps, 3)
 }
+
+func TestSamePage(t *testing.T) {
+	want := "https://chatgpt.com/c/68a1-77"
+	assert.True(t, samePage(want, want))
+	assert.True(t, samePage("https://chatgpt.com/c/68a1-77/", want))
+	assert.True(t, samePage("https://chatgpt.com/g/g-p-123/c/68a1-77?model=x", want), "moved under a project")
+	assert.False(t, samePage("https://chatgpt.com/", want), "redirected to a new chat")
+	assert.False(t, samePage("https://chatgpt.com/c/other", want))
+	assert.False(t, samePage("https://evil.example/c/68a1-77", want))
+}
