@@ -1097,7 +1097,7 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 		case st.Generating && now.Sub(grewAt) > stallAfter:
 			return b.stalled(ctx, page, before, st, fmt.Sprintf("stalled at %d chars for %s", len(strings.TrimSpace(st.Text)), now.Sub(grewAt).Round(time.Second)))
 		case answered && st.Done && !st.Generating && strings.TrimSpace(st.Text) != "":
-			return strings.TrimSpace(st.Text), "", nil
+			return b.finalText(ctx, page, st.Text), "", nil
 		case st.Generating || !answered:
 			stableSince, quietSince = time.Time{}, time.Time{}
 		case strings.TrimSpace(st.Text) == "":
@@ -1110,13 +1110,38 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 		case stableSince.IsZero() || grewAt.After(stableSince):
 			stableSince = now
 		case now.Sub(stableSince) >= b.p.stable():
-			return strings.TrimSpace(st.Text), "", nil
+			return b.finalText(ctx, page, st.Text), "", nil
 		}
 		if err := b.waitChange(ctx, page); err != nil {
 			b.abandon(ctx, page)
 			return "", "", b.ctxErr(ctx, "waiting for the answer")
 		}
 	}
+}
+
+//go:embed copy.js
+var copyJS string
+
+// finalText is the complete answer: text as read, or, with answer_text
+// copy:<selector>, what the site's copy button gives (its markdown),
+// falling back to text when the button gives nothing.
+func (b *Backend) finalText(ctx context.Context, page playwright.Page, text string) string {
+	text = strings.TrimSpace(text)
+	how, button, _ := answerReader(b.p.AnswerText)
+	if how != "copy" {
+		return text
+	}
+	var raw any
+	err := b.do(ctx, func() (err error) {
+		raw, err = page.Evaluate(copyJS, map[string]any{"answer": b.p.Selectors.Answer, "button": button})
+		return err
+	})
+	if md, ok := raw.(string); err == nil && ok && strings.TrimSpace(md) != "" {
+		return strings.TrimSpace(md)
+	}
+	b.log.Warn().Str("event", "gateway.browser.copy_failed").Str("button", button).AnErr("error", err).
+		Msg("the copy button gave nothing; using the answer's text")
+	return text
 }
 
 // deepStallFactor stretches max_stall_seconds for deep-mode answers.

@@ -49,7 +49,10 @@ type Profile struct {
 	// answer is done once its text was stable for completion.stable_ms.
 	Complete string `yaml:"complete"`
 	// AnswerText is how the answer is read: innerText (default),
-	// textContent, or attribute:<name> of the answer element.
+	// textContent, attribute:<name> of the answer element, or
+	// copy:<selector>: the site's copy button (in or after the answer)
+	// gives the answer's markdown (caught inside the page; the desktop's
+	// clipboard is not touched).
 	AnswerText string `yaml:"answer_text"`
 	// MaxStallSeconds: an answer whose text does not grow for this long
 	// while the generating signal stays is stalled (stopped; what it shows

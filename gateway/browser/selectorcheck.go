@@ -41,8 +41,9 @@ func checkIssue12Fields(p *Profile, errf func(field, format string, args ...any)
 }
 
 // answerReader splits answer_text into how ("innerText", "textContent",
-// "attribute") and the attribute's name.
-func answerReader(s string) (how, attr string, err error) {
+// "attribute", "copy") and its argument (the attribute's name, the copy
+// button's selector).
+func answerReader(s string) (how, arg string, err error) {
 	switch {
 	case s == "" || s == "innerText":
 		return "innerText", "", nil
@@ -50,8 +51,14 @@ func answerReader(s string) (how, attr string, err error) {
 		return "textContent", "", nil
 	case strings.HasPrefix(s, "attribute:") && reAttrName.MatchString(strings.TrimPrefix(s, "attribute:")):
 		return "attribute", strings.TrimPrefix(s, "attribute:"), nil
+	case strings.HasPrefix(s, "copy:"):
+		sel := strings.TrimSpace(strings.TrimPrefix(s, "copy:"))
+		if err := parseSelector(sel); err != nil {
+			return "", "", fmt.Errorf("%q: the copy button %q is not a valid CSS selector: %v", s, sel, err)
+		}
+		return "copy", sel, nil
 	}
-	return "", "", fmt.Errorf("%q must be innerText, textContent or attribute:<name>", s)
+	return "", "", fmt.Errorf("%q must be innerText, textContent, attribute:<name> or copy:<copy button selector>", s)
 }
 
 var (

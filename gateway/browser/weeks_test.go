@@ -250,3 +250,15 @@ func TestCapCondition(t *testing.T) {
 	f.clock.Advance(46 * time.Minute)
 	assert.Equal(t, gateway.StateReady, b.Condition().State)
 }
+
+// answer_text copy:<selector> reads the answer through the site's copy
+// button (its markdown), not the rendered text.
+func TestAnswerTextCopyButton(t *testing.T) {
+	f := turnsFixture(t)
+	f.cfg.Profile.AnswerText = "copy:button[data-action='copy']"
+	b := f.start(t)
+	r := send(t, b, gateway.Request{Prompt: "quote me"})
+	assert.Equal(t, "> "+answer("1", "quote me"), r.Content)
+	r2 := send(t, b, gateway.Request{Prompt: "and again", ConversationURL: r.ConversationURL})
+	assert.Equal(t, "> "+answer("2", "and again"), r2.Content, "the copy button of the last answer")
+}

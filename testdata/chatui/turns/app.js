@@ -49,6 +49,11 @@
           bar.className = 'turn-actions';
           bar.dataset.doneAt = String(Date.now());
           bar.innerHTML = '<button type="button" data-action="copy">Copy</button><button type="button" data-action="retry">Retry</button>';
+          // The copy button gives the answer's markdown source: here the
+          // answer as shown, in a quote block.
+          bar.querySelector('[data-action=copy]').addEventListener('click', () => {
+            navigator.clipboard.writeText('> ' + prose.textContent.trim());
+          });
           div.appendChild(bar);
         },
       };
