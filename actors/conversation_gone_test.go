@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"fano/gateway"
+	"fano/gateway/breaker"
 	"fano/modules/probe"
 	"fano/pb"
 )
@@ -116,4 +117,19 @@ func TestLoginWalledBackendIsNotAsked(t *testing.T) {
 	l.walled.Store(false)
 	b.waitCompleted(1)
 	assert.EqualValues(t, 1, l.sends.Load())
+}
+
+// The check looks through the circuit breaker fano wraps every backend in.
+func TestBackendDownSeenThroughBreaker(t *testing.T) {
+	var l *loginWalled
+	b := setup(t, setupOpts{backends: []string{"chatgpt"}, mutate: func(o *Options) {
+		l = &loginWalled{Backend: o.Backends[0]}
+		l.walled.Store(true)
+		o.Backends[0] = breaker.Wrap(l, breaker.Config{})
+	}})
+	_, down := (&System{opts: b.opts, clock: b.clock}).backendDown("chatgpt")
+	assert.True(t, down)
+	l.walled.Store(false)
+	_, down = (&System{opts: b.opts, clock: b.clock}).backendDown("chatgpt")
+	assert.False(t, down)
 }

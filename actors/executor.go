@@ -368,7 +368,7 @@ func conversationOn(c *pb.ConversationState, llm, prompt string) webConversation
 // when to wait: its next check, at least a few seconds from now.
 func (s *System) backendDown(llm string) (time.Time, bool) {
 	for _, b := range s.opts.Backends {
-		c, ok := b.(gateway.Conditioner)
+		c, ok := gateway.As[gateway.Conditioner](b)
 		if !ok || b.Name() != llm {
 			continue
 		}

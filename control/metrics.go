@@ -201,7 +201,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(m.uptime, time.Since(s.started).Seconds())
 	for _, be := range s.sys.Backends() {
-		if mr, ok := be.(gateway.MemoryReporter); ok {
+		if mr, ok := gateway.As[gateway.MemoryReporter](be); ok {
 			g(m.backendMemory, float64(mr.MemoryBytes()), be.Name())
 		}
 	}
