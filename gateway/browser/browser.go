@@ -7,14 +7,22 @@
 // directory (<data-dir>/browser/<name>, mode 0700) that keeps the login a
 // person made once with `fano login <name>`.
 //
-// A Send navigates to the conversation (or the start page), sets deep mode,
-// attaches images, types the prompt, clicks send and polls the page until
-// the answer is complete: the "generating" signal is gone and the answer's
-// text has been stable for the profile's stable time. A rate-limit banner
-// becomes a *gateway.RateLimitedError with the retry time read from it; a
-// login wall becomes gateway.Unavailable. When ctx ends first, the answer
-// is stopped, the page is dropped and the error wraps ctx.Err(); the
-// browser stays ready for the next request.
+// A Send navigates to the task's own conversation on this backend (or the
+// start page, priming a new conversation with the task's last turns), sets
+// deep mode, attaches images, types the prompt, clicks send and reads the
+// page at each change until the answer is complete: the profile's
+// `complete` signal follows it, or else the "generating" signal is gone
+// and the text has been stable for the profile's stable time. A
+// conversation that vanished is gateway.ErrConversationGone; an answer that
+// stalls, never starts or loses its page is gateway.ErrHung within
+// seconds (a stalled answer's text is kept, marked incomplete). A
+// rate-limit banner becomes a *gateway.RateLimitedError with the retry time
+// read from it; a login wall becomes gateway.Unavailable and the backend
+// checks itself every RecheckInterval. When ctx ends first, the answer is
+// stopped (left running when fano shuts down, to be read from the page
+// after the restart), the page is dropped and the error wraps ctx.Err();
+// the browser stays ready for the next request. Condition reports the
+// state (login, capped, stalled, page gone) for status and routing.
 package browser
 
 import (
