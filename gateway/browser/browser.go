@@ -1069,6 +1069,10 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 		}
 		st, err := b.readSoft(ctx, page)
 		if err != nil {
+			if ctx.Err() != nil { // closed or cancelled: not the page's fault
+				b.dropPage()
+				return "", "", b.ctxErr(ctx, "waiting for the answer")
+			}
 			if page.IsClosed() || errors.Is(err, playwright.ErrTargetClosed) {
 				return "", "", b.pageGone(err)
 			}
