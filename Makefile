@@ -6,14 +6,23 @@ GO    ?= go
 PLAYWRIGHT_DRIVER_PATH ?= $(HOME)/.cache/fano/playwright-driver
 export PLAYWRIGHT_DRIVER_PATH
 
-.PHONY: run test test-short deps bench proto build lint fuzz clean
+.PHONY: run run-fresh test test-short deps bench proto build lint fuzz clean
 
-## run: the offline demo on the built-in simulated LLMs
+## run: the offline demo on the built-in simulated LLMs; a second run
+## continues ./fano-data (fano says so), `make run-fresh` starts over
 run: build
+	@if [ -d fano-data ]; then echo "make run: continuing ./fano-data from the last run (make run-fresh starts over)"; fi
 	./bin/fano run --until-idle --data-dir ./fano-data
 
+## run-fresh: the demo from scratch (deletes ./fano-data first)
+run-fresh: build
+	rm -rf ./fano-data
+	./bin/fano run --until-idle --data-dir ./fano-data
+
+# -buildvcs=auto: `fano version` names the commit even where GOFLAGS turns
+# stamping off (git worktrees are never stamped: their .git is a file).
 build:
-	$(GO) build -o bin/fano ./cmd/fano
+	$(GO) build -buildvcs=auto -o bin/fano ./cmd/fano
 
 ## test: install what tests need, then run every test with the race detector
 test: deps

@@ -201,6 +201,11 @@ type BrowserOptions struct {
 	// backend with history (or whose conversation vanished) carries into
 	// its new conversation, as a transcript before the prompt; 0 = none.
 	PrimeTurns int `yaml:"prime_turns"`
+	// AcceptDegraded are the task types that take an answer the site gives
+	// with another model after a degraded notice (ChatGPT's free-plan
+	// fallback); "*" for all. The model is recorded with the answer. Other
+	// task types wait for the limit to reset.
+	AcceptDegraded []string `yaml:"accept_degraded,omitempty"`
 }
 
 // APIOptions configures an OpenAI-compatible API backend.

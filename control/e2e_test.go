@@ -315,8 +315,8 @@ func TestEndToEndBrowser(t *testing.T) {
 		"# Planes\n\nSome **bold** and *soft* text with `x<y`.\n\n- one\n- two\n\n1. first\n\n```\n<script>alert(1)</script>\n```\n\n<img src=x onerror=alert(1)>")
 	require.NoError(t, err)
 	assert.Equal(t, "<h1>Planes</h1>\n<p>Some <strong>bold</strong> and <em>soft</em> text with <code>x&lt;y</code>.</p>\n"+
-		"<ul><li>one</li><li>two</li></ul>\n<ol><li>first</li></ol>\n<pre><code>&lt;script&gt;alert(1)&lt;/script&gt;</code></pre>\n"+
-		"<p>&lt;img src=x onerror=alert(1)&gt;</p>", html)
+		"<ul>\n<li>one</li>\n<li>two</li>\n</ul>\n<ol>\n<li>first</li>\n</ol>\n<pre><code>&lt;script&gt;alert(1)&lt;/script&gt;\n</code></pre>\n"+
+		"<p>&lt;img src=x onerror=alert(1)&gt;</p>\n", html)
 
 	shot("control-panel.png")
 	consoleMu.Lock()

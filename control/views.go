@@ -256,3 +256,20 @@ func backendState(b allocator.BackendStatus, now time.Time) string {
 // data directory when fano is not running); withMessages includes its
 // conversation's turns.
 func TaskViewOf(t *pb.Task, withMessages bool) TaskView { return taskView(t, withMessages) }
+
+// BackendViewOf converts a backend's figures for the CLI, which reads
+// them from the data directory when fano is not running (no circuit
+// state or running tasks then).
+func BackendViewOf(b allocator.BackendStatus, now time.Time) BackendView {
+	bv := BackendView{
+		Name: b.Name, Kind: b.Kind, State: backendState(b, now), Available: b.Available,
+		HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit, LimitEstimate: b.LimitEstimate, Usable: b.Usable,
+		DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit, Paused: b.Paused, PauseReason: b.PauseReason,
+		InUse: b.InUse, MaxConcurrency: b.MaxConcurrency, RunningTasks: []string{},
+	}
+	if !b.RateLimitedUntil.IsZero() {
+		t := b.RateLimitedUntil.UTC()
+		bv.RateLimitedUntil = &t
+	}
+	return bv
+}

@@ -53,7 +53,10 @@ type Response struct {
 	FromPage bool
 	// Incomplete says why Content may be cut short (the answer stalled and
 	// was stopped); the caller validates it like any answer.
-	Incomplete       string
+	Incomplete string
+	// Model is set when the site said it answered with another model than
+	// usual (a browser site's degraded notice); "" = the usual model.
+	Model            string
 	Duration         time.Duration
 	PromptTokens     int64
 	CompletionTokens int64

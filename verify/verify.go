@@ -85,6 +85,13 @@ func (r *Report) Kinds() []string {
 	return out
 }
 
+// DocumentChecker is a module whose document has reader-level checks
+// (`fano doc check`: repeated sentences and titles, chat filler, broken
+// anchors, empty sections).
+type DocumentChecker interface {
+	DocumentProblems() []modules.Problem
+}
+
 // Env is what Verify and Repair work on.
 type Env struct {
 	// Options returns actor options over the data directory's open WAL,
@@ -182,6 +189,18 @@ func check(env Env, in *actors.Inspection) (*Report, error) {
 		for _, mp := range v.Verify() {
 			r.Problems = append(r.Problems, Problem{Kind: mp.Kind, ID: mp.ID, Module: name, Detail: mp.Detail,
 				Fix: "module " + name + " decides repair events (logged, then applied)"})
+		}
+	}
+
+	r.Checks = append(r.Checks, "document")
+	for _, name := range in.ModuleNames() {
+		dc, ok := in.Modules[name].(DocumentChecker)
+		if !ok {
+			continue
+		}
+		for _, mp := range dc.DocumentProblems() {
+			r.Problems = append(r.Problems, Problem{Kind: mp.Kind, ID: mp.ID, Module: name, Detail: mp.Detail,
+				Fix: "none automatic: comment on the section in the panel, and the documenter revises it"})
 		}
 	}
 

@@ -71,6 +71,7 @@ func browserConfig(name string, b *config.Backend, cfg *config.Config, dataDir s
 		RequestTimeout:       time.Duration(opts.TimeoutSeconds) * time.Second,
 		RecycleAboveBytes:    int64(opts.RecycleAboveMB) << 20,
 		PrimeTurns:           primeTurns(opts.PrimeTurns),
+		AcceptDegraded:       opts.AcceptDegraded,
 	}, nil
 }
 

@@ -9,10 +9,10 @@ import (
 )
 
 func newConfigCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "config", Short: "Check the configuration"}
+	cmd := &cobra.Command{Use: "config", Short: "Check a configuration file"}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "validate",
-		Short: "Load and validate --config; print every problem with its line",
+		Short: "Check the file given with --config and list every problem with its line number",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(g)

@@ -13,8 +13,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at build time (-ldflags "-X main.version=...").
-var version = "dev"
+// version, when set at build time (-ldflags "-X main.version=..."),
+// replaces the module version `fano version` reads from the build info.
+var version = ""
 
 func main() {
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
@@ -45,8 +46,13 @@ type globals struct {
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	g := &globals{}
 	root := &cobra.Command{
-		Use:           "fano",
-		Short:         "Run LLM exploration, review and documentation unattended, without losing work",
+		Use:   "fano",
+		Short: "Run LLM exploration, review and documentation unattended, without losing work",
+		Long: "fano runs LLM work unattended for days or weeks: it explores questions, reviews the answers and\n" +
+			"writes them up, on browser, API or simulated LLMs, and keeps every step in its data directory\n" +
+			"so that a crash or restart loses nothing.\n\n" +
+			"Start with `fano run --until-idle` (the built-in demo config runs on simulated LLMs); while fano\n" +
+			"runs, `fano status` and `fano tasks` show what it does.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -60,15 +66,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newStatusCmd(g),
 		newWALCmd(g),
 		newConfigCmd(g),
-		&cobra.Command{
-			Use:   "version",
-			Short: "Print the version",
-			Args:  cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "fano %s\n", version)
-				return err
-			},
-		},
+		newVersionCmd(g),
 	)
 	for _, mk := range extraCommands {
 		root.AddCommand(mk(g))
@@ -78,5 +76,5 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 
 // jsonFlag adds --json to a read command.
 func jsonFlag(cmd *cobra.Command, g *globals) {
-	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON instead of text")
 }

@@ -46,6 +46,7 @@ func documenterConfig(env *moduleEnv) documenter.Config {
 		ReviewShare:  cfg.WorkAllocation.ReviewExisting,
 		Checker:      sharedDedup(cfg),
 		PromptsDir:   cfg.Documenter.PromptsDir,
+		Logger:       &env.Logger,
 		MaxRequests: func(t string) int {
 			if t == documenter.TypeMathEvaluation || t == documenter.TypeExpositionEvaluation || t == documenter.TypeDraft {
 				// Stages of incorporate_insight: its budget split.

@@ -862,17 +862,23 @@ func printOps(w io.Writer, s *opsSection) {
 
 // printLiveHealth prints the health and 24-hour figures that a running
 // fano's panel returns under "health" (decoded as generic JSON).
-func printLiveHealth(w io.Writer, h any) {
+// liveOpsSection reads the panel's "health" (an opsView) as the section
+// `fano status` shows; nil when the panel has none.
+func liveOpsSection(h any) *opsSection {
 	if h == nil {
-		return
+		return nil
 	}
 	data, err := json.Marshal(h)
 	if err != nil {
-		return
+		return nil
 	}
 	var v opsView
 	if json.Unmarshal(data, &v) != nil {
-		return
+		return nil
 	}
-	printOps(w, &opsSection{Source: "running", AsOf: v.CheckedAt, Health: &v.Status, Metrics: &v.Metrics})
+	return &opsSection{Source: "running", AsOf: v.CheckedAt, Health: &v.Status, Metrics: &v.Metrics}
+}
+
+func printLiveHealth(w io.Writer, h any) {
+	printOps(w, liveOpsSection(h))
 }

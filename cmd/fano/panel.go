@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,9 +72,9 @@ func startPanel(rc *runContext) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("control panel: data dir: %w", err)
 	}
-	l, err := net.Listen("tcp", ctl.Address)
+	l, err := listenPanel(ctl.Address, untilIdleRun, rc)
 	if err != nil {
-		return nil, fmt.Errorf("control panel: listen on %s (control.address): %w", ctl.Address, err)
+		return nil, err
 	}
 	srv, err := control.New(control.Options{
 		Sys: rc.Sys, Token: tok, AllowedOrigins: ctl.AllowedOrigins, Logger: rc.Logger,
@@ -109,6 +110,32 @@ func startPanel(rc *runContext) (func(), error) {
 		<-served
 		_ = os.Remove(addrFile)
 	}, nil
+}
+
+// listenPanel listens on the panel's address. A run that ends by itself
+// (--until-idle) does not need that very port: when it is taken (another
+// fano, most likely) it takes a free port on the same host and says so.
+func listenPanel(address string, untilIdle bool, rc *runContext) (net.Listener, error) {
+	l, err := net.Listen("tcp", address)
+	if err == nil {
+		return l, nil
+	}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("control panel: listen on %s (control.address): %w", address, err)
+	}
+	if !untilIdle {
+		return nil, fmt.Errorf("control panel: %s (control.address) is in use, by another fano or another program: stop it, or set control.address to a free port: %w", address, err)
+	}
+	host, _, _ := net.SplitHostPort(address)
+	l, ferr := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if ferr != nil {
+		return nil, fmt.Errorf("control panel: %s (control.address) is in use, and no free port on %s: %w", address, host, ferr)
+	}
+	rc.Logger.Warn().Str("event", "control.panel.address_in_use").Str("address", address).Str("instead", l.Addr().String()).
+		Msg("control panel address in use: this --until-idle run uses a free port")
+	fmt.Fprintf(panelOut, "fano: %s (control.address) is in use, by another fano or another program; this --until-idle run's panel takes the free port %s instead\n",
+		address, l.Addr())
+	return l, nil
 }
 
 // printPanelBanner tells the person at the console where the panel is and

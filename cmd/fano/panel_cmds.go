@@ -43,6 +43,10 @@ type panelConn struct {
 	client *control.Client
 	addr   string
 	tokErr error // why no token could be read (reported only for changes)
+	// otherDataDir is the data directory of a fano that answered at addr
+	// for another data directory (set by online): this one's fano is not
+	// the one answering, so reads come from the disk.
+	otherDataDir string
 }
 
 // findPanel works out the panel's address (<data-dir>/panel.addr, written
@@ -67,7 +71,9 @@ func findPanel(g *globals) (*panelConn, error) {
 }
 
 // online says whether the panel of this data directory answers. A panel
-// that serves another data directory is an error, not a fallback.
+// that serves another data directory (another fano on the default port)
+// does not count: online reports false and notes it in otherDataDir, so
+// reads come from this data directory on disk and say why.
 func (p *panelConn) online(ctx context.Context) (bool, error) {
 	if !p.cfg.Control.Enabled {
 		return false, nil // this data directory's fano runs no panel
@@ -82,9 +88,20 @@ func (p *panelConn) online(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("control panel at %s: %w", p.addr, err)
 	}
 	if want, err := filepath.Abs(p.cfg.DataDir); err == nil && h.DataDir != "" && h.DataDir != want {
-		return false, fmt.Errorf("the fano answering at %s runs on data dir %s, not %s: pass --data-dir or --config", p.addr, h.DataDir, want)
+		p.otherDataDir = h.DataDir
+		return false, nil
 	}
 	return true, nil
+}
+
+// offlineNote says where an offline read comes from and, when another
+// fano answered at the panel address, that it was not used.
+func (p *panelConn) offlineNote(what string) string {
+	if p.otherDataDir != "" {
+		return fmt.Sprintf("%s read from %s on disk (the fano answering at %s runs on data dir %s, not this one)",
+			what, p.cfg.DataDir, p.addr, p.otherDataDir)
+	}
+	return fmt.Sprintf("fano is not running: %s as recorded in %s", what, p.cfg.DataDir)
 }
 
 // needToken says why a change cannot be authorised, if it cannot.
@@ -100,8 +117,12 @@ func (p *panelConn) needToken() error {
 
 // notRunning is the error of a change that needs the running orchestrator.
 func notRunning(p *panelConn, what string) error {
-	return fmt.Errorf("fano is not running on %s (no control panel answers at %s): %s needs the running orchestrator; start it with `fano run`",
-		p.cfg.DataDir, p.addr, what)
+	answer := "no control panel answers at " + p.addr
+	if p.otherDataDir != "" {
+		answer = fmt.Sprintf("the fano answering at %s runs on data dir %s", p.addr, p.otherDataDir)
+	}
+	return fmt.Errorf("fano is not running on %s (%s): %s needs the running orchestrator; start it with `fano run`",
+		p.cfg.DataDir, answer, what)
 }
 
 // apiErr makes an API error one clear line.
@@ -115,10 +136,16 @@ func apiErr(what string, err error) error {
 
 // tasksReport is `fano tasks --json`.
 type tasksReport struct {
-	Running bool               `json:"running"`
-	Message string             `json:"message,omitempty"`
-	Tasks   []control.TaskView `json:"tasks"`
+	Running bool   `json:"running"`
+	Message string `json:"message,omitempty"`
+	// Total is how many tasks match --module and --state; Tasks holds the
+	// newest --limit of them.
+	Total int                `json:"total"`
+	Tasks []control.TaskView `json:"tasks"`
 }
+
+// maxTaskList is the most tasks one list holds (the control panel's cap).
+const maxTaskList = 10000
 
 func newTasksCmd(g *globals) *cobra.Command {
 	var module, state string
@@ -126,7 +153,8 @@ func newTasksCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks [task-id]",
 		Short: "List tasks, newest first (or show one task with its conversation)",
-		Long: "List tasks from the running orchestrator's control panel; with none running, from the data directory.\n" +
+		Long: "List the tasks of the running fano, newest first; with fano stopped, as recorded in the data directory.\n" +
+			"The 50 newest are shown unless --limit says otherwise (--limit 0: all).\n" +
 			"With a task id, show that task and its conversation.",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -135,8 +163,8 @@ func newTasksCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("--state: unknown task state %q (use pending, ready, running, paused, completed, failed or cancelled)", state)
 				}
 			}
-			if limit < 1 || limit > 10000 {
-				return fmt.Errorf("--limit: must be from 1 to 10000 (is %d)", limit)
+			if limit < 0 || limit > maxTaskList {
+				return fmt.Errorf("--limit: must be from 0 (all) to %d (is %d)", maxTaskList, limit)
 			}
 			p, err := findPanel(g)
 			if err != nil {
@@ -156,17 +184,30 @@ func newTasksCmd(g *globals) *cobra.Command {
 						return apiErr("task "+args[0], err)
 					}
 					rep.Tasks = []control.TaskView{t}
-				} else if rep.Tasks, err = p.client.Tasks(ctx, module, state, limit); err != nil {
-					return apiErr("tasks", err)
+				} else {
+					if rep.Tasks, err = p.client.Tasks(ctx, module, state, cmp.Or(limit, maxTaskList)); err != nil {
+						return apiErr("tasks", err)
+					}
+					st, err := p.client.Status(ctx)
+					if err != nil {
+						return apiErr("status", err)
+					}
+					rep.Total = max(len(rep.Tasks), countTasks(st.Tasks.ByModule, module, state))
 				}
 			} else {
-				tasks, err := offlineTasks(g, p, module, state, limit, args)
+				off, err := offlineTasks(g, p, module, state, limit, args)
 				if err != nil {
 					return err
 				}
-				rep.Tasks = tasks
-				rep.Message = "fano is not running: tasks as recorded in " + p.cfg.DataDir +
-					" (a RUNNING task was cut off: the next start pauses and resumes it)"
+				rep.Tasks, rep.Total = off.tasks, off.total
+				rep.Message = p.offlineNote("tasks")
+				if off.running > 0 {
+					rep.Message += fmt.Sprintf(" (%d RUNNING when fano stopped: the next start pauses and resumes %s)",
+						off.running, map[bool]string{true: "it", false: "them"}[off.running == 1])
+				}
+			}
+			if len(args) == 1 {
+				rep.Total = 1
 			}
 			if rep.Tasks == nil {
 				rep.Tasks = []control.TaskView{}
@@ -180,38 +221,61 @@ func newTasksCmd(g *globals) *cobra.Command {
 			if len(args) == 1 {
 				return printTask(cmd.OutOrStdout(), rep.Tasks[0])
 			}
-			return printTasks(cmd.OutOrStdout(), rep.Tasks)
+			if err := printTasks(cmd.OutOrStdout(), rep.Tasks); err != nil {
+				return err
+			}
+			if n := len(rep.Tasks); n < rep.Total {
+				hint := "use --limit or --state"
+				if limit == 0 {
+					hint = fmt.Sprintf("a list holds at most %d; use --state or --module", maxTaskList)
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "%d of %d (%s)\n", n, rep.Total, hint)
+				return err
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&module, "module", "", "only tasks of this module")
-	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state (pending, running, paused, completed, failed, cancelled)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many tasks")
+	cmd.Flags().StringVar(&state, "state", "", "only tasks in this state (pending, ready, running, paused, completed, failed, cancelled)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "show at most this many tasks, newest first (0: all)")
 	jsonFlag(cmd, g)
 	return cmd
+}
+
+// offlineList is what offlineTasks read: the newest tasks, how many
+// matched, and how many of those were RUNNING when fano stopped.
+type offlineList struct {
+	tasks   []control.TaskView
+	total   int
+	running int
 }
 
 // offlineTasks rebuilds the scheduler's tasks from the WAL (checkpoint,
 // then its later entries), read-only. A locked database means a fano runs
 // whose panel does not answer: that is said, not worked around.
-func offlineTasks(g *globals, p *panelConn, module, state string, limit int, ids []string) ([]control.TaskView, error) {
+func offlineTasks(g *globals, p *panelConn, module, state string, limit int, ids []string) (offlineList, error) {
 	a, err := openApp(g, "off")
 	if errors.Is(err, wal.ErrLocked) {
-		return nil, fmt.Errorf("%w; its control panel does not answer at %s (is control.enabled off?)", err, p.addr)
+		return offlineList{}, fmt.Errorf("%w; its control panel does not answer at %s (is control.enabled off?)", err, p.addr)
 	}
 	if err != nil {
-		return nil, err
+		return offlineList{}, err
 	}
 	defer a.close()
 	st, err := readScheduler(a)
 	if err != nil {
-		return nil, err
+		return offlineList{}, err
 	}
 	if len(ids) == 1 {
 		t, ok := st.Task(ids[0])
 		if !ok {
-			return nil, fmt.Errorf("task %q not found in %s", ids[0], a.dataDir)
+			return offlineList{}, fmt.Errorf("task %q not found in %s", ids[0], a.dataDir)
 		}
-		return []control.TaskView{control.TaskViewOf(t, true)}, nil
+		running := 0
+		if t.GetState() == pb.TaskState_TASK_STATE_RUNNING {
+			running = 1
+		}
+		return offlineList{tasks: []control.TaskView{control.TaskViewOf(t, true)}, total: 1, running: running}, nil
 	}
 	want, _ := control.ParseState(state)
 	tasks := st.Tasks(func(t *pb.Task) bool {
@@ -220,14 +284,41 @@ func offlineTasks(g *globals, p *panelConn, module, state string, limit int, ids
 	slices.SortFunc(tasks, func(x, y *pb.Task) int {
 		return cmp.Or(cmp.Compare(y.GetCreatedAt(), x.GetCreatedAt()), strings.Compare(x.GetId(), y.GetId()))
 	})
-	if len(tasks) > limit {
+	res := offlineList{total: len(tasks)}
+	for _, t := range tasks {
+		if t.GetState() == pb.TaskState_TASK_STATE_RUNNING {
+			res.running++
+		}
+	}
+	if limit > 0 && len(tasks) > limit {
 		tasks = tasks[:limit]
 	}
-	out := make([]control.TaskView, 0, len(tasks))
+	res.tasks = make([]control.TaskView, 0, len(tasks))
 	for _, t := range tasks {
-		out = append(out, control.TaskViewOf(t, false))
+		res.tasks = append(res.tasks, control.TaskViewOf(t, false))
 	}
-	return out, nil
+	return res, nil
+}
+
+// countTasks adds up the status's counts (module -> state -> n) of the
+// tasks that match module and state ("" matches any).
+func countTasks(byModule map[string]map[string]int, module, state string) int {
+	want := ""
+	if st, ok := control.ParseState(state); ok {
+		want = control.StateName(st)
+	}
+	n := 0
+	for m, byState := range byModule {
+		if module != "" && m != module {
+			continue
+		}
+		for s, c := range byState {
+			if want == "" || s == want {
+				n += c
+			}
+		}
+	}
+	return n
 }
 
 // schedulerOwner is the WAL owner of task events (pb/events.proto).
@@ -310,7 +401,7 @@ func newCancelCmd(g *globals) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
 		Use:   "cancel <task-id>",
-		Short: "Cancel a waiting or running task (needs fano running)",
+		Short: "Cancel a waiting or running task (fano must be running)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := findPanel(g)
@@ -344,11 +435,11 @@ func newCancelCmd(g *globals) *cobra.Command {
 }
 
 func newSeedCmd(g *globals) *cobra.Command {
-	seed := &cobra.Command{Use: "seed", Short: "Manage the explorer's seed questions"}
+	seed := &cobra.Command{Use: "seed", Short: "Give the explorer questions to work on"}
 	var priority int
 	add := &cobra.Command{
 		Use:   `add "<text>"`,
-		Short: "Add a seed question for the explorer",
+		Short: "Add a question for the explorer to explore",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text := strings.TrimSpace(args[0])
@@ -392,10 +483,10 @@ func postSeed(cmd *cobra.Command, g *globals, text string, priority int) error {
 }
 
 func newCommentCmd(g *globals) *cobra.Command {
-	comment := &cobra.Command{Use: "comment", Short: "Comment on the living document"}
+	comment := &cobra.Command{Use: "comment", Short: "Comment on the document fano writes"}
 	add := &cobra.Command{
 		Use:   `add <section-id> "<text>"`,
-		Short: "Comment on a section of the document; comments are addressed first (needs fano running)",
+		Short: "Comment on a section of the document; fano revises it with your comment first (fano must be running)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(args[0]) == "" || strings.TrimSpace(args[1]) == "" {
@@ -441,13 +532,10 @@ func printCommand(cmd *cobra.Command, g *globals, r control.CommandResult, what 
 }
 
 // livePanelStatus prints the running orchestrator's status from its panel
-// and reports true, or reports false when no panel answers (then
-// `fano status` reads the data directory). For cmd/fano/status.go.
-func livePanelStatus(cmd *cobra.Command, g *globals) (bool, error) {
-	p, err := findPanel(g)
-	if err != nil {
-		return false, err
-	}
+// and reports true, or reports false when no panel of this data directory
+// answers (then `fano status` reads the data directory). For
+// cmd/fano/status.go.
+func livePanelStatus(cmd *cobra.Command, g *globals, p *panelConn) (bool, error) {
 	up, err := p.online(cmd.Context())
 	if err != nil || !up {
 		return false, err
@@ -456,17 +544,15 @@ func livePanelStatus(cmd *cobra.Command, g *globals) (bool, error) {
 	if err != nil {
 		return false, apiErr("status", err)
 	}
-	if g.json {
-		return true, writeJSON(cmd.OutOrStdout(), struct {
-			Running bool `json:"running"`
-			control.Status
-		}{true, st})
-	}
-	return true, printLiveStatus(cmd.OutOrStdout(), st)
+	return true, printStatus(cmd, g, liveStatusReport(st))
 }
 
 func printLiveStatus(w io.Writer, st control.Status) error {
-	fmt.Fprintf(w, "fano is %s (up %s, data dir %s)\n", st.State, st.Uptime, st.DataDir)
+	if st.State == "stopped" {
+		fmt.Fprintf(w, "fano is not running (data dir %s): as recorded there\n", st.DataDir)
+	} else {
+		fmt.Fprintf(w, "fano is %s (up %s, data dir %s)\n", st.State, st.Uptime, st.DataDir)
+	}
 	t := st.Tasks
 	fmt.Fprintf(w, "tasks: %d pending, %d running, %d paused, %d completed (%d in 24 h), %d failed, %d cancelled\n",
 		t.Pending+t.Ready, t.Running, t.Paused, t.Completed, t.Completed24h, t.Failed, t.Cancelled)

@@ -126,7 +126,8 @@ func TestPanelCommands(t *testing.T) {
 
 	code, out, errOut := cli("tasks", "--config", cfg, "--limit", "2")
 	require.Equal(t, 0, code)
-	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 3, "a header and two tasks:\n%s", out)
+	assert.Len(t, strings.Split(strings.TrimSpace(out), "\n"), 4, "a header, two tasks and how many there are:\n%s", out)
+	assert.True(t, strings.HasSuffix(out, "\n2 of 5 (use --limit or --state)\n"), out)
 	assert.Contains(t, out, "STATE")
 
 	code, _, errOut = cli("tasks", "--config", cfg, "--state", "sleepy")
@@ -193,7 +194,7 @@ func TestPanelCommands(t *testing.T) {
 	cmd := &cobra.Command{}
 	cmd.SetOut(&buf)
 	cmd.SetContext(context.Background())
-	live, err := livePanelStatus(cmd, &globals{configPath: cfg})
+	live, err := livePanelStatus(cmd, &globals{configPath: cfg}, p)
 	require.NoError(t, err)
 	assert.True(t, live)
 	assert.Contains(t, buf.String(), "fano is running")
@@ -232,7 +233,7 @@ func TestPanelCommands(t *testing.T) {
 		assert.Contains(t, errOut, "fano is not running")
 	}
 
-	live, err = livePanelStatus(cmd, &globals{configPath: cfg})
+	live, err = livePanelStatus(cmd, &globals{configPath: cfg}, p)
 	require.NoError(t, err)
 	assert.False(t, live, "no panel: fano status reads the data directory")
 
@@ -245,7 +246,8 @@ func TestPanelCommands(t *testing.T) {
 }
 
 func TestPanelOfAnotherDataDir(t *testing.T) {
-	// A panel that answers for another data directory is named, not used.
+	// A panel that answers for another data directory is named, not used:
+	// the data directory asked for is read from disk.
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	cfg := writeConfig(t, dir, panelConfig(dataDir))
@@ -267,6 +269,7 @@ func TestPanelOfAnotherDataDir(t *testing.T) {
 	otherCfg := filepath.Join(dir, "other.yaml")
 	require.NoError(t, os.WriteFile(otherCfg, []byte(strings.Replace(panelConfig(other), `"127.0.0.1:0"`, `"`+strings.TrimSpace(string(addr))+`"`, 1)), 0o600))
 	code, _, errOut := cli("tasks", "--config", otherCfg)
-	assert.Equal(t, 1, code)
+	assert.Equal(t, 0, code, errOut)
+	assert.Contains(t, errOut, "tasks read from "+other+" on disk")
 	assert.Contains(t, errOut, "runs on data dir "+dataDir)
 }

@@ -14,9 +14,13 @@ import (
 func newRecoverCmd(g *globals) *cobra.Command {
 	var dry bool
 	cmd := &cobra.Command{
-		Use:   "recover",
-		Short: "Replay the WAL and repair the state (spec §9.1) without running work",
-		Args:  cobra.NoArgs,
+		Use: "recover",
+		// Recovery as fano run does it first (spec §9.1), alone.
+		Short: "Bring the data directory back to a consistent state after a crash, without running any work",
+		Long: "Rebuild what fano knows from its log, as `fano run` does when it starts: tasks a crash left\n" +
+			"RUNNING are paused (the next run resumes them) and half-written changes are closed.\n" +
+			"With --dry-run, only report what would be done.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := openApp(g, "off")
 			if err != nil {
@@ -38,7 +42,7 @@ func newRecoverCmd(g *globals) *cobra.Command {
 			return printReport(cmd.OutOrStdout(), rep)
 		},
 	}
-	cmd.Flags().BoolVar(&dry, "dry-run", false, "report what would be repaired, write nothing")
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "only report what would be repaired; change nothing")
 	jsonFlag(cmd, g)
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -13,19 +14,25 @@ import (
 
 	"fano/actors"
 	"fano/pb"
+	"fano/wal"
 )
 
 func newRunCmd(g *globals) *cobra.Command {
 	var untilIdle bool
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Recover, then run until SIGINT/SIGTERM (or until no work remains with --until-idle)",
-		Args:  cobra.NoArgs,
+		Short: "Start fano: pick up where the last run stopped, then work until Ctrl-C (or until done, with --until-idle)",
+		Long: "Start fano on the data directory. It first finishes what an earlier run left (tasks cut off by\n" +
+			"a crash are resumed), then works until Ctrl-C or SIGTERM, which pause running tasks so the next\n" +
+			"run resumes them. With --until-idle it stops by itself once no work is left.\n\n" +
+			"A data directory that has data is continued, not started over: to start over, delete it or\n" +
+			"pass another --data-dir. While fano runs, its control panel (control.address) shows what it does.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return run(cmd, g, untilIdle)
 		},
 	}
-	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "exit when no work remains")
+	cmd.Flags().BoolVar(&untilIdle, "until-idle", false, "stop once no work is left (the control panel then takes a free port if control.address is in use)")
 	return cmd
 }
 
@@ -38,6 +45,9 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	defer signal.Stop(sigs)
 
 	a, err := openApp(g, "")
+	if errors.Is(err, wal.ErrLocked) {
+		return fmt.Errorf("%w: another fano runs on this data directory; stop it first, or pass another --data-dir", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -46,6 +56,7 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 	if err != nil {
 		return err
 	}
+	earlier := a.log.LastSeq() // > 0: this data directory has earlier runs
 	sys, err := actors.Start(opts)
 	if err != nil {
 		return err
@@ -81,6 +92,12 @@ func run(cmd *cobra.Command, g *globals, untilIdle bool) error {
 		Int("tasks_recovered", rep.TasksRecovered).Int("entries_replayed", rep.EntriesReplayed).
 		Int("tasks_paused", rep.TasksPaused).Strs("repairs", rep.Repairs).Strs("problems", rep.Problems).
 		Msg("fano is running")
+	if earlier > 0 {
+		// A second `make run` finds the first one's data: say it goes on
+		// from there rather than starting over.
+		fmt.Fprintf(cmd.OutOrStdout(), "fano: continuing %s: %d tasks from earlier runs (%d completed); to start over, delete it or pass another --data-dir\n",
+			a.dataDir, rep.TasksRecovered, rep.TaskStates["COMPLETED"])
+	}
 
 	var idle <-chan time.Time
 	if untilIdle {
@@ -146,10 +163,20 @@ loop:
 		for _, byState := range counts {
 			done += byState[pb.TaskState_TASK_STATE_COMPLETED]
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "fano: no work left; %d tasks completed; data in %s\n", done, a.dataDir)
+		fmt.Fprintf(cmd.OutOrStdout(), "fano: no work left; %d tasks completed (%d in this run); data in %s\n",
+			done, max(0, done-rep.TaskStates["COMPLETED"]), a.dataDir)
 		if doc := filepath.Join(a.dataDir, "output", "DOCUMENT.md"); exists(doc) {
 			fmt.Fprintf(cmd.OutOrStdout(), "fano: the document is %s\n", doc)
 		}
+		// Where to look next, as this fano was invoked (./bin/fano).
+		same := ""
+		if g.configPath != "" {
+			same += " --config " + g.configPath
+		}
+		if g.dataDir != "" {
+			same += " --data-dir " + g.dataDir
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "fano: to look around: %[1]s status%[2]s, %[1]s tasks%[2]s\n", os.Args[0], same)
 	}
 	return nil
 }

@@ -24,8 +24,8 @@ func init() {
 func newVerifyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
-		Short: "Check the data directory's integrity (fano must not be running); exit 1 if problems are found",
-		Long: `verify rebuilds the state from the WAL without writing and reports: tasks of
+		Short: "Check a stopped fano's data directory for inconsistencies; exit status 1 if any are found",
+		Long: `verify rebuilds what fano knows from its log, changing nothing, and reports: tasks of
 modules that are not configured, tasks left RUNNING by a process that is gone,
 each module's own inconsistencies (an insight blessed twice, a section
 incorporated twice), intents without a commit, and output files out of step
@@ -66,8 +66,8 @@ func newRepairCmd(g *globals) *cobra.Command {
 	var yes bool
 	cmd := &cobra.Command{
 		Use:   "repair",
-		Short: "Fix what 'fano verify' finds (needs --yes; fano must not be running)",
-		Long: `repair fixes what verify finds, every fix logged and durable in the WAL:
+		Short: "Fix what 'fano verify' finds (shows the problems; --yes fixes them; fano must be stopped)",
+		Long: `repair fixes what verify finds, every fix recorded in fano's log:
 recovery pauses orphan and interrupted tasks and closes open intents, modules
 decide the events that resolve their duplicates, output files are rewritten
 atomically from the state, and files no module owns are moved to

@@ -12,12 +12,12 @@ import (
 )
 
 func newWALCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "wal", Short: "Inspect and compact the write-ahead log"}
+	cmd := &cobra.Command{Use: "wal", Short: "Look into or shrink fano's log of changes (fano.db in the data directory)"}
 	var from uint64
 	var limit int
 	inspect := &cobra.Command{
 		Use:   "inspect",
-		Short: "List WAL entries (sequence, time, owner, type, size)",
+		Short: "List the log's entries: sequence number, time, owner, type and size",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := openApp(g, "off")
@@ -28,15 +28,18 @@ func newWALCmd(g *globals) *cobra.Command {
 			return inspectWAL(cmd, g, a.log, from, limit)
 		},
 	}
-	inspect.Flags().Uint64Var(&from, "from", 1, "first sequence number")
-	inspect.Flags().IntVar(&limit, "limit", 100, "entries to list (0 = all)")
+	inspect.Flags().Uint64Var(&from, "from", 1, "first entry to list, by sequence number")
+	inspect.Flags().IntVar(&limit, "limit", 100, "list at most this many entries (0: all)")
 	jsonFlag(inspect, g)
 
 	var shrink bool
 	compact := &cobra.Command{
 		Use:   "compact",
-		Short: "Delete entries every checkpoint covers; --shrink also rewrites the file smaller (fano must not be running)",
-		Args:  cobra.NoArgs,
+		Short: "Drop log entries that saved checkpoints already cover, to free space (fano must be stopped)",
+		Long: "Drop the log entries that every saved checkpoint already covers; nothing fano knows is lost.\n" +
+			"The file keeps its size unless --shrink also rewrites it without the freed pages.\n" +
+			"fano must be stopped.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			a, err := openApp(g, "off")
 			if err != nil {

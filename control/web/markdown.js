@@ -1,92 +1,45 @@
-// A small Markdown renderer for the living document: headings,
-// paragraphs, bullet and numbered lists, block quotes, fenced code, inline
-// code, bold, italic and links. Text is escaped before any markup is
-// added, so the document can never inject HTML into the page.
+// The living document's renderer: markdown-it (CommonMark, raw HTML off,
+// so the document can never inject markup into the page) and KaTeX for
+// the LaTeX between dollar signs, both vendored (vendor/) and embedded in
+// the binary. Math is taken out before the Markdown pass (so `_` and `*`
+// inside a formula are never read as emphasis) and put back rendered.
+// The document's own two HTML shapes, section anchors
+// (<a id="sec-…"></a>) and section footers (<sub>…</sub>), are restored
+// after escaping; nothing else is.
 "use strict";
 
 (function (global) {
+  const md = global.markdownit({ html: false, linkify: false, typographer: false });
+
+  // $$…$$ (display) and $…$ (inline); a backslash-escaped dollar is text.
+  const mathRE = /\$\$([\s\S]+?)\$\$|(^|[^\\$])\$([^\s$](?:[^$\n]*?[^\s\\$])?)\$(?!\d)/g;
+
+  function renderMath(tex, display) {
+    if (!global.katex) return (display ? "$$" : "$") + escapeHTML(tex) + (display ? "$$" : "$");
+    return global.katex.renderToString(tex, { displayMode: display, throwOnError: false, output: "htmlAndMathml" });
+  }
+
   function escapeHTML(s) {
     return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
   }
 
-  function inline(s) {
-    const codes = [];
-    s = s.replace(/`([^`]+)`/g, function (_, c) { codes.push(c); return "\u0000" + (codes.length - 1) + "\u0000"; });
-    s = escapeHTML(s);
-    s = s.replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>");
-    s = s.replace(/(^|[^*])\*([^*\s][^*]*)\*/g, "$1<em>$2</em>");
-    s = s.replace(/\[([^\]]+)\]\((https?:\/\/[^)\s]+|#[^)\s]*)\)/g, '<a href="$2" rel="noopener noreferrer">$1</a>');
-    s = s.replace(/\u0000(\d+)\u0000/g, function (_, i) { return "<code>" + escapeHTML(codes[+i]) + "</code>"; });
-    return s;
+  function render(text) {
+    const maths = [];
+    const src = String(text || "").replace(/\r\n?/g, "\n").replace(mathRE, function (all, display, pre, inline) {
+      if (display !== undefined) {
+        maths.push(renderMath(display.trim(), true));
+        return "\n\nFANOMATH" + (maths.length - 1) + "X\n\n";
+      }
+      maths.push(renderMath(inline, false));
+      return pre + "FANOMATH" + (maths.length - 1) + "X";
+    });
+    let html = md.render(src);
+    html = html.replace(/<p>&lt;a id=&quot;([A-Za-z0-9_-]+)&quot;&gt;&lt;\/a&gt;<\/p>/g, '<a id="$1"></a>');
+    html = html.replace(/&lt;sub&gt;([\s\S]*?)&lt;\/sub&gt;/g, "<sub>$1</sub>");
+    html = html.replace(/<p>FANOMATH(\d+)X<\/p>/g, function (_, i) { return maths[+i]; });
+    html = html.replace(/FANOMATH(\d+)X/g, function (_, i) { return maths[+i]; });
+    return html;
   }
 
-  function render(md) {
-    const lines = String(md || "").replace(/\r\n?/g, "\n").split("\n");
-    const out = [];
-    let para = [];
-    let list = null; // {tag, items}
-    function flushPara() {
-      if (para.length) { out.push("<p>" + inline(para.join(" ")) + "</p>"); para = []; }
-    }
-    function flushList() {
-      if (list) {
-        out.push("<" + list.tag + ">" + list.items.map(function (i) { return "<li>" + inline(i) + "</li>"; }).join("") + "</" + list.tag + ">");
-        list = null;
-      }
-    }
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      // The two HTML shapes the documenter writes, and only them: a section
-      // anchor and a footer line. Anything else stays escaped text.
-      const anchor = line.match(/^<a id="([A-Za-z0-9_-]+)"><\/a>$/);
-      if (anchor) {
-        flushPara(); flushList();
-        out.push('<a id="' + anchor[1] + '"></a>');
-        continue;
-      }
-      const sub = line.match(/^<sub>(.*)<\/sub>$/);
-      if (sub) {
-        flushPara(); flushList();
-        out.push("<p><sub>" + inline(sub[1]) + "</sub></p>");
-        continue;
-      }
-      const fence = line.match(/^\s*(```|~~~)(.*)$/);
-      if (fence) {
-        flushPara(); flushList();
-        const code = [];
-        i++;
-        while (i < lines.length && !lines[i].trim().startsWith(fence[1])) { code.push(lines[i]); i++; }
-        out.push("<pre><code>" + escapeHTML(code.join("\n")) + "</code></pre>");
-        continue;
-      }
-      const h = line.match(/^(#{1,6})\s+(.*?)\s*#*\s*$/);
-      if (h) {
-        flushPara(); flushList();
-        const n = h[1].length;
-        out.push("<h" + n + ">" + inline(h[2]) + "</h" + n + ">");
-        continue;
-      }
-      const ul = line.match(/^\s*[-*+]\s+(.*)$/);
-      const ol = line.match(/^\s*\d+[.)]\s+(.*)$/);
-      if (ul || ol) {
-        flushPara();
-        const tag = ul ? "ul" : "ol";
-        if (list && list.tag !== tag) flushList();
-        if (!list) list = { tag: tag, items: [] };
-        list.items.push((ul || ol)[1]);
-        continue;
-      }
-      if (list && /^\s{2,}\S/.test(line)) { list.items[list.items.length - 1] += " " + line.trim(); continue; }
-      const q = line.match(/^>\s?(.*)$/);
-      if (q) { flushPara(); flushList(); out.push("<blockquote>" + inline(q[1]) + "</blockquote>"); continue; }
-      if (/^\s*([-*_])\s*\1\s*\1[\s\1]*$/.test(line)) { flushPara(); flushList(); out.push("<hr>"); continue; }
-      if (line.trim() === "") { flushPara(); flushList(); continue; }
-      flushList();
-      para.push(line.trim());
-    }
-    flushPara(); flushList();
-    return out.join("\n");
-  }
-
-  global.fanoMarkdown = { render: render, escapeHTML: escapeHTML };
+  global.fanoMarkdown = { render: render };
 })(window);

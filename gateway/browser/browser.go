@@ -71,6 +71,11 @@ type Config struct {
 	// RecycleAboveBytes restarts the browser before a request once it and
 	// its child processes use more memory than this; 0 = never.
 	RecycleAboveBytes int64
+	// AcceptDegraded are the task types that take an answer the site
+	// gives with another model after a degraded notice ("*": all); the
+	// model is recorded in the response. Others wait for the limit to
+	// reset, as for a usage cap.
+	AcceptDegraded []string
 	// RequestTimeout caps one Send (0: only the caller's ctx).
 	RequestTimeout time.Duration
 	// ActionTimeout bounds one click, fill or upload; default 30 s.
@@ -126,6 +131,11 @@ type Backend struct {
 	launched time.Time
 	served   int    // requests since launch
 	lastURL  string // the page's URL at the last reading of an answer
+	degraded string // the current request was answered by another model (noticeOutcome.model)
+	taskType string // the current request's task type
+	// noticeAccepted is the notice text the current request went on
+	// after (a degraded model, a message that is no limit).
+	noticeAccepted string
 
 	mu        sync.Mutex // guards the fields below
 	down      error      // why the backend cannot take requests; nil = up
@@ -305,6 +315,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	b.mu.Lock()
 	b.stats.Requests++
 	b.mu.Unlock()
+	b.degraded, b.noticeAccepted = "", ""
 	resp, err := b.exchange(ctx, req, images)
 	if err != nil {
 		return gateway.Response{}, err
@@ -313,6 +324,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 		b.setCondition(gateway.Condition{})
 	}
 	resp.Duration = time.Since(started)
+	resp.Model = b.degraded
 	return resp, nil
 }
 
@@ -321,8 +333,8 @@ func (b *Backend) checkRequest(req gateway.Request) ([]string, error) {
 	if strings.TrimSpace(req.Prompt) == "" {
 		return nil, gateway.Permanent(b.name, "task %s: empty prompt", req.TaskID)
 	}
-	if req.DeepMode && b.p.Selectors.DeepMode == "" {
-		return nil, gateway.Permanent(b.name, "task %s: deep mode requested but site profile %s has no selectors.deep_mode", req.TaskID, b.p.Name)
+	if req.DeepMode && !b.p.HasDeepMode() {
+		return nil, deepModeFailure(b.name, req.TaskID, b.p.Name)
 	}
 	if req.ConversationURL != "" {
 		u, err := url.Parse(req.ConversationURL)
@@ -330,7 +342,7 @@ func (b *Backend) checkRequest(req gateway.Request) ([]string, error) {
 			return nil, gateway.Permanent(b.name, "task %s: conversation URL %q is not on %s", req.TaskID, req.ConversationURL, b.p.origin())
 		}
 	}
-	if len(req.Images) > 0 && b.p.Selectors.FileInput == "" {
+	if len(req.Images) > 0 && b.p.Selectors.FileInput.Empty() {
 		return nil, gateway.Permanent(b.name, "task %s: images attached but site profile %s has no selectors.file_input", req.TaskID, b.p.Name)
 	}
 	var images []string
@@ -673,6 +685,7 @@ type pageState struct {
 	Generating bool   `json:"generating"`
 	Prompt     bool   `json:"prompt"`
 	Login      bool   `json:"login"`
+	LoggedIn   bool   `json:"logged_in"`
 	Banner     string `json:"banner"`
 	Done       bool   `json:"done"` // the profile's complete signal follows the last answer
 	Gone       bool   `json:"gone"` // the profile's conversation_gone notice shows
@@ -681,16 +694,10 @@ type pageState struct {
 
 // read reads the page once.
 func (b *Backend) read(ctx context.Context, page playwright.Page) (pageState, error) {
-	s := b.p.Selectors
-	how, attr, _ := answerReader(b.p.AnswerText)
-	arg := map[string]any{
-		"answer": s.Answer, "generating": s.Generating, "prompt": s.Prompt,
-		"login": s.LoginWall, "banner": b.p.RateLimit.Banner,
-		"complete": b.p.Complete, "gone": b.p.ConversationGone, "how": how, "attr": attr,
-	}
+	arg := pollArg(b.p)
 	var st pageState
 	var raw any
-	if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(pollJS, arg); return err }); err != nil {
+	if err := b.evaluate(ctx, page, pollJS, arg, &raw); err != nil {
 		return st, err
 	}
 	err := remarshal(raw, &st)
@@ -709,25 +716,14 @@ func remarshal(in, out any) error {
 // loginErr is the error for a login wall: the backend goes down and the
 // browser is closed, so that `fano login` can open the profile.
 func (b *Backend) loginErr() error {
-	err := gateway.Unavailable(b.name, "login required: the site shows its login wall (selectors.login_wall %q); run `fano login %s`", b.p.Selectors.LoginWall, b.name)
+	what := fmt.Sprintf("its login wall (selectors.login_wall %q)", b.p.Selectors.LoginWall)
+	if len(b.p.LoginURL) > 0 {
+		what = fmt.Sprintf("its login wall or login page (selectors.login_wall %q, login_url %q)", b.p.Selectors.LoginWall, b.p.LoginURL)
+	}
+	err := gateway.Unavailable(b.name, "login required: the site shows %s; run `fano login %s`", what, b.name)
 	b.log.Warn().Str("event", "gateway.browser.login_required").Msg("the site wants a login; run fano login")
 	_ = b.closeBrowser()
 	return b.setDownAs(gateway.StateLogin, err)
-}
-
-// rateLimited turns a visible banner into a RateLimitedError; the backend
-// shows as capped until the time the banner named.
-func (b *Backend) rateLimited(banner string) error {
-	d, reason := b.p.BannerRetry(banner, b.clock.Now())
-	b.log.Info().Str("event", "gateway.browser.rate_limited").Dur("retry_after", d).Str("reason", reason).Msg("rate-limit banner")
-	c := gateway.Condition{State: gateway.StateCapped, Reason: reason}
-	if d > 0 {
-		c.Until = b.clock.Now().Add(d)
-	} else {
-		c.Until = b.clock.Now().Add(b.cfg.RecheckInterval)
-	}
-	b.setCondition(c)
-	return &gateway.RateLimitedError{Backend: b.name, RetryAfter: d, Reason: reason}
 }
 
 // check loads the start page and verifies the profile against it: no
@@ -749,14 +745,9 @@ func (b *Backend) check(ctx context.Context) error {
 		}
 		return b.setDown(gateway.Unavailable(b.name, "start page %s did not load: %v", b.p.StartURL, err))
 	}
-	all := map[string]string{}
-	for _, f := range selectorFields {
-		if sel := b.p.Selectors.selector(f); sel != "" {
-			all["selectors."+f] = sel
-		}
-	}
-	if b.p.RateLimit.Banner != "" {
-		all["rate_limit.banner"] = b.p.RateLimit.Banner
+	all := profileSelectors(b.p)
+	for k, v := range controlSelectors(b.p) {
+		all[k] = v // checked for valid CSS only: they show once a menu opens
 	}
 	deadline := time.Now().Add(b.p.loadTimeout())
 	for {
@@ -783,7 +774,7 @@ func (b *Backend) check(ctx context.Context) error {
 			}
 			return b.setDown(gateway.Unavailable(b.name, "checking the start page %s: %v", b.p.StartURL, err))
 		}
-		if st.Login {
+		if st.Login || b.p.isLoginURL(st.URL) {
 			return b.loginErr()
 		}
 		var missing []string
@@ -795,11 +786,14 @@ func (b *Backend) check(ctx context.Context) error {
 		// Ready: every startup selector matches and the prompt input shows
 		// (a page may hold a hidden composer while it decides to show its
 		// login wall).
-		if len(missing) == 0 && st.Prompt {
+		if len(missing) == 0 && st.Prompt && (st.LoggedIn || b.p.Selectors.LoggedIn.Empty()) {
 			return b.setDown(nil)
 		}
 		if time.Now().After(deadline) {
 			var err error
+			if len(missing) == 0 && st.Prompt {
+				return b.guestErr()
+			}
 			if len(missing) > 0 {
 				b.log.Error().Str("event", "gateway.browser.selector_missing").Strs("selectors", missing).Msg("site profile does not match the start page")
 				err = gateway.Unavailable(b.name, "site profile %s: %s matched nothing on the start page %s within %s (fix it in site_profiles_file)",
@@ -818,13 +812,13 @@ func (b *Backend) check(ctx context.Context) error {
 }
 
 // count returns how many elements each selector matches (-1: invalid).
-func (b *Backend) count(ctx context.Context, page playwright.Page, sels map[string]string) (map[string]int, error) {
+func (b *Backend) count(ctx context.Context, page playwright.Page, sels map[string]SelectorList) (map[string]int, error) {
 	arg := make(map[string]any, len(sels)) // playwright-go serialises only map[string]any
 	for k, v := range sels {
-		arg[k] = v
+		arg[k] = v.js()
 	}
 	var raw any
-	if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(countJS, arg); return err }); err != nil {
+	if err := b.evaluate(ctx, page, countJS, arg, &raw); err != nil {
 		return nil, err
 	}
 	out := map[string]int{}
@@ -853,6 +847,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if continuing {
 		target = req.ConversationURL
 	}
+	b.taskType = req.TaskType
 	page, err := b.load(ctx, target)
 	if err != nil {
 		return none, err
@@ -876,14 +871,15 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if !continuing {
 		prompt, primed = primePrompt(req.History, req.Prompt, b.cfg.PrimeTurns, b.cfg.PrimeChars)
 	}
-	if sel.DeepMode != "" {
-		if err := b.setDeepMode(ctx, page, req.DeepMode); err != nil {
-			return none, err
-		}
+	if err := b.setControls(ctx, page, req.DeepMode); err != nil {
+		return none, err
 	}
 	if len(images) > 0 {
+		if err := b.openUpload(ctx, page); err != nil {
+			return none, err
+		}
 		err := b.do(ctx, func() error {
-			return page.Locator(sel.FileInput).First().SetInputFiles(images, playwright.LocatorSetInputFilesOptions{Timeout: b.actionMS()})
+			return b.locate(page, sel.FileInput, false).SetInputFiles(images, playwright.LocatorSetInputFilesOptions{Timeout: b.actionMS()})
 		})
 		if err != nil {
 			return none, b.fail(ctx, fmt.Sprintf("attaching %d image(s) with selectors.file_input %q", len(images), sel.FileInput), err)
@@ -892,14 +888,21 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if st, err = b.read(ctx, page); err != nil {
 		return none, b.fail(ctx, "reading the page", err)
 	}
+	if st.Banner != "" {
+		// Shown before sending: a limit stops here; anything else was not
+		// caused by this prompt and is not held against it.
+		if err := b.onNotice(st.Banner, false); err != nil {
+			return none, err
+		}
+	}
 	before := st.Answers
 	if err := b.do(ctx, func() error {
-		return page.Locator(sel.Prompt).First().Fill(prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
+		return b.locate(page, sel.Prompt, true).Fill(prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
 	}); err != nil {
 		return none, b.fail(ctx, fmt.Sprintf("typing the prompt into selectors.prompt %q", sel.Prompt), err)
 	}
 	if err := b.do(ctx, func() error {
-		return page.Locator(sel.Send).First().Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
+		return b.locate(page, sel.Send, true).Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
 	}); err != nil {
 		return none, b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
 	}
@@ -908,6 +911,9 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 		return none, err
 	}
 	convURL := b.lastURL
+	if b.p.isPendingURL(convURL) {
+		convURL = b.settledURL(ctx, page)
+	}
 	if convURL == b.p.StartURL {
 		convURL = "" // the site gave this conversation no address of its own
 	}
@@ -931,19 +937,28 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, req gate
 			return st, b.fail(ctx, "reading the page", err)
 		}
 		switch {
-		case st.Login:
+		case st.Login || b.p.isLoginURL(st.URL):
 			return st, b.loginErr()
 		case st.Banner != "":
-			return st, b.rateLimited(st.Banner)
+			if err := b.onNotice(st.Banner, false); err != nil {
+				return st, err
+			}
+		}
+		switch {
 		case continuing && st.Gone:
 			return st, b.gone(req, "the site shows its not-found notice (conversation_gone %q)", b.p.ConversationGone)
 		case continuing && !samePage(st.URL, req.ConversationURL):
 			return st, b.gone(req, "it redirected to %s", st.URL)
-		case st.Prompt && (!continuing || st.Answers > 0):
+		}
+		loggedIn := st.LoggedIn || b.p.Selectors.LoggedIn.Empty()
+		if st.Prompt && loggedIn && (!continuing || st.Answers > 0) {
 			return st, nil
 		}
 		if time.Now().After(deadline) {
 			b.dropPage()
+			if st.Prompt && !loggedIn {
+				return st, b.guestErr()
+			}
 			if !st.Prompt {
 				return st, gateway.Transient(b.name, "selectors.prompt %q did not show within %s", b.p.Selectors.Prompt, b.p.loadTimeout())
 			}
@@ -983,55 +998,6 @@ func samePage(now, want string) bool {
 		return strings.TrimSuffix(un.Path, "/") == strings.TrimSuffix(uw.Path, "/")
 	}
 	return slices.Contains(strings.Split(un.Path, "/"), id)
-}
-
-// setDeepMode turns the site's deep-mode switch on or off.
-func (b *Backend) setDeepMode(ctx context.Context, page playwright.Page, want bool) error {
-	sel := b.p.Selectors
-	arg := map[string]any{"toggle": sel.DeepMode, "on": sel.DeepModeOn}
-	state := func() (*bool, error) {
-		var raw any
-		if err := b.do(ctx, func() (err error) { raw, err = page.Evaluate(deepModeJS, arg); return err }); err != nil {
-			return nil, err
-		}
-		var on *bool
-		err := remarshal(raw, &on)
-		return on, err
-	}
-	on, err := state()
-	if err != nil {
-		return b.fail(ctx, "reading the deep-mode switch", err)
-	}
-	if on == nil {
-		if !want {
-			return nil // no switch on this page: it cannot be on
-		}
-		return gateway.Transient(b.name, "deep-mode switch selectors.deep_mode %q not found", sel.DeepMode)
-	}
-	if *on == want {
-		return nil
-	}
-	if err := b.do(ctx, func() error {
-		return page.Locator(sel.DeepMode).First().Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
-	}); err != nil {
-		return b.fail(ctx, fmt.Sprintf("clicking the deep-mode switch selectors.deep_mode %q", sel.DeepMode), err)
-	}
-	deadline := time.Now().Add(b.cfg.ActionTimeout)
-	for {
-		on, err := state()
-		if err != nil {
-			return b.fail(ctx, "reading the deep-mode switch", err)
-		}
-		if on != nil && *on == want {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return gateway.Transient(b.name, "deep-mode switch selectors.deep_mode %q did not turn %s", sel.DeepMode, map[bool]string{true: "on", false: "off"}[want])
-		}
-		if err := sleepCtx(ctx, b.p.poll()); err != nil {
-			return b.ctxErr(ctx, "setting deep mode")
-		}
-	}
 }
 
 // waitAnswer waits until the new answer (the one after the first before
@@ -1081,11 +1047,13 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 		b.lastURL = st.URL
 		now := time.Now()
 		switch {
-		case st.Login:
+		case st.Login || b.p.isLoginURL(st.URL):
 			return "", "", b.loginErr()
 		case st.Banner != "":
-			b.abandon(ctx, page)
-			return "", "", b.rateLimited(st.Banner)
+			if err := b.onNotice(st.Banner, !st.Generating && st.Answers <= before); err != nil {
+				b.abandon(ctx, page)
+				return "", "", err
+			}
 		}
 		if st.Answers > before || st.Generating {
 			started = true
@@ -1145,7 +1113,7 @@ func (b *Backend) finalText(ctx context.Context, page playwright.Page, text stri
 	}
 	var raw any
 	err := b.do(ctx, func() (err error) {
-		raw, err = page.Evaluate(copyJS, map[string]any{"answer": b.p.Selectors.Answer, "button": button})
+		raw, err = page.Evaluate(copyJS, map[string]any{"answer": b.p.Selectors.Answer.js(), "button": button})
 		return err
 	})
 	if md, ok := raw.(string); err == nil && ok && strings.TrimSpace(md) != "" {
@@ -1230,10 +1198,10 @@ func (b *Backend) abandon(ctx context.Context, page playwright.Page) {
 // few seconds at most) and waits for the site to show it stopped.
 func (b *Backend) stopAnswer(page playwright.Page) {
 	stop := b.p.Selectors.StopSelector()
-	if stop == "" || page.IsClosed() || b.life.Err() != nil {
+	if stop.Empty() || page.IsClosed() || b.life.Err() != nil {
 		return
 	}
-	loc := page.Locator(stop).First()
+	loc := b.locate(page, stop, true)
 	if vis, err := loc.IsVisible(); err != nil || !vis {
 		return
 	}
@@ -1254,7 +1222,7 @@ func (b *Backend) stopAnswer(page playwright.Page) {
 	}
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

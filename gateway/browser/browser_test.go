@@ -56,21 +56,24 @@ func needBrowser(t testing.TB) {
 // offline keeps Chromium's own lookups (Google services) off the network.
 var offline = []string{"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"}
 
-// testProfile is a built-in profile pointed at a fake site, with timings
-// fit for tests.
+// testProfile is the profile of a 2025-shaped fake site (the former
+// built-in, testdata/chatui/legacy-profiles.yaml) pointed at it, named like
+// the site, with timings fit for tests. The "turns" site has the user
+// profile written for it (testdata/chatui/turns/profile.yaml).
 func testProfile(t testing.TB, site *fakechat.Server) *Profile {
 	t.Helper()
-	builtin, err := Builtin()
+	dir, err := fakechat.Dir()
 	require.NoError(t, err)
+	key := "legacy-" + site.Site()
+	profiles, err := LoadProfiles(filepath.Join(dir, "legacy-profiles.yaml"))
 	if site.Site() == "turns" {
-		// No built-in profile: the user profile written for it.
-		dir, err := fakechat.Dir()
-		require.NoError(t, err)
-		builtin, err = LoadProfiles(filepath.Join(dir, "turns", "profile.yaml"))
-		require.NoError(t, err)
+		key = "turns"
+		profiles, err = LoadProfiles(filepath.Join(dir, "turns", "profile.yaml"))
 	}
-	p, err := builtin[site.Site()].WithBaseURL(site.URL())
 	require.NoError(t, err)
+	p, err := profiles[key].WithBaseURL(site.URL())
+	require.NoError(t, err)
+	p.Name = site.Site()
 	p.Completion = Completion{StableMS: 150, PollMS: 30, StartTimeoutSeconds: 10, LoadTimeoutSeconds: 10}
 	return p
 }
@@ -295,7 +298,7 @@ func TestGenerateForeverEndsWithContext(t *testing.T) {
 func TestSelectorMatchingNothing(t *testing.T) {
 	f := newFixture(t, "chatgpt")
 	p := f.cfg.Profile.clone()
-	p.Selectors.Prompt = "#no-such-input"
+	p.Selectors.Prompt = SelectorList{"#no-such-input"}
 	p.Completion.LoadTimeoutSeconds = 1
 	f.cfg.Profile = p
 	b := f.start(t) // New does not fail: the rest of fano runs
@@ -310,8 +313,8 @@ func TestSelectorMatchingNothing(t *testing.T) {
 
 	// A selector that is not CSS at all is named too.
 	p = f.cfg.Profile.clone()
-	p.Selectors.Prompt = "#prompt-textarea"
-	p.Selectors.Answer = "div[["
+	p.Selectors.Prompt = SelectorList{"#prompt-textarea"}
+	p.Selectors.Answer = SelectorList{"div[["}
 	f.cfg.Profile = p
 	f.cfg.ProfileDir += "-2"
 	err = f.start(t).Health(context.Background())
@@ -370,10 +373,10 @@ func TestBadRequests(t *testing.T) {
 		assert.Equal(t, tc.want, err.Error())
 	}
 	p := builtin["chatgpt"].clone()
-	p.Selectors.DeepMode = ""
+	p.Controls = nil
 	b.p = p
 	_, err = b.checkRequest(gateway.Request{TaskID: "t", Prompt: "p", DeepMode: true})
-	assert.EqualError(t, err, "x: permanent: task t: deep mode requested but site profile chatgpt has no selectors.deep_mode")
+	assert.EqualError(t, err, "x: permanent: task t: deep mode requested but site profile chatgpt has no controls.deep_mode")
 }
 
 // waitSends waits until the fake site has received n sends.

@@ -5,7 +5,9 @@
 // there is no such button or it wrote nothing within 2 s.
 async (s) => {
   const all = (sel) => { try { return Array.from(document.querySelectorAll(sel)); } catch (e) { return []; } };
-  const answers = all(s.answer);
+  // s.answer is a selector list: the first selector that matches anything.
+  let answers = [];
+  for (const sel of s.answer || []) { answers = all(sel); if (answers.length) break; }
   const last = answers[answers.length - 1];
   if (!last) return null;
   const buttons = all(s.button).filter((el) => last.contains(el) ||

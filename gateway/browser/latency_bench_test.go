@@ -21,7 +21,7 @@ import (
 func BenchmarkAnswerLatency(b *testing.B) {
 	f := newBenchFixture(b)
 	withComplete := f.backend(b, "bench-complete", func(p *Profile) {})
-	stableOnly := f.backend(b, "bench-stable", func(p *Profile) { p.Complete = "" })
+	stableOnly := f.backend(b, "bench-stable", func(p *Profile) { p.Complete = nil })
 	var complete, stable []float64
 	b.ResetTimer()
 	for i := range b.N {

@@ -90,14 +90,20 @@ func login(ctx context.Context, cfg Config, in io.Reader, out io.Writer, headles
 			return nil
 		}
 	}
-	if sel := cfg.Profile.Selectors.LoginWall; sel != "" {
-		if _, err := page.Goto(cfg.Profile.StartURL, playwright.PageGotoOptions{
+	p := cfg.Profile
+	if !p.Selectors.LoginWall.Empty() || !p.Selectors.LoggedIn.Empty() || len(p.loginURL) > 0 {
+		if _, err := page.Goto(p.StartURL, playwright.PageGotoOptions{
 			WaitUntil: playwright.WaitUntilStateDomcontentloaded,
-			Timeout:   playwright.Float(float64(cfg.Profile.loadTimeout().Milliseconds())),
+			Timeout:   playwright.Float(float64(p.loadTimeout().Milliseconds())),
 		}); err == nil {
-			if st, err := waitShown(ctx, cfg.Profile, page); err == nil && st.Login {
-				return fmt.Errorf("%s: still logged out: %s shows its login wall (selectors.login_wall %q); run fano login %s again",
-					cfg.Name, cfg.Profile.StartURL, sel, cfg.Name)
+			st, err := waitShown(ctx, p, page)
+			switch {
+			case err == nil && (st.Login || p.isLoginURL(st.URL)):
+				return fmt.Errorf("%s: still logged out: %s shows its login page (selectors.login_wall %q, login_url %q); run fano login %s again",
+					cfg.Name, p.StartURL, p.Selectors.LoginWall.String(), p.LoginURL, cfg.Name)
+			case st.Prompt && !st.LoggedIn && !p.Selectors.LoggedIn.Empty():
+				return fmt.Errorf("%s: still logged out: %s is usable as a guest but shows no login (selectors.logged_in %q); run fano login %s again and sign in",
+					cfg.Name, p.StartURL, p.Selectors.LoggedIn.String(), cfg.Name)
 			}
 		}
 	}
@@ -105,24 +111,28 @@ func login(ctx context.Context, cfg Config, in io.Reader, out io.Writer, headles
 	return nil
 }
 
-// waitShown reads the page until it shows either the prompt input or the
-// login wall (or the load timeout passes).
+// waitShown reads the page until it shows the login wall or a login page,
+// or the prompt input with the sign of a login (when the profile has one),
+// or the load timeout passes (the last reading is returned then).
 func waitShown(ctx context.Context, p *Profile, page playwright.Page) (pageState, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.loadTimeout())
 	defer cancel()
 	for {
 		var st pageState
-		raw, err := page.Evaluate(pollJS, map[string]any{"prompt": p.Selectors.Prompt, "login": p.Selectors.LoginWall})
+		raw, err := page.Evaluate(pollJS, pollArg(p))
 		if err == nil {
 			err = remarshal(raw, &st)
 		}
-		if err != nil {
+		if err != nil && !isNavigating(err) {
 			return st, err
 		}
-		if st.Login || st.Prompt {
+		if err == nil && (st.Login || p.isLoginURL(st.URL) || st.Prompt && (st.LoggedIn || p.Selectors.LoggedIn.Empty())) {
 			return st, nil
 		}
 		if err := sleepCtx(ctx, p.poll()); err != nil {
+			if st.Prompt {
+				return st, nil // a guest page: the caller decides
+			}
 			return st, errors.New("the page showed neither the prompt input nor the login wall")
 		}
 	}

@@ -1,8 +1,8 @@
 // One reading of a chat page for the browser backend: how many answers,
-// the last one's text, and which signals are visible. s holds CSS
-// selectors; an empty or invalid one matches nothing here (count.js
-// reports invalid ones at start-up). s.how / s.attr say how the answer is
-// read (innerText, textContent, attribute).
+// the last one's text, and which signals are visible. Each field of s is a
+// list of CSS selectors tried in order; an invalid one matches nothing
+// here (count.js reports invalid ones at start-up). s.how / s.attr say how
+// the answer is read (innerText, textContent, attribute).
 (s) => {
   const visible = (el) => {
     if (!el || !el.isConnected) return false;
@@ -11,9 +11,24 @@
     const r = el.getBoundingClientRect();
     return r.width > 0 && r.height > 0;
   };
-  const all = (sel) => {
-    if (!sel) return [];
+  const q = (sel) => {
     try { return Array.from(document.querySelectorAll(sel)); } catch (e) { return []; }
+  };
+  // The matches of the first selector that matches anything.
+  const first = (list) => {
+    for (const sel of list || []) {
+      const els = q(sel);
+      if (els.length) return els;
+    }
+    return [];
+  };
+  // Every visible match of any selector, outermost only.
+  const shown = (list) => {
+    const out = [];
+    for (const sel of list || []) {
+      for (const el of q(sel)) if (visible(el) && !out.includes(el)) out.push(el);
+    }
+    return out.filter((el) => !out.some((o) => o !== el && o.contains(el)));
   };
   const text = (el) => (el ? (el.innerText || el.textContent || '') : '');
   const read = (el) => {
@@ -22,21 +37,24 @@
     if (s.how === 'attribute') return el.getAttribute(s.attr) || '';
     return text(el);
   };
-  const answers = all(s.answer);
+  const answers = first(s.answer);
   const last = answers[answers.length - 1];
   // Done: a visible completion signal inside the last answer or after it
   // in document order (the toolbar under it); earlier answers' toolbars
   // come before it.
-  const done = !!last && all(s.complete).some((el) => visible(el) &&
-    (last.contains(el) || (last.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0));
+  const done = !!last && shown(s.complete).some((el) =>
+    last.contains(el) || (last.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0);
   return {
     answers: answers.length,
     text: read(last),
-    generating: all(s.generating).some(visible),
-    prompt: all(s.prompt).some(visible),
-    login: all(s.login).some(visible),
-    banner: all(s.banner).filter(visible).map(text).join('\n'),
+    generating: shown(s.generating).length > 0,
+    prompt: shown(s.prompt).length > 0,
+    login: shown(s.login).length > 0,
+    // An account menu may sit in a collapsed sidebar: being there counts.
+    logged_in: first(s.logged_in).length > 0,
+    banner: shown(s.banner).map(text).join('\n'),
+    url: location.href,
     done: done,
-    gone: all(s.gone).some(visible),
+    gone: shown(s.gone).length > 0,
   };
 }

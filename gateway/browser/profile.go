@@ -38,16 +38,29 @@ type Profile struct {
 	Selectors  Selectors  `yaml:"selectors"`
 	Completion Completion `yaml:"completion"`
 	RateLimit  RateLimit  `yaml:"rate_limit"`
+	// LoginURL are regular expressions on the page's URL: a page whose
+	// URL matches one is a login page (a redirect to /login).
+	LoginURL []string `yaml:"login_url"`
+	// PendingURL are regular expressions on the page's URL: a conversation
+	// address matching one is an interim one (ChatGPT's /c/WEB:<id> right
+	// after sending); fano waits for the real one and never stores it.
+	PendingURL []string `yaml:"pending_url"`
+	// Controls are the site's settings reached through steps (open a
+	// menu, pick an item, read its state, close). Names fano drives:
+	// deep_mode (on when a request asks for deep mode, off otherwise) and
+	// upload (walked before selectors.file_input is used); any control
+	// with always: true is switched on before every prompt (a model or
+	// effort choice). `fano profile check` walks them all.
+	Controls map[string]*Control `yaml:"controls"`
 	// StartupCheck names the selectors (fields of Selectors, like "prompt")
 	// that must match something on the start page when the backend starts;
 	// default prompt and send.
 	StartupCheck []string `yaml:"startup_check"`
 
-	// issue 12 fields
-	// Complete is a CSS selector that appears when an answer is done (the
+	// Complete is a selector list that appears when an answer is done (the
 	// toolbar under it); a new match ends the wait at once. Empty: the
 	// answer is done once its text was stable for completion.stable_ms.
-	Complete string `yaml:"complete"`
+	Complete SelectorList `yaml:"complete"`
 	// AnswerText is how the answer is read: innerText (default),
 	// textContent, attribute:<name> of the answer element, or
 	// copy:<selector>: the site's copy button (in or after the answer)
@@ -64,34 +77,46 @@ type Profile struct {
 	// ConversationGone matches the site's "conversation not found" notice.
 	// A conversation is also gone when its URL redirects elsewhere or it
 	// loads with no answer.
-	ConversationGone string `yaml:"conversation_gone"`
+	ConversationGone SelectorList `yaml:"conversation_gone"`
+
+	loginURL   []*regexp.Regexp
+	pendingURL []*regexp.Regexp
 }
 
-// Selectors locate the elements of a chat page.
+// Selectors locate the elements of a chat page. Each is a SelectorList: one
+// CSS selector, or a list of them tried in order (the first one that
+// matches anything is used), for a site that rolls out new markup
+// gradually and shows old and new shapes at once.
 type Selectors struct {
 	// Prompt is the input the prompt is typed into (textarea or
 	// contenteditable).
-	Prompt string `yaml:"prompt"`
+	Prompt SelectorList `yaml:"prompt"`
 	// Send is the button that sends the prompt.
-	Send string `yaml:"send"`
+	Send SelectorList `yaml:"send"`
 	// Answer matches every assistant answer of the conversation; the last
 	// match is the answer being written.
-	Answer string `yaml:"answer"`
+	Answer SelectorList `yaml:"answer"`
 	// Generating is visible while an answer is still being written (often
 	// the stop button). Empty: completion is decided by stability alone.
-	Generating string `yaml:"generating"`
+	Generating SelectorList `yaml:"generating"`
 	// Stop stops a running answer (clicked when a request is abandoned);
 	// default: Generating.
-	Stop string `yaml:"stop"`
+	Stop SelectorList `yaml:"stop"`
 	// LoginWall is visible when the site wants a login.
-	LoginWall string `yaml:"login_wall"`
-	// DeepMode toggles the site's deep mode (extended thinking, Pro, Deep
-	// Think). Its state is read from DeepModeOn when set, else from the
-	// toggle's aria-pressed / aria-checked / checked.
-	DeepMode   string `yaml:"deep_mode"`
-	DeepModeOn string `yaml:"deep_mode_on"`
-	// FileInput is the <input type=file> that image attachments go into.
-	FileInput string `yaml:"file_input"`
+	LoginWall SelectorList `yaml:"login_wall"`
+	// LoggedIn is on the page (visible or not: it may sit in a collapsed
+	// sidebar) only when a user is logged in (an account menu). Set it for sites that let guests chat: a visible composer
+	// without it is guest mode, which fano treats as a login wall.
+	LoggedIn SelectorList `yaml:"logged_in"`
+	// DeepMode is the old single-toggle form of controls.deep_mode: the
+	// element clicked, its state read from DeepModeOn when set, else from
+	// its aria-pressed / aria-checked / checked. When set it replaces
+	// controls.deep_mode.
+	DeepMode   SelectorList `yaml:"deep_mode"`
+	DeepModeOn SelectorList `yaml:"deep_mode_on"`
+	// FileInput is the <input type=file> that image attachments go into;
+	// controls.upload, when set, is walked first to make it appear.
+	FileInput SelectorList `yaml:"file_input"`
 }
 
 // Completion says when an answer is complete: the Generating signal is gone
@@ -109,12 +134,13 @@ type Completion struct {
 
 // RateLimit describes the site's rate-limit notice.
 type RateLimit struct {
-	// Banner matches the notice; when one is visible the request is rate
-	// limited.
-	Banner string `yaml:"banner"`
+	// Banner matches the containers notices show in (dialogs, alerts,
+	// toasts); only a visible one counts.
+	Banner SelectorList `yaml:"banner"`
 	// Patterns are tried in order on the banner's text; the first match
-	// says how to read the retry time. No match: RetryAfter 0 (the backend
-	// is parked until its next quota window).
+	// says what the notice is (kind) and how to read its time. A visible
+	// banner that no pattern matches is an ordinary error (transient), not
+	// a limit: containers like dialogs and toasts hold other messages too.
 	Patterns []Pattern `yaml:"patterns"`
 }
 
@@ -137,29 +163,46 @@ type Pattern struct {
 	Match string `yaml:"match"`
 	// Retry is RetryAbsolute, RetryRelative or RetryNone.
 	Retry string `yaml:"retry"`
+	// Kind is what the notice means: cap (a usage cap), rate (a short
+	// rate limit), degraded (the site answers with another model; a named
+	// group "model" may hold the model it ran out of) or transient (an
+	// ordinary error). Default: rate for retry relative, else cap.
+	Kind string `yaml:"kind"`
 
 	re *regexp.Regexp
+}
+
+func (pt *Pattern) kind() string {
+	switch {
+	case pt.Kind != "":
+		return pt.Kind
+	case pt.Retry == RetryRelative:
+		return NoticeRate
+	default:
+		return NoticeCap
+	}
 }
 
 // selectorFields are the Selectors fields by YAML name, for StartupCheck
 // and error messages.
 var selectorFields = yamlFields(reflect.TypeFor[Selectors]())
 
-// selector returns the selector of a Selectors field by its YAML name.
-func (s *Selectors) selector(field string) string {
+// selector returns the selectors of a Selectors field by its YAML name.
+func (s *Selectors) selector(field string) SelectorList {
 	v := reflect.ValueOf(s).Elem()
 	t := v.Type()
 	for i := range t.NumField() {
 		if yamlName(t.Field(i)) == field {
-			return v.Field(i).String()
+			l, _ := v.Field(i).Interface().(SelectorList)
+			return l
 		}
 	}
-	return ""
+	return nil
 }
 
 // StopSelector is Stop, else Generating.
-func (s *Selectors) StopSelector() string {
-	if s.Stop != "" {
+func (s *Selectors) StopSelector() SelectorList {
+	if !s.Stop.Empty() {
 		return s.Stop
 	}
 	return s.Generating
@@ -222,6 +265,17 @@ func (p *Profile) clone() *Profile {
 	c := *p
 	c.StartupCheck = slices.Clone(p.StartupCheck)
 	c.RateLimit.Patterns = slices.Clone(p.RateLimit.Patterns)
+	c.LoginURL = slices.Clone(p.LoginURL)
+	c.loginURL = slices.Clone(p.loginURL)
+	c.PendingURL = slices.Clone(p.PendingURL)
+	c.pendingURL = slices.Clone(p.pendingURL)
+	if p.Controls != nil {
+		c.Controls = make(map[string]*Control, len(p.Controls))
+		for k, v := range p.Controls {
+			cc := *v
+			c.Controls[k] = &cc
+		}
+	}
 	return &c
 }
 
@@ -452,6 +506,9 @@ func (ls *lineSource) decode(node *yaml.Node, out any, t reflect.Type, at string
 			}
 			return fmt.Errorf("%s: %s: %s", ls.file, at, strings.Join(te.Errors, "; "))
 		}
+		if m := reYAMLLine.FindStringSubmatch(err.Error()); m != nil {
+			return fmt.Errorf("%s:%s: %s: %s", ls.file, m[1], ls.pathAt(m[1], at), m[2])
+		}
 		return fmt.Errorf("%s: %s: %w", ls.file, at, err)
 	}
 	return nil
@@ -476,7 +533,25 @@ func (ls *lineSource) check(node *yaml.Node, t reflect.Type, at string) error {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if reflect.PointerTo(t).Implements(reflect.TypeFor[yaml.Unmarshaler]()) {
+		return nil // it checks its own shape
+	}
 	switch t.Kind() {
+	case reflect.Map:
+		if node.ShortTag() == "!!null" {
+			return nil
+		}
+		if node.Kind != yaml.MappingNode {
+			return ls.errorf(node, at, "must be a mapping")
+		}
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			k, v := node.Content[i], node.Content[i+1]
+			p := joinAt(at, k.Value)
+			ls.lines[p] = k.Line
+			if err := ls.check(v, t.Elem(), p); err != nil {
+				return err
+			}
+		}
 	case reflect.Struct:
 		if node.ShortTag() == "!!null" {
 			return nil
@@ -527,13 +602,14 @@ func (ls *lineSource) validate(p *Profile, at string) error {
 		add("start_url", "%q must be an http(s) URL", p.StartURL)
 	}
 	for _, f := range []string{"prompt", "send", "answer"} {
-		if strings.TrimSpace(p.Selectors.selector(f)) == "" {
+		if p.Selectors.selector(f).Empty() {
 			add("selectors."+f, "missing; a CSS selector")
 		}
 	}
-	if p.Selectors.DeepModeOn != "" && p.Selectors.DeepMode == "" {
+	if !p.Selectors.DeepModeOn.Empty() && p.Selectors.DeepMode.Empty() {
 		add("selectors.deep_mode_on", "needs selectors.deep_mode (the toggle)")
 	}
+	p.validateLanguage(add)
 	c := p.Completion
 	for _, f := range []struct {
 		name string
@@ -546,14 +622,14 @@ func (ls *lineSource) validate(p *Profile, at string) error {
 	for i, name := range p.StartupCheck {
 		if !slices.Contains(selectorFields, name) {
 			add(fmt.Sprintf("startup_check[%d]", i), "unknown selector %q (one of: %s)", name, strings.Join(selectorFields, ", "))
-		} else if p.Selectors.selector(name) == "" {
+		} else if p.Selectors.selector(name).Empty() {
 			add(fmt.Sprintf("startup_check[%d]", i), "selectors.%s is not set", name)
 		}
 	}
 	errs = append(errs, checkIssue12Fields(p, func(field, format string, args ...any) error {
 		return ls.fieldErr(joinAt(at, field), format, args...)
 	})...)
-	if len(p.RateLimit.Patterns) > 0 && p.RateLimit.Banner == "" {
+	if len(p.RateLimit.Patterns) > 0 && p.RateLimit.Banner.Empty() {
 		add("rate_limit.banner", "missing; patterns are matched against the text of the banner this selector finds")
 	}
 	for i := range p.RateLimit.Patterns {

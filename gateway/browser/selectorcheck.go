@@ -2,7 +2,6 @@ package browser
 
 import (
 	"fmt"
-	"reflect"
 	"regexp"
 	"strings"
 )
@@ -14,15 +13,18 @@ import (
 // field path of the profile.
 func checkIssue12Fields(p *Profile, errf func(field, format string, args ...any) error) []error {
 	var errs []error
-	sels := map[string]string{"rate_limit.banner": p.RateLimit.Banner, "complete": p.Complete, "conversation_gone": p.ConversationGone}
-	v := reflect.ValueOf(p.Selectors)
-	for i := range v.NumField() {
-		if n := yamlName(v.Type().Field(i)); n != "" && v.Field(i).Kind() == reflect.String {
-			sels["selectors."+n] = v.Field(i).String()
-		}
+	sels := profileSelectors(p)
+	for field, l := range controlSelectors(p) {
+		sels[field] = l
+	}
+	if !p.Complete.Empty() {
+		sels["complete"] = p.Complete
+	}
+	if !p.ConversationGone.Empty() {
+		sels["conversation_gone"] = p.ConversationGone
 	}
 	for _, field := range sortedKeys(sels) {
-		if sel := sels[field]; sel != "" {
+		for _, sel := range sels[field] {
 			if err := parseSelector(sel); err != nil {
 				errs = append(errs, errf(field, "%q is not a valid CSS selector: %v", sel, err))
 			}

@@ -25,6 +25,7 @@ func turnsFixture(t *testing.T) *fixture {
 	return f
 }
 
+// sendErr sends req and returns the error it must end with.
 func sendErr(t *testing.T, b *Backend, req gateway.Request) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
@@ -54,7 +55,7 @@ func TestCompleteSignalEndsAnswer(t *testing.T) {
 // the text.
 func TestAnswerTextAttribute(t *testing.T) {
 	f := turnsFixture(t)
-	f.cfg.Profile.Selectors.Answer = "div.turn.bot"
+	f.cfg.Profile.Selectors.Answer = SelectorList{"div.turn.bot"}
 	f.cfg.Profile.AnswerText = "attribute:class"
 	b := f.start(t)
 	assert.Equal(t, "turn bot", send(t, b, gateway.Request{Prompt: "hello"}).Content)

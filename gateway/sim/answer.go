@@ -68,12 +68,16 @@ func init() {
 // prompt first; ties, including facts sharing none, are in seeded order.
 func relevantFacts(prompt string, r *rand.Rand, n int) []Fact {
 	text := " " + normalize(prompt) + " "
+	focus := " " + normalize(statementLine(prompt)) + " "
 	order := r.Perm(len(facts))
 	score := make([]int, len(facts))
 	for i, kws := range keywordIndex {
 		for _, k := range kws {
 			if strings.Contains(text, k) {
 				score[i]++
+			}
+			if strings.Contains(focus, k) {
+				score[i] += 100 // the subject of the request outweighs its context
 			}
 		}
 	}
@@ -84,6 +88,18 @@ func relevantFacts(prompt string, r *rand.Rand, n int) []Fact {
 		out[i] = facts[order[i]]
 	}
 	return out
+}
+
+// statementLine is the text after a line's "Statement:" (how fano's
+// prompts name their subject), "" if the prompt has none: a model
+// answers about the subject, not about the context around it.
+func statementLine(prompt string) string {
+	for _, line := range strings.Split(prompt, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "Statement:"); ok {
+			return rest
+		}
+	}
+	return ""
 }
 
 // framings open the first paragraph per task type; %s is the topic.

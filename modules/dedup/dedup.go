@@ -197,6 +197,10 @@ type checkOpts struct {
 	skipKinds map[string]bool
 	onlyKinds map[string]bool
 	skipIDs   map[string]bool
+	// containment also scores a pair by how much of the smaller set the
+	// larger holds (see containmentScore): a sentence with a lead-in
+	// ("It also helps to note that …") still repeats the sentence it wraps.
+	containment bool
 }
 
 // SkipKinds ignores items of these kinds.
@@ -274,6 +278,9 @@ func (c *Checker) match(text string, exhaustive bool, opts []CheckOption) Match 
 			return
 		}
 		j := jaccard(sh, it.sh)
+		if o.containment {
+			j = max(j, containmentScore(sh, it.sh))
+		}
 		if j > bestScore || (j == bestScore && best >= 0 && it.id < c.items[best].id) {
 			best, bestScore = s, j
 		}

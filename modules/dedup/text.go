@@ -157,3 +157,28 @@ func Similarity(a, b string) float64 {
 	}
 	return jaccard(sa, sb)
 }
+
+// containmentScore is |a ∩ b| / min(|a|, |b|) less 0.2, so that a pair
+// where 80 % of the smaller set lies in the larger scores 0.6, the
+// default duplicate threshold; 0 when the smaller set is too small for
+// containment to mean anything.
+func containmentScore(a, b []uint32) float64 {
+	small := min(len(a), len(b))
+	if small < 2*MinPassageWords-1 {
+		return 0
+	}
+	i, j, inter := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] == b[j]:
+			inter++
+			i++
+			j++
+		case a[i] < b[j]:
+			i++
+		default:
+			j++
+		}
+	}
+	return float64(inter)/float64(small) - 0.2
+}

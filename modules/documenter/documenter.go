@@ -29,7 +29,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"fano/modules"
+	"fano/modules/clean"
 	"fano/modules/dedup"
 	"fano/pb"
 )
@@ -44,6 +47,9 @@ const (
 	TypeExpositionEvaluation = "exposition_evaluation"
 	TypeAddressComment       = "address_comment"
 	TypeReviewSection        = "review_section"
+	// TypeReviseSection turns a section's review into a proposed
+	// revision, which an exposition evaluation accepts or refuses.
+	TypeReviseSection = "revise_section"
 )
 
 // KindSection is the kind of the documenter's items in the shared dedup
@@ -85,7 +91,7 @@ type Config struct {
 	DeepBackends []string // backends with a deep mode (section reviews use it)
 	PanelSize    int      // 3, at most len(Backends)
 	MinBless     int      // 2: seats that must find the insight correct (bless or revise)
-	MaxDrafts    int      // 2: a draft refused by the exposition evaluation is redrafted once
+	MaxDrafts    int      // 3: drafts per insight (one refused by the exposition evaluation, or repeating the document, is redrafted)
 	// ReviewShare is work_allocation.review_existing: the percentage of
 	// recent documenter work that may be section reviews (30).
 	ReviewShare int
@@ -93,8 +99,11 @@ type Config struct {
 	Window time.Duration
 	// Checker is the shared duplicate checker; nil = a private one.
 	Checker *dedup.Checker
-	// PromptsDir overrides the embedded prompt templates.
+	// PromptsDir overrides the embedded prompt templates, and its
+	// filler.txt the embedded filler patterns (see modules/clean).
 	PromptsDir string
+	// Logger receives debug records of the filler removed; nil = none.
+	Logger *zerolog.Logger
 	// MaxRequests is a task type's request budget; nil = 5.
 	MaxRequests func(taskType string) int
 }
@@ -114,7 +123,7 @@ func (c *Config) defaults() {
 	}
 	c.MinBless = min(c.MinBless, c.PanelSize)
 	if c.MaxDrafts <= 0 {
-		c.MaxDrafts = 2
+		c.MaxDrafts = 3
 	}
 	if c.ReviewShare < 0 {
 		c.ReviewShare = 0
@@ -134,7 +143,12 @@ type Module struct {
 	cfg     Config
 	prompts *prompts
 	checker *dedup.Checker
-	st      state
+	// passages indexes the sections' text sentence by sentence (derived
+	// from the state, rebuilt on restore).
+	passages *dedup.Passages
+	cleaner  *clean.Cleaner
+	log      zerolog.Logger
+	st       state
 	// tentative: insights decided available whose events are still being
 	// persisted, so two commands in quick succession see each other.
 	tentative map[string]tentativeItem
@@ -168,7 +182,15 @@ func New(cfg Config) (*Module, error) {
 	if checker == nil {
 		checker = dedup.New(dedup.Config{})
 	}
-	m := &Module{cfg: cfg, prompts: p, checker: checker}
+	cl, err := clean.Load(cfg.PromptsDir)
+	if err != nil {
+		return nil, fmt.Errorf("documenter: filler patterns: %w", err)
+	}
+	log := zerolog.Nop()
+	if cfg.Logger != nil {
+		log = *cfg.Logger
+	}
+	m := &Module{cfg: cfg, prompts: p, checker: checker, passages: dedup.NewPassages(checker.Config()), cleaner: cl, log: log}
 	m.reset(newState())
 	return m, nil
 }
@@ -178,7 +200,7 @@ func (m *Module) Name() string { return Name }
 
 // TaskTypes lists the documenter's task types.
 func (m *Module) TaskTypes() []string {
-	return []string{TypeMathEvaluation, TypeDraft, TypeExpositionEvaluation, TypeAddressComment, TypeReviewSection}
+	return []string{TypeMathEvaluation, TypeDraft, TypeExpositionEvaluation, TypeAddressComment, TypeReviewSection, TypeReviseSection}
 }
 
 // Backlog is the number of opportunities not yet decided (spec §6.1.1:

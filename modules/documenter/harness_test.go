@@ -54,6 +54,8 @@ func simpleAnswer(t *pb.Task, _ string) string {
 		return "The revised section, addressing the comment."
 	case TypeReviewSection:
 		return "The section is sound; one proof could be shorter."
+	case TypeReviseSection:
+		return "A revised section about " + t.Context[ctxSection] + ", with a shorter proof."
 	}
 	return "?"
 }

@@ -23,7 +23,7 @@ const (
 // section.
 func (m *Module) Exports(e *pb.ModuleEvent) []string {
 	switch e.Type {
-	case evIncorporated, evCommentDone, evSectionReview, evCommentAdded:
+	case evIncorporated, evCommentDone, evSectionReview, evCommentAdded, evRevisionProp, evRevisionDone:
 		return []string{DocumentMD, DocumentJSON}
 	}
 	return nil
@@ -61,6 +61,11 @@ func (m *Module) Sections() []Section {
 		c.Insights = slices.Clone(s.Insights)
 		c.Reviews = slices.Clone(s.Reviews)
 		c.Comments = slices.Clone(s.Comments)
+		c.History = slices.Clone(s.History)
+		if s.Proposal != nil {
+			p := *s.Proposal
+			c.Proposal = &p
+		}
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b Section) int { return int(a.Order - b.Order) })
@@ -109,16 +114,20 @@ type DocumentFile struct {
 
 // SectionFile is one section in document.json.
 type SectionFile struct {
-	ID        string          `json:"id"`
-	Anchor    string          `json:"anchor"`
-	Title     string          `json:"title"`
-	Markdown  string          `json:"markdown"`
-	Insights  []string        `json:"insights"`
-	Version   int             `json:"version"`
-	Reviews   []SectionReview `json:"reviews"`
-	Comments  []Comment       `json:"comments"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	ID       string          `json:"id"`
+	Anchor   string          `json:"anchor"`
+	Title    string          `json:"title"`
+	Markdown string          `json:"markdown"`
+	Insights []string        `json:"insights"`
+	Version  int             `json:"version"`
+	Reviews  []SectionReview `json:"reviews"`
+	Comments []Comment       `json:"comments"`
+	// History holds the texts revisions and comments replaced, oldest
+	// first; Proposal a revision awaiting its exposition evaluation.
+	History   []SectionVersion `json:"history"`
+	Proposal  *Revision        `json:"proposal,omitempty"`
+	CreatedAt time.Time        `json:"created_at"`
+	UpdatedAt time.Time        `json:"updated_at"`
 }
 
 // Document is the document as data.
@@ -126,7 +135,11 @@ func (m *Module) Document() DocumentFile {
 	d := DocumentFile{Title: m.cfg.Title, Sections: []SectionFile{}}
 	for _, s := range m.Sections() {
 		f := SectionFile{ID: s.ID, Anchor: s.ID, Title: s.Title, Markdown: s.Markdown, Insights: s.Insights,
-			Version: s.Version, Reviews: s.Reviews, Comments: []Comment{}, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+			Version: s.Version, Reviews: s.Reviews, Comments: []Comment{}, History: s.History, Proposal: s.Proposal,
+			CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		if f.History == nil {
+			f.History = []SectionVersion{}
+		}
 		if f.Reviews == nil {
 			f.Reviews = []SectionReview{}
 		}
@@ -162,6 +175,22 @@ func (m *Module) DocumentMarkdown() string {
 		fmt.Fprintf(&b, "<sub>Section %s · from insights %s · version %d", s.ID, strings.Join(s.Insights, ", "), s.Version)
 		if n := len(s.Reviews); n > 0 {
 			fmt.Fprintf(&b, " · reviewed %d×", n)
+		}
+		if n := len(s.History); n > 0 {
+			fmt.Fprintf(&b, " · revised %d×", n)
+		}
+		resolved, open := 0, 0
+		for _, id := range s.Comments {
+			switch c := m.st.Comments[id]; {
+			case c == nil:
+			case c.Status == CommentAddressed:
+				resolved++
+			case c.Status == CommentOpen:
+				open++
+			}
+		}
+		if resolved+open > 0 {
+			fmt.Fprintf(&b, " · comments: %d resolved, %d open", resolved, open)
 		}
 		b.WriteString("</sub>\n")
 	}

@@ -19,9 +19,10 @@ const (
 	promptExposition = "exposition_evaluation"
 	promptComment    = "address_comment"
 	promptReview     = "review_section"
+	promptRevise     = "revise_section"
 )
 
-var promptNames = []string{promptMath, promptDraft, promptExposition, promptComment, promptReview}
+var promptNames = []string{promptMath, promptDraft, promptExposition, promptComment, promptReview, promptRevise}
 
 // Data of the templates.
 type (
@@ -34,6 +35,12 @@ type (
 		SectionTitle string
 		Critique     string // why the previous draft was refused
 		Draft        string // the draft under exposition evaluation
+		// The rest of the document, within a budget: its contents
+		// (Omitted older sections left out) and the passages of other
+		// sections that overlap the statement or the previous draft.
+		Contents []tocEntry
+		Omitted  int
+		Passages []passageNote
 	}
 
 	commentData struct {
@@ -41,16 +48,26 @@ type (
 		Section string // its Markdown
 		Comment string
 	}
+
+	reviseData struct {
+		Title      string // the section's title
+		Section    string // its Markdown
+		Review     string // the review to answer
+		Statements string // the statements the section presents
+	}
 )
 
 // samples render each template once at load, so a template that names a
 // field that does not exist fails at start, naming its file.
 var samples = map[string]any{
-	promptMath:       oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q"},
-	promptDraft:      oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q", Section: "s", SectionTitle: "st", Critique: "c"},
-	promptExposition: oppData{Title: "t", Insight: "i", Draft: "d"},
-	promptComment:    commentData{Title: "t", Section: "s", Comment: "c"},
-	promptReview:     commentData{Title: "t", Section: "s"},
+	promptMath: oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q"},
+	promptDraft: oppData{Title: "t", Insight: "i", Tags: []string{"x"}, Seed: "q", Section: "s", SectionTitle: "st", Critique: "c",
+		Contents: []tocEntry{{ID: "sec-1", Title: "T", Summary: "S"}}, Omitted: 1, Passages: []passageNote{{Section: "sec-1", Title: "T", Text: "P"}}},
+	promptExposition: oppData{Title: "t", Insight: "i", Draft: "d", Contents: []tocEntry{{ID: "sec-1", Title: "T", Summary: "S"}}, Omitted: 1,
+		Passages: []passageNote{{Section: "sec-1", Title: "T", Text: "P"}}},
+	promptComment: commentData{Title: "t", Section: "s", Comment: "c"},
+	promptReview:  commentData{Title: "t", Section: "s"},
+	promptRevise:  reviseData{Title: "t", Section: "s", Review: "r", Statements: "x"},
 }
 
 // clip shortens s to at most n characters, at a word boundary.

@@ -53,19 +53,43 @@ type SectionReview struct {
 	At      time.Time `json:"at"`
 }
 
+// SectionVersion is an earlier text of a section, kept when a revision
+// or a comment replaced it.
+type SectionVersion struct {
+	Version  int       `json:"version"`
+	Markdown string    `json:"markdown"`
+	Reason   string    `json:"reason"` // what replaced it: "review v2 (task …)", "comment c-…"
+	At       time.Time `json:"at"`     // when it was replaced
+}
+
+// Revision is a proposed new text of a section awaiting its exposition
+// evaluation.
+type Revision struct {
+	Version  int    `json:"version"` // the version it would become
+	Markdown string `json:"markdown"`
+	Source   string `json:"source"` // e.g. "review v2"
+	LLM      string `json:"llm"`
+	Task     string `json:"task"`
+}
+
 // Section is one section of the document.
 type Section struct {
-	ID        string          `json:"id"` // also its anchor
-	Title     string          `json:"title"`
-	Markdown  string          `json:"markdown"`
-	Insights  []string        `json:"insights"` // the insights it came from, in order
-	Reviews   []SectionReview `json:"reviews,omitempty"`
-	Comments  []string        `json:"comments,omitempty"`
-	Version   int             `json:"version"` // 1 when created, +1 per change
-	Reviewed  int             `json:"reviewed"`
-	Order     int64           `json:"order"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	ID       string           `json:"id"` // also its anchor
+	Title    string           `json:"title"`
+	Markdown string           `json:"markdown"`
+	Insights []string         `json:"insights"` // the insights it came from, in order
+	Reviews  []SectionReview  `json:"reviews,omitempty"`
+	Comments []string         `json:"comments,omitempty"`
+	Version  int              `json:"version"` // 1 when created, +1 per change
+	Reviewed int              `json:"reviewed"`
+	History  []SectionVersion `json:"history,omitempty"`
+	Proposal *Revision        `json:"proposal,omitempty"`
+	// RevisedFor is the last version whose review was turned into a
+	// revision (proposed, or refused before it could be).
+	RevisedFor int       `json:"revised_for,omitempty"`
+	Order      int64     `json:"order"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 // Comment is a human comment on a section.
@@ -122,6 +146,8 @@ const (
 	evCommentDone    = "comment_addressed"
 	evCommentFailed  = "comment_failed"
 	evSectionReview  = "section_reviewed"
+	evRevisionProp   = "revision_proposed"
+	evRevisionDone   = "revision_decided"
 	workNew, workRev = "new", "review"
 )
 
@@ -210,6 +236,27 @@ type sectionReviewData struct {
 	Task    string `json:"task"`
 	LLM     string `json:"llm"`
 	Text    string `json:"text"`
+}
+
+type revisionProposedData struct {
+	Section  string `json:"section"`
+	Base     int    `json:"base"` // the version revised
+	Markdown string `json:"markdown"`
+	Source   string `json:"source"`
+	LLM      string `json:"llm"`
+	Task     string `json:"task"`
+}
+
+type revisionDecidedData struct {
+	Section   string `json:"section"`
+	Base      int    `json:"base"`
+	Verdict   string `json:"verdict"` // bless | revise: the revision replaces the section; reject: dropped
+	Rationale string `json:"rationale"`
+	LLM       string `json:"llm,omitempty"`
+	Task      string `json:"task"`
+	// Markdown is the text replacing the section: the proposal less what
+	// another section took in meanwhile ("" = the proposal).
+	Markdown string `json:"markdown,omitempty"`
 }
 
 func mustJSON(v any) []byte {
@@ -337,6 +384,13 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			return nil // the incorporated flag is set once (M4)
 		}
 		sec := st.Sections[d.Section]
+		if sec == nil && d.Created {
+			// Decided beside another new section of the same title (both
+			// before either was applied): one title, one section.
+			if same := m.sameTitle(d.Title); same != "" {
+				sec = st.Sections[same]
+			}
+		}
 		if sec == nil {
 			if !d.Created {
 				return fmt.Errorf("documenter: insight %s extends unknown section %s", d.Insight, d.Section)
@@ -345,17 +399,24 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			sec = &Section{ID: d.Section, Title: d.Title, Insights: []string{}, Order: st.Seq, CreatedAt: at}
 			st.Sections[d.Section] = sec
 		}
-		if sec.Markdown == "" {
+		switch {
+		case d.Markdown == "": // the insight's content already stood in the section
+		case sec.Markdown == "":
 			sec.Markdown = d.Markdown
-		} else {
+		default:
 			sec.Markdown = strings.TrimRight(sec.Markdown, "\n") + "\n\n" + d.Markdown
+		}
+		m.passages.Set(sec.ID, sec.Markdown)
+		m.passages.Remove(pendingOwner(d.Insight))
+		if d.Markdown != "" {
+			sec.Proposal = nil // it revised the text this one extends
 		}
 		sec.Insights = append(sec.Insights, d.Insight)
 		sec.Version++
 		sec.UpdatedAt = at
-		o.Status, o.Section, o.DecidedAt, o.Draft = StatusIncorporated, d.Section, at, ""
+		o.Status, o.Section, o.DecidedAt, o.Draft = StatusIncorporated, sec.ID, at, ""
 		st.Work = append(st.Work, Work{Kind: workNew, At: at})
-		m.checker.Add(sectionItem(d.Section, d.Insight), o.Text, KindSection)
+		m.checker.Add(sectionItem(sec.ID, d.Insight), o.Text, KindSection)
 
 	case evOppFailed:
 		d, err := decode[oppFailedData](e)
@@ -401,9 +462,13 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		c.Status, c.Response, c.LLM, c.DecidedAt = CommentAddressed, d.Response, d.LLM, at
 		if sec := st.Sections[c.Section]; sec != nil && d.Markdown != "" {
+			sec.History = append(sec.History, SectionVersion{Version: sec.Version, Markdown: sec.Markdown, Reason: "comment " + c.ID, At: at})
+			sec.Proposal = nil // it revised the text this one replaces
 			sec.Markdown = d.Markdown
 			sec.Version++
 			sec.UpdatedAt = at
+			m.passages.Set(sec.ID, sec.Markdown)
+			m.passages.Remove(pendingOwner(sec.ID))
 		}
 
 	case evCommentFailed:
@@ -434,6 +499,49 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		sec.Reviews = append(sec.Reviews, SectionReview{Version: d.Version, LLM: d.LLM, Task: d.Task, Text: d.Text, At: at})
 		sec.Reviewed = d.Version
+		st.Work = append(st.Work, Work{Kind: workRev, At: at})
+
+	case evRevisionProp:
+		d, err := decode[revisionProposedData](e)
+		if err != nil {
+			return err
+		}
+		sec := st.Sections[d.Section]
+		if sec == nil {
+			return fmt.Errorf("documenter: revision of unknown section %s (task %s)", d.Section, e.TaskId)
+		}
+		if sec.Version != d.Base || sec.Proposal != nil || sec.RevisedFor >= d.Base {
+			return nil
+		}
+		sec.Proposal = &Revision{Version: d.Base + 1, Markdown: d.Markdown, Source: d.Source, LLM: d.LLM, Task: d.Task}
+		sec.RevisedFor = d.Base
+
+	case evRevisionDone:
+		d, err := decode[revisionDecidedData](e)
+		if err != nil {
+			return err
+		}
+		sec := st.Sections[d.Section]
+		if sec == nil {
+			return fmt.Errorf("documenter: revision decided for unknown section %s (task %s)", d.Section, e.TaskId)
+		}
+		sec.RevisedFor = max(sec.RevisedFor, d.Base)
+		p := sec.Proposal
+		if p == nil || p.Version != d.Base+1 {
+			return nil
+		}
+		sec.Proposal = nil
+		if d.Verdict == VerdictReject || sec.Version != d.Base {
+			return nil
+		}
+		sec.History = append(sec.History, SectionVersion{Version: sec.Version, Markdown: sec.Markdown, Reason: p.Source + " (task " + p.Task + ")", At: at})
+		md := d.Markdown
+		if md == "" {
+			md = p.Markdown
+		}
+		sec.Markdown, sec.Version, sec.UpdatedAt = md, p.Version, at
+		m.passages.Set(sec.ID, sec.Markdown)
+		m.passages.Remove(pendingOwner(sec.ID))
 		st.Work = append(st.Work, Work{Kind: workRev, At: at})
 
 	default:
@@ -516,4 +624,9 @@ func (m *Module) reset(st state) {
 		}
 	}
 	m.checker.Load(KindSection, items)
+	texts := map[string]string{}
+	for id, sec := range st.Sections {
+		texts[id] = sec.Markdown
+	}
+	m.passages.Load(texts)
 }

@@ -151,7 +151,7 @@ func TestCommentAddressedBeforePendingIncorporation(t *testing.T) {
 	})
 	b.sys.SetAccepting(true)
 	b.waitFor("everything incorporated and the comment addressed", func(m *Module) bool {
-		return settled(m) && len(m.SectionIDs()) == 3
+		return settled(m) && len(m.Opportunities()) == 3 // each in a section of its own or extending one
 	})
 
 	var order []string

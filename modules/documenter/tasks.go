@@ -162,12 +162,39 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 			out = append(out, t)
 		}
 	}
+	for _, sec := range m.revisionsDue() {
+		if p := sec.Proposal; p != nil {
+			t := m.task(TypeExpositionEvaluation, sec.ID+"/r"+strconv.Itoa(p.Version), priorityReview, map[string]string{ctxSection: sec.ID, ctxVersion: strconv.Itoa(p.Version - 1)})
+			if p.LLM != "" && len(m.cfg.Backends) > 1 {
+				t.LlmExclude = []string{p.LLM} // another LLM judges the revision
+			}
+			out = append(out, t)
+			continue
+		}
+		v := strconv.Itoa(sec.Version)
+		out = append(out, m.task(TypeReviseSection, sec.ID+"/v"+v, priorityReview, map[string]string{ctxSection: sec.ID, ctxVersion: v}))
+	}
 	for _, sec := range m.reviewsDue(now) {
 		v := strconv.Itoa(sec.Version)
 		t := m.task(TypeReviewSection, sec.ID+"/v"+v, priorityReview, map[string]string{ctxSection: sec.ID, ctxVersion: v})
 		t.RequiresDeepMode = len(m.cfg.DeepBackends) > 0
 		out = append(out, t)
 	}
+	return out
+}
+
+// revisionsDue are the sections with a proposed revision to evaluate or
+// a review of their current version not yet turned into one, in
+// document order.
+func (m *Module) revisionsDue() []*Section {
+	var out []*Section
+	for _, id := range sortedKeys(m.st.Sections) {
+		sec := m.st.Sections[id]
+		if sec.Proposal != nil || (sec.RevisedFor < sec.Version && sec.Reviewed == sec.Version && len(sec.Reviews) > 0) {
+			out = append(out, sec)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Section) int { return int(a.Order - b.Order) })
 	return out
 }
 
@@ -300,17 +327,37 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		if sec := m.st.Sections[o.Target]; sec != nil {
 			d.Section, d.SectionTitle = sec.Markdown, sec.Title
 		}
+		d.Contents, d.Omitted = m.contents(promptBudgetChars / 2)
+		d.Passages = m.nearPassages(o, promptBudgetChars/2)
 		if len(o.Exposition) > 0 {
 			d.Critique = o.Exposition[len(o.Exposition)-1].Rationale
 		}
 		p, err := m.prompts.render(promptDraft, d)
 		return ask(p), err
 	case TypeExpositionEvaluation:
+		if t.Context[ctxSection] != "" {
+			sec, base, err := m.reviewTarget(t)
+			if err != nil || sec.Proposal == nil || sec.Proposal.Version != base+1 {
+				return done, err
+			}
+			p, err := m.prompts.render(promptExposition, oppData{Insight: m.statements(sec), Draft: sec.Proposal.Markdown, Title: m.cfg.Title})
+			return ask(p), err
+		}
 		o, n, err := m.draftTarget(t)
 		if err != nil || o.Status != StatusExposition || o.Drafts != n || len(o.Exposition) >= n {
 			return done, err
 		}
-		p, err := m.prompts.render(promptExposition, oppData{Insight: o.Text, Draft: o.Draft, Title: m.cfg.Title})
+		d := oppData{Insight: o.Text, Draft: o.Draft, Title: m.cfg.Title}
+		d.Contents, d.Omitted = m.contents(promptBudgetChars / 2)
+		d.Passages = m.nearPassages(o, promptBudgetChars/2)
+		p, err := m.prompts.render(promptExposition, d)
+		return ask(p), err
+	case TypeReviseSection:
+		sec, v, err := m.reviewTarget(t)
+		if err != nil || !m.revisable(sec, v) {
+			return done, err
+		}
+		p, err := m.prompts.render(promptRevise, reviseData{Title: sec.Title, Section: sec.Markdown, Review: sec.Reviews[len(sec.Reviews)-1].Text, Statements: m.statements(sec)})
 		return ask(p), err
 	case TypeAddressComment:
 		c, sec, err := m.commentTarget(t)
@@ -357,15 +404,50 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		if err != nil || o.Status != StatusDrafting || o.Drafts+1 != n {
 			return nil, err
 		}
-		title, body := splitHeading(answer)
+		title, body := splitHeading(m.cleanAnswer(t.Id, answer))
 		if body == "" {
 			return nil, &modules.ValidationError{TaskID: t.Id, Phase: "rules", Msg: "empty draft", Raw: answer}
 		}
 		if title == "" {
 			title = titleFrom(o)
 		}
-		return []*pb.ModuleEvent{event(evDrafted, t.Id, draftedData{Insight: o.Insight, Draft: n, Task: t.Id, LLM: llm, Title: title, Text: body})}, nil
+		drafted := event(evDrafted, t.Id, draftedData{Insight: o.Insight, Draft: n, Task: t.Id, LLM: llm, Title: title, Text: body})
+		if ovs := m.overlapsOf(body); n == 1 && n < m.cfg.MaxDrafts && 2*len(ovs) >= indexedSentences(body) && len(ovs) > 0 {
+			// A first draft that mostly restates the document: the
+			// editor sends it back once, naming the passages and their
+			// sections. Lesser overlaps are pruned (no request spent).
+			return []*pb.ModuleEvent{drafted, event(evExposition, t.Id, expositionData{Insight: o.Insight, Draft: n, Task: t.Id,
+				LLM: reviewerDedup, Verdict: VerdictReject, Rationale: m.overlapCritique(ovs)})}, nil
+		}
+		if pruned, _ := m.prune(body); pruned == "" {
+			// Nothing new in the last draft: no exposition to judge.
+			return []*pb.ModuleEvent{drafted, m.incorporation(o, body, title, t.Id)}, nil
+		} else if pruned != body {
+			drafted = event(evDrafted, t.Id, draftedData{Insight: o.Insight, Draft: n, Task: t.Id, LLM: llm, Title: title, Text: pruned})
+		}
+		return []*pb.ModuleEvent{drafted}, nil
 	case TypeExpositionEvaluation:
+		if t.Context[ctxSection] != "" {
+			sec, base, err := m.reviewTarget(t)
+			if err != nil || sec.Proposal == nil || sec.Proposal.Version != base+1 {
+				return nil, err
+			}
+			v, verr := parseVerdict(t.Id, answer)
+			if verr != nil {
+				return nil, verr
+			}
+			d := revisionDecidedData{Section: sec.ID, Base: base, Verdict: v.Verdict, Rationale: v.Rationale, LLM: llm, Task: t.Id}
+			if v.Verdict != VerdictReject {
+				// What another section took in meanwhile is left out.
+				d.Markdown, _ = m.prune(sec.Proposal.Markdown, sec.ID, pendingOwner(sec.ID))
+				if d.Markdown == "" || m.missingStatements(sec, d.Markdown) != "" {
+					d.Verdict, d.Rationale, d.Markdown = VerdictReject, "the revision says nothing the document does not say elsewhere", ""
+				} else {
+					m.passages.Set(pendingOwner(sec.ID), d.Markdown)
+				}
+			}
+			return []*pb.ModuleEvent{event(evRevisionDone, t.Id, d)}, nil
+		}
 		o, n, err := m.draftTarget(t)
 		if err != nil || o.Status != StatusExposition || o.Drafts != n || len(o.Exposition) >= n {
 			return nil, err
@@ -384,11 +466,31 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		if err != nil || c.Status != CommentOpen {
 			return nil, err
 		}
-		_, body := splitHeading(answer)
+		_, body := splitHeading(m.cleanAnswer(t.Id, answer))
+		body, _ = m.prune(body, sec.ID, pendingOwner(sec.ID))
 		if body == "" {
 			return nil, &modules.ValidationError{TaskID: t.Id, Phase: "rules", Msg: "empty revision", Raw: answer}
 		}
+		m.passages.Set(pendingOwner(sec.ID), body)
 		return []*pb.ModuleEvent{event(evCommentDone, t.Id, commentDoneData{ID: c.ID, Section: sec.ID, Task: t.Id, LLM: llm, Markdown: body, Response: firstSentence(body)})}, nil
+	case TypeReviseSection:
+		sec, v, err := m.reviewTarget(t)
+		if err != nil || !m.revisable(sec, v) {
+			return nil, err
+		}
+		_, body := splitHeading(m.cleanAnswer(t.Id, answer))
+		body, _ = m.prune(body, sec.ID, pendingOwner(sec.ID))
+		if body == "" {
+			return nil, &modules.ValidationError{TaskID: t.Id, Phase: "rules", Msg: "empty revision", Raw: answer}
+		}
+		if missing := m.missingStatements(sec, body); missing != "" {
+			// A revision that drops a result the section presents is
+			// refused before it costs an evaluation.
+			return []*pb.ModuleEvent{event(evRevisionDone, t.Id, revisionDecidedData{Section: sec.ID, Base: v, Verdict: VerdictReject,
+				Rationale: "the revision no longer states: " + missing, Task: t.Id})}, nil
+		}
+		return []*pb.ModuleEvent{event(evRevisionProp, t.Id, revisionProposedData{Section: sec.ID, Base: v, Markdown: body,
+			Source: fmt.Sprintf("review of version %d", v), LLM: llm, Task: t.Id})}, nil
 	case TypeReviewSection:
 		sec, v, err := m.reviewTarget(t)
 		if err != nil || sec.Reviewed >= v || sec.Version != v {
@@ -412,11 +514,38 @@ func (m *Module) decideIncorporation(o *Opportunity, taskID string) *pb.ModuleEv
 			return event(evOppFailed, taskID, oppFailedData{Insight: o.Insight, Status: StatusDuplicate, Reason: "duplicates " + mt.ID + " (incorporated meanwhile)"})
 		}
 	}
-	d := incorporatedData{Insight: o.Insight, Markdown: o.Draft}
-	if sec := m.st.Sections[o.Target]; sec != nil {
+	return m.incorporation(o, o.Draft, o.DraftTitle, taskID)
+}
+
+// incorporation decides where draft goes and what of it: what the
+// document says already is left out; a draft titled like a section, or
+// whose statement a section states, extends it (one subject, one
+// section); a draft with nothing new goes
+// to the section that says it, or, founding no section, makes the
+// insight a duplicate.
+func (m *Module) incorporation(o *Opportunity, draft, title, taskID string) *pb.ModuleEvent {
+	d := incorporatedData{Insight: o.Insight}
+	target := o.Target
+	if m.st.Sections[target] == nil {
+		target = m.sameTitle(title)
+	}
+	if m.st.Sections[target] == nil {
+		target = m.statedIn(o.Text) // its statement stands there already
+	}
+	md, where := m.prune(draft)
+	if md == "" && m.st.Sections[target] == nil && where != "" {
+		target = where
+	}
+	d.Markdown = md
+	// Decided but not yet applied: the next decision must see it.
+	m.passages.Set(pendingOwner(o.Insight), md)
+	if sec := m.st.Sections[target]; sec != nil {
 		d.Section, d.Title = sec.ID, sec.Title
 	} else {
-		d.Section, d.Created, d.Title = sectionID(o.Insight), true, o.DraftTitle
+		d.Section, d.Created, d.Title = sectionID(o.Insight), true, title
+		if md == "" {
+			return event(evOppFailed, taskID, oppFailedData{Insight: o.Insight, Status: StatusDuplicate, Reason: "every passage of the draft already stands in the document"})
+		}
 	}
 	return event(evIncorporated, taskID, d)
 }
@@ -461,12 +590,83 @@ func (m *Module) decideMath(o *Opportunity, extra *Evaluation) *mathDecidedData 
 	case mt.Borderline:
 		d.Outcome, d.Target = "accepted", sec
 		d.Reason = tally + fmt.Sprintf("; extends section %s (similarity %.2f)", sec, mt.Score)
+	case m.statedIn(o.Text) != "":
+		sec := m.statedIn(o.Text)
+		d.Outcome, d.Target = "accepted", sec
+		d.Reason = tally + "; its statement stands in section " + sec + ", which it extends"
 	default:
 		d.Outcome = "accepted"
 		d.Reason = tally + "; a new section"
 	}
 	return d
 }
+
+// pendingOwner names, in the passage index, text decided for owner (an
+// insight or a section) whose event is not applied yet; Apply drops it.
+func pendingOwner(id string) string { return "pending:" + id }
+
+// revisable: version v of sec is current, reviewed, and not yet revised.
+func (m *Module) revisable(sec *Section, v int) bool {
+	return sec.Version == v && sec.Reviewed == v && sec.RevisedFor < v && sec.Proposal == nil && len(sec.Reviews) > 0
+}
+
+// statements are the insight statements a section presents.
+func (m *Module) statements(sec *Section) string {
+	var out []string
+	for _, ins := range sec.Insights {
+		if o := m.st.Opportunities[ins]; o != nil {
+			out = append(out, o.Text)
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// missingStatements names the section's insight statements that text no
+// longer states (each one stated in the section's current text must
+// stay), "" when none is missing.
+func (m *Module) missingStatements(sec *Section, text string) string {
+	before := dedup.NewPassages(m.checker.Config())
+	before.Set("old", sec.Markdown)
+	after := dedup.NewPassages(m.checker.Config())
+	after.Set("new", text)
+	var missing []string
+	for _, ins := range sec.Insights {
+		o := m.st.Opportunities[ins]
+		if o == nil {
+			continue
+		}
+		if _, was := before.Find(o.Text); !was {
+			continue
+		}
+		if _, is := after.Find(o.Text); !is {
+			missing = append(missing, strconv.Quote(clip(160, o.Text)))
+		}
+	}
+	return strings.Join(missing, "; ")
+}
+
+// indexedSentences counts the sentences of text the passage check reads.
+func indexedSentences(text string) int {
+	n := 0
+	for _, s := range dedup.Sentences(text) {
+		if dedup.Indexed(s) {
+			n++
+		}
+	}
+	return n
+}
+
+// statedIn is the section whose text states text, "" if none.
+func (m *Module) statedIn(text string) string {
+	if ov, ok := m.passages.Find(text); ok {
+		return ov.Owner
+	}
+	return ""
+}
+
+// reviewerDedup names the text-level duplicate check where an exposition
+// verdict records who refused a draft.
+const reviewerDedup = "dedup"
 
 // DecideCompletion records what a task that ended without its result
 // leaves behind (its request budget spent on unusable answers).
@@ -510,6 +710,13 @@ func (m *Module) decideEnd(t *pb.Task, reason string, _ time.Time) ([]*pb.Module
 		}
 		return []*pb.ModuleEvent{event(evOppFailed, t.Id, oppFailedData{Insight: o.Insight, Status: StatusFailed, Reason: "draft failed: " + why})}, nil
 	case TypeExpositionEvaluation:
+		if t.Context[ctxSection] != "" {
+			sec, base, err := m.reviewTarget(t)
+			if err != nil || sec.Proposal == nil || sec.Proposal.Version != base+1 {
+				return nil, err
+			}
+			return []*pb.ModuleEvent{event(evRevisionDone, t.Id, revisionDecidedData{Section: sec.ID, Base: base, Verdict: VerdictReject, Rationale: "evaluation failed: " + why, Task: t.Id})}, nil
+		}
 		o, n, err := m.draftTarget(t)
 		if err != nil || o.Status != StatusExposition || o.Drafts != n {
 			return nil, err
@@ -523,6 +730,12 @@ func (m *Module) decideEnd(t *pb.Task, reason string, _ time.Time) ([]*pb.Module
 		return []*pb.ModuleEvent{event(evCommentFailed, t.Id, commentFailedData{ID: c.ID, Reason: why})}, nil
 	case TypeReviewSection:
 		return nil, nil // the section stays due for review
+	case TypeReviseSection:
+		sec, v, err := m.reviewTarget(t)
+		if err != nil || !m.revisable(sec, v) {
+			return nil, err
+		}
+		return []*pb.ModuleEvent{event(evRevisionDone, t.Id, revisionDecidedData{Section: sec.ID, Base: v, Verdict: VerdictReject, Rationale: "revision failed: " + why, Task: t.Id})}, nil
 	}
 	return nil, unknownType(t)
 }

@@ -60,6 +60,9 @@ type Control struct {
 	StallAfter int `json:"stall_after"`
 	// NoStart accepts a send but never shows an answer or the stop button.
 	NoStart bool `json:"no_start"`
+	// Shape2026 is how a 2026 page (see Sites2026) behaves; ignored by the
+	// 2025 pages.
+	Shape2026
 }
 
 // Message is one turn of a conversation.
@@ -110,10 +113,10 @@ func New(site string) (*Server, error) {
 
 // NewInDir starts the fake site, serving the UIs under dir.
 func NewInDir(dir, site string) (*Server, error) {
-	if !slices.Contains(Sites, site) {
-		return nil, fmt.Errorf("fakechat: unknown site %q (known: %s)", site, strings.Join(Sites, ", "))
+	if !slices.Contains(Sites, site) && !slices.Contains(Sites2026, site) {
+		return nil, fmt.Errorf("fakechat: unknown site %q (known: %s)", site, strings.Join(append(slices.Clone(Sites), Sites2026...), ", "))
 	}
-	if _, err := os.Stat(filepath.Join(dir, site, "index.html")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, siteDir(site), "index.html")); err != nil {
 		return nil, fmt.Errorf("fakechat: %w", err)
 	}
 	s := &Server{site: site, dir: dir, convs: map[string][]Message{}, owners: map[string]string{}, stopped: make(chan struct{}), sendSeen: make(chan struct{})}
@@ -217,7 +220,7 @@ func (s *Server) ConversationID(url string) string {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /__fake/common/", http.StripPrefix("/__fake/common/", noCache(http.FileServer(http.Dir(filepath.Join(s.dir, "common"))))))
-	mux.Handle("GET /__fake/site/", http.StripPrefix("/__fake/site/", noCache(http.FileServer(http.Dir(filepath.Join(s.dir, s.site))))))
+	mux.Handle("GET /__fake/site/", http.StripPrefix("/__fake/site/", noCache(http.FileServer(http.Dir(filepath.Join(s.dir, siteDir(s.site)))))))
 	mux.HandleFunc("GET /__fake/api/session", s.session)
 	mux.HandleFunc("GET /__fake/api/conversation/{id}", s.conversation)
 	mux.HandleFunc("POST /__fake/api/send", s.send)
@@ -236,7 +239,7 @@ func (s *Server) routes() http.Handler {
 	// Every other path is the single-page app (start page, conversations).
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		http.ServeFile(w, r, filepath.Join(s.dir, s.site, "index.html"))
+		http.ServeFile(w, r, filepath.Join(s.dir, siteDir(s.site), "index.html"))
 	})
 	return mux
 }
@@ -262,7 +265,7 @@ func (s *Server) banner() string {
 	if s.ctl.Banner != "" {
 		return s.ctl.Banner
 	}
-	switch s.site {
+	switch baseSite(s.site) {
 	case "claude":
 		return "You are out of free messages. Please try again later."
 	case "gemini":
@@ -296,7 +299,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	if s.ctl.BannerOnLoad {
 		banner = s.banner()
 	}
-	writeJSON(w, map[string]any{"login_wall": s.ctl.LoginWall, "banner": banner, "history_delay_ms": delay})
+	writeJSON(w, map[string]any{"login_wall": s.ctl.LoginWall, "banner": banner, "history_delay_ms": delay, "shape": s.ctl.Shape2026})
 }
 
 func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
@@ -330,9 +333,13 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"login_wall": true})
 		return
 	}
+	notice := s.ctl.Notice
 	if b := s.banner(); b != "" {
-		writeJSON(w, map[string]any{"banner": b})
-		return
+		if !s.ctl.BannerAnswers {
+			writeJSON(w, map[string]any{"banner": b})
+			return
+		}
+		notice = b
 	}
 	id := in.Conversation
 	if _, ok := s.convs[id]; !ok || id == "" || (s.owners[id] != "" && s.owners[id] != acct) {
@@ -358,11 +365,18 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	if tokenMS == 0 {
 		tokenMS = 5
 	}
-	writeJSON(w, map[string]any{
+	resp := map[string]any{
 		"conversation_id": id, "answer": answer, "forever": s.ctl.Forever,
 		"token_ms": tokenMS, "pause_ms": s.ctl.PauseMS,
 		"stall_after": s.ctl.StallAfter, "no_start": s.ctl.NoStart,
-	})
+	}
+	if notice != "" {
+		resp["banner"] = notice // shown while the answer still comes
+	}
+	if s.ctl.StartDelayMS > 0 {
+		resp["start_ms"] = s.ctl.StartDelayMS
+	}
+	writeJSON(w, resp)
 }
 
 func (s *Server) stop(w http.ResponseWriter, _ *http.Request) {
@@ -379,7 +393,7 @@ func (s *Server) newID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
 	h := hex.EncodeToString(b)
-	if s.site == "gemini" {
+	if baseSite(s.site) == "gemini" {
 		return h[:16]
 	}
 	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]

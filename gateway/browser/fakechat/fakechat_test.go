@@ -116,3 +116,29 @@ func TestServerAccountsAndForget(t *testing.T) {
 	code, _ = status(a, "GET", "/__fake/api/conversation/"+id, "")
 	assert.Equal(t, http.StatusNotFound, code)
 }
+
+// The 2026 pages are served from testdata/chatui/2026/<site>; a notice
+// that keeps answering comes with the answer.
+func TestServer2026(t *testing.T) {
+	s, err := New("claude-2026")
+	require.NoError(t, err)
+	defer s.Close()
+	code, body := get(t, s.URL()+"/new")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `data-testid="model-selector-dropdown"`)
+	code, body = get(t, s.URL()+"/__fake/site/app.js")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, "/login")
+
+	s.SetControl(Control{Limit: 1, Banner: "Responses will use another model", Shape2026: Shape2026{BannerAnswers: true, Guest: true}})
+	api := s.URL() + "/__fake/api"
+	assert.Nil(t, post(t, api+"/send", Sent{Prompt: "ok"})["banner"])
+	a := post(t, api+"/send", Sent{Prompt: "again"})
+	assert.Equal(t, "Responses will use another model", a["banner"])
+	assert.Equal(t, "Answer 1 to: again "+Tail, a["answer"])
+	_, body = get(t, api+"/session")
+	assert.Contains(t, body, `"guest":true`)
+
+	_, err = New("claude-2027")
+	assert.ErrorContains(t, err, "unknown site")
+}

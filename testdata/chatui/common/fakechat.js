@@ -15,6 +15,7 @@
 //   addUser(text)
 //   addAssistant()         -> {append(text), finish()}
 //   onSend(fn), onStop(fn) wire the buttons
+//   onSession(sess)        optional: the session (2026 pages read sess.shape)
 //
 // The server (gateway/browser/fakechat) answers /__fake/api/*.
 (function () {
@@ -77,13 +78,14 @@
         const r = await post('/send', { conversation_id: conv || '', prompt: text, deep: site.deepOn(), attachments: files });
         const d = await r.json();
         if (d.login_wall) { site.showLogin(); return; }
-        if (d.banner) { site.showBanner(d.banner); return; }
+        if (d.banner) { site.showBanner(d.banner); if (!d.answer) return; }
         if (!conv) {
           conv = d.conversation_id;
           history.pushState({}, '', site.convPath(conv));
         }
         if (d.no_start) return;
-        stream(d);
+        if (d.start_ms) setTimeout(() => stream(d), d.start_ms); // a site slow to start
+        else stream(d);
       }
 
       function stop() {
@@ -96,6 +98,7 @@
         site.onSend(send);
         site.onStop(stop);
         const sess = await (await fetch(API + '/session')).json();
+        if (site.onSession) site.onSession(sess);
         if (sess.login_wall) { site.showLogin(); return; }
         if (sess.banner) site.showBanner(sess.banner);
         site.showComposer();
