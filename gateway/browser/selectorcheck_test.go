@@ -40,6 +40,21 @@ func TestInvalidSelectorIsNamedAtLoad(t *testing.T) {
 	}
 }
 
+// complete and conversation_gone take selector lists; every selector of a
+// list, and of a control's steps, is parsed.
+func TestSelectorListsAreParsedAtLoad(t *testing.T) {
+	ps, err := ParseProfiles([]byte("profiles:\n  chatgpt:\n    complete: [\"#a\", \".b\"]\n    conversation_gone: \".gone\"\n"), "sites.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, SelectorList{"#a", ".b"}, ps["chatgpt"].Complete)
+	assert.Equal(t, SelectorList{".gone"}, ps["chatgpt"].ConversationGone)
+
+	_, err = ParseProfiles([]byte("profiles:\n  chatgpt:\n    complete: [\"#a\", \"div >\"]\n    conversation_gone: [\".ok\", \"[x\"]\n"), "sites.yaml")
+	require.Error(t, err)
+	for _, want := range []string{"sites.yaml:3: profiles.chatgpt.complete: \"div >\"", "sites.yaml:4: profiles.chatgpt.conversation_gone: \"[x\""} {
+		assert.Contains(t, err.Error(), want)
+	}
+}
+
 func TestBuiltinProfilesParse(t *testing.T) {
 	ps, err := Builtin()
 	require.NoError(t, err)

@@ -51,6 +51,17 @@ func TestCompleteSignalEndsAnswer(t *testing.T) {
 	assert.Equal(t, r.ConversationURL, r2.ConversationURL)
 }
 
+// complete is a selector list like the others: the first selector that
+// matches anything on the page is the signal.
+func TestCompleteSignalAsList(t *testing.T) {
+	f := turnsFixture(t)
+	f.cfg.Profile.Complete = SelectorList{"#no-such-toolbar", ".turn-actions"}
+	b := f.start(t)
+	r := send(t, b, gateway.Request{Prompt: "A list of signals?"})
+	assert.Equal(t, answer("1", "A list of signals?"), r.Content)
+	assert.Empty(t, r.Incomplete)
+}
+
 // answer_text: attribute reads the answer from an attribute instead of
 // the text.
 func TestAnswerTextAttribute(t *testing.T) {
