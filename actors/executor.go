@@ -18,7 +18,7 @@ import (
 // Why an executor's context was cancelled. A shutdown or a preemption
 // pauses the task; only a person's cancel cancels it.
 var (
-	errShutdown  = errors.New("shutdown")
+	errShutdown  = gateway.ErrShutdown
 	errPreempted = errors.New("preempted")
 	errTimeout   = fmt.Errorf("request timed out: %w", context.DeadlineExceeded)
 )
@@ -153,10 +153,10 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	deep := act.DeepMode || t.RequiresDeepMode
 	turn := int32(0)
 	var history []gateway.Message
-	url := ""
+	var web webConversation
 	if c := t.Conversation; c != nil {
 		turn = c.TurnCount
-		url = c.Url
+		web = conversationOn(c, llm, act.Prompt)
 		for _, m := range c.Messages {
 			history = append(history, gateway.Message{Role: m.Role, Content: m.Content})
 		}
@@ -204,7 +204,8 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	start := e.sys.clock.Now()
 	resp, err := e.sys.send(callCtx, llm, gateway.Request{
 		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
-		History: history, Images: act.Images, DeepMode: deep, ConversationURL: url,
+		History: history, Images: act.Images, DeepMode: deep,
+		ConversationURL: web.url, KnownAnswers: web.answers, Interrupted: web.interrupted,
 	})
 	timer.Stop()
 	cause := context.Cause(callCtx)
@@ -220,6 +221,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 			TaskId: t.Id, Llm: llm, Content: resp.Content, Turn: turn, RequestSeq: reqSeq,
 			DurationNs: int64(e.sys.clock.Since(start)), ConversationUrl: resp.ConversationURL,
 			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+			PrimedTurns: int32(resp.PrimedTurns), FromPage: resp.FromPage, Incomplete: resp.Incomplete,
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
 		}
@@ -255,6 +257,11 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		_, _ = ask(e.sys, e.sys.allocatorPID, &releaseQuota{backend: llm, deep: deep, taskID: t.Id, reply: reply}, reply)
 	}
 	e.sys.reportCall(llm, kind)
+	if kind == "conversation_gone" {
+		// The failure dropped this backend's conversation: ask again at
+		// once in a fresh one, primed with the task's history.
+		return nil
+	}
 	route := routeFault(kind)
 	switch route.task {
 	case outcomeStop:
@@ -363,4 +370,35 @@ func (e *executor) fail(msg string) *pb.TaskResult {
 		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
 	}
 	return &pb.TaskResult{Failed: true, Error: msg}
+}
+
+// webConversation is what a browser backend needs to continue a task's
+// conversation on it.
+type webConversation struct {
+	url         string
+	answers     int
+	interrupted bool
+}
+
+// conversationOn returns the task's own conversation on backend llm: a
+// conversation belongs to its backend, so a task that moved starts a new
+// one there (primed with its history by the backend).
+func conversationOn(c *pb.ConversationState, llm, prompt string) webConversation {
+	if bc := c.GetBackends()[llm]; bc != nil {
+		return webConversation{url: bc.Url, answers: int(bc.Answers),
+			interrupted: bc.InterruptedPrompt != "" && bc.InterruptedPrompt == prompt}
+	}
+	if len(c.GetBackends()) == 0 && c.GetUrl() != "" {
+		// Recorded before conversations were kept per backend: the URL is
+		// the last answering backend's.
+		for i := len(c.Messages) - 1; i >= 0; i-- {
+			if m := c.Messages[i]; m.Role == "assistant" {
+				if m.Llm == llm {
+					return webConversation{url: c.Url}
+				}
+				break
+			}
+		}
+	}
+	return webConversation{}
 }

@@ -131,7 +131,7 @@ func (s *System) recordCondition(llm, state, reason string, until time.Time) {
 func (s *System) backendCondition(llm string) gateway.Condition {
 	for _, b := range s.opts.Backends {
 		if b.Name() == llm {
-			if c, ok := b.(gateway.Conditioner); ok {
+			if c, ok := gateway.As[gateway.Conditioner](b); ok {
 				return c.Condition()
 			}
 		}

@@ -219,6 +219,13 @@ type BrowserOptions struct {
 	RecycleAfterRequests int `yaml:"recycle_after_requests"`
 	RecycleAfterHours    int `yaml:"recycle_after_hours"`
 	TimeoutSeconds       int `yaml:"timeout_seconds"`
+	// RecycleAboveMB restarts the browser once Chromium with its child
+	// processes uses more memory than this; 0 = never.
+	RecycleAboveMB int `yaml:"recycle_above_mb"`
+	// PrimeTurns is how many earlier turns a task that comes to this
+	// backend with history (or whose conversation vanished) carries into
+	// its new conversation, as a transcript before the prompt; 0 = none.
+	PrimeTurns int `yaml:"prime_turns"`
 	// AcceptDegraded are the task types that take an answer the site gives
 	// with another model after a degraded notice (ChatGPT's free-plan
 	// fallback); "*" for all. The model is recorded with the answer. Other
@@ -455,6 +462,8 @@ func NewBackend(typ string) *Backend {
 			RecycleAfterRequests: 200,
 			RecycleAfterHours:    12,
 			TimeoutSeconds:       3600,
+			RecycleAboveMB:       2048,
+			PrimeTurns:           6,
 		}
 	case TypeAPI:
 		b.MaxConcurrency = 4

@@ -229,7 +229,7 @@ backends:
 
 	br := c.Backends["chatgpt"]
 	assert.Equal(t, 1, br.MaxConcurrency)
-	assert.Equal(t, BrowserOptions{Profile: "chatgpt", Headless: true, RecycleAfterRequests: 200, RecycleAfterHours: 12, TimeoutSeconds: 3600}, *br.Browser)
+	assert.Equal(t, BrowserOptions{Profile: "chatgpt", Headless: true, RecycleAfterRequests: 200, RecycleAfterHours: 12, TimeoutSeconds: 3600, RecycleAboveMB: 2048, PrimeTurns: 6}, *br.Browser)
 
 	api := c.Backends["router"]
 	assert.Equal(t, 4, api.MaxConcurrency)

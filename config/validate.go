@@ -300,6 +300,8 @@ func (c *Config) validateBackend(v *checker, name string, b *Backend) {
 			}
 			v.nonNegative(q+".recycle_after_requests", br.RecycleAfterRequests)
 			v.nonNegative(q+".recycle_after_hours", br.RecycleAfterHours)
+			v.nonNegative(q+".recycle_above_mb", br.RecycleAboveMB)
+			v.nonNegative(q+".prime_turns", br.PrimeTurns)
 			v.positive(q+".timeout_seconds", br.TimeoutSeconds)
 		}
 	case TypeAPI:

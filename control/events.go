@@ -43,6 +43,11 @@ type Event struct {
 	DurationMS       float64 `json:"duration_ms,omitempty"`
 	PromptTokens     int64   `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64   `json:"completion_tokens,omitempty"`
+	// A browser answer: its new conversation was primed with this many
+	// earlier turns; it was read from the page after a restart; it stalled.
+	PrimedTurns int32  `json:"primed_turns,omitempty"`
+	FromPage    bool   `json:"from_page,omitempty"`
+	Incomplete  string `json:"incomplete,omitempty"`
 
 	Backend string     `json:"backend,omitempty"`
 	Until   *time.Time `json:"until,omitempty"`
@@ -124,6 +129,7 @@ func toEvent(n actors.Notice) *Event {
 		ev.Turn, ev.ResponseBytes = r.GetTurn(), len(r.GetContent())
 		ev.DurationMS = float64(r.GetDurationNs()) / 1e6
 		ev.PromptTokens, ev.CompletionTokens = r.GetPromptTokens(), r.GetCompletionTokens()
+		ev.PrimedTurns, ev.FromPage, ev.Incomplete = r.GetPrimedTurns(), r.GetFromPage(), clip(r.GetIncomplete())
 	case *pb.Event_LlmRequestFailed:
 		r := b.LlmRequestFailed
 		ev.Type, ev.Kind, ev.TaskID, ev.Module, ev.LLM = "llm", "llm_request_failed", r.GetTaskId(), moduleOf(r.GetTaskId()), r.GetLlm()

@@ -116,6 +116,12 @@ type circuitBackend struct{ *sim.Backend }
 
 func (circuitBackend) State() string { return "closed" }
 
+// MemoryBytes: the fixture's backend reports a local process's memory, as
+// a browser backend does.
+func (circuitBackend) MemoryBytes() int64 { return fixtureMemory }
+
+const fixtureMemory = 123456789
+
 // simLatency is how long the sim takes to answer, on the fake clock.
 const simLatency = time.Second
 

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"fano/actors"
+	"fano/gateway"
 	"fano/pb"
 )
 
@@ -42,6 +43,7 @@ type metrics struct {
 	// What fano knows of each backend (issue 11): its state with the time
 	// it ends, the learned provider rate and the limiter's queue.
 	backendState, backendUntil, learnedRate, limiterWaiting *prometheus.Desc
+	backendMemory                                           *prometheus.Desc
 }
 
 func newMetrics(s *Server) *metrics {
@@ -72,6 +74,7 @@ func newMetrics(s *Server) *metrics {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
+	m.backendMemory = d("fano_backend_memory_bytes", "Memory of a backend's local process (a browser backend's Chromium with its child processes, PSS).", "backend")
 	m.tasks = d("fano_tasks", "Tasks in memory by module and state.", "module", "state")
 	m.hourlyUsed = d("fano_quota_hourly_used", "Requests used in the current hour window.", "backend")
 	m.hourlyLimit = d("fano_quota_hourly_limit", "Configured hourly request limit.", "backend")
@@ -157,7 +160,8 @@ func (m *metrics) observe(n actors.Notice) {
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.tasks, m.hourlyUsed, m.hourlyLimit, m.hourlyUsable, m.limitEstimate,
 		m.deepUsed, m.deepLimit, m.available, m.paused, m.rateLimited, m.inUse, m.circuit, m.walBytes, m.walEntries,
-		m.walUncommitted, m.walLastSeq, m.checkpointAge, m.uptime, m.backendState, m.backendUntil, m.learnedRate, m.limiterWaiting} {
+		m.walUncommitted, m.walLastSeq, m.checkpointAge, m.uptime, m.backendState, m.backendUntil, m.learnedRate, m.limiterWaiting,
+		m.backendMemory} {
 		ch <- d
 	}
 }
@@ -217,4 +221,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	g(m.uptime, time.Since(s.started).Seconds())
+	for _, be := range s.sys.Backends() {
+		if mr, ok := gateway.As[gateway.MemoryReporter](be); ok {
+			g(m.backendMemory, float64(mr.MemoryBytes()), be.Name())
+		}
+	}
 }

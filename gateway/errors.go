@@ -36,6 +36,10 @@ var (
 	// circuit, a rate limiter paused for long): it costs no quota and is
 	// not counted as a request.
 	ErrNotSent = errors.New("request not sent")
+	// ErrShutdown is the cause of a request's context when fano stops: a
+	// browser backend leaves the answer running on the site (and reads it
+	// from the page when the task resumes) instead of stopping it.
+	ErrShutdown = errors.New("shutdown")
 )
 
 // RateLimitedError says the backend refused for now. Two kinds are kept

@@ -18,11 +18,21 @@ type Request struct {
 	TaskType string
 	Prompt   string
 	// History holds earlier turns of the conversation, oldest first. API
-	// backends send it; browser backends continue ConversationURL instead.
-	History         []Message
-	Images          []string // file paths to attach
-	DeepMode        bool
-	ConversationURL string // continue this web conversation ("" = new one)
+	// backends send it; browser backends continue ConversationURL instead,
+	// or, starting a new conversation, prime it with the last turns.
+	History  []Message
+	Images   []string // file paths to attach
+	DeepMode bool
+	// ConversationURL continues this backend's own web conversation of the
+	// task ("" = a new one). Never another backend's: a conversation
+	// belongs to its site and account.
+	ConversationURL string
+	// KnownAnswers is how many answers fano recorded in ConversationURL.
+	KnownAnswers int
+	// Interrupted: this prompt was in flight in ConversationURL when fano
+	// stopped; the backend first reads whether the page holds its answer
+	// (more than KnownAnswers answers) and asks again only if not.
+	Interrupted bool
 }
 
 // Message is one earlier turn.
@@ -35,6 +45,15 @@ type Message struct {
 type Response struct {
 	Content         string
 	ConversationURL string // where the conversation lives now (browser)
+	// PrimedTurns > 0: a new conversation whose prompt carried a
+	// transcript of that many earlier turns.
+	PrimedTurns int
+	// FromPage: the answer to an interrupted prompt, read from the page
+	// instead of asking again.
+	FromPage bool
+	// Incomplete says why Content may be cut short (the answer stalled and
+	// was stopped); the caller validates it like any answer.
+	Incomplete string
 	// Model is set when the site said it answered with another model than
 	// usual (a browser site's degraded notice); "" = the usual model.
 	Model            string

@@ -659,8 +659,17 @@ type LLMResponseReceived struct {
 	ConversationUrl  string                 `protobuf:"bytes,7,opt,name=conversation_url,json=conversationUrl,proto3" json:"conversation_url,omitempty"`
 	PromptTokens     int64                  `protobuf:"varint,8,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
 	CompletionTokens int64                  `protobuf:"varint,9,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The conversation was new on this backend and the prompt carried a
+	// transcript of this many earlier turns.
+	PrimedTurns int32 `protobuf:"varint,150,opt,name=primed_turns,json=primedTurns,proto3" json:"primed_turns,omitempty"`
+	// Read from the page after a restart: the interrupted prompt had been
+	// answered, so it was not asked again.
+	FromPage bool `protobuf:"varint,151,opt,name=from_page,json=fromPage,proto3" json:"from_page,omitempty"`
+	// Not empty: the answer stalled and this is why; the content is what the
+	// page showed when it was stopped.
+	Incomplete    string `protobuf:"bytes,152,opt,name=incomplete,proto3" json:"incomplete,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LLMResponseReceived) Reset() {
@@ -754,6 +763,27 @@ func (x *LLMResponseReceived) GetCompletionTokens() int64 {
 		return x.CompletionTokens
 	}
 	return 0
+}
+
+func (x *LLMResponseReceived) GetPrimedTurns() int32 {
+	if x != nil {
+		return x.PrimedTurns
+	}
+	return 0
+}
+
+func (x *LLMResponseReceived) GetFromPage() bool {
+	if x != nil {
+		return x.FromPage
+	}
+	return false
+}
+
+func (x *LLMResponseReceived) GetIncomplete() string {
+	if x != nil {
+		return x.Incomplete
+	}
+	return ""
 }
 
 type LLMRequestFailed struct {
@@ -1928,7 +1958,7 @@ const file_events_proto_rawDesc = "" +
 	"\tdeep_mode\x18\x04 \x01(\bR\bdeepMode\x12\x12\n" +
 	"\x04turn\x18\x05 \x01(\x05R\x04turn\x12\x16\n" +
 	"\x06resend\x18\x06 \x01(\bR\x06resend\x12\x16\n" +
-	"\x06images\x18\a \x03(\tR\x06images\"\xad\x02\n" +
+	"\x06images\x18\a \x03(\tR\x06images\"\x90\x03\n" +
 	"\x13LLMResponseReceived\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
 	"\x03llm\x18\x02 \x01(\tR\x03llm\x12\x18\n" +
@@ -1940,7 +1970,12 @@ const file_events_proto_rawDesc = "" +
 	"requestSeq\x12)\n" +
 	"\x10conversation_url\x18\a \x01(\tR\x0fconversationUrl\x12#\n" +
 	"\rprompt_tokens\x18\b \x01(\x03R\fpromptTokens\x12+\n" +
-	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\"\xb7\x01\n" +
+	"\x11completion_tokens\x18\t \x01(\x03R\x10completionTokens\x12\"\n" +
+	"\fprimed_turns\x18\x96\x01 \x01(\x05R\vprimedTurns\x12\x1c\n" +
+	"\tfrom_page\x18\x97\x01 \x01(\bR\bfromPage\x12\x1f\n" +
+	"\n" +
+	"incomplete\x18\x98\x01 \x01(\tR\n" +
+	"incomplete\"\xb7\x01\n" +
 	"\x10LLMRequestFailed\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
 	"\x03llm\x18\x02 \x01(\tR\x03llm\x12\x12\n" +

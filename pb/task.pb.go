@@ -167,8 +167,12 @@ type ConversationState struct {
 	TurnCount        int32                  `protobuf:"varint,3,opt,name=turn_count,json=turnCount,proto3" json:"turn_count,omitempty"`                      // answered requests, never truncated
 	Url              string                 `protobuf:"bytes,4,opt,name=url,proto3" json:"url,omitempty"`                                                    // web conversation URL (browser backends)
 	AwaitingResponse bool                   `protobuf:"varint,5,opt,name=awaiting_response,json=awaitingResponse,proto3" json:"awaiting_response,omitempty"` // a request was sent and no answer recorded
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The web conversation on each backend this task used (browser
+	// backends): a conversation belongs to its site and account, so a task
+	// that moves carries its messages, never another backend's URL.
+	Backends      map[string]*BackendConversation `protobuf:"bytes,150,rep,name=backends,proto3" json:"backends,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConversationState) Reset() {
@@ -236,6 +240,76 @@ func (x *ConversationState) GetAwaitingResponse() bool {
 	return false
 }
 
+func (x *ConversationState) GetBackends() map[string]*BackendConversation {
+	if x != nil {
+		return x.Backends
+	}
+	return nil
+}
+
+// BackendConversation is a task's web conversation on one backend.
+type BackendConversation struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Url     string                 `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	Answers int32                  `protobuf:"varint,2,opt,name=answers,proto3" json:"answers,omitempty"` // answers fano recorded in this conversation
+	// The prompt that was in flight here when fano stopped; when the task
+	// asks it again, the backend first reads the page for its answer.
+	InterruptedPrompt string `protobuf:"bytes,3,opt,name=interrupted_prompt,json=interruptedPrompt,proto3" json:"interrupted_prompt,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *BackendConversation) Reset() {
+	*x = BackendConversation{}
+	mi := &file_task_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackendConversation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackendConversation) ProtoMessage() {}
+
+func (x *BackendConversation) ProtoReflect() protoreflect.Message {
+	mi := &file_task_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackendConversation.ProtoReflect.Descriptor instead.
+func (*BackendConversation) Descriptor() ([]byte, []int) {
+	return file_task_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *BackendConversation) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *BackendConversation) GetAnswers() int32 {
+	if x != nil {
+		return x.Answers
+	}
+	return 0
+}
+
+func (x *BackendConversation) GetInterruptedPrompt() string {
+	if x != nil {
+		return x.InterruptedPrompt
+	}
+	return ""
+}
+
 // Task is the smallest unit of schedulable work. Its id is its key:
 // "module/type/subject", so the same work proposed twice is one task.
 type Task struct {
@@ -272,7 +346,7 @@ type Task struct {
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_task_proto_msgTypes[2]
+	mi := &file_task_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -284,7 +358,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_task_proto_msgTypes[2]
+	mi := &file_task_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -297,7 +371,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_task_proto_rawDescGZIP(), []int{2}
+	return file_task_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Task) GetId() string {
@@ -492,14 +566,22 @@ const file_task_proto_rawDesc = "" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\x12\x0e\n" +
 	"\x02at\x18\x03 \x01(\x03R\x02at\x12\x10\n" +
-	"\x03llm\x18\x04 \x01(\tR\x03llm\"\xb1\x01\n" +
+	"\x03llm\x18\x04 \x01(\tR\x03llm\"\xd3\x02\n" +
 	"\x11ConversationState\x12\x10\n" +
 	"\x03llm\x18\x01 \x01(\tR\x03llm\x12,\n" +
 	"\bmessages\x18\x02 \x03(\v2\x10.fano.v1.MessageR\bmessages\x12\x1d\n" +
 	"\n" +
 	"turn_count\x18\x03 \x01(\x05R\tturnCount\x12\x10\n" +
 	"\x03url\x18\x04 \x01(\tR\x03url\x12+\n" +
-	"\x11awaiting_response\x18\x05 \x01(\bR\x10awaitingResponse\"\xca\a\n" +
+	"\x11awaiting_response\x18\x05 \x01(\bR\x10awaitingResponse\x12E\n" +
+	"\bbackends\x18\x96\x01 \x03(\v2(.fano.v1.ConversationState.BackendsEntryR\bbackends\x1aY\n" +
+	"\rBackendsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x122\n" +
+	"\x05value\x18\x02 \x01(\v2\x1c.fano.v1.BackendConversationR\x05value:\x028\x01\"p\n" +
+	"\x13BackendConversation\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
+	"\aanswers\x18\x02 \x01(\x05R\aanswers\x12-\n" +
+	"\x12interrupted_prompt\x18\x03 \x01(\tR\x11interruptedPrompt\"\xca\a\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06module\x18\x02 \x01(\tR\x06module\x12\x1b\n" +
@@ -559,24 +641,28 @@ func file_task_proto_rawDescGZIP() []byte {
 }
 
 var file_task_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_task_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_task_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_task_proto_goTypes = []any{
-	(TaskState)(0),            // 0: fano.v1.TaskState
-	(*Message)(nil),           // 1: fano.v1.Message
-	(*ConversationState)(nil), // 2: fano.v1.ConversationState
-	(*Task)(nil),              // 3: fano.v1.Task
-	nil,                       // 4: fano.v1.Task.ContextEntry
+	(TaskState)(0),              // 0: fano.v1.TaskState
+	(*Message)(nil),             // 1: fano.v1.Message
+	(*ConversationState)(nil),   // 2: fano.v1.ConversationState
+	(*BackendConversation)(nil), // 3: fano.v1.BackendConversation
+	(*Task)(nil),                // 4: fano.v1.Task
+	nil,                         // 5: fano.v1.ConversationState.BackendsEntry
+	nil,                         // 6: fano.v1.Task.ContextEntry
 }
 var file_task_proto_depIdxs = []int32{
 	1, // 0: fano.v1.ConversationState.messages:type_name -> fano.v1.Message
-	0, // 1: fano.v1.Task.state:type_name -> fano.v1.TaskState
-	4, // 2: fano.v1.Task.context:type_name -> fano.v1.Task.ContextEntry
-	2, // 3: fano.v1.Task.conversation:type_name -> fano.v1.ConversationState
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	5, // 1: fano.v1.ConversationState.backends:type_name -> fano.v1.ConversationState.BackendsEntry
+	0, // 2: fano.v1.Task.state:type_name -> fano.v1.TaskState
+	6, // 3: fano.v1.Task.context:type_name -> fano.v1.Task.ContextEntry
+	2, // 4: fano.v1.Task.conversation:type_name -> fano.v1.ConversationState
+	3, // 5: fano.v1.ConversationState.BackendsEntry.value:type_name -> fano.v1.BackendConversation
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_task_proto_init() }
@@ -590,7 +676,7 @@ func file_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_task_proto_rawDesc), len(file_task_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -132,11 +132,13 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 		if r.ConversationUrl != "" {
 			c.Url = r.ConversationUrl
 		}
+		answeredOn(c, r)
 	case *pb.Event_LlmRequestFailed:
 		if b.LlmRequestFailed.NotSent && t.RequestCount > 0 {
 			t.RequestCount-- // it never left: not a request
 		}
 		if c := t.Conversation; c != nil {
+			failedOn(c, b.LlmRequestFailed)
 			if n := len(c.Messages); c.AwaitingResponse && n > 0 && c.Messages[n-1].Role == "user" {
 				c.Messages[n-1] = nil
 				c.Messages = c.Messages[:n-1]
@@ -193,6 +195,49 @@ func conv(t *pb.Task) *pb.ConversationState {
 		t.Conversation = &pb.ConversationState{Llm: t.LlmAssigned}
 	}
 	return t.Conversation
+}
+
+// answeredOn records an answer in the answering backend's own web
+// conversation: a new URL is a new conversation (its first answer), the
+// same URL one more answer.
+func answeredOn(c *pb.ConversationState, r *pb.LLMResponseReceived) {
+	if r.ConversationUrl == "" || r.Llm == "" {
+		return
+	}
+	if c.Backends == nil {
+		c.Backends = map[string]*pb.BackendConversation{}
+	}
+	bc := c.Backends[r.Llm]
+	if bc == nil || bc.Url != r.ConversationUrl {
+		bc = &pb.BackendConversation{Url: r.ConversationUrl}
+		c.Backends[r.Llm] = bc
+	}
+	bc.Answers++
+	bc.InterruptedPrompt = ""
+}
+
+// failedOn forgets a backend's conversation that is gone, and remembers
+// the prompt a stop interrupted, so that asking it again reads the page
+// first. Called before the unanswered prompt is dropped.
+func failedOn(c *pb.ConversationState, r *pb.LLMRequestFailed) {
+	bc := c.Backends[r.Llm]
+	if bc == nil {
+		return
+	}
+	switch r.Kind {
+	case "conversation_gone":
+		delete(c.Backends, r.Llm)
+		if c.Url == bc.Url {
+			c.Url = ""
+		}
+	case "interrupted", "cancelled", "hung":
+		// The site may have answered (fano stopped, the browser died):
+		// asking again reads the page first. A stalled answer that was
+		// stopped came back as content, not as this failure.
+		if n := len(c.Messages); c.AwaitingResponse && n > 0 && c.Messages[n-1].Role == "user" {
+			bc.InterruptedPrompt = c.Messages[n-1].Content
+		}
+	}
 }
 
 // truncate keeps the newest limit messages (limit <= 0: all).

@@ -69,6 +69,17 @@ func browserConfig(name string, b *config.Backend, cfg *config.Config, dataDir s
 		RecycleAfterRequests: opts.RecycleAfterRequests,
 		RecycleAfter:         time.Duration(opts.RecycleAfterHours) * time.Hour,
 		RequestTimeout:       time.Duration(opts.TimeoutSeconds) * time.Second,
+		RecycleAboveBytes:    int64(opts.RecycleAboveMB) << 20,
+		PrimeTurns:           primeTurns(opts.PrimeTurns),
 		AcceptDegraded:       opts.AcceptDegraded,
 	}, nil
+}
+
+// primeTurns maps the config's prime_turns (0 = none) to
+// browser.Config.PrimeTurns (negative = none, 0 = the default).
+func primeTurns(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

@@ -111,6 +111,14 @@ func TestConfigValidateChecksSiteProfiles(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, stderr, profiles)
 
+	// A selector that is not CSS is named with its file, line and field.
+	require.NoError(t, os.WriteFile(profiles, []byte("profiles:\n  chatgpt:\n    selectors:\n      answer: \".prose[[[\"\n"), 0o600))
+	cfg = writeConfig(t, dir, "site_profiles_file: "+profiles+"\nbackends:\n  chatgpt:\n    type: browser\n")
+	_, stderr, err = runFano(t, "config", "validate", "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
+	require.Error(t, err)
+	require.Contains(t, stderr, profiles+":4: profiles.chatgpt.selectors.answer")
+	require.Contains(t, stderr, "not a valid CSS selector")
+
 	cfg = writeConfig(t, dir, "backends:\n  chatgpt:\n    type: browser\n")
 	out, stderr, err := runFano(t, "config", "validate", "--config", cfg, "--data-dir", filepath.Join(dir, "data"))
 	require.NoError(t, err, stderr)

@@ -7,14 +7,22 @@
 // directory (<data-dir>/browser/<name>, mode 0700) that keeps the login a
 // person made once with `fano login <name>`.
 //
-// A Send navigates to the conversation (or the start page), sets deep mode,
-// attaches images, types the prompt, clicks send and polls the page until
-// the answer is complete: the "generating" signal is gone and the answer's
-// text has been stable for the profile's stable time. A rate-limit banner
-// becomes a *gateway.RateLimitedError with the retry time read from it; a
-// login wall becomes gateway.Unavailable. When ctx ends first, the answer
-// is stopped, the page is dropped and the error wraps ctx.Err(); the
-// browser stays ready for the next request.
+// A Send navigates to the task's own conversation on this backend (or the
+// start page, priming a new conversation with the task's last turns), sets
+// deep mode, attaches images, types the prompt, clicks send and reads the
+// page at each change until the answer is complete: the profile's
+// `complete` signal follows it, or else the "generating" signal is gone
+// and the text has been stable for the profile's stable time. A
+// conversation that vanished is gateway.ErrConversationGone; an answer that
+// stalls, never starts or loses its page is gateway.ErrHung within
+// seconds (a stalled answer's text is kept, marked incomplete). A
+// rate-limit banner becomes a *gateway.RateLimitedError with the retry time
+// read from it; a login wall becomes gateway.Unavailable and the backend
+// checks itself every RecheckInterval. When ctx ends first, the answer is
+// stopped (left running when fano shuts down, to be read from the page
+// after the restart), the page is dropped and the error wraps ctx.Err();
+// the browser stays ready for the next request. Condition reports the
+// state (login, capped, stalled, page gone) for status and routing.
 package browser
 
 import (
@@ -25,7 +33,9 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -58,6 +68,9 @@ type Config struct {
 	// 0 = never. A browser's memory grows over days.
 	RecycleAfterRequests int
 	RecycleAfter         time.Duration
+	// RecycleAboveBytes restarts the browser before a request once it and
+	// its child processes use more memory than this; 0 = never.
+	RecycleAboveBytes int64
 	// AcceptDegraded are the task types that take an answer the site
 	// gives with another model after a degraded notice ("*": all); the
 	// model is recorded in the response. Others wait for the limit to
@@ -68,8 +81,15 @@ type Config struct {
 	// ActionTimeout bounds one click, fill or upload; default 30 s.
 	ActionTimeout time.Duration
 	// RecheckInterval is how often Health (and Send) try again after the
-	// backend went down (start page check failed, login wall); default 5 min.
+	// backend went down (start page check failed, login wall); default 1
+	// min. A login that came back is available after at most this long.
 	RecheckInterval time.Duration
+	// PrimeTurns is how many earlier turns of a task's history a new
+	// conversation on this backend is primed with (a task that moved here,
+	// or whose conversation vanished); default 6, negative: none.
+	// PrimeChars bounds each primed message; default 2000.
+	PrimeTurns int
+	PrimeChars int
 	// StartTimeout bounds the start-up check in New; default the profile's
 	// load timeout plus a minute for launching.
 	StartTimeout time.Duration
@@ -110,20 +130,33 @@ type Backend struct {
 	page     playwright.Page
 	launched time.Time
 	served   int    // requests since launch
+	lastURL  string // the page's URL at the last reading of an answer
 	degraded string // the current request was answered by another model (noticeOutcome.model)
 	taskType string // the current request's task type
 	// noticeAccepted is the notice text the current request went on
 	// after (a degraded model, a message that is no limit).
 	noticeAccepted string
 
-	mu      sync.Mutex // guards the fields below
-	down    error      // why the backend cannot take requests; nil = up
-	checked time.Time  // when down was last decided
-	closed  bool
-	stats   Stats
+	mu        sync.Mutex // guards the fields below
+	down      error      // why the backend cannot take requests; nil = up
+	downState gateway.State
+	checked   time.Time // when down was last decided
+	// cond is a passing condition of an up backend (capped, stalled, page
+	// gone); it ends at its Until or with the next answer.
+	cond   gateway.Condition
+	closed bool
+	stats  Stats
+	// up is closed when a down backend comes up again; rechecking says
+	// the goroutine that checks a down backend every RecheckInterval runs.
+	up         chan struct{}
+	rechecking bool
 }
 
-var _ gateway.Backend = (*Backend)(nil)
+var (
+	_ gateway.Backend        = (*Backend)(nil)
+	_ gateway.Conditioner    = (*Backend)(nil)
+	_ gateway.MemoryReporter = (*Backend)(nil)
+)
 
 var errClosed = errors.New("backend closed")
 
@@ -151,7 +184,13 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		cfg.ActionTimeout = 30 * time.Second
 	}
 	if cfg.RecheckInterval <= 0 {
-		cfg.RecheckInterval = 5 * time.Minute
+		cfg.RecheckInterval = time.Minute
+	}
+	if cfg.PrimeTurns == 0 {
+		cfg.PrimeTurns = defaultPrimeTurns
+	}
+	if cfg.PrimeChars <= 0 {
+		cfg.PrimeChars = defaultPrimeChars
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = cfg.Profile.loadTimeout() + time.Minute
@@ -162,8 +201,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	b := &Backend{
 		cfg: cfg, p: cfg.Profile, name: cfg.Name, clock: cfg.Clock,
 		log: cfg.Logger.With().Str("backend", cfg.Name).Logger(),
-		sem: make(chan struct{}, 1),
+		sem: make(chan struct{}, 1), up: make(chan struct{}),
 	}
+	close(b.up) // up until a check says otherwise
 	b.life, b.kill = context.WithCancel(context.Background())
 	b.sem <- struct{}{}
 	defer func() { <-b.sem }()
@@ -276,11 +316,16 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	b.stats.Requests++
 	b.mu.Unlock()
 	b.degraded, b.noticeAccepted = "", ""
-	text, convURL, err := b.exchange(ctx, req, images)
+	resp, err := b.exchange(ctx, req, images)
 	if err != nil {
 		return gateway.Response{}, err
 	}
-	return gateway.Response{Content: text, ConversationURL: convURL, Duration: time.Since(started), Model: b.degraded}, nil
+	if resp.Incomplete == "" {
+		b.setCondition(gateway.Condition{})
+	}
+	resp.Duration = time.Since(started)
+	resp.Model = b.degraded
+	return resp, nil
 }
 
 // checkRequest rejects what no retry can fix, before using any quota.
@@ -344,6 +389,11 @@ func (b *Backend) fail(ctx context.Context, doing string, err error) error {
 // setDown records why the backend cannot take requests (nil: it can);
 // the error is always of kind unavailable.
 func (b *Backend) setDown(err error) error {
+	return b.setDownAs(gateway.StateDown, err)
+}
+
+// setDownAs is setDown with the state status pages show.
+func (b *Backend) setDownAs(state gateway.State, err error) error {
 	if err != nil && !errors.Is(err, gateway.ErrUnavailable) {
 		var ge *gateway.Error
 		if errors.As(err, &ge) {
@@ -357,13 +407,80 @@ func (b *Backend) setDown(err error) error {
 	if (b.down == nil) != (err == nil) {
 		if err != nil {
 			b.log.Warn().Str("event", "gateway.browser.down").Err(err).Msg("browser backend unavailable")
+			b.up = make(chan struct{})
 		} else {
 			b.log.Info().Str("event", "gateway.browser.up").Msg("browser backend available")
+			close(b.up)
 		}
 	}
-	b.down = err
+	if err != nil && !b.rechecking && !b.closed {
+		b.rechecking = true
+		go b.recheckLoop()
+	}
+	b.down, b.downState = err, state
 	b.checked = b.clock.Now()
+	if err == nil {
+		b.downState = ""
+	}
 	return err
+}
+
+// recheckLoop checks a down backend every RecheckInterval (on the
+// backend's clock) until it is up or closed: a login that came back is
+// available within one interval, whether or not anyone asks. A check
+// loads the start page; it sends no prompt and is not a request.
+func (b *Backend) recheckLoop() {
+	for {
+		select {
+		case <-b.clock.After(b.cfg.RecheckInterval):
+		case <-b.life.Done():
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), b.cfg.StartTimeout)
+		_ = b.Health(ctx)
+		cancel()
+		b.mu.Lock()
+		if b.down == nil || b.closed {
+			b.rechecking = false // decided under mu: a new down starts a new loop
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+	}
+}
+
+// upSignal returns a channel closed when the backend is next up (at once
+// if it is up now).
+func (b *Backend) upSignal() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.up
+}
+
+// setCondition records a passing condition of an up backend (zero: none).
+func (b *Backend) setCondition(c gateway.Condition) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cond = c
+}
+
+// Condition implements gateway.Conditioner: down (login wall, a profile
+// that does not match the site, no browser) with the time of the next
+// check, or a passing condition (usage cap until the time the site named,
+// a stalled answer, a page that went away), else ready.
+func (b *Backend) Condition() gateway.Condition {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := b.clock.Now()
+	switch {
+	case b.closed:
+		return gateway.Condition{State: gateway.StateDown, Reason: "backend closed"}
+	case b.down != nil:
+		return gateway.Condition{State: b.downState, Reason: b.down.Error(), Until: b.checked.Add(b.cfg.RecheckInterval)}
+	case b.cond.State != "" && (b.cond.Until.IsZero() || now.Before(b.cond.Until)):
+		return b.cond
+	}
+	return gateway.Condition{State: gateway.StateReady}
 }
 
 // ready makes sure a browser is running and the backend is up (rechecking
@@ -405,6 +522,9 @@ func (b *Backend) recycleDue() bool {
 		return true
 	}
 	if h := b.cfg.RecycleAfter; h > 0 && b.clock.Since(b.launched) >= h {
+		return true
+	}
+	if n := b.cfg.RecycleAboveBytes; n > 0 && b.MemoryBytes() > n {
 		return true
 	}
 	return false
@@ -508,6 +628,28 @@ func (b *Backend) openPage(ctx context.Context) (playwright.Page, error) {
 	}
 }
 
+// load opens target in the page. A browser that died since it was last
+// used (crashed, killed) is started again, once.
+func (b *Backend) load(ctx context.Context, target string) (playwright.Page, error) {
+	page, err := b.openPage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = b.goTo(ctx, page, target)
+	if err != nil && ctx.Err() == nil && errors.Is(err, playwright.ErrTargetClosed) {
+		b.log.Warn().Str("event", "gateway.browser.restart").Err(err).Msg("the browser is gone; starting it again")
+		_ = b.closeBrowser()
+		if page, err = b.openPage(ctx); err != nil {
+			return nil, err
+		}
+		err = b.goTo(ctx, page, target)
+	}
+	if err != nil {
+		return nil, b.fail(ctx, "loading "+target, err)
+	}
+	return page, nil
+}
+
 // do runs fn, a blocking Playwright call, and returns its error, or ctx's
 // error when ctx ends first; then the page is closed so that fn returns
 // at once.
@@ -545,6 +687,8 @@ type pageState struct {
 	Login      bool   `json:"login"`
 	LoggedIn   bool   `json:"logged_in"`
 	Banner     string `json:"banner"`
+	Done       bool   `json:"done"` // the profile's complete signal follows the last answer
+	Gone       bool   `json:"gone"` // the profile's conversation_gone notice shows
 	URL        string `json:"url"`
 }
 
@@ -557,6 +701,7 @@ func (b *Backend) read(ctx context.Context, page playwright.Page) (pageState, er
 		return st, err
 	}
 	err := remarshal(raw, &st)
+	st.URL = page.URL()
 	return st, err
 }
 
@@ -578,7 +723,7 @@ func (b *Backend) loginErr() error {
 	err := gateway.Unavailable(b.name, "login required: the site shows %s; run `fano login %s`", what, b.name)
 	b.log.Warn().Str("event", "gateway.browser.login_required").Msg("the site wants a login; run fano login")
 	_ = b.closeBrowser()
-	return b.setDown(err)
+	return b.setDownAs(gateway.StateLogin, err)
 }
 
 // check loads the start page and verifies the profile against it: no
@@ -593,14 +738,8 @@ func (b *Backend) check(ctx context.Context) error {
 			return b.setDown(err)
 		}
 	}
-	page, err := b.openPage(ctx)
+	page, err := b.load(ctx, b.p.StartURL)
 	if err != nil {
-		if ctx.Err() != nil {
-			return err
-		}
-		return b.setDown(err)
-	}
-	if err := b.goTo(ctx, page, b.p.StartURL); err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
@@ -697,69 +836,88 @@ func (b *Backend) goTo(ctx context.Context, page playwright.Page, target string)
 	})
 }
 
-// exchange is one prompt and answer on the page. Called with sem held.
-func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []string) (string, string, error) {
+// exchange is one prompt and answer on the page. Continuing a
+// conversation, it first makes sure the conversation is still there
+// (ErrConversationGone if not) and, for an interrupted prompt, whether the
+// page already holds its answer. Called with sem held.
+func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []string) (gateway.Response, error) {
+	var none gateway.Response
 	sel := b.p.Selectors
-	page, err := b.openPage(ctx)
-	if err != nil {
-		return "", "", err
-	}
 	target, continuing := b.p.StartURL, req.ConversationURL != ""
 	if continuing {
 		target = req.ConversationURL
 	}
-	if err := b.goTo(ctx, page, target); err != nil {
-		return "", "", b.fail(ctx, "loading "+target, err)
-	}
 	b.taskType = req.TaskType
-	st, err := b.waitLoaded(ctx, page, continuing)
+	page, err := b.load(ctx, target)
 	if err != nil {
-		return "", "", err
+		return none, err
+	}
+	st, err := b.waitLoaded(ctx, page, req)
+	if err != nil {
+		return none, err
+	}
+	if continuing && req.Interrupted && req.KnownAnswers > 0 && st.Answers > req.KnownAnswers {
+		// The prompt was sent before fano stopped and the site answered
+		// it (or is still answering): use that answer, do not ask again.
+		b.log.Info().Str("event", "gateway.browser.answer_from_page").Str("task", req.TaskID).
+			Int("answers", st.Answers).Int("known", req.KnownAnswers).Msg("interrupted prompt was answered; reading it from the page")
+		text, incomplete, err := b.waitAnswer(ctx, page, req.KnownAnswers, req.DeepMode)
+		if err != nil {
+			return none, err
+		}
+		return gateway.Response{Content: text, ConversationURL: req.ConversationURL, FromPage: true, Incomplete: incomplete}, nil
+	}
+	prompt, primed := req.Prompt, 0
+	if !continuing {
+		prompt, primed = primePrompt(req.History, req.Prompt, b.cfg.PrimeTurns, b.cfg.PrimeChars)
 	}
 	if err := b.setControls(ctx, page, req.DeepMode); err != nil {
-		return "", "", err
+		return none, err
 	}
 	if len(images) > 0 {
 		if err := b.openUpload(ctx, page); err != nil {
-			return "", "", err
+			return none, err
 		}
 		err := b.do(ctx, func() error {
 			return b.locate(page, sel.FileInput, false).SetInputFiles(images, playwright.LocatorSetInputFilesOptions{Timeout: b.actionMS()})
 		})
 		if err != nil {
-			return "", "", b.fail(ctx, fmt.Sprintf("attaching %d image(s) with selectors.file_input %q", len(images), sel.FileInput), err)
+			return none, b.fail(ctx, fmt.Sprintf("attaching %d image(s) with selectors.file_input %q", len(images), sel.FileInput), err)
 		}
 	}
 	if st, err = b.read(ctx, page); err != nil {
-		return "", "", b.fail(ctx, "reading the page", err)
+		return none, b.fail(ctx, "reading the page", err)
 	}
 	if st.Banner != "" {
 		// Shown before sending: a limit stops here; anything else was not
 		// caused by this prompt and is not held against it.
 		if err := b.onNotice(st.Banner, false); err != nil {
-			return "", "", err
+			return none, err
 		}
 	}
 	before := st.Answers
 	if err := b.do(ctx, func() error {
-		return b.locate(page, sel.Prompt, true).Fill(req.Prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
+		return b.locate(page, sel.Prompt, true).Fill(prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
 	}); err != nil {
-		return "", "", b.fail(ctx, fmt.Sprintf("typing the prompt into selectors.prompt %q", sel.Prompt), err)
+		return none, b.fail(ctx, fmt.Sprintf("typing the prompt into selectors.prompt %q", sel.Prompt), err)
 	}
 	if err := b.do(ctx, func() error {
 		return b.locate(page, sel.Send, true).Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
 	}); err != nil {
-		return "", "", b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
+		return none, b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
 	}
-	text, err := b.waitAnswer(ctx, page, before)
+	text, incomplete, err := b.waitAnswer(ctx, page, before, req.DeepMode)
 	if err != nil {
-		return "", "", err
+		return none, err
 	}
-	convURL := b.settledURL(ctx, page)
+	convURL := b.lastURL
+	if b.p.isPendingURL(convURL) {
+		convURL = b.settledURL(ctx, page)
+	}
 	if convURL == b.p.StartURL {
 		convURL = "" // the site gave this conversation no address of its own
 	}
-	return text, convURL, nil
+	return gateway.Response{Content: text, ConversationURL: convURL, PrimedTurns: primed, Incomplete: incomplete}, nil
 }
 
 func (b *Backend) actionMS() *float64 {
@@ -768,8 +926,10 @@ func (b *Backend) actionMS() *float64 {
 
 // waitLoaded waits until the prompt input shows (and, continuing a
 // conversation, its earlier answers), stopping at a login wall or a
-// rate-limit banner.
-func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continuing bool) (pageState, error) {
+// rate-limit banner. A conversation that redirects elsewhere, shows the
+// site's not-found notice or loads without any answer is gone.
+func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, req gateway.Request) (pageState, error) {
+	continuing := req.ConversationURL != ""
 	deadline := time.Now().Add(b.p.loadTimeout())
 	for {
 		st, err := b.read(ctx, page)
@@ -784,6 +944,12 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continui
 				return st, err
 			}
 		}
+		switch {
+		case continuing && st.Gone:
+			return st, b.gone(req, "the site shows its not-found notice (conversation_gone %q)", b.p.ConversationGone)
+		case continuing && !samePage(st.URL, req.ConversationURL):
+			return st, b.gone(req, "it redirected to %s", st.URL)
+		}
 		loggedIn := st.LoggedIn || b.p.Selectors.LoggedIn.Empty()
 		if st.Prompt && loggedIn && (!continuing || st.Answers > 0) {
 			return st, nil
@@ -796,7 +962,7 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continui
 			if !st.Prompt {
 				return st, gateway.Transient(b.name, "selectors.prompt %q did not show within %s", b.p.Selectors.Prompt, b.p.loadTimeout())
 			}
-			return st, gateway.Transient(b.name, "the conversation showed no earlier answer (selectors.answer %q) within %s", b.p.Selectors.Answer, b.p.loadTimeout())
+			return st, b.gone(req, "it showed no earlier answer (selectors.answer %q) within %s", b.p.Selectors.Answer, b.p.loadTimeout())
 		}
 		if err := sleepCtx(ctx, b.p.poll()); err != nil {
 			return st, b.ctxErr(ctx, "loading the page")
@@ -804,66 +970,202 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, continui
 	}
 }
 
-// waitAnswer polls until the new answer is complete: a new answer exists,
-// the generating signal is gone and the text has been stable for the
-// profile's stable time.
-func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before int) (string, error) {
+// gone is the error for a conversation that is no longer there (deleted,
+// another account's, a redirect to a new chat): the task starts a fresh
+// one, never retries this URL.
+func (b *Backend) gone(req gateway.Request, format string, args ...any) error {
+	b.dropPage()
+	why := fmt.Sprintf(format, args...)
+	b.log.Warn().Str("event", "gateway.browser.conversation_gone").Str("task", req.TaskID).Str("reason", why).Msg("conversation is gone; the task starts a new one")
+	return gateway.Classified(b.name, gateway.ErrConversationGone, "task %s: conversation %s is gone: %s", req.TaskID, req.ConversationURL, why)
+}
+
+// samePage reports whether the page at now still shows the conversation
+// at want: same origin, and its path still holds the conversation's id
+// (the last segment of want's path), since sites move a conversation
+// under another prefix (a project, a custom GPT) without losing it.
+func samePage(now, want string) bool {
+	un, err1 := url.Parse(now)
+	uw, err2 := url.Parse(want)
+	if err1 != nil || err2 != nil {
+		return now == want
+	}
+	if un.Scheme != uw.Scheme || un.Host != uw.Host {
+		return false
+	}
+	id := path.Base(strings.TrimSuffix(uw.Path, "/"))
+	if id == "/" || id == "." {
+		return strings.TrimSuffix(un.Path, "/") == strings.TrimSuffix(uw.Path, "/")
+	}
+	return slices.Contains(strings.Split(un.Path, "/"), id)
+}
+
+// waitAnswer waits until the new answer (the one after the first before
+// answers) is complete: the profile's complete signal follows it, or,
+// without one, the generating signal is gone and the text has been stable
+// for the profile's stable time. It reads the page again at each change of
+// the page (or every poll interval), so a complete signal is seen within
+// milliseconds.
+//
+// Hangs end in seconds, not at the request timeout: an answer whose text
+// does not grow for max_stall_seconds while the site still generates, or
+// that runs past max_answer_seconds, is stopped, and what the page shows
+// is returned with incomplete saying so (the caller validates it); with
+// nothing on the page it is gateway.ErrHung. So is an answer that never
+// started, or a page that went away.
+func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before int, deep bool) (string, string, error) {
 	sel := b.p.Selectors
 	sent := time.Now()
+	stallAfter := b.p.maxStall()
+	if deep {
+		// Deep modes think for minutes before the text grows.
+		stallAfter = min(b.p.maxAnswer(), deepStallFactor*stallAfter)
+	}
 	var (
 		started     bool
 		last        string
+		grewAt      = sent // when the text last changed
 		stableSince time.Time
 		quietSince  time.Time // generation ended with an empty answer
 	)
 	for {
 		if ctx.Err() != nil {
-			b.abandon(page)
-			return "", b.ctxErr(ctx, "waiting for the answer")
+			b.abandon(ctx, page)
+			return "", "", b.ctxErr(ctx, "waiting for the answer")
 		}
 		st, err := b.readSoft(ctx, page)
 		if err != nil {
-			return "", b.fail(ctx, "reading the answer", err)
+			if ctx.Err() != nil { // closed or cancelled: not the page's fault
+				b.dropPage()
+				return "", "", b.ctxErr(ctx, "waiting for the answer")
+			}
+			if page.IsClosed() || errors.Is(err, playwright.ErrTargetClosed) {
+				return "", "", b.pageGone(err)
+			}
+			return "", "", b.fail(ctx, "reading the answer", err)
 		}
+		b.lastURL = st.URL
 		now := time.Now()
 		switch {
 		case st.Login || b.p.isLoginURL(st.URL):
-			return "", b.loginErr()
+			return "", "", b.loginErr()
 		case st.Banner != "":
 			if err := b.onNotice(st.Banner, !st.Generating && st.Answers <= before); err != nil {
-				b.abandon(page)
-				return "", err
+				b.abandon(ctx, page)
+				return "", "", err
 			}
 		}
 		if st.Answers > before || st.Generating {
 			started = true
 		}
+		if st.Text != last {
+			last, grewAt = st.Text, now
+		}
+		answered := st.Answers > before
 		switch {
 		case !started:
 			if now.Sub(sent) > b.p.startTimeout() {
+				b.stopAnswer(page)
 				b.dropPage()
-				return "", gateway.Transient(b.name, "no answer began within %s of sending (selectors.answer %q found no new answer, selectors.generating %q never showed)",
+				why := fmt.Sprintf("never started: no answer began within %s of sending (selectors.answer %q found no new answer, selectors.generating %q never showed)",
 					b.p.startTimeout(), sel.Answer, sel.Generating)
+				b.setCondition(gateway.Condition{State: gateway.StateStalled, Reason: why, Until: b.clock.Now().Add(b.cfg.RecheckInterval)})
+				return "", "", gateway.Classified(b.name, gateway.ErrHung, "%s", why)
 			}
-		case st.Generating || st.Answers <= before:
+		case now.Sub(sent) > b.p.maxAnswer():
+			return b.stalled(ctx, page, before, st, fmt.Sprintf("still answering after %s (max_answer_seconds) at %d chars", b.p.maxAnswer(), len(strings.TrimSpace(st.Text))))
+		case st.Generating && now.Sub(grewAt) > stallAfter:
+			return b.stalled(ctx, page, before, st, fmt.Sprintf("stalled at %d chars for %s", len(strings.TrimSpace(st.Text)), now.Sub(grewAt).Round(time.Second)))
+		case answered && st.Done && !st.Generating && strings.TrimSpace(st.Text) != "":
+			return b.finalText(ctx, page, st.Text), "", nil
+		case st.Generating || !answered:
 			stableSince, quietSince = time.Time{}, time.Time{}
 		case strings.TrimSpace(st.Text) == "":
 			if quietSince.IsZero() {
 				quietSince = now
 			} else if now.Sub(quietSince) > b.p.startTimeout() {
 				b.dropPage()
-				return "", gateway.Transient(b.name, "empty answer (selectors.answer %q)", sel.Answer)
+				return "", "", gateway.Transient(b.name, "empty answer (selectors.answer %q)", sel.Answer)
 			}
-		case st.Text != last || stableSince.IsZero():
-			last, stableSince = st.Text, now
+		case stableSince.IsZero() || grewAt.After(stableSince):
+			stableSince = now
 		case now.Sub(stableSince) >= b.p.stable():
-			return strings.TrimSpace(st.Text), nil
+			return b.finalText(ctx, page, st.Text), "", nil
 		}
-		if err := sleepCtx(ctx, b.p.poll()); err != nil {
-			b.abandon(page)
-			return "", b.ctxErr(ctx, "waiting for the answer")
+		if err := b.waitChange(ctx, page); err != nil {
+			b.abandon(ctx, page)
+			return "", "", b.ctxErr(ctx, "waiting for the answer")
 		}
 	}
+}
+
+//go:embed copy.js
+var copyJS string
+
+// finalText is the complete answer: text as read, or, with answer_text
+// copy:<selector>, what the site's copy button gives (its markdown),
+// falling back to text when the button gives nothing.
+func (b *Backend) finalText(ctx context.Context, page playwright.Page, text string) string {
+	text = strings.TrimSpace(text)
+	how, button, _ := answerReader(b.p.AnswerText)
+	if how != "copy" {
+		return text
+	}
+	var raw any
+	err := b.do(ctx, func() (err error) {
+		raw, err = page.Evaluate(copyJS, map[string]any{"answer": b.p.Selectors.Answer.js(), "button": button})
+		return err
+	})
+	if md, ok := raw.(string); err == nil && ok && strings.TrimSpace(md) != "" {
+		return strings.TrimSpace(md)
+	}
+	b.log.Warn().Str("event", "gateway.browser.copy_failed").Str("button", button).AnErr("error", err).
+		Msg("the copy button gave nothing; using the answer's text")
+	return text
+}
+
+// deepStallFactor stretches max_stall_seconds for deep-mode answers.
+const deepStallFactor = 10
+
+// stalled stops a hung answer and keeps what the page shows; with nothing
+// there it is gateway.ErrHung naming what was seen. Either way the page is
+// dropped and the backend is free for the next request at once.
+func (b *Backend) stalled(ctx context.Context, page playwright.Page, before int, st pageState, why string) (string, string, error) {
+	b.log.Warn().Str("event", "gateway.browser.stalled").Str("reason", why).Msg("answer hung; stopping it")
+	b.stopAnswer(page)
+	if final, err := b.readSoft(ctx, page); err == nil && final.Answers == st.Answers {
+		st = final
+	}
+	b.dropPage()
+	b.setCondition(gateway.Condition{State: gateway.StateStalled, Reason: why, Until: b.clock.Now().Add(b.cfg.RecheckInterval)})
+	if text := strings.TrimSpace(st.Text); st.Answers > before && text != "" {
+		return text, why, nil
+	}
+	return "", "", gateway.Classified(b.name, gateway.ErrHung, "%s", why)
+}
+
+// pageGone is the error for a page (or browser) that went away under a
+// request: the page is dropped and the next request opens a new one,
+// relaunching a browser that died.
+func (b *Backend) pageGone(err error) error {
+	b.dropPage()
+	b.setCondition(gateway.Condition{State: gateway.StatePageGone, Reason: err.Error(), Until: b.clock.Now().Add(b.cfg.RecheckInterval)})
+	return &gateway.Error{Backend: b.name, Kind: gateway.ErrHung, Msg: "page gone", Err: err}
+}
+
+//go:embed wait.js
+var waitJS string
+
+// waitChange waits for the page's next change, at most a poll interval.
+func (b *Backend) waitChange(ctx context.Context, page playwright.Page) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.p.poll()+readTimeout)
+	defer cancel()
+	stop := context.AfterFunc(b.life, cancel)
+	defer stop()
+	// Not cut short by ctx (it takes at most a poll interval): the page
+	// must stay for stopping the answer.
+	_ = b.do(wctx, func() error { _, err := page.Evaluate(waitJS, b.p.Completion.PollMS); return err })
+	return ctx.Err()
 }
 
 // readSoft is read for the answer loop: a read in progress when ctx ends
@@ -880,11 +1182,21 @@ func (b *Backend) readSoft(ctx context.Context, page playwright.Page) (pageState
 // readTimeout bounds one reading of the page.
 const readTimeout = 10 * time.Second
 
-// abandon stops a running answer (best effort, a few seconds at most),
-// waits for the site to show it stopped, and drops the page, so the next
-// request starts clean.
-func (b *Backend) abandon(page playwright.Page) {
+// abandon ends a request whose ctx ended: it stops the running answer
+// (unless fano is shutting down: the site finishes it and the resumed task
+// reads it from the page) and drops the page, so the next request starts
+// clean.
+func (b *Backend) abandon(ctx context.Context, page playwright.Page) {
 	defer b.dropPage()
+	if errors.Is(context.Cause(ctx), gateway.ErrShutdown) {
+		return
+	}
+	b.stopAnswer(page)
+}
+
+// stopAnswer clicks the stop button of a running answer (best effort, a
+// few seconds at most) and waits for the site to show it stopped.
+func (b *Backend) stopAnswer(page playwright.Page) {
 	stop := b.p.Selectors.StopSelector()
 	if stop.Empty() || page.IsClosed() || b.life.Err() != nil {
 		return

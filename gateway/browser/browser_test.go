@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // needBrowser fails (not skips) the test when Chromium or the driver is
 // missing: `make test` installs both.
-func needBrowser(t *testing.T) {
+func needBrowser(t testing.TB) {
 	t.Helper()
 	driverOnce.Do(func() {
 		if _, err := findExecutable(""); err != nil {
@@ -58,14 +58,20 @@ var offline = []string{"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.
 
 // testProfile is the profile of a 2025-shaped fake site (the former
 // built-in, testdata/chatui/legacy-profiles.yaml) pointed at it, named like
-// the site, with timings fit for tests.
-func testProfile(t *testing.T, site *fakechat.Server) *Profile {
+// the site, with timings fit for tests. The "turns" site has the user
+// profile written for it (testdata/chatui/turns/profile.yaml).
+func testProfile(t testing.TB, site *fakechat.Server) *Profile {
 	t.Helper()
 	dir, err := fakechat.Dir()
 	require.NoError(t, err)
+	key := "legacy-" + site.Site()
 	profiles, err := LoadProfiles(filepath.Join(dir, "legacy-profiles.yaml"))
+	if site.Site() == "turns" {
+		key = "turns"
+		profiles, err = LoadProfiles(filepath.Join(dir, "turns", "profile.yaml"))
+	}
 	require.NoError(t, err)
-	p, err := profiles["legacy-"+site.Site()].WithBaseURL(site.URL())
+	p, err := profiles[key].WithBaseURL(site.URL())
 	require.NoError(t, err)
 	p.Name = site.Site()
 	p.Completion = Completion{StableMS: 150, PollMS: 30, StartTimeoutSeconds: 10, LoadTimeoutSeconds: 10}
@@ -78,7 +84,7 @@ type fixture struct {
 	cfg   Config
 }
 
-func newFixture(t *testing.T, siteName string) *fixture {
+func newFixture(t testing.TB, siteName string) *fixture {
 	t.Helper()
 	needBrowser(t)
 	site, err := fakechat.New(siteName)
@@ -126,6 +132,7 @@ func TestSitesSendReceiveContinue(t *testing.T) {
 		"chatgpt": regexp.MustCompile(`^/c/[0-9a-f-]{36}$`),
 		"gemini":  regexp.MustCompile(`^/app/[0-9a-f]{16}$`),
 		"claude":  regexp.MustCompile(`^/chat/[0-9a-f-]{36}$`),
+		"turns":   regexp.MustCompile(`^/c/[0-9a-f-]{36}$`),
 	}
 	img := filepath.Join(t.TempDir(), "figure.png")
 	require.NoError(t, os.WriteFile(img, []byte("\x89PNG fake"), 0o600))
@@ -216,7 +223,10 @@ func TestLoginWall(t *testing.T) {
 	// After a login (here: the wall goes away) the recheck brings it back.
 	f.site.SetControl(fakechat.Control{})
 	require.ErrorIs(t, b.Health(context.Background()), gateway.ErrUnavailable, "rechecked only after the interval")
-	f.clock.Advance(5 * time.Minute)
+	up := b.upSignal()
+	f.clock.BlockUntil(1) // the backend's own recheck waits for the interval
+	f.clock.Advance(time.Minute)
+	waitUp(t, up)
 	require.NoError(t, b.Health(context.Background()))
 	assert.Equal(t, answer("1", "hello"), send(t, b, gateway.Request{Prompt: "hello"}).Content)
 

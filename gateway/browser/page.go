@@ -2,6 +2,7 @@ package browser
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,9 +15,11 @@ import (
 // pollArg is poll.js's argument for profile p.
 func pollArg(p *Profile) map[string]any {
 	s := p.Selectors
+	how, attr, _ := answerReader(p.AnswerText)
 	return map[string]any{
 		"answer": s.Answer.js(), "generating": s.Generating.js(), "prompt": s.Prompt.js(),
 		"login": s.LoginWall.js(), "logged_in": s.LoggedIn.js(), "banner": p.RateLimit.Banner.js(),
+		"complete": p.Complete.js(), "gone": p.ConversationGone.js(), "how": how, "attr": attr,
 	}
 }
 
@@ -124,10 +127,32 @@ func (b *Backend) onNotice(text string, answering bool) error {
 	if o.err == nil {
 		b.noticeAccepted = text
 	}
+	var limited *gateway.RateLimitedError
+	if errors.As(o.err, &limited) {
+		b.setCondition(limitCondition(limited, b.clock.Now(), b.cfg.RecheckInterval))
+	}
 	if o.model != "" && !strings.Contains(b.degraded, o.model) {
 		b.degraded = o.model
 	}
 	return o.err
+}
+
+// limitCondition is the backend's condition under a site's limit notice:
+// capped (a usage cap) or rate limited until the time the notice named, or
+// one recheck interval when it named none.
+func limitCondition(e *gateway.RateLimitedError, now time.Time, recheck time.Duration) gateway.Condition {
+	c := gateway.Condition{State: gateway.StateRateLimited, Reason: e.Reason, Until: e.Until}
+	if e.Cap {
+		c.State = gateway.StateCapped
+	}
+	switch {
+	case !c.Until.IsZero():
+	case e.RetryAfter > 0:
+		c.Until = now.Add(e.RetryAfter)
+	default:
+		c.Until = now.Add(recheck)
+	}
+	return c
 }
 
 // evaluate runs a page script; a page that is navigating (a site's

@@ -1,7 +1,8 @@
 // One reading of a chat page for the browser backend: how many answers,
 // the last one's text, and which signals are visible. Each field of s is a
 // list of CSS selectors tried in order; an invalid one matches nothing
-// here (count.js reports invalid ones at start-up).
+// here (count.js reports invalid ones at start-up). s.how / s.attr say how
+// the answer is read (innerText, textContent, attribute).
 (s) => {
   const visible = (el) => {
     if (!el || !el.isConnected) return false;
@@ -30,10 +31,22 @@
     return out.filter((el) => !out.some((o) => o !== el && o.contains(el)));
   };
   const text = (el) => (el ? (el.innerText || el.textContent || '') : '');
+  const read = (el) => {
+    if (!el) return '';
+    if (s.how === 'textContent') return el.textContent || '';
+    if (s.how === 'attribute') return el.getAttribute(s.attr) || '';
+    return text(el);
+  };
   const answers = first(s.answer);
+  const last = answers[answers.length - 1];
+  // Done: a visible completion signal inside the last answer or after it
+  // in document order (the toolbar under it); earlier answers' toolbars
+  // come before it.
+  const done = !!last && shown(s.complete).some((el) =>
+    last.contains(el) || (last.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0);
   return {
     answers: answers.length,
-    text: text(answers[answers.length - 1]),
+    text: read(last),
     generating: shown(s.generating).length > 0,
     prompt: shown(s.prompt).length > 0,
     login: shown(s.login).length > 0,
@@ -41,5 +54,7 @@
     logged_in: first(s.logged_in).length > 0,
     banner: shown(s.banner).map(text).join('\n'),
     url: location.href,
+    done: done,
+    gone: shown(s.gone).length > 0,
   };
 }

@@ -57,6 +57,28 @@ type Profile struct {
 	// default prompt and send.
 	StartupCheck []string `yaml:"startup_check"`
 
+	// Complete is a selector list that appears when an answer is done (the
+	// toolbar under it); a new match ends the wait at once. Empty: the
+	// answer is done once its text was stable for completion.stable_ms.
+	Complete SelectorList `yaml:"complete"`
+	// AnswerText is how the answer is read: innerText (default),
+	// textContent, attribute:<name> of the answer element, or
+	// copy:<selector>: the site's copy button (in or after the answer)
+	// gives the answer's markdown (caught inside the page; the desktop's
+	// clipboard is not touched).
+	AnswerText string `yaml:"answer_text"`
+	// MaxStallSeconds: an answer whose text does not grow for this long
+	// while the generating signal stays is stalled (stopped; what it shows
+	// is kept if it validates). Default 120; ten times that in deep mode
+	// (it thinks before it writes), never beyond max_answer_seconds.
+	MaxStallSeconds int `yaml:"max_stall_seconds"`
+	// MaxAnswerSeconds bounds one answer from sending to done; default 1800.
+	MaxAnswerSeconds int `yaml:"max_answer_seconds"`
+	// ConversationGone matches the site's "conversation not found" notice.
+	// A conversation is also gone when its URL redirects elsewhere or it
+	// loads with no answer.
+	ConversationGone SelectorList `yaml:"conversation_gone"`
+
 	loginURL   []*regexp.Regexp
 	pendingURL []*regexp.Regexp
 }
@@ -192,7 +214,14 @@ const (
 	defaultPollMS       = 400
 	defaultStartTimeout = 120
 	defaultLoadTimeout  = 60
+	defaultMaxStall     = 120
+	defaultMaxAnswer    = 1800
 )
+
+func (p *Profile) maxStall() time.Duration { return time.Duration(p.MaxStallSeconds) * time.Second }
+func (p *Profile) maxAnswer() time.Duration {
+	return time.Duration(p.MaxAnswerSeconds) * time.Second
+}
 
 func (p *Profile) stable() time.Duration {
 	return time.Duration(p.Completion.StableMS) * time.Millisecond
@@ -222,6 +251,12 @@ func (p *Profile) fillDefaults() {
 	}
 	if p.StartupCheck == nil {
 		p.StartupCheck = []string{"prompt", "send"}
+	}
+	if p.MaxStallSeconds == 0 {
+		p.MaxStallSeconds = defaultMaxStall
+	}
+	if p.MaxAnswerSeconds == 0 {
+		p.MaxAnswerSeconds = defaultMaxAnswer
 	}
 }
 
@@ -591,6 +626,9 @@ func (ls *lineSource) validate(p *Profile, at string) error {
 			add(fmt.Sprintf("startup_check[%d]", i), "selectors.%s is not set", name)
 		}
 	}
+	errs = append(errs, checkIssue12Fields(p, func(field, format string, args ...any) error {
+		return ls.fieldErr(joinAt(at, field), format, args...)
+	})...)
 	if len(p.RateLimit.Patterns) > 0 && p.RateLimit.Banner.Empty() {
 		add("rate_limit.banner", "missing; patterns are matched against the text of the banner this selector finds")
 	}

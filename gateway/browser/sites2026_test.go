@@ -63,15 +63,6 @@ func newFixture2026(t *testing.T, site string, ctl fakechat.Control) *fixture {
 	}}
 }
 
-func sendErr(t *testing.T, b *Backend, req gateway.Request) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	_, err := b.Send(ctx, req)
-	require.Error(t, err)
-	return err
-}
-
 func testImage(t *testing.T) string {
 	img := filepath.Join(t.TempDir(), "figure.png")
 	require.NoError(t, os.WriteFile(img, []byte("\x89PNG fake"), 0o600))

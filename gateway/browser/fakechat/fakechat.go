@@ -24,8 +24,10 @@ import (
 	"sync"
 )
 
-// Sites are the fake UIs, one per built-in site profile.
-var Sites = []string{"chatgpt", "gemini", "claude"}
+// Sites are the fake UIs, one per built-in site profile, and "turns": a
+// site no built-in profile knows, with a completion toolbar under each
+// finished answer (see testdata/chatui/turns).
+var Sites = []string{"chatgpt", "gemini", "claude", "turns"}
 
 // Tail ends every complete answer.
 const Tail = "This answer is streamed token by token, so a reader must wait for its end. (end of answer)"
@@ -53,6 +55,11 @@ type Control struct {
 	// HistoryDelayMS delays showing a loaded conversation's earlier turns
 	// after the composer (default 100).
 	HistoryDelayMS int `json:"history_delay_ms"`
+	// StallAfter streams this many tokens, then stops growing while still
+	// showing the stop button (a hung answer); 0 = never.
+	StallAfter int `json:"stall_after"`
+	// NoStart accepts a send but never shows an answer or the stop button.
+	NoStart bool `json:"no_start"`
 	// Shape2026 is how a 2026 page (see Sites2026) behaves; ignored by the
 	// 2025 pages.
 	Shape2026
@@ -86,7 +93,14 @@ type Server struct {
 	stops    int
 	stopped  chan struct{} // closed and replaced on every stop
 	sendSeen chan struct{} // closed and replaced on every send
+	// owners maps a conversation to the account (browser profile, by its
+	// cookie) that made it: like the real sites, another account's
+	// conversation is not found.
+	owners map[string]string
 }
+
+// accountCookie names a browser profile's account on the fake site.
+const accountCookie = "fake_account"
 
 // New starts the fake site on 127.0.0.1, serving testdata/chatui (see Dir).
 func New(site string) (*Server, error) {
@@ -105,7 +119,7 @@ func NewInDir(dir, site string) (*Server, error) {
 	if _, err := os.Stat(filepath.Join(dir, siteDir(site), "index.html")); err != nil {
 		return nil, fmt.Errorf("fakechat: %w", err)
 	}
-	s := &Server{site: site, dir: dir, convs: map[string][]Message{}, stopped: make(chan struct{}), sendSeen: make(chan struct{})}
+	s := &Server{site: site, dir: dir, convs: map[string][]Message{}, owners: map[string]string{}, stopped: make(chan struct{}), sendSeen: make(chan struct{})}
 	s.srv = httptest.NewServer(s.routes())
 	return s, nil
 }
@@ -185,6 +199,15 @@ func (s *Server) Stops() (int, <-chan struct{}) {
 	return s.stops, s.stopped
 }
 
+// Forget deletes a conversation: loading its URL then finds nothing and
+// the page goes to a new chat, like a conversation deleted on the site.
+func (s *Server) Forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.convs, id)
+	delete(s.owners, id)
+}
+
 // ConversationID returns the id in a conversation URL of this site.
 func (s *Server) ConversationID(url string) string {
 	i := strings.LastIndexByte(url, '/')
@@ -252,7 +275,20 @@ func (s *Server) banner() string {
 	}
 }
 
-func (s *Server) session(w http.ResponseWriter, _ *http.Request) {
+// account returns the request's account ("" for a client without one,
+// whose conversations anyone may open), giving a new browser profile one.
+func account(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(accountCookie); err == nil && c.Value != "" {
+		return c.Value
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	http.SetCookie(w, &http.Cookie{Name: accountCookie, Value: hex.EncodeToString(b), Path: "/", MaxAge: 365 * 24 * 3600})
+	return ""
+}
+
+func (s *Server) session(w http.ResponseWriter, r *http.Request) {
+	account(w, r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delay := s.ctl.HistoryDelayMS
@@ -268,11 +304,13 @@ func (s *Server) session(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	acct := account(w, r)
 	s.mu.Lock()
 	msgs, ok := s.convs[id]
 	msgs = slices.Clone(msgs)
+	owner := s.owners[id]
 	s.mu.Unlock()
-	if !ok {
+	if !ok || (owner != "" && owner != acct) {
 		http.NotFound(w, r)
 		return
 	}
@@ -285,6 +323,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	acct := account(w, r)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent = append(s.sent, in)
@@ -303,8 +342,9 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		notice = b
 	}
 	id := in.Conversation
-	if _, ok := s.convs[id]; !ok || id == "" {
+	if _, ok := s.convs[id]; !ok || id == "" || (s.owners[id] != "" && s.owners[id] != acct) {
 		id = s.newID()
+		s.owners[id] = acct
 	}
 	turn := len(s.convs[id])/2 + 1
 	answer := fmt.Sprintf("Answer %d to: %s", turn, in.Prompt)
@@ -328,6 +368,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	resp := map[string]any{
 		"conversation_id": id, "answer": answer, "forever": s.ctl.Forever,
 		"token_ms": tokenMS, "pause_ms": s.ctl.PauseMS,
+		"stall_after": s.ctl.StallAfter, "no_start": s.ctl.NoStart,
 	}
 	if notice != "" {
 		resp["banner"] = notice // shown while the answer still comes

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"strings"
 	"testing"
 
@@ -77,6 +78,43 @@ func TestServer(t *testing.T) {
 	assert.Equal(t, true, post(t, api+"/send", Sent{Prompt: "x"})["login_wall"])
 	n, _ := s.Sends()
 	assert.Equal(t, 5, n)
+}
+
+// Conversations belong to the account (browser profile cookie) that made
+// them; a forgotten one is not found.
+func TestServerAccountsAndForget(t *testing.T) {
+	s, err := New("turns")
+	require.NoError(t, err)
+	defer s.Close()
+	client := func() *http.Client {
+		jar, err := cookiejar.New(nil)
+		require.NoError(t, err)
+		return &http.Client{Jar: jar}
+	}
+	a, b := client(), client()
+	status := func(c *http.Client, method, path, body string) (int, map[string]any) {
+		req, err := http.NewRequest(method, s.URL()+path, strings.NewReader(body))
+		require.NoError(t, err)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	status(a, "GET", "/__fake/api/session", "")
+	status(b, "GET", "/__fake/api/session", "")
+	_, sent := status(a, "POST", "/__fake/api/send", `{"prompt":"mine"}`)
+	id := sent["conversation_id"].(string)
+	code, _ := status(a, "GET", "/__fake/api/conversation/"+id, "")
+	assert.Equal(t, http.StatusOK, code)
+	code, _ = status(b, "GET", "/__fake/api/conversation/"+id, "")
+	assert.Equal(t, http.StatusNotFound, code, "another account's conversation")
+	_, other := status(b, "POST", "/__fake/api/send", `{"conversation_id":"`+id+`","prompt":"theirs"}`)
+	assert.NotEqual(t, id, other["conversation_id"], "a send into another account's conversation starts a new one")
+	s.Forget(id)
+	code, _ = status(a, "GET", "/__fake/api/conversation/"+id, "")
+	assert.Equal(t, http.StatusNotFound, code)
 }
 
 // The 2026 pages are served from testdata/chatui/2026/<site>; a notice

@@ -48,6 +48,10 @@
         let i = 0;
         const step = () => {
           if (!generating) return;
+          if (d.stall_after > 0 && i >= d.stall_after) {
+            timer = setTimeout(step, d.token_ms); // hung: the stop button stays, nothing grows
+            return;
+          }
           if (i < tokens.length) {
             current.append(tokens[i++]);
             const pause = d.pause_ms > 0 && i === tokens.length - 1;
@@ -79,6 +83,7 @@
           conv = d.conversation_id;
           history.pushState({}, '', site.convPath(conv));
         }
+        if (d.no_start) return;
         if (d.start_ms) setTimeout(() => stream(d), d.start_ms); // a site slow to start
         else stream(d);
       }
@@ -102,7 +107,13 @@
         // Like the real sites, the earlier turns arrive after the composer.
         await new Promise((ok) => setTimeout(ok, sess.history_delay_ms || 0));
         const r = await fetch(API + '/conversation/' + encodeURIComponent(id));
-        if (!r.ok) return;
+        if (!r.ok) {
+          // Deleted, or another account's: like the real sites, go to a
+          // new chat.
+          history.replaceState({}, '', site.startPath || '/');
+          if (site.showNotFound) site.showNotFound();
+          return;
+        }
         const c = await r.json();
         conv = c.id;
         for (const m of c.messages) {
