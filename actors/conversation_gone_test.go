@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -103,10 +104,11 @@ func TestLoginWalledBackendIsNotAsked(t *testing.T) {
 			l = &loginWalled{Backend: o.Backends[0]}
 			l.walled.Store(true)
 			o.Backends[0] = l
+			o.CredentialsRecheck = 100 * time.Millisecond // the wall is checked again soon
 		}})
 	b.start()
-	b.waitEvent("pause for the login wall", func(n Notice) bool {
-		return n.Event.GetTaskPaused().GetReason() == "unavailable"
+	b.waitEvent("the login wall recorded", func(n Notice) bool {
+		return n.Event.GetBackendConditionRecorded().GetState() == "login"
 	})
 	tk := b.sys.Tasks(nil, 0)[0]
 	assert.Zero(t, tk.RequestCount)
