@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"fano/config"
 	"fano/gateway/browser"
@@ -14,6 +15,12 @@ import (
 // profile and that the Playwright driver is installed. `fano run` calls
 // it before it opens the WAL, so a refused start writes nothing.
 func preflight(cfg *config.Config) error {
+	// A key variable unset at start is a mistake to fix now, before
+	// anything is written (a key that stops working later parks its
+	// backend in the credentials state instead, and fano goes on).
+	if unset := cfg.UnsetKeyVariables(); len(unset) > 0 {
+		return fmt.Errorf("%s: set it (or put it in llm.env_file) and start again", strings.Join(unset, "; "))
+	}
 	names := cfg.EnabledBackends()
 	sort.Strings(names)
 	for _, name := range names {
