@@ -201,7 +201,8 @@ func TestMissingWALBesideOutputIsRefused(t *testing.T) {
 
 // With the panel's port taken, `fano run` stops before its first write:
 // a clear error, and the data directory exactly as it was (or still
-// absent).
+// absent). (An --until-idle run takes a free port instead: see
+// TestRunTwiceAndPanelPortInUse.)
 func TestPortTakenWritesNothing(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -211,14 +212,14 @@ func TestPortTakenWritesNothing(t *testing.T) {
 	cfg := writeConfig(t, dir, strings.Replace(slowConfig(1), "control: {enabled: false}",
 		fmt.Sprintf("control: {enabled: true, address: %q}", taken.Addr().String()), 1))
 	before := dirState(t, dataDir)
-	_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", dataDir)
+	_, errOut, err := runQuick(t, "run", "--config", cfg, "--data-dir", dataDir)
 	require.Error(t, err)
 	require.Contains(t, errOut, "control.address")
 	require.Contains(t, errOut, "address already in use")
 	require.Equal(t, before, dirState(t, dataDir), "a failed start writes nothing")
 
 	fresh := filepath.Join(dir, "fresh")
-	_, _, err = runQuick(t, "run", "--until-idle", "--config", cfg, "--data-dir", fresh)
+	_, _, err = runQuick(t, "run", "--config", cfg, "--data-dir", fresh)
 	require.Error(t, err)
 	require.NoDirExists(t, fresh)
 }

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +11,11 @@ import (
 )
 
 // A model that never answers: each call is cancelled at the per-call
-// timeout (orchestrator.tasks.request_timeout_seconds), retried after the
-// backoff, then the pair fails with stage "request"; the run ends instead
-// of waiting on a call that keeps running (seeds/003), and the other
-// model's verdicts are all there.
+// timeout (orchestrator.tasks.request_timeout_seconds) and asked again
+// after the backoff, instead of waiting on a call that keeps running
+// (seeds/003); the other model's verdicts are all there. A hang is the
+// backend's fault, never the pair's (issue 11): the pairs wait, so the run
+// is stopped here and its WAL read.
 func TestHangingModelIsCancelledAtTheTimeout(t *testing.T) {
 	fano.Require(t)
 	cfg := strings.Replace(simConfig(0, 2), "m2: {type: sim, hourly_limit: 1000000, max_concurrency: 2, sim: {seed: 2, style: api, latency_ms: 0}}",
@@ -28,25 +27,24 @@ func TestHangingModelIsCancelledAtTheTimeout(t *testing.T) {
 `
 	def := strings.Replace(verdictPipeline, "[m1, m2, m3]", "[m1, m2]", 1)
 	e := newEnv(t, def, cfg, 4)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// Long enough for every m2 pair to be asked at least twice (1 s
+	// timeout + 1 s backoff), far shorter than a call left running.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	start := time.Now()
-	out, err := e.cmd(ctx, "pipeline", "run", e.def, "--no-progress", "--json").Output()
-	require.NoError(t, err, "%s", out)
-	t.Logf("run took %s", time.Since(start))
-	var sum struct {
-		ItemsFailed int                                  `json:"items_failed"`
-		Steps       map[string]map[string]map[string]int `json:"steps"`
+	_ = e.cmd(ctx, "pipeline", "run", e.def, "--no-progress", "--json").Run()
+	w := readRun(t, e.data)
+	m1, m2 := 0, 0
+	for id, reqs := range w.requests {
+		switch {
+		case strings.Contains(id, "/m1/"):
+			m1++
+			assert.Equal(t, 1, w.okCount[id], "m1 answers once: %s", id)
+		case strings.Contains(id, "/m2/"):
+			m2++
+			assert.GreaterOrEqual(t, len(reqs), 2, "a hung call is cancelled at the timeout and asked again: %s", id)
+			assert.Zero(t, w.okCount[id], id)
+		}
 	}
-	require.NoError(t, json.Unmarshal(out, &sum), "%s", out)
-	assert.Equal(t, 4, sum.ItemsFailed)
-	assert.Equal(t, 4, sum.Steps["verdict"]["m1"]["ok"])
-	assert.Equal(t, 4, sum.Steps["verdict"]["m2"]["failed"])
-	for _, l := range lines(t, filepath.Join(e.data, "output", "failures.jsonl")) {
-		var f struct{ Model, Stage, Error string }
-		require.NoError(t, json.Unmarshal([]byte(l), &f))
-		assert.Equal(t, "m2", f.Model)
-		assert.Equal(t, "request", f.Stage)
-		assert.Contains(t, f.Error, "no answer (simulated hang): context canceled", l)
-	}
+	assert.Equal(t, 4, m1)
+	assert.Equal(t, 4, m2)
 }
