@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fano/gateway"
 	"fmt"
 	"io"
 	"net"
@@ -270,7 +271,7 @@ func (s *Server) status() Status {
 		st.Running = append(st.Running, rt)
 	}
 
-	circuits := s.circuits()
+	circuits, memory := s.circuits(), s.backendMemory()
 	for _, b := range s.sys.Quotas() {
 		st.LLMs[b.Name] = LLMStatus{Available: b.Available, HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit,
 			DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit}
@@ -279,7 +280,7 @@ func (s *Server) status() Status {
 			HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit, LimitEstimate: b.LimitEstimate, Usable: b.Usable,
 			DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit, Paused: b.Paused, PauseReason: b.PauseReason,
 			InUse: b.InUse, MaxConcurrency: b.MaxConcurrency, Circuit: circuits[b.Name],
-			RunningTasks: nonNil(byBackend[b.Name]),
+			RunningTasks: nonNil(byBackend[b.Name]), MemoryBytes: memory[b.Name],
 		}
 		if !b.RateLimitedUntil.IsZero() {
 			t := b.RateLimitedUntil.UTC()
@@ -320,6 +321,17 @@ func (s *Server) circuits() map[string]string {
 	for _, b := range s.opts.Backends {
 		if c, ok := b.(interface{ State() string }); ok {
 			out[b.Name()] = c.State()
+		}
+	}
+	return out
+}
+
+// backendMemory is each backend's local process memory (browsers), by name.
+func (s *Server) backendMemory() map[string]int64 {
+	out := map[string]int64{}
+	for _, b := range s.opts.Backends {
+		if mr, ok := gateway.As[gateway.MemoryReporter](b); ok {
+			out[b.Name()] = mr.MemoryBytes()
 		}
 	}
 	return out

@@ -83,6 +83,9 @@ type BackendView struct {
 	LearnedWindow  string     `json:"learned_window,omitempty"`
 	PacedPerWindow float64    `json:"paced_per_window,omitempty"`
 	LimiterWaiting int        `json:"limiter_waiting"`
+	// MemoryBytes is the backend's local process (a browser backend's
+	// Chromium with its children), 0 when it runs none.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 }
 
 // ModuleView is a configured module, what it accepts, and its tasks.

@@ -582,6 +582,11 @@ func printLiveStatus(w io.Writer, st control.Status) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, b := range st.Backends {
+		if b.MemoryBytes > 0 {
+			fmt.Fprintf(w, "browser %s: %.0f MB (Chromium and its children)\n", b.Name, float64(b.MemoryBytes)/(1<<20))
+		}
+	}
 	for _, r := range st.Running {
 		fmt.Fprintf(w, "running: %s on %s (request %d/%d)\n", r.ID, r.LLM, r.RequestCount, r.MaxRequests)
 	}
