@@ -251,6 +251,19 @@ func truncate(c *pb.ConversationState, limit int) {
 	c.Messages = kept
 }
 
+// staleResume reports a TaskResumed decided from a state that a later
+// event changed before it was applied: a tick reads the state while
+// earlier decisions are still being written, so a resume decided after an
+// immediate pause can land after a second pause that set a later
+// not_before (the stuck-task follow-up) or after the task moved on. Such a
+// resume changes nothing; the decision is made again on the next tick.
+func staleResume(t *pb.Task, e *pb.Event) bool {
+	if _, ok := e.Body.(*pb.Event_TaskResumed); !ok {
+		return false
+	}
+	return t.State != pb.TaskState_TASK_STATE_PAUSED || t.NotBefore > e.At || t.PauseReason == PauseOperator
+}
+
 // requeues are the events that put a task back in the queue afresh.
 func requeues(e *pb.Event) bool {
 	switch e.Body.(type) {
@@ -282,6 +295,9 @@ func (s *State) Apply(e *pb.Event) error {
 	}
 	if _, forget := e.Body.(*pb.Event_TaskForgotten); forget {
 		s.forget(en)
+		return nil
+	}
+	if staleResume(en.t, e) {
 		return nil
 	}
 	old := en.t.State

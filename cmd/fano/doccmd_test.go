@@ -109,6 +109,8 @@ func TestDocExportHTMLStandalone(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, true, fonts)
 	assert.Empty(t, fetched, "the file fetches nothing")
-	_, err = p.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(filepath.Join("..", "..", "testdata", "artifacts", "document-export.png"))})
+	art := filepath.Join("..", "..", "testdata", "artifacts")
+	require.NoError(t, os.MkdirAll(art, 0o755))
+	_, err = p.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(filepath.Join(art, "document-export.png"))})
 	require.NoError(t, err)
 }
