@@ -91,6 +91,10 @@ type salvager struct {
 	src *bolt.DB
 	dst *Log
 	rep *SalvageReport
+	// metaRead: the source's own last seq was read. Without it, in a file
+	// with problems, the end of the walk is not the end of the log: a cut
+	// file can lose the tree's later pages with no fault on the way.
+	metaRead bool
 }
 
 // guarded runs fn in a read transaction of the source; a fault or panic
@@ -111,14 +115,17 @@ func (s *salvager) problem(format string, args ...any) {
 
 func (s *salvager) run() error {
 	// The source's last seq, if its metadata is readable.
-	_ = s.guarded(func(tx *bolt.Tx) error {
+	if err := s.guarded(func(tx *bolt.Tx) error {
 		if m := tx.Bucket(bucketMeta); m != nil {
 			if v := m.Get(keyLastSeq); len(v) == 8 {
 				s.rep.LastSeq = binary.BigEndian.Uint64(v)
+				s.metaRead = true
 			}
 		}
 		return nil
-	})
+	}); err != nil {
+		s.problem("metadata: %v", err)
+	}
 	copied, err := s.blocks()
 	if err != nil {
 		return err
@@ -191,7 +198,7 @@ func (s *salvager) blocks() ([]SeqRange, error) {
 			continue
 		}
 		if key == nil {
-			s.rep.LastSeqKnown = !blind
+			s.rep.LastSeqKnown = !blind && (s.metaRead || len(s.rep.Problems) == 0)
 			return copied, nil
 		}
 		probe, blind = 1, false
@@ -205,9 +212,17 @@ func (s *salvager) blocks() ([]SeqRange, error) {
 			if err := s.writeBlock(entries); err != nil {
 				return nil, err
 			}
-			r := SeqRange{entries[0].Seq, entries[len(entries)-1].Seq}
-			copied = append(copied, r)
-			s.rep.LastSeq = max(s.rep.LastSeq, r.To)
+			// A damaged block can yield entries with holes between them:
+			// each contiguous run is a range of its own, so a hole is
+			// reported as missing, not counted as copied.
+			for i, e := range entries {
+				if i > 0 && e.Seq == entries[i-1].Seq+1 {
+					copied[len(copied)-1].To = e.Seq
+					continue
+				}
+				copied = append(copied, SeqRange{e.Seq, e.Seq})
+			}
+			s.rep.LastSeq = max(s.rep.LastSeq, entries[len(entries)-1].Seq)
 		}
 		next = first + 1
 	}
