@@ -592,6 +592,7 @@ func (b *Backend) closeBrowser() error {
 func (b *Backend) dropPage() {
 	if b.page != nil {
 		_ = b.page.Close()
+		forget(b.page)
 		b.page = nil
 	}
 }
@@ -599,7 +600,7 @@ func (b *Backend) dropPage() {
 // openPage returns the page, opening one (and relaunching a browser that
 // died) when needed. Called with sem held.
 func (b *Backend) openPage(ctx context.Context) (playwright.Page, error) {
-	if b.page != nil && !b.page.IsClosed() {
+	if b.page != nil && !isClosed(b.page) {
 		return b.page, nil
 	}
 	b.page = nil
@@ -611,12 +612,19 @@ func (b *Backend) openPage(ctx context.Context) (playwright.Page, error) {
 		}
 		var pages []playwright.Page
 		pages = b.bc.Pages()
-		if len(pages) > 0 && !pages[0].IsClosed() {
-			b.page = pages[0]
-			return b.page, nil
+		if len(pages) > 0 {
+			// A page of a context just started or still alive: watched from
+			// now on; a dead one fails its first use and is replaced.
+			watchClose(pages[0])
+			if _, err := pages[0].Evaluate("1"); err == nil {
+				b.page = pages[0]
+				return b.page, nil
+			}
+			forget(pages[0])
 		}
 		p, err := b.bc.NewPage()
 		if err == nil {
+			watchClose(p)
 			b.page = p
 			return p, nil
 		}
@@ -1039,7 +1047,7 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 				b.dropPage()
 				return "", "", b.ctxErr(ctx, "waiting for the answer")
 			}
-			if page.IsClosed() || errors.Is(err, playwright.ErrTargetClosed) {
+			if isClosed(page) || errors.Is(err, playwright.ErrTargetClosed) {
 				return "", "", b.pageGone(err)
 			}
 			return "", "", b.fail(ctx, "reading the answer", err)
@@ -1198,7 +1206,7 @@ func (b *Backend) abandon(ctx context.Context, page playwright.Page) {
 // few seconds at most) and waits for the site to show it stopped.
 func (b *Backend) stopAnswer(page playwright.Page) {
 	stop := b.p.Selectors.StopSelector()
-	if stop.Empty() || page.IsClosed() || b.life.Err() != nil {
+	if stop.Empty() || isClosed(page) || b.life.Err() != nil {
 		return
 	}
 	loc := b.locate(page, stop, true)

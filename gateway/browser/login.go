@@ -58,6 +58,7 @@ func login(ctx context.Context, cfg Config, in io.Reader, out io.Writer, headles
 	} else if page, err = bc.NewPage(); err != nil {
 		return fmt.Errorf("%s: opening a page: %w", cfg.Name, err)
 	}
+	watchClose(page)
 	if _, err := page.Goto(cfg.Profile.StartURL, playwright.PageGotoOptions{
 		WaitUntil: playwright.WaitUntilStateDomcontentloaded,
 		Timeout:   playwright.Float(float64(cfg.Profile.loadTimeout().Milliseconds())),
@@ -83,7 +84,7 @@ func login(ctx context.Context, cfg Config, in io.Reader, out io.Writer, headles
 	case <-enter:
 	}
 	// The page is still open: see whether the site still wants a login.
-	if page.IsClosed() {
+	if isClosed(page) {
 		if pages := bc.Pages(); len(pages) > 0 {
 			page = pages[0]
 		} else {
