@@ -2,10 +2,8 @@ package wal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,40 +11,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"fano/internal/disktest"
 )
-
-// smallDisk mounts a tmpfs of size bytes and returns its path; tests that
-// need a real full disk skip where mounting is not allowed.
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot mount a small tmpfs (needs root): %v %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fill writes a file until the file system is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	defer f.Close()
-	chunk := make([]byte, 16<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			require.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
-			return
-		}
-	}
-}
 
 // On a real full disk, appends wait while the writer retries; when space
 // comes back they go through by themselves, in order, each once.
 func TestFullDiskRetriesAndResumes(t *testing.T) {
-	dir := smallDisk(t, "4m")
+	dir := disktest.Small(t, "4m")
 	path := filepath.Join(dir, "fano.db")
 	faults := make(chan error, 1000)
 	recovered := make(chan int, 10)
@@ -60,7 +32,7 @@ func TestFullDiskRetriesAndResumes(t *testing.T) {
 	defer l.Close()
 	appendT(t, l, ent("a", "t", "before"))
 	filler := filepath.Join(dir, "filler")
-	fill(t, filler)
+	disktest.Fill(t, filler)
 
 	const n = 200
 	payload := strings.Repeat("x", 8<<10)

@@ -22,18 +22,8 @@ func newBackendCmd(g *globals) *cobra.Command {
 			Short: short,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
-				p, err := findPanel(g)
+				p, err := livePanel(cmd.Context(), g, "backend "+use)
 				if err != nil {
-					return err
-				}
-				up, err := p.online(cmd.Context())
-				if err != nil {
-					return err
-				}
-				if !up {
-					return notRunning(p, "backend "+use)
-				}
-				if err := p.needToken(); err != nil {
 					return err
 				}
 				r, err := p.client.PauseBackend(cmd.Context(), args[0], reason, pause)

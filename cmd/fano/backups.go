@@ -237,18 +237,12 @@ func orNone(xs []string) string {
 // backupThroughPanel asks the running fano (which holds the WAL) for a
 // backup through its control panel.
 func backupThroughPanel(cmd *cobra.Command, g *globals, locked error) error {
-	p, err := findPanel(g)
+	p, err := livePanel(cmd.Context(), g, "wal backup")
+	var down *notRunningError
+	if errors.As(err, &down) {
+		return fmt.Errorf("wal backup: %w, and its control panel does not answer at %s; it backs up every orchestrator.state.backup_interval_hours on its own", locked, down.panel.addr)
+	}
 	if err != nil {
-		return err
-	}
-	up, err := p.online(cmd.Context())
-	if err != nil {
-		return err
-	}
-	if !up {
-		return fmt.Errorf("wal backup: %w, and its control panel does not answer at %s; it backs up every orchestrator.state.backup_interval_hours on its own", locked, p.addr)
-	}
-	if err := p.needToken(); err != nil {
 		return err
 	}
 	r, err := p.client.Backup(cmd.Context())

@@ -1,50 +1,21 @@
 package main
 
 import (
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"fano/internal/disktest"
 )
-
-// smallDisk mounts a tmpfs of size and returns its path; the test skips
-// where mounting is not allowed (it needs root).
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput()
-	if err != nil {
-		t.Skipf("cannot mount a small tmpfs (needs root): %v %s", err, strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-func fillDisk(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	defer f.Close()
-	chunk := make([]byte, 16<<10)
-	for {
-		if _, err := f.Write(chunk); err != nil {
-			require.True(t, errors.Is(err, syscall.ENOSPC), "%v", err)
-			return
-		}
-	}
-}
 
 // A full disk under a running fano: it stops new work, logs the fault
 // (not a flood), retries, and when space comes back resumes by itself and
 // finishes, nothing lost, nothing twice; `fano verify` is clean after.
 func TestFullDiskHoldsThenResumes(t *testing.T) {
-	disk := smallDisk(t, "16m")
+	disk := disktest.Small(t, "16m")
 	dataDir := filepath.Join(disk, "data")
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, slowConfig(50)+"orchestrator: {health: {min_disk_space_gb: 0.001}}\n")
@@ -66,7 +37,7 @@ func TestFullDiskHoldsThenResumes(t *testing.T) {
 	waitLogLines(t, errPath, `"event":"cmd.fano.llm_request"`, 1)
 
 	filler := filepath.Join(disk, "filler")
-	fillDisk(t, filler)
+	disktest.Fill(t, filler)
 	waitLogLines(t, errPath, `"event":"actors.storage.write_failed"`, 1)
 	select {
 	case err := <-done:
@@ -99,7 +70,7 @@ func tail(path string) string {
 // Below the low-disk threshold no new work starts; --until-idle does not
 // claim "no work left" but exits non-zero saying why it stopped.
 func TestUntilIdleStopsWithReasonOnLowDisk(t *testing.T) {
-	disk := smallDisk(t, "16m")
+	disk := disktest.Small(t, "16m")
 	dataDir := filepath.Join(disk, "data")
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, slowConfig(50)+"orchestrator: {health: {min_disk_space_gb: 0.1}}\n")

@@ -66,3 +66,40 @@ type runContext struct {
 	// Stop asks `fano run` to shut down (as a signal would).
 	Stop func(reason string)
 }
+
+// stopRequests is a run's channel of stop requests and the Stop func of
+// its runContext: the first reason waits to be read, later ones are
+// dropped rather than block the service asking.
+func stopRequests() (<-chan string, func(reason string)) {
+	reqs := make(chan string, 1)
+	return reqs, func(reason string) {
+		select {
+		case reqs <- reason:
+		default:
+		}
+	}
+}
+
+// startServices starts every runService for rc. The returned stop (safe
+// to call again) stops those that started, the newest first; it is
+// returned also with an error, for the caller to run after stopping the
+// system.
+func startServices(rc *runContext) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+		stops = nil
+	}
+	for _, svc := range runServices {
+		s, err := svc(rc)
+		if err != nil {
+			return stop, err
+		}
+		if s != nil {
+			stops = append(stops, s)
+		}
+	}
+	return stop, nil
+}

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
-	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"fano/config"
 	"fano/gateway/browser"
 )
 
@@ -35,35 +31,9 @@ browser; it checks the site again every 5 minutes). It needs a display (a
 desktop session, or ssh -X).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(g)
+			bc, err := browserBackendConfig(g, "login", args[0], "log in")
 			if err != nil {
 				return err
-			}
-			name := args[0]
-			b, ok := cfg.Backend(name)
-			if !ok || b.Type != config.TypeBrowser {
-				var names []string
-				for n, nb := range cfg.Backends {
-					if nb != nil && nb.Type == config.TypeBrowser {
-						names = append(names, n)
-					}
-				}
-				list := "none"
-				if len(names) > 0 {
-					sort.Strings(names)
-					list = strings.Join(names, ", ")
-				}
-				if !ok {
-					return fmt.Errorf("login: no backend %q in the config (browser backends: %s)", name, list)
-				}
-				return fmt.Errorf("login: backend %s is of type %s; only browser backends log in (browser backends: %s)", name, b.Type, list)
-			}
-			if err := config.CheckDataDir(cfg.DataDir); err != nil {
-				return err
-			}
-			bc, err := browserConfig(name, b, cfg, cfg.DataDir)
-			if err != nil {
-				return fmt.Errorf("backend %s: %w", name, err)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -129,14 +129,43 @@ func (p *panelConn) needToken() error {
 	return nil
 }
 
-// notRunning is the error of a change that needs the running orchestrator.
-func notRunning(p *panelConn, what string) error {
+// notRunningError is the error of a change (what) that needs the running
+// orchestrator when no panel of this data directory answers; it keeps the
+// panel so a caller can fall back or explain in its own words.
+type notRunningError struct {
+	panel *panelConn
+	what  string
+}
+
+func (e *notRunningError) Error() string {
+	p := e.panel
 	answer := "no control panel answers at " + p.addr
 	if p.otherDataDir != "" {
 		answer = fmt.Sprintf("the fano answering at %s runs on data dir %s", p.addr, p.otherDataDir)
 	}
-	return fmt.Errorf("fano is not running on %s (%s): %s needs the running orchestrator; start it with `fano run`",
-		p.cfg.DataDir, answer, what)
+	return fmt.Sprintf("fano is not running on %s (%s): %s needs the running orchestrator; start it with `fano run`",
+		p.cfg.DataDir, answer, e.what)
+}
+
+// livePanel is the panel of this data directory's running orchestrator,
+// with a token to post with, for the change named what. When no such
+// panel answers the error is a *notRunningError.
+func livePanel(ctx context.Context, g *globals, what string) (*panelConn, error) {
+	p, err := findPanel(g)
+	if err != nil {
+		return nil, err
+	}
+	up, err := p.online(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !up {
+		return nil, &notRunningError{panel: p, what: what}
+	}
+	if err := p.needToken(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // apiErr makes an API error one clear line.
@@ -418,18 +447,8 @@ func newCancelCmd(g *globals) *cobra.Command {
 		Short: "Cancel a waiting or running task (fano must be running)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := findPanel(g)
+			p, err := livePanel(cmd.Context(), g, "cancel")
 			if err != nil {
-				return err
-			}
-			up, err := p.online(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if !up {
-				return notRunning(p, "cancel")
-			}
-			if err := p.needToken(); err != nil {
 				return err
 			}
 			r, err := p.client.Cancel(cmd.Context(), args[0], reason)
@@ -472,21 +491,12 @@ func newSeedCmd(g *globals) *cobra.Command {
 // postSeed adds a seed through the running orchestrator, else through
 // offlineSeedAdd, else explains that fano must run.
 func postSeed(cmd *cobra.Command, g *globals, text string, priority int) error {
-	p, err := findPanel(g)
-	if err != nil {
-		return err
-	}
-	up, err := p.online(cmd.Context())
-	if err != nil {
-		return err
-	}
-	if !up {
-		if offlineSeedAdd == nil {
-			return notRunning(p, "seed add")
-		}
+	p, err := livePanel(cmd.Context(), g, "seed add")
+	var down *notRunningError
+	if errors.As(err, &down) && offlineSeedAdd != nil {
 		return offlineSeedAdd(g, text, priority)
 	}
-	if err := p.needToken(); err != nil {
+	if err != nil {
 		return err
 	}
 	r, err := p.client.AddSeed(cmd.Context(), text, priority)
@@ -519,18 +529,8 @@ func newCommentCmd(g *globals) *cobra.Command {
 
 // postComment adds a comment through the running orchestrator.
 func postComment(cmd *cobra.Command, g *globals, section, text string) error {
-	p, err := findPanel(g)
+	p, err := livePanel(cmd.Context(), g, "comment add")
 	if err != nil {
-		return err
-	}
-	up, err := p.online(cmd.Context())
-	if err != nil {
-		return err
-	}
-	if !up {
-		return notRunning(p, "comment add")
-	}
-	if err := p.needToken(); err != nil {
 		return err
 	}
 	r, err := p.client.AddComment(cmd.Context(), section, text)

@@ -228,10 +228,22 @@ func TestPanelCommands(t *testing.T) {
 	code, _, errOut = cli("comment", "add", "intro", "x", "--config", cfg)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "fano is not running")
+	code, _, errOut = cli("retry", "--failed", "--config", cfg)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "retry needs the running orchestrator")
+	code, _, errOut = cli("backend", "pause", "sim", "--config", cfg)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "backend pause needs the running orchestrator")
 	if offlineSeedAdd == nil {
 		code, _, errOut = cli("seed", "add", "x", "--config", cfg)
 		assert.Equal(t, 1, code)
 		assert.Contains(t, errOut, "fano is not running")
+	} else {
+		// Stopped, seed add goes to the data directory (here refused:
+		// this config runs no explorer), not to the panel.
+		code, _, errOut = cli("seed", "add", "x", "--config", cfg)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, "explorer is disabled")
 	}
 
 	live, err = livePanelStatus(cmd, &globals{configPath: cfg}, p)

@@ -286,31 +286,14 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		return err
 	}
 	defer sys.Subscribe(usage.note)()
-	stopReq := make(chan string, 1)
+	stopReq, requestStop := stopRequests()
 	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
-		Stop: func(reason string) {
-			select {
-			case stopReq <- reason:
-			default:
-			}
-		}}
-	var stops []func()
-	stopServices := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-		stops = nil
-	}
+		Stop: requestStop}
+	stopServices, err := startServices(rc)
 	defer stopServices()
-	for _, svc := range runServices {
-		stop, err := svc(rc)
-		if err != nil {
-			_ = sys.Stop()
-			return err
-		}
-		if stop != nil {
-			stops = append(stops, stop)
-		}
+	if err != nil {
+		_ = sys.Stop()
+		return err
 	}
 	a.logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
 		Int("pid", os.Getpid()).Str("run_dir", a.dataDir).Msg("pipeline running")

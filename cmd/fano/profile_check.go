@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
-	"fano/config"
 	"fano/gateway/browser"
 )
 
@@ -46,35 +43,10 @@ is not valid CSS, or a control fails. Paste its output into a bug report
 when a site changed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
 			name := args[0]
-			b, ok := cfg.Backend(name)
-			if !ok || b.Type != config.TypeBrowser {
-				var names []string
-				for n, nb := range cfg.Backends {
-					if nb != nil && nb.Type == config.TypeBrowser {
-						names = append(names, n)
-					}
-				}
-				sort.Strings(names)
-				list := "none"
-				if len(names) > 0 {
-					list = strings.Join(names, ", ")
-				}
-				if !ok {
-					return fmt.Errorf("profile check: no backend %q in the config (browser backends: %s)", name, list)
-				}
-				return fmt.Errorf("profile check: backend %s is of type %s; only browser backends have site profiles (browser backends: %s)", name, b.Type, list)
-			}
-			if err := config.CheckDataDir(cfg.DataDir); err != nil {
-				return err
-			}
-			bc, err := browserConfig(name, b, cfg, cfg.DataDir)
+			bc, err := browserBackendConfig(g, "profile check", name, "have site profiles")
 			if err != nil {
-				return fmt.Errorf("backend %s: %w", name, err)
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -39,5 +39,8 @@ func TestProfileCheckCommand(t *testing.T) {
 
 	_, stderr, err = runFano(t, "profile", "check", "nosuch", "--config", cfg, "--data-dir", data)
 	require.Error(t, err)
-	assert.Contains(t, stderr, `no backend "nosuch"`)
+	assert.Contains(t, stderr, `profile check: no backend "nosuch" in the config (browser backends: gemini)`)
+	_, stderr, err = runFano(t, "login", "nosuch", "--config", cfg, "--data-dir", data)
+	require.Error(t, err)
+	assert.Contains(t, stderr, `login: no backend "nosuch" in the config (browser backends: gemini)`)
 }

@@ -28,18 +28,8 @@ func newRetryCmd(g *globals) *cobra.Command {
 			case len(args) > 0 && (failed || module != ""):
 				return errors.New("retry: give task ids, or --failed [--module M], not both")
 			}
-			p, err := findPanel(g)
+			p, err := livePanel(cmd.Context(), g, "retry")
 			if err != nil {
-				return err
-			}
-			up, err := p.online(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if !up {
-				return notRunning(p, "retry")
-			}
-			if err := p.needToken(); err != nil {
 				return err
 			}
 			r, err := p.client.Retry(cmd.Context(), args, failed, module)

@@ -94,32 +94,15 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 		return err
 	}
 	started = true
-	stopReq := make(chan string, 1)
+	stopReq, requestStop := stopRequests()
 	handed = true // the panel service owns (and closes) the listener from here
 	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Log: a.log, PanelListener: panelL, Logger: a.logger, Clock: opts.Clock,
-		Stop: func(reason string) {
-			select {
-			case stopReq <- reason:
-			default:
-			}
-		}}
-	var stops []func()
-	stopServices := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-		stops = nil
-	}
+		Stop: requestStop}
+	stopServices, err := startServices(rc)
 	defer stopServices()
-	for _, svc := range runServices {
-		stop, err := svc(rc)
-		if err != nil {
-			_ = sys.Stop()
-			return err
-		}
-		if stop != nil {
-			stops = append(stops, stop)
-		}
+	if err != nil {
+		_ = sys.Stop()
+		return err
 	}
 	rep := sys.Report()
 	a.logger.Info().Str("event", "cmd.fano.started").Int("pid", os.Getpid()).Str("data_dir", a.dataDir).

@@ -140,7 +140,7 @@ func matches(res []*regexp.Regexp, sentence string) bool {
 // is kept; a paragraph left empty disappears.
 func (c *Cleaner) Clean(text string) (string, []Removal) {
 	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
-	content := contentLines(lines)
+	content := ContentLines(lines)
 	var removed []Removal
 	take := func(kind string, s string) {
 		removed = append(removed, Removal{Kind: kind, Sentence: strings.TrimSpace(s)})
@@ -198,9 +198,9 @@ func (c *Cleaner) Find(text string) []Removal {
 	return removed
 }
 
-// contentLines are the indexes of prose lines: not blank, not headings,
-// not inside fenced code or display math.
-func contentLines(lines []string) []int {
+// ContentLines are the indexes of prose lines: not blank, not headings,
+// not HTML, not inside fenced code or display math.
+func ContentLines(lines []string) []int {
 	var out []int
 	fenced := false
 	for i, l := range lines {

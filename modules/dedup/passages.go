@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"fano/modules/clean"
 )
 
 // Passages indexes the text of documents (a document's sections) at the
@@ -185,20 +187,10 @@ func contentWords(s string) int { return len(tokens(Normalize(s))) }
 // emphasis markers around a whole line are dropped.
 func Sentences(markdown string) []string {
 	var out []string
-	fenced := false
-	for _, line := range strings.Split(markdown, "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "```") || t == "$$" {
-			fenced = !fenced
-			continue
-		}
-		if fenced || t == "" || strings.HasPrefix(t, "#") || strings.HasPrefix(t, "<") {
-			continue
-		}
-		t = strings.TrimSpace(listPrefix(t))
-		for _, s := range splitSentences(t) {
-			out = append(out, s)
-		}
+	lines := strings.Split(markdown, "\n")
+	for _, i := range clean.ContentLines(lines) {
+		t := strings.TrimSpace(listPrefix(strings.TrimSpace(lines[i])))
+		out = append(out, clean.SplitSentences(t)...)
 	}
 	return out
 }
@@ -217,32 +209,4 @@ func listPrefix(t string) string {
 		return t[i+2:]
 	}
 	return t
-}
-
-// splitSentences cuts prose at '.', '!' or '?' (and closing quotes,
-// brackets or emphasis) followed by a space.
-func splitSentences(line string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(line); i++ {
-		ch := line[i]
-		if ch != '.' && ch != '!' && ch != '?' {
-			continue
-		}
-		j := i + 1
-		for j < len(line) && strings.IndexByte(`"')]*_`, line[j]) >= 0 {
-			j++
-		}
-		if j < len(line) && line[j] != ' ' {
-			continue
-		}
-		if s := strings.TrimSpace(line[start:j]); s != "" {
-			out = append(out, s)
-		}
-		start, i = j, j
-	}
-	if s := strings.TrimSpace(line[start:]); s != "" {
-		out = append(out, s)
-	}
-	return out
 }
