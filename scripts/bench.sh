@@ -38,7 +38,12 @@ run ./actors/scheduler/ 'BenchmarkTick$/fano/' -benchtime 36000x -timeout 30m
 run ./actors/scheduler/ 'BenchmarkTick$/spec-resort/' -benchtime 10x -timeout 30m
 run ./actors/ 'BenchmarkEndToEnd$|BenchmarkEndToEndMemoryLimit$|BenchmarkRecovery$|BenchmarkKillRestart$|BenchmarkSimulatedDay$|BenchmarkTransientFaults$|BenchmarkBackendOutage$' -benchtime 1x -timeout 30m
 [ -d gateway/ratelimit ] && run ./gateway/ratelimit/ 'BenchmarkIncident429' -benchtime 1x -timeout 20m
-[ -d modules/dedup ] && run ./modules/dedup/ 'BenchmarkCheck' -benchtime 1s
+[ -d modules/dedup ] && run ./modules/dedup/ 'BenchmarkCheck|BenchmarkPassageOverlaps' -benchtime 1s
+[ -d modules/documenter ] && run ./modules/documenter/ 'BenchmarkCheckDocument' -benchtime 3x -timeout 10m
+# Real Chromium: answer complete on the page -> recorded, with and without
+# a `complete` selector. (The memory soak, BenchmarkChromiumMemorySoak
+# -benchtime 500x, takes minutes and is run by hand.)
+[ -d gateway/browser ] && run ./gateway/browser/ 'BenchmarkAnswerLatency$' -benchtime 5x -timeout 10m
 [ -f cmd/fano/ops_bench_test.go ] && run ./cmd/fano/ 'BenchmarkShutdown' -benchtime 3x -timeout 10m
 echo
 go run ./scripts/benchtable < "$out"
