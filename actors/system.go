@@ -157,6 +157,13 @@ func Start(opts Options) (*System, error) {
 	for _, m := range s.opts.Modules {
 		s.modulePIDs[m.Name()] = s.as.NewLocalPID("orchestrator/module-" + m.Name())
 	}
+	// A fault that began before the start holds work from the first
+	// message on: the tree may dispatch as soon as it runs.
+	if s.opts.Storage != nil {
+		if _, _, err := s.opts.Storage.Fault(); err != nil {
+			s.storageHalted.Store(true)
+		}
+	}
 	ready := make(chan struct{})
 	props := actor.PropsFromProducer(func() actor.Actor { return &orchestrator{sys: s, ready: ready} },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
@@ -173,9 +180,9 @@ func Start(opts Options) (*System, error) {
 	<-ready
 	if s.opts.Storage != nil {
 		s.opts.Storage.Subscribe(s.onStorage)
-		if _, _, err := s.opts.Storage.Fault(); err != nil {
-			s.storageHalted.Store(true) // the fault began before we subscribed
-		}
+		// The fault may have begun or ended before we subscribed.
+		_, _, err := s.opts.Storage.Fault()
+		s.storageHalted.Store(err != nil)
 	}
 	s.startLoops()
 	return s, nil
