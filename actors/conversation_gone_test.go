@@ -54,8 +54,15 @@ func TestConversationGoneStartsFreshWithHistory(t *testing.T) {
 			g = &goneOnce{Backend: o.Backends[0]}
 			o.Backends[0] = g
 		}})
+	var retries atomic.Int32
+	b.opts.Observe = func(_ string, e *pb.Event) {
+		if e.GetTaskRetryScheduled() != nil {
+			retries.Add(1)
+		}
+	}
 	b.start()
 	b.waitCompleted(1)
+	assert.Zero(t, retries.Load(), "a vanished conversation is asked again at once, not after a backoff")
 
 	reqs := g.requests()
 	require.Len(t, reqs, 4)

@@ -257,13 +257,13 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		_, _ = ask(e.sys, e.sys.allocatorPID, &releaseQuota{backend: llm, deep: deep, taskID: t.Id, reply: reply}, reply)
 	}
 	e.sys.reportCall(llm, kind)
-	if kind == "conversation_gone" {
-		// The failure dropped this backend's conversation: ask again at
-		// once in a fresh one, primed with the task's history.
-		return nil
-	}
 	route := routeFault(kind)
 	switch route.task {
+	case outcomeAgain:
+		// The failure dropped this backend's conversation (scheduler
+		// apply): the next turn opens a fresh one, primed with the
+		// task's history.
+		return nil
 	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
 	case outcomeFailover:

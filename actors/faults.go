@@ -30,6 +30,9 @@ const (
 	// outcomeElsewhere: the answer was no answer (a refusal, nothing);
 	// retried at once on another backend, on the validation budget.
 	outcomeElsewhere taskOutcome = "elsewhere"
+	// outcomeAgain: ask again at once, on the same backend, uncounted (a
+	// conversation that vanished: the next request starts a fresh one).
+	outcomeAgain taskOutcome = "again"
 	// outcomeFail: the request itself is wrong (HTTP 400 and the like).
 	outcomeFail taskOutcome = "fail"
 )
@@ -62,7 +65,9 @@ func routeFault(kind string) faultRoute {
 		return faultRoute{task: outcomeFailover}
 	case "bad_answer":
 		return faultRoute{task: outcomeElsewhere}
-	case "transient", "conversation_gone":
+	case "conversation_gone":
+		return faultRoute{task: outcomeAgain}
+	case "transient":
 		return faultRoute{task: outcomeBackoff}
 	default: // permanent and anything unclassified
 		return faultRoute{task: outcomeFail}

@@ -526,7 +526,7 @@ func TestRouteFault(t *testing.T) {
 		"hung":              {task: outcomeFailover},
 		"bad_answer":        {task: outcomeElsewhere},
 		"transient":         {task: outcomeBackoff},
-		"conversation_gone": {task: outcomeBackoff},
+		"conversation_gone": {task: outcomeAgain},
 		"permanent":         {task: outcomeFail},
 		"something new":     {task: outcomeFail},
 	}
