@@ -380,6 +380,9 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if err != nil {
 			return err
 		}
+		// The decided text is durable now, or dropped: either way no
+		// longer pending (a transient index entry DecideResponse made).
+		m.passages.Remove(pendingOwner(d.Insight))
 		if o.Status == StatusIncorporated || m.incorporatedIn(d.Insight) != "" {
 			return nil // the incorporated flag is set once (M4)
 		}
@@ -407,7 +410,6 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			sec.Markdown = strings.TrimRight(sec.Markdown, "\n") + "\n\n" + d.Markdown
 		}
 		m.passages.Set(sec.ID, sec.Markdown)
-		m.passages.Remove(pendingOwner(d.Insight))
 		if d.Markdown != "" {
 			sec.Proposal = nil // it revised the text this one extends
 		}
@@ -457,6 +459,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if c == nil {
 			return fmt.Errorf("documenter: unknown comment %s addressed (task %s)", d.ID, e.TaskId)
 		}
+		m.passages.Remove(pendingOwner(c.Section))
 		if c.Status != CommentOpen {
 			return nil
 		}
@@ -468,7 +471,6 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			sec.Version++
 			sec.UpdatedAt = at
 			m.passages.Set(sec.ID, sec.Markdown)
-			m.passages.Remove(pendingOwner(sec.ID))
 		}
 
 	case evCommentFailed:
@@ -521,6 +523,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if err != nil {
 			return err
 		}
+		m.passages.Remove(pendingOwner(d.Section))
 		sec := st.Sections[d.Section]
 		if sec == nil {
 			return fmt.Errorf("documenter: revision decided for unknown section %s (task %s)", d.Section, e.TaskId)
@@ -541,7 +544,6 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		sec.Markdown, sec.Version, sec.UpdatedAt = md, p.Version, at
 		m.passages.Set(sec.ID, sec.Markdown)
-		m.passages.Remove(pendingOwner(sec.ID))
 		st.Work = append(st.Work, Work{Kind: workRev, At: at})
 
 	default:
