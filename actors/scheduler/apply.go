@@ -222,6 +222,11 @@ func answeredOn(c *pb.ConversationState, r *pb.LLMResponseReceived) {
 func failedOn(c *pb.ConversationState, r *pb.LLMRequestFailed) {
 	bc := c.Backends[r.Llm]
 	if bc == nil {
+		if r.Kind == "conversation_gone" {
+			// Recorded before conversations were kept per backend: the
+			// task's one URL is the one that is gone.
+			c.Url = ""
+		}
 		return
 	}
 	switch r.Kind {

@@ -60,3 +60,22 @@ func TestConversationPerBackend(t *testing.T) {
 	assert.Equal(t, int32(1), got.Conversation.Backends["chatgpt"].Answers)
 	checkInvariants(t, s)
 }
+
+// A task recorded before conversations were kept per backend has only its
+// one URL: when that conversation is gone, the URL is forgotten too, so the
+// next request does not meet the same vanished conversation again.
+func TestLegacyConversationGoneForgetsURL(t *testing.T) {
+	s := New(Config{})
+	tk := task("explorer", "exploration", "legacy-url")
+	submit(t, s, tk, t0)
+	apply(t, s, evStarted(tk.Id, "chatgpt", t0))
+	apply(t, s, evRequest(tk.Id, "chatgpt", "q1", t0))
+	apply(t, s, evResponse(tk.Id, "chatgpt", "a1", "https://chatgpt/c/old", t0))
+	c := s.tasks[tk.Id].t.Conversation
+	c.Backends = nil // as a WAL of the last round left it: one URL only
+	require.Equal(t, "https://chatgpt/c/old", c.Url)
+	apply(t, s, evRequest(tk.Id, "chatgpt", "q2", t0))
+	apply(t, s, evFailedKind(tk.Id, "chatgpt", "conversation_gone", t0))
+	got, _ := s.Task(tk.Id)
+	assert.Empty(t, got.Conversation.Url)
+}

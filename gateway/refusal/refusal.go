@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 //go:embed default_patterns.txt
@@ -79,9 +80,14 @@ func (m *Matcher) Bad(answer string) (string, bool) {
 	return "", false
 }
 
+// clip shortens s to about 80 bytes, at a character boundary.
 func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
+	if len(s) <= 80 {
+		return s
 	}
-	return s
+	n := 80
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,4 +50,13 @@ func TestOverrideFile(t *testing.T) {
 	require.ErrorContains(t, err, path+":2")
 	_, err = Load(filepath.Join(t.TempDir(), "missing.txt"))
 	require.Error(t, err)
+}
+
+// The reason quotes a long refusal cut at a character boundary: it ends
+// up in a WAL event, whose strings must be valid UTF-8.
+func TestClipKeepsCharacters(t *testing.T) {
+	s := "x" + strings.Repeat("é", 60) // byte 80 falls inside a character
+	c := clip(s)
+	assert.True(t, utf8.ValidString(c), c)
+	assert.Less(t, len(c), len(s))
 }
