@@ -116,7 +116,11 @@ type Backend struct {
 	p     *Profile
 	name  string
 	clock clockwork.Clock
-	log   zerolog.Logger
+	// The last memory reading (MemoryBytes), reused while fresh.
+	memMu    sync.Mutex
+	memBytes int64
+	memAt    time.Time
+	log      zerolog.Logger
 
 	life context.Context // cancelled by Close
 	kill context.CancelFunc
@@ -571,6 +575,9 @@ func (b *Backend) start(ctx context.Context) error {
 // closeBrowser closes the page and the browser. Called with sem held.
 func (b *Backend) closeBrowser() error {
 	b.dropPage()
+	b.memMu.Lock()
+	b.memBytes = 0 // a reading of the old browser must not recycle the next
+	b.memMu.Unlock()
 	if b.bc == nil {
 		return nil
 	}

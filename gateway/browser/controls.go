@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/playwright-community/playwright-go"
@@ -298,7 +299,7 @@ func controlNames(p *Profile) []string {
 			names = append(names, n)
 		}
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	if p.control("deep_mode") != nil {
 		names = append([]string{"deep_mode"}, names...)
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // chromiumMemory returns the memory of the Chromium running on profileDir
@@ -99,9 +100,21 @@ func processMemory(pid int) int64 {
 	return pages * int64(os.Getpagesize())
 }
 
+// memoryFresh is how long a reading is reused: the panel, /metrics and
+// every request ask, and a reading walks all of /proc.
+const memoryFresh = 10 * time.Second
+
 // MemoryBytes implements gateway.MemoryReporter: the memory of this
-// backend's Chromium and its child processes now (0 when no browser runs).
+// backend's Chromium and its child processes (0 when no browser runs), as
+// read at most memoryFresh ago.
 func (b *Backend) MemoryBytes() int64 {
-	n, _ := chromiumMemory(b.cfg.ProfileDir)
-	return n
+	b.memMu.Lock()
+	defer b.memMu.Unlock()
+	now := b.clock.Now()
+	if b.memBytes > 0 && now.Sub(b.memAt) < memoryFresh {
+		return b.memBytes
+	}
+	b.memBytes, _ = chromiumMemory(b.cfg.ProfileDir)
+	b.memAt = now
+	return b.memBytes
 }

@@ -2,7 +2,6 @@ package browser
 
 import (
 	"slices"
-	"sort"
 
 	"fano/gateway"
 )
@@ -55,5 +54,3 @@ func (b *Backend) classifyNotice(text, taskType string, answering bool) noticeOu
 func (b *Backend) acceptsDegraded(taskType string) bool {
 	return slices.Contains(b.cfg.AcceptDegraded, "*") || (taskType != "" && slices.Contains(b.cfg.AcceptDegraded, taskType))
 }
-
-func sortStrings(s []string) { sort.Strings(s) }

@@ -114,7 +114,7 @@ func (b *Backend) guestErr() error {
 	err := gateway.Unavailable(b.name, "login required: the site is in guest mode (selectors.logged_in %q not shown); run `fano login %s`", b.p.Selectors.LoggedIn.String(), b.name)
 	b.log.Warn().Str("event", "gateway.browser.guest_mode").Msg("the site shows no login; run fano login")
 	_ = b.closeBrowser()
-	return b.setDown(err)
+	return b.setDownAs(gateway.StateLogin, err)
 }
 
 // onNotice handles a visible notice during the current request: an error
@@ -131,7 +131,7 @@ func (b *Backend) onNotice(text string, answering bool) error {
 	if errors.As(o.err, &limited) {
 		b.setCondition(limitCondition(limited, b.clock.Now(), b.cfg.RecheckInterval))
 	}
-	if o.model != "" && !strings.Contains(b.degraded, o.model) {
+	if o.model != "" {
 		b.degraded = o.model
 	}
 	return o.err
