@@ -207,6 +207,7 @@ func TestSites2026Login(t *testing.T) {
 			_, err = b.Send(context.Background(), gateway.Request{TaskID: "t", Prompt: "hi"})
 			require.ErrorIs(t, err, gateway.ErrUnavailable)
 			assert.Empty(t, f.site.Sent(), "nothing is sent as a guest or to a login page")
+			assert.Equal(t, gateway.StateLogin, b.Condition().State, "a guest page wants a login, as a login page does")
 
 			// Once logged in, the backend comes back at the next check.
 			f.site.SetControl(fakechat.Control{})
