@@ -152,19 +152,7 @@ type rateLearner interface {
 	SetLearnedRate(limit int, window time.Duration)
 }
 
-func learnerOf(b gateway.Backend) (rateLearner, bool) {
-	for b != nil {
-		if l, ok := b.(rateLearner); ok {
-			return l, true
-		}
-		u, ok := b.(interface{ Unwrap() gateway.Backend })
-		if !ok {
-			return nil, false
-		}
-		b = u.Unwrap()
-	}
-	return nil, false
-}
+func learnerOf(b gateway.Backend) (rateLearner, bool) { return gateway.As[rateLearner](b) }
 
 // noteLearnedRate records the rate llm's provider told, if it changed.
 func (s *System) noteLearnedRate(llm string) {
@@ -256,19 +244,7 @@ func (s *System) RecheckBackends(names ...string) []BackendCheck {
 
 type keyReloader interface{ ReloadKey() error }
 
-func keyReloaderOf(b gateway.Backend) (keyReloader, bool) {
-	for b != nil {
-		if r, ok := b.(keyReloader); ok {
-			return r, true
-		}
-		u, ok := b.(interface{ Unwrap() gateway.Backend })
-		if !ok {
-			return nil, false
-		}
-		b = u.Unwrap()
-	}
-	return nil, false
-}
+func keyReloaderOf(b gateway.Backend) (keyReloader, bool) { return gateway.As[keyReloader](b) }
 
 // RetryError says why a task cannot be retried; it names the task.
 type RetryError struct {
@@ -353,16 +329,10 @@ func (s *System) overlayBackendFacts(st []allocator.BackendStatus) {
 }
 
 func limiterOf(b gateway.Backend) (*ratelimit.Limiter, bool) {
-	for b != nil {
-		if l, ok := b.(interface{ Limiter() *ratelimit.Limiter }); ok {
-			lim := l.Limiter()
-			return lim, lim != nil
-		}
-		u, ok := b.(interface{ Unwrap() gateway.Backend })
-		if !ok {
-			return nil, false
-		}
-		b = u.Unwrap()
+	l, ok := gateway.As[interface{ Limiter() *ratelimit.Limiter }](b)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	lim := l.Limiter()
+	return lim, lim != nil
 }

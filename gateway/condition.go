@@ -15,7 +15,6 @@ const (
 	StateCircuitOpen State = "circuit_open" // breaker open; Until is the half-open time
 	StateStalled     State = "stalled"      // last answer hung; free again at once
 	StatePageGone    State = "page_gone"    // browser page or process gone; restarting
-	StatePaused      State = "paused"       // an operator paused it
 	StateDown        State = "down"         // any other reason it cannot work
 )
 

@@ -252,15 +252,6 @@ func (b *Book) DecideRateLearned(backend string, limit int, window time.Duration
 	}}}
 }
 
-// LearnedRate is the rate the book holds for backend (0: none).
-func (b *Book) LearnedRate(backend string) (int, time.Duration) {
-	q, ok := b.backends[backend]
-	if !ok {
-		return 0, 0
-	}
-	return q.learnedLimit, time.Duration(q.learnedWindow)
-}
-
 // DecideTick returns the window resets now implies: an HourWindowReset
 // and/or a DayWindowReset when now lies past the current window (after a
 // long sleep, one each, starting the window that holds now). A fresh
@@ -296,15 +287,6 @@ func (b *Book) DecideResume(backend string, now time.Time) (*pb.Event, error) {
 	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_BackendResumed{BackendResumed: &pb.BackendResumed{
 		Backend: backend,
 	}}}, nil
-}
-
-// ConditionState is the backend's recorded fault state ("" none), whether
-// or not its re-check time has passed.
-func (b *Book) ConditionState(backend string) string {
-	if q, ok := b.backends[backend]; ok {
-		return q.condState
-	}
-	return ""
 }
 
 // LearnedRates maps each backend with a learned rate to {limit, window ns}.
