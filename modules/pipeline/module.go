@@ -651,7 +651,6 @@ func (m *Module) DecideRetryFailed(step string) ([]*pb.ModuleEvent, error) {
 		return nil, nil
 	}
 	sort.Strings(keys)
-	m.stopped = ""
 	return m.event("retry_failed", "", keysEvent{Keys: keys})
 }
 
@@ -747,9 +746,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			p.Cost += a.Cost
 			p.Tokens += a.Tokens
 			if e.Type == "answer_ok" {
-				if p.Status == "" {
-					p.Status, p.Output = StatusOK, a.Output
-				}
+				p.Status, p.Output = StatusOK, a.Output
 			} else {
 				p.Attempts++
 				p.Stage, p.Error, p.Raw = a.Stage, a.Error, a.Raw
@@ -784,7 +781,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 				p.Gen++
 			}
 		}
-		m.low = 0
+		m.low, m.stopped = 0, "" // the retried pairs are work again
 	case "run_finished":
 		m.st.Finished++
 	default:
