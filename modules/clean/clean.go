@@ -148,7 +148,7 @@ func (c *Cleaner) Clean(text string) (string, []Removal) {
 
 	// Openers: leading sentences of the first content lines.
 	for _, i := range content {
-		mk, ss := splitLine(lines[i])
+		mk, ss := SplitLine(lines[i])
 		k := 0
 		for k < len(ss) && (matches(c.openers, ss[k]) || matches(c.filler, ss[k])) {
 			take(KindOpener, ss[k])
@@ -162,7 +162,7 @@ func (c *Cleaner) Clean(text string) (string, []Removal) {
 	// Closers: trailing sentences of the last content lines.
 	for j := len(content) - 1; j >= 0; j-- {
 		i := content[j]
-		mk, ss := splitLine(lines[i])
+		mk, ss := SplitLine(lines[i])
 		k := len(ss)
 		for k > 0 && (matches(c.closers, ss[k-1]) || matches(c.filler, ss[k-1])) {
 			take(KindCloser, ss[k-1])
@@ -175,7 +175,7 @@ func (c *Cleaner) Clean(text string) (string, []Removal) {
 	}
 	// Filler anywhere.
 	for _, i := range content {
-		mk, ss := splitLine(lines[i])
+		mk, ss := SplitLine(lines[i])
 		kept := ss[:0:0]
 		for _, s := range ss {
 			if matches(c.filler, s) {
@@ -220,8 +220,8 @@ func ContentLines(lines []string) []int {
 // listMarker is a line's Markdown list or quote prefix ("- ", "1. ", "> ").
 var listMarker = regexp.MustCompile(`^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)`)
 
-// splitLine cuts a line into its list marker and its sentences.
-func splitLine(line string) (marker string, sentences []string) {
+// SplitLine cuts a line into its list marker and its sentences.
+func SplitLine(line string) (marker string, sentences []string) {
 	marker = listMarker.FindString(line)
 	return marker, SplitSentences(line[len(marker):])
 }

@@ -103,7 +103,7 @@ func (m *Module) prune(text string, skip ...string) (string, string) {
 				content = content || t != ""
 				continue
 			}
-			marker, sentences := splitLine(line)
+			marker, sentences := clean.SplitLine(line)
 			var keep []string
 			for _, s := range sentences {
 				if _, ok := m.passages.Find(s, skip...); ok {
@@ -139,14 +139,6 @@ func (m *Module) prune(text string, skip ...string) (string, string) {
 	}
 	return strings.TrimSpace(strings.Join(paras, "\n\n")), best
 }
-
-// splitLine cuts a line into its list marker and its sentences.
-func splitLine(line string) (string, []string) {
-	marker := listMarker.FindString(line)
-	return marker, clean.SplitSentences(line[len(marker):])
-}
-
-var listMarker = regexp.MustCompile(`^\s*(?:[-*+]\s+|\d+[.)]\s+|>\s*)`)
 
 // sameTitle finds a section titled like title ("" if none): one subject,
 // one section.
