@@ -234,17 +234,11 @@ func TestPanelCommands(t *testing.T) {
 	code, _, errOut = cli("backend", "pause", "sim", "--config", cfg)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "backend pause needs the running orchestrator")
-	if offlineSeedAdd == nil {
-		code, _, errOut = cli("seed", "add", "x", "--config", cfg)
-		assert.Equal(t, 1, code)
-		assert.Contains(t, errOut, "fano is not running")
-	} else {
-		// Stopped, seed add goes to the data directory (here refused:
-		// this config runs no explorer), not to the panel.
-		code, _, errOut = cli("seed", "add", "x", "--config", cfg)
-		assert.Equal(t, 1, code)
-		assert.Contains(t, errOut, "explorer is disabled")
-	}
+	// Stopped, seed add goes to the data directory (here refused: this
+	// config runs no explorer), not to the panel.
+	code, _, errOut = cli("seed", "add", "x", "--config", cfg)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "explorer is disabled")
 
 	live, err = livePanelStatus(cmd, &globals{configPath: cfg}, p)
 	require.NoError(t, err)
