@@ -221,9 +221,12 @@ func (m *Main) abortOpen() {
 	}
 	if m.data != nil {
 		_ = m.data.Close()
-	}
-	if !m.started && m.cfg != nil {
-		undoFailedStart(m.cfg.DataDir, m.dirExisted, m.dbExisted)
+		// Only what this start created, once the data directory opened:
+		// before that, nothing here was written.
+		if !m.started {
+			undoFailedStart(m.cfg.DataDir, m.dirExisted, m.dbExisted)
+		}
+		m.data = nil
 	}
 	m.stopSignals()
 	m.closed = true

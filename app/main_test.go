@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -132,4 +133,23 @@ func TestMainFailedOpenLeavesNothing(t *testing.T) {
 	require.ErrorContains(t, err, "llm.refusal_patterns_file")
 	require.NoDirExists(t, dataDir)
 	require.NoError(t, m.Close())
+}
+
+// A start refused before the data directory is opened (here: the panel's
+// port is taken) leaves an existing data directory as it was.
+func TestMainRefusedStartKeepsTheDataDir(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	first := NewMain(Options{Config: mainConfig(t, 5), DataDir: dataDir, UntilIdle: true, NoPanel: true, Console: "off"})
+	require.NoError(t, first.Open(context.Background()))
+	require.NoError(t, first.Run(context.Background()))
+	require.NoError(t, first.Close())
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	cfg := mainConfig(t, 5)
+	cfg.Control.Address = taken.Addr().String()
+	m := NewMain(Options{Config: cfg, DataDir: dataDir, Console: "off"})
+	require.ErrorContains(t, m.Open(context.Background()), "control.address")
+	require.FileExists(t, filepath.Join(dataDir, "fano.db"))
 }
