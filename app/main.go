@@ -34,7 +34,9 @@ type Options struct {
 	Config *config.Config
 	// DataDir, if set, replaces Config.DataDir ("" in both: ./fano-data).
 	DataDir string
-	// Clock drives the actors, backends and services (nil: the real clock).
+	// Clock drives the actors, backends and services, and Run's own
+	// checks (until-idle every 200 ms, credentials every 5 min): with a
+	// fake clock the caller advances it (nil: the real clock).
 	Clock clockwork.Clock
 	// NewBackend builds the gateway of a config backend (nil: the real one
 	// of its type). With it set, Open does not check browser profiles and
