@@ -15,6 +15,7 @@ import (
 	"fano/config"
 	"fano/gateway"
 	"fano/gateway/sim"
+	"fano/wal"
 )
 
 // mainConfig is a config on one simulated LLM answering after latencyMS,
@@ -152,4 +153,24 @@ func TestMainRefusedStartKeepsTheDataDir(t *testing.T) {
 	m := NewMain(Options{Config: cfg, DataDir: dataDir, Console: "off"})
 	require.ErrorContains(t, m.Open(context.Background()), "control.address")
 	require.FileExists(t, filepath.Join(dataDir, "fano.db"))
+}
+
+// Options.WAL sees the options Open built for the WAL (where a test puts
+// its write faults) before the WAL is opened, and the run goes on with
+// what it changed.
+func TestMainWALHookRunsBeforeTheWALOpens(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	called := false
+	m := NewMain(Options{Config: mainConfig(t, 5), DataDir: dataDir, UntilIdle: true, NoPanel: true, Console: "off",
+		WAL: func(o *wal.Options) {
+			called = true
+			require.NoFileExists(t, filepath.Join(dataDir, "fano.db"), "the hook runs before the WAL is opened")
+			require.Equal(t, filepath.Join(dataDir, "fano.pid"), o.PIDFile, "on the options Open built")
+			require.Positive(t, o.RetryWrites, "a writable open retries failed writes")
+			o.NoSync = true
+		}})
+	require.NoError(t, m.Open(context.Background()))
+	require.NoError(t, m.Run(context.Background()))
+	require.NoError(t, m.Close())
+	require.True(t, called)
 }
