@@ -174,3 +174,20 @@ func TestMainWALHookRunsBeforeTheWALOpens(t *testing.T) {
 	require.NoError(t, m.Close())
 	require.True(t, called)
 }
+
+// Below the low-disk threshold (Options.Disk reads a nearly full disk) no
+// new work starts, and an until-idle run stops after Options.HaltLimit
+// saying why, rather than claim that no work is left.
+func TestMainUntilIdleHaltsOnLowDisk(t *testing.T) {
+	cfg := mainConfig(t, 5)
+	cfg.Orchestrator.Health.MinDiskSpaceGB = 1
+	m := NewMain(Options{Config: cfg, DataDir: filepath.Join(t.TempDir(), "data"), UntilIdle: true, NoPanel: true, Console: "off",
+		Disk:      func(string) (uint64, error) { return 1 << 20, nil },
+		HaltLimit: 500 * time.Millisecond})
+	require.NoError(t, m.Open(context.Background()))
+	err := m.Run(context.Background())
+	require.NoError(t, m.Close())
+	require.ErrorContains(t, err, "stopped with work left")
+	require.ErrorContains(t, err, "low disk space")
+	require.Equal(t, "halted", m.Result().Reason)
+}
