@@ -382,7 +382,7 @@ func TestFlowReceiverUsesInjectedClockAndCatchesUp(t *testing.T) {
 // taken.
 func TestFlowCrashBetweenSenderAndReceiverDeliversOnce(t *testing.T) {
 	for _, at := range []string{
-		"module/explorer:insight_decided",    // the blessing is durable, the documenter has nothing
+		"module/explorer:insight_decided",     // the blessing is durable, the documenter has nothing
 		"module/documenter:insight_available", // the documenter has it, the explorer's record of that is missing
 	} {
 		t.Run(at, func(t *testing.T) {

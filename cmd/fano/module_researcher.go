@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"fano/modules"
 	"fano/modules/researcher"
 )
