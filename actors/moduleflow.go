@@ -111,10 +111,10 @@ func (h *moduleHost) acknowledged(ack *pb.ModuleMessageAck) {
 	switch ack.Outcome {
 	case pb.DeliveryOutcome_DELIVERY_OUTCOME_TAKEN:
 	case pb.DeliveryOutcome_DELIVERY_OUTCOME_REFUSED:
-		h.sys.logger.Warn().Str("event", "actors."+h.owner+".message_refused").Str("message", ack.Id).Str("by", ack.From).
+		h.sys.logger.Warn().Str("event", "actors."+h.owner+".message_refused").Str("flow_message", ack.Id).Str("by", ack.From).
 			Str("reason", ack.Reason).Msg("a module refused a message for good; recorded as handled")
 	default: // RETRY: sent again when overdue
-		h.sys.logger.Warn().Str("event", "actors."+h.owner+".message_not_taken").Str("message", ack.Id).Str("by", ack.From).
+		h.sys.logger.Warn().Str("event", "actors."+h.owner+".message_not_taken").Str("flow_message", ack.Id).Str("by", ack.From).
 			Str("reason", ack.Reason).Msg("a module could not take a message now; it is sent again later")
 		return
 	}
@@ -125,7 +125,7 @@ func (h *moduleHost) acknowledged(ack *pb.ModuleMessageAck) {
 	evs, err := s.DecideAcknowledged(ack, h.sys.clock.Now())
 	if err != nil || len(evs) == 0 {
 		if err != nil {
-			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".ack_failed").Str("message", ack.Id).Msg("acknowledgment not recorded")
+			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".ack_failed").Str("flow_message", ack.Id).Msg("acknowledgment not recorded")
 		}
 		delete(h.flows.outgoing, ack.Id)
 		return
@@ -140,7 +140,7 @@ func (h *moduleHost) acknowledged(ack *pb.ModuleMessageAck) {
 			// Still in the outbox: sent again when overdue, and the
 			// receiver acknowledges again.
 			o.acking = false
-			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".ack_failed").Str("message", ack.Id).Msg("acknowledgment not recorded")
+			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".ack_failed").Str("flow_message", ack.Id).Msg("acknowledgment not recorded")
 			if o.msg == nil {
 				delete(h.flows.outgoing, ack.Id)
 			}
@@ -163,14 +163,14 @@ func (h *moduleHost) receive(ctx actor.Context, msg *pb.ModuleMessage) {
 	}
 	r, ok := h.mod.(modules.Receiver)
 	if !ok {
-		h.sys.logger.Error().Str("event", "actors."+h.owner+".message_refused").Str("message", msg.Id).Str("from", msg.From).
+		h.sys.logger.Error().Str("event", "actors."+h.owner+".message_refused").Str("flow_message", msg.Id).Str("from", msg.From).
 			Msg("a message to a module that takes none")
 		answer(pb.DeliveryOutcome_DELIVERY_OUTCOME_REFUSED, "module "+h.mod.Name()+" takes no messages")
 		return
 	}
 	evs, err := r.DecideReceive(msg, h.sys.clock.Now())
 	if err != nil {
-		h.sys.logger.Warn().Err(err).Str("event", "actors."+h.owner+".message_refused").Str("message", msg.Id).Str("from", msg.From).
+		h.sys.logger.Warn().Err(err).Str("event", "actors."+h.owner+".message_refused").Str("flow_message", msg.Id).Str("from", msg.From).
 			Msg("message refused")
 		answer(pb.DeliveryOutcome_DELIVERY_OUTCOME_REFUSED, err.Error())
 		return
@@ -186,7 +186,7 @@ func (h *moduleHost) receive(ctx actor.Context, msg *pb.ModuleMessage) {
 			answer(pb.DeliveryOutcome_DELIVERY_OUTCOME_RETRY, err.Error())
 			return
 		}
-		h.sys.logger.Info().Str("event", "actors."+h.owner+".message_taken").Str("message", msg.Id).Str("from", msg.From).Msg("message taken")
+		h.sys.logger.Info().Str("event", "actors."+h.owner+".message_taken").Str("flow_message", msg.Id).Str("from", msg.From).Msg("message taken")
 		answer(pb.DeliveryOutcome_DELIVERY_OUTCOME_TAKEN, "")
 	})
 }

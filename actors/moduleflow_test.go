@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -467,4 +468,69 @@ func readFile(t testing.TB, path string) []byte {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return b
+}
+
+// crashingDocumenter is the documenter whose host fails (panics) on the
+// first message it gets: the supervisor restarts the host and that
+// message is gone, as in a crash of the receiver alone.
+type crashingDocumenter struct {
+	*documenter.Module
+	once    sync.Once
+	crashed chan string
+}
+
+func (c *crashingDocumenter) DecideReceive(msg *pb.ModuleMessage, now time.Time) ([]*pb.ModuleEvent, error) {
+	c.once.Do(func() {
+		c.crashed <- msg.Id
+		panic("crashingDocumenter: the first message fails its host")
+	})
+	return c.Module.DecideReceive(msg, now)
+}
+
+// A message lost with its receiver's host (restarted by its supervisor)
+// is sent again once it has waited resendAfter unacknowledged, and taken
+// once.
+func TestFlowLostMessageIsResent(t *testing.T) {
+	dir := t.TempDir()
+	r1 := newFlowRig(t, dir, flowRigOpts{explorer: true, llm: true})
+	r1.start()
+	r1.waitFor("a blessed insight", func() bool { return len(r1.blessed()) > 0 })
+	require.NoError(t, r1.sys.Stop())
+	require.NoError(t, r1.log.Close())
+
+	clock := clockwork.NewFakeClockAt(time.Date(2031, 2, 3, 4, 5, 6, 0, time.UTC))
+	quiet := zerolog.Nop() // the supervisor logs the panic
+	r := newFlowRig(t, dir, flowRigOpts{explorer: true, documenter: true, clock: clock, logger: &quiet})
+	crashing := &crashingDocumenter{Module: r.doc, crashed: make(chan string, 1)}
+	for i, m := range r.opts.Modules {
+		if m == modules.Module(r.doc) {
+			r.opts.Modules[i] = crashing
+		}
+	}
+	r.start()
+	var lost string
+	select {
+	case lost = <-crashing.crashed:
+	case <-time.After(90 * time.Second):
+		t.Fatal("no message reached the documenter")
+	}
+	insight := strings.TrimPrefix(lost, "explorer/insight/")
+	delivered := func() bool {
+		var ins explorer.Insight
+		r.in(explorer.Name, func(m modules.Module) { ins, _ = m.(*explorer.Module).Insight(insight) })
+		return ins.Delivered
+	}
+	assert.False(t, delivered(), "the lost message is not acknowledged")
+	// Before resendAfter nothing is resent; then a tick resends it. (The
+	// system's ticker is the clock's only waiter here.)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	require.NoError(t, clock.BlockUntilContext(ctx, 1))
+	clock.Advance(resendAfter - time.Second)
+	assert.False(t, delivered())
+	clock.Advance(time.Second)
+	r.waitFor("the lost message resent and taken", delivered)
+	require.NoError(t, r.sys.Stop())
+	assert.Equal(t, 1, countBy(t, moduleEvents(t, r.log, documenter.Name, "insight_available"), "insight")[insight], "taken once")
+	assert.Equal(t, 1, countBy(t, moduleEvents(t, r.log, explorer.Name, "insight_delivered"), "insight")[insight], "acknowledged once")
 }
