@@ -281,6 +281,33 @@ func TestFlowBlessedInsightReachesDocumenter(t *testing.T) {
 	r.assertReplayEqualsLive()
 }
 
+// The chain on the sim backends: blessed insights reach the documenter,
+// whose new sections reach the researcher (section_noted), each
+// acknowledged once.
+func TestFlowSectionReachesResearcher(t *testing.T) {
+	r := newFlowRig(t, t.TempDir(), flowRigOpts{explorer: true, documenter: true, researcher: true, llm: true})
+	r.start()
+	var sec documenter.Section
+	r.waitFor("a section delivered to the researcher", func() bool {
+		ok := false
+		r.in(documenter.Name, func(m modules.Module) {
+			for _, s := range m.(*documenter.Module).Sections() {
+				if s.Delivered {
+					sec, ok = s, true
+				}
+			}
+		})
+		return ok
+	})
+	var known map[string]string
+	r.in(researcher.Name, func(m modules.Module) { known = m.(*researcher.Module).Sections() })
+	assert.Equal(t, sec.Title, known[sec.ID], "the researcher knows the section's title")
+	require.NoError(t, r.sys.Stop())
+	assert.Equal(t, 1, countBy(t, moduleEvents(t, r.log, researcher.Name, "section_noted"), "id")[sec.ID], "noted once")
+	assert.Equal(t, 1, countBy(t, moduleEvents(t, r.log, documenter.Name, "section_delivered"), "section")[sec.ID], "acknowledged once")
+	r.assertReplayEqualsLive()
+}
+
 // A research finding's question becomes an explorer seed through the
 // module hosts, recorded with the message it came from, and the
 // researcher records it delivered.

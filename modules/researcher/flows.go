@@ -80,3 +80,13 @@ var (
 	_ modules.Sender   = (*Module)(nil)
 	_ modules.Receiver = (*Module)(nil)
 )
+
+// Sections lists the document's sections the researcher knows: id ->
+// title (a copy).
+func (m *Module) Sections() map[string]string {
+	out := make(map[string]string, len(m.st.Sections))
+	for id, title := range m.st.Sections {
+		out[id] = title
+	}
+	return out
+}
