@@ -6,7 +6,8 @@
 // state and return events, Apply is the only code that changes state. The
 // module host persists the decided events to the WAL before applying them,
 // so replaying a module's events rebuilds the same state. A module never
-// imports gateway or actors.
+// imports gateway or actors, nor another module: a fact one module acts on
+// reaches it as a pb.ModuleMessage (Sender, Receiver), through the hosts.
 package modules
 
 import (
