@@ -23,6 +23,7 @@ type moduleHost struct {
 	// lastPropose throttles proposals after events to one per tick
 	// interval: a module with thousands of open tasks rebuilds them all.
 	lastPropose time.Time
+	flows       moduleFlows // see moduleflow.go
 }
 
 func (h *moduleHost) Receive(ctx actor.Context) {
@@ -47,11 +48,19 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		if bl, ok := h.mod.(modules.Backlogger); ok {
 			h.sys.backlogs.Store(h.mod.Name(), bl.Backlog())
 		}
+		h.sendOutbox(ctx, applied)
 		if h.sys.clock.Since(h.lastPropose) >= h.sys.opts.TickInterval {
 			h.propose(ctx)
 		}
 	case *tick:
 		h.propose(ctx)
+		h.resendOverdue(ctx)
+	case *pb.SendOutbox:
+		h.sendOutbox(ctx, nil)
+	case *pb.ModuleMessage:
+		h.receive(ctx, m)
+	case *pb.ModuleMessageAck:
+		h.acknowledged(m)
 	case *pb.TaskSubmitReply:
 		if !m.Accepted && !m.Duplicate {
 			delete(h.offers, m.TaskId) // refused for now (queue full): offer again later
@@ -91,9 +100,11 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 func (h *moduleHost) start(ctx actor.Context) {
 	h.owner = moduleOwner(h.mod.Name())
 	h.offers = map[string]bool{}
+	restarted := false
 	if last, ok := h.sys.takeModule(h.mod.Name()); ok {
 		h.last = last
 	} else {
+		restarted = true
 		last, err := h.sys.recoverModule(h.mod)
 		if err != nil {
 			panic(fmt.Errorf("%s: recover after restart: %w", h.owner, err))
@@ -101,6 +112,7 @@ func (h *moduleHost) start(ctx actor.Context) {
 		h.last = last
 	}
 	h.j = newJournal(h.sys.log, h.owner, h.sys.root, ctx.Self())
+	h.startFlows(ctx, restarted)
 	h.propose(ctx)
 }
 

@@ -178,6 +178,9 @@ func Start(opts Options) (*System, error) {
 		return nil, fmt.Errorf("actors: orchestrator spawned as %q", pid.Id)
 	}
 	<-ready
+	for _, pid := range s.modulePIDs { // every host exists now: flows may start
+		s.root.Send(pid, &pb.SendOutbox{})
+	}
 	if s.opts.Storage != nil {
 		s.opts.Storage.Subscribe(s.onStorage)
 		// The fault may have begun or ended before we subscribed.

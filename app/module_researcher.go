@@ -1,27 +1,14 @@
 package app
 
 import (
-	"errors"
-	"sync"
-	"time"
-
-	"fano/actors"
 	"fano/modules"
-	"fano/modules/documenter"
-	"fano/modules/explorer"
 	"fano/modules/researcher"
-	"fano/pb"
 )
 
-// The researcher module: its factory (which reads researcher.sources_dir),
-// and the feed that links it to its neighbours, event-sourced both ways:
-// the titles of the document's sections are recorded in the researcher
-// ("section_noted", for generate_questions), and each finding's question
-// is added to the explorer as a seed, then recorded in the researcher as
-// delivered ("finding_delivered"). The feed catches up at start, so
-// nothing is missed across restarts; each step decides nothing when its
-// effect is already there. (The feed is a separable run service:
-// researcherFeedService.)
+// The researcher module: its factory (which reads researcher.sources_dir)
+// and its event log. Sections reach it from the documenter and its
+// findings reach the explorer as module messages through the actor
+// system (actors/moduleflow.go).
 
 const researcherOwner = "module/" + researcher.Name
 
@@ -53,130 +40,6 @@ func newResearcherModule(env *moduleEnv) (modules.Module, error) {
 		rcfg.GapRounds = -1
 	}
 	return researcher.New(rcfg)
-}
-
-// researcherFeedService runs the feed: a subscriber pokes a worker
-// (without blocking the actor that applied the event) when a section is
-// created or a finding recorded; the worker catches up.
-func researcherFeedService(rc *ServiceEnv) (func(), error) {
-	if !rc.Cfg.Researcher.Enabled {
-		return nil, nil
-	}
-	poke := make(chan struct{}, 1)
-	kick := func() {
-		select {
-		case poke <- struct{}{}:
-		default:
-		}
-	}
-	unsubscribe := rc.Sys.Subscribe(func(n actors.Notice) {
-		me := n.Event.GetModuleEvent()
-		if me == nil {
-			return
-		}
-		if (n.Owner == documenterOwner && me.Type == "incorporated") ||
-			(n.Owner == researcherOwner && (me.Type == "findings_synthesized" || me.Type == "questions_generated")) {
-			kick()
-		}
-	})
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		kick()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-poke:
-				researcherCatchUp(rc, quit)
-			}
-		}
-	}()
-	return func() {
-		unsubscribe()
-		close(quit)
-		wg.Wait()
-	}, nil
-}
-
-func researcherCatchUp(rc *ServiceEnv, quit <-chan struct{}) {
-	stopping := func() bool {
-		select {
-		case <-quit:
-			return true
-		default:
-			return false
-		}
-	}
-	warn := func(err error, what string) {
-		rc.Logger.Warn().Err(err).Str("event", "modules.researcher.feed_failed").Msg(what + "; the next start catches up")
-	}
-	if rc.Cfg.Documenter.Enabled {
-		type sec struct{ id, title string }
-		var secs []sec
-		err := rc.Sys.WithModule(documenter.Name, func(m modules.Module) {
-			if d, ok := m.(*documenter.Module); ok {
-				for _, s := range d.Sections() {
-					secs = append(secs, sec{s.ID, s.Title})
-				}
-			}
-		})
-		if err != nil {
-			warn(err, "document sections not read")
-			return
-		}
-		for _, s := range secs {
-			if stopping() {
-				return
-			}
-			if err := rc.Sys.Command(researcher.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-				return m.(*researcher.Module).DecideNoteSection(s.id, s.title)
-			}); err != nil {
-				warn(err, "section "+s.id+" not noted")
-			}
-		}
-	}
-	if !rc.Cfg.Explorer.Enabled {
-		return
-	}
-	var findings []researcher.Finding
-	if err := rc.Sys.WithModule(researcher.Name, func(m modules.Module) {
-		findings = m.(*researcher.Module).Undelivered()
-	}); err != nil {
-		warn(err, "findings not read")
-		return
-	}
-	for _, f := range findings {
-		if stopping() {
-			return
-		}
-		err := rc.Sys.Command(explorer.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-			return m.(modules.SeedTaker).DecideAddSeed(f.Question, 0, time.Now())
-		})
-		switch {
-		case err == nil:
-			rc.Logger.Info().Str("event", "modules.researcher.seed_added").Str("finding", f.ID).Str("question", f.Question).Msg("a research finding became an explorer seed")
-		case errors.Is(err, explorer.ErrSeedExists):
-		case isStopping(rc):
-			return
-		default:
-			// A question the explorer refuses (too long, empty) can never
-			// become a seed: recorded as handled, with the reason logged.
-			rc.Logger.Warn().Err(err).Str("event", "modules.researcher.seed_refused").Str("finding", f.ID).Msg("the explorer refused a finding's question")
-		}
-		if err := rc.Sys.Command(researcher.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-			return m.(*researcher.Module).DecideDelivered(f.ID)
-		}); err != nil {
-			warn(err, "finding "+f.ID+" not marked delivered")
-		}
-	}
-}
-
-// isStopping: the system no longer answers (fano is stopping).
-func isStopping(rc *ServiceEnv) bool {
-	return rc.Sys.WithModule(researcher.Name, func(modules.Module) {}) != nil
 }
 
 func researcherLogService(rc *ServiceEnv) (func(), error) {

@@ -68,10 +68,8 @@ func StartServices(env ServiceEnv) (*Services, error) {
 	// The order is fixed: the panel last, once what it shows is there.
 	steps := []func(*ServiceEnv) (func(), error){
 		backupService,
-		documenterFeedService,
 		documenterLogService,
 		explorerLogService,
-		researcherFeedService,
 		researcherLogService,
 		s.startOps,
 		s.startPanel,

@@ -6,7 +6,8 @@
 // state and return events, Apply is the only code that changes state. The
 // module host persists the decided events to the WAL before applying them,
 // so replaying a module's events rebuilds the same state. A module never
-// imports gateway or actors.
+// imports gateway or actors, nor another module: a fact one module acts on
+// reaches it as a pb.ModuleMessage (Sender, Receiver), through the hosts.
 package modules
 
 import (
@@ -160,4 +161,33 @@ type Problem struct {
 type Verifier interface {
 	Verify() []Problem
 	DecideRepair(p Problem, now time.Time) ([]*pb.ModuleEvent, error)
+}
+
+// Sender is implemented by modules whose facts other modules act on (the
+// explorer's blessed insights feed the documenter). A message is derived
+// from the sender's state, never kept beside it: the host sends what
+// Outbox lists once the events implying it are durable, again at every
+// start, and until the receiver's acknowledgment is recorded by the
+// events DecideAcknowledged returns. So a crash between the sender's
+// event and the receiver's loses nothing: the message is still in the
+// outbox when fano starts again. A message to a module that is not
+// configured is simply not sent (it stays in the outbox).
+type Sender interface {
+	// Outbox lists the unacknowledged messages that applying e implied,
+	// or (e nil) every unacknowledged message of the state, oldest first.
+	// Message ids are stable: the same fact always has the same id.
+	Outbox(e *pb.ModuleEvent) []*pb.ModuleMessage
+	// DecideAcknowledged returns the events recording that a message left
+	// the outbox: its receiver took it, or refused it for good. An ack of
+	// a message no longer in the outbox decides nothing.
+	DecideAcknowledged(ack *pb.ModuleMessageAck, now time.Time) ([]*pb.ModuleEvent, error)
+}
+
+// Receiver is implemented by modules that act on other modules' facts.
+type Receiver interface {
+	// DecideReceive returns the events of taking msg; now is the host's
+	// clock. Receipt is idempotent by msg.Id: a message taken before
+	// decides nothing. An error says the message can never be taken (it
+	// is logged and the sender records it as refused).
+	DecideReceive(msg *pb.ModuleMessage, now time.Time) ([]*pb.ModuleEvent, error)
 }

@@ -90,6 +90,8 @@ type Section struct {
 	Order      int64     `json:"order"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	// Delivered: the researcher acknowledged the section (flows.go).
+	Delivered bool `json:"delivered,omitempty"`
 }
 
 // Comment is a human comment on a section.
@@ -148,6 +150,7 @@ const (
 	evSectionReview  = "section_reviewed"
 	evRevisionProp   = "revision_proposed"
 	evRevisionDone   = "revision_decided"
+	evSectionSent    = "section_delivered" // the researcher acknowledged a section
 	workNew, workRev = "new", "review"
 )
 
@@ -202,6 +205,12 @@ type incorporatedData struct {
 	Created  bool   `json:"created"`
 	Title    string `json:"title"`
 	Markdown string `json:"markdown"` // the text added
+}
+
+type sectionDeliveredData struct {
+	Section string `json:"section"`
+	Outcome string `json:"outcome"`          // taken | refused
+	Reason  string `json:"reason,omitempty"` // why refused
 }
 
 type oppFailedData struct {
@@ -370,6 +379,17 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 				o.Status, o.DecidedAt, o.Reason = StatusRejected, at, "exposition rejected every draft: "+d.Rationale
 			}
 		}
+
+	case evSectionSent:
+		d, err := decode[sectionDeliveredData](e)
+		if err != nil {
+			return err
+		}
+		sec := st.Sections[d.Section]
+		if sec == nil {
+			return fmt.Errorf("documenter: delivery of unknown section %s", d.Section)
+		}
+		sec.Delivered = true
 
 	case evIncorporated:
 		d, err := decode[incorporatedData](e)

@@ -26,8 +26,9 @@ import (
 )
 
 // bundle is one test's fano: a real WAL in a temp dir, sim backends with
-// no latency, the documenter alone (insights are fed by command, as the
-// feed in cmd/fano does), and a feed of notices that wakes the waits.
+// no latency, the documenter alone (insights are fed by command here; in
+// fano they come from the explorer as module messages), and a feed of
+// notices that wakes the waits.
 type bundle struct {
 	t    *testing.T
 	dir  string

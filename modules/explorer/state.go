@@ -18,6 +18,7 @@ type Seed struct {
 	Priority int       `json:"priority"`
 	AddedAt  time.Time `json:"added_at,omitzero"` // zero for config seeds
 	Order    int64     `json:"order"`             // config seeds first, then in the order added
+	From     string    `json:"from,omitempty"`    // the message it came from (a research finding)
 }
 
 // Exchange is one prompt and its answer on a thread.
@@ -103,6 +104,8 @@ type Insight struct {
 	CreatedAt       time.Time `json:"created_at"`
 	DecidedAt       time.Time `json:"decided_at,omitzero"`
 	BlessedAt       time.Time `json:"blessed_at,omitzero"` // kept if later found a duplicate
+	// Delivered: the documenter acknowledged the blessing (flows.go).
+	Delivered bool `json:"delivered,omitempty"`
 }
 
 // state is everything the explorer logs. Its JSON is the snapshot.
@@ -139,6 +142,7 @@ const (
 	evDecided          = "insight_decided"
 	evMarkedDuplicate  = "insight_marked_duplicate" // repair
 	evBlessedReindexed = "blessed_reindexed"        // repair
+	evInsightDelivered = "insight_delivered"        // the documenter acknowledged a blessing
 )
 
 // Outcomes of a review round (insight_decided).
@@ -166,6 +170,13 @@ type seedAddedData struct {
 	ID       string `json:"id"`
 	Text     string `json:"text"`
 	Priority int    `json:"priority"`
+	From     string `json:"from,omitempty"` // a message's id (flows.go)
+}
+
+type insightDeliveredData struct {
+	Insight string `json:"insight"`
+	Outcome string `json:"outcome"`          // taken | refused
+	Reason  string `json:"reason,omitempty"` // why refused
 }
 
 type seedFailedData struct {
@@ -311,7 +322,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			return nil
 		}
 		st.Seq++
-		st.Seeds[d.ID] = &Seed{ID: d.ID, Text: d.Text, Priority: d.Priority, AddedAt: at, Order: st.Seq}
+		st.Seeds[d.ID] = &Seed{ID: d.ID, Text: d.Text, Priority: d.Priority, AddedAt: at, Order: st.Seq, From: d.From}
 
 	case evSeedFailed:
 		d, err := decode[seedFailedData](e)
@@ -471,6 +482,17 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		default:
 			return fmt.Errorf("explorer: decision on insight %s has unknown outcome %q", d.Insight, d.Outcome)
 		}
+
+	case evInsightDelivered:
+		d, err := decode[insightDeliveredData](e)
+		if err != nil {
+			return err
+		}
+		ins := st.Insights[d.Insight]
+		if ins == nil {
+			return fmt.Errorf("explorer: delivery of unknown insight %s", d.Insight)
+		}
+		ins.Delivered = true
 
 	case evMarkedDuplicate:
 		d, err := decode[markedDuplicateData](e)

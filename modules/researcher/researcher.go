@@ -5,9 +5,9 @@
 // relevant ones (extract_content) and synthesize a finding
 // (synthesize_findings); it also asks which questions the living document
 // leaves open (generate_questions, from the titles of its sections). Each
-// finding carries a question that becomes a new explorer seed: the feed in
-// cmd/fano adds it through the explorer's SeedTaker and then records here
-// that it was delivered, so a finding is handed over once.
+// finding carries a question that becomes a new explorer seed: it is sent
+// to the explorer as a module message (flows.go) until the explorer's
+// acknowledgment is recorded here, so a finding is handed over once.
 //
 // It follows modules.Module: Decide* read the state and return events,
 // Apply alone changes it, idempotently, from the event's time. The

@@ -75,9 +75,9 @@ func moduleEvents(t *testing.T, log *wal.Log, owner string) []*pb.Event {
 }
 
 // The researcher turns a source file into an explorer seed: `fano run`
-// evaluates, extracts and synthesizes the source, the feed adds the
-// finding's question as a seed (an explorer event in the WAL) and records
-// the finding delivered; replaying the researcher's WAL events rebuilds
+// evaluates, extracts and synthesizes the source, the finding's question
+// reaches the explorer as a module message and becomes a seed (an
+// explorer event in the WAL), and the finding is recorded delivered; replaying the researcher's WAL events rebuilds
 // its state with the finding delivered.
 func TestSourceFileBecomesSeed(t *testing.T) {
 	dir := t.TempDir()
