@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -220,14 +221,7 @@ func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
 	}
 	return actors.Options{
 		Log: a.log, Storage: a.storage, Clock: clock, Logger: a.logger, OutputDir: filepath.Join(a.dataDir, "output"),
-		Scheduler: scheduler.Config{
-			PreemptionThreshold: o.Scheduler.PreemptionThreshold,
-			MaxPending:          o.Scheduler.MaxPendingTasks,
-			BoostPerHour:        o.Scheduler.StarvationPrevention.PriorityBoostPerHour,
-			MaxBoost:            o.Scheduler.StarvationPrevention.MaxBoost,
-			MessageLimit:        o.Tasks.ConversationMessageLimit,
-			ShareWindow:         time.Hour,
-		},
+		Scheduler:          scheduler.FromConfig(cfg),
 		Allocator:          allocCfg,
 		Backends:           backends,
 		Modules:            mods,
@@ -238,6 +232,7 @@ func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
 		MaxRequests:        cfg.MaxRequests,
 		RequestTimeout:     time.Duration(o.Tasks.RequestTimeoutSeconds) * time.Second,
 		RetryBackoff:       backoff,
+		ValidationRetries:  cmp.Or(o.Recovery.MaxTaskRetries, -1), // max_task_retries 0 (none) is -1 there
 		Refusals:           refusals,
 		FinishedRetention:  time.Duration(o.State.FinishedTaskRetentionHours) * time.Hour,
 	}, nil
