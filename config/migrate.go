@@ -26,10 +26,10 @@ const whyNoStateDirs = "fano keeps its WAL and its checkpoints together in one f
 func specKeyMessage(path string) string {
 	switch path {
 	case specQuotas:
-		return "the spec's §11 quota table; fano keeps each backend's quota on the backend " +
-			"(backends.NAME.hourly_limit, backends.NAME.deep_mode_daily_limit): `fano config migrate FILE` converts it"
+		return "fano keeps each backend's quota on the backend (backends.NAME.hourly_limit, " +
+			"backends.NAME.deep_mode_daily_limit), not in a quota table: `fano config migrate FILE` converts it"
 	case specCheckpointDir, specWALDir:
-		return "the spec's §11 state directory; " + whyNoStateDirs + ": `fano config migrate FILE` drops it"
+		return whyNoStateDirs + ": `fano config migrate FILE` drops this key"
 	}
 	return ""
 }

@@ -68,8 +68,8 @@ func newConfigMigrateCmd(g *globals) *cobra.Command {
 	var write bool
 	cmd := &cobra.Command{
 		Use:   "migrate [FILE]",
-		Short: "Convert a config in the spec's §11 layout (llm.quotas, state dirs) to fano's",
-		Long: "Converts a config file in the layout of the spec's §11 example to fano's schema: llm.quotas\n" +
+		Short: "Convert a config in the older layout (llm.quotas, state directories) to fano's",
+		Long: "Converts a config file in the older layout to fano's: llm.quotas\n" +
 			"becomes each backend's hourly_limit and deep_mode_daily_limit (a backend the file does not define\n" +
 			"becomes a browser backend with the site profile of its name), and orchestrator.state.checkpoint_dir\n" +
 			"and wal_dir are dropped (fano keeps both in <data_dir>/fano.db). Prints the new file, and on\n" +
