@@ -330,8 +330,11 @@ func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
 // it; the task fails once its own validation budget is spent.
 func (e *executor) retryValidation(msg, avoid string) *pb.TaskResult {
 	budget := e.sys.opts.ValidationRetries
-	if budget <= 0 {
+	switch {
+	case budget == 0:
 		budget = len(e.sys.opts.RetryBackoff)
+	case budget < 0:
+		budget = 0 // max_task_retries: 0, the first failed answer fails the task
 	}
 	if n := int(e.task.ValidationAttempts); n >= budget {
 		return e.fail(fmt.Sprintf("gave up after %d answers failed validation: %s", n+1, msg))

@@ -35,8 +35,9 @@ type Options struct {
 	MaxRequests        func(taskType string) int
 	RequestTimeout     time.Duration   // per LLM call
 	RetryBackoff       []time.Duration // consecutive transient failures: 60/300/900 s, then the last again
-	// ValidationRetries is how many answers of one task may fail
-	// validation (or be refusals) before it is FAILED; 0 = len(RetryBackoff).
+	// ValidationRetries (config max_task_retries) is how many answers of
+	// one task that failed validation (or were refusals) are retried; the
+	// next one fails the task. 0 = len(RetryBackoff); negative = none.
 	ValidationRetries int
 	// CredentialsRecheck is how long a backend that refused its
 	// credentials is parked before it is tried again (default 5 min).

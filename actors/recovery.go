@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
+	"fano/actors/metrics"
 	"fano/actors/scheduler"
 	"fano/modules"
 	"fano/pb"
@@ -232,6 +233,7 @@ func (s *System) recoverScheduler() (*schedState, error) {
 		return nil, err
 	}
 	st.last = o.last
+	s.recovered(ownerScheduler)
 	return st, nil
 }
 
@@ -244,6 +246,7 @@ func (s *System) recoverAllocator() (*allocState, error) {
 		return nil, err
 	}
 	st.last = o.last
+	s.recovered(ownerAllocator)
 	return st, nil
 }
 
@@ -256,7 +259,14 @@ func (s *System) recoverModule(m modules.Module) (uint64, error) {
 	if err := replay(s.log, map[string]*owned{moduleOwner(m.Name()): o}, nil); err != nil {
 		return 0, err
 	}
+	s.recovered(moduleOwner(m.Name()))
 	return o.last, nil
+}
+
+// recovered tells the metrics that a restarted actor rebuilt owner's state
+// from the WAL (recovery at start is counted by whoever started it).
+func (s *System) recovered(owner string) {
+	s.Publish(&pb.StateUpdate{Component: metrics.UpdateRecovery, UpdateType: metrics.UpdateRecovered, Data: map[string]string{"owner": owner}})
 }
 
 // recoverAll is recovery at start (spec §9.1): checkpoints + one replay

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
+	"fano/actors/metrics"
 	"fano/actors/scheduler"
 	"fano/gateway"
 	"fano/logging"
@@ -401,6 +402,7 @@ func (s *System) saveCheckpointBytes(owner string, seq uint64, data []byte) erro
 	if err := s.log.SaveCheckpoint(owner, seq, data); err != nil {
 		return fmt.Errorf("checkpoint %s at seq %d: %w", owner, seq, err)
 	}
+	s.Publish(&pb.StateUpdate{Component: metrics.UpdateWAL, UpdateType: metrics.UpdateCheckpoint, Data: map[string]string{"owner": owner}})
 	return nil
 }
 

@@ -61,7 +61,6 @@ type ops struct {
 
 	walMu    sync.Mutex
 	walStats *wal.Stats
-	cpCount  int
 
 	stop       chan struct{} // closes the health and heartbeat loops
 	finish     chan struct{} // closes the notice consumer (after the system stopped)
@@ -101,6 +100,9 @@ func newOps(rc *ServiceEnv) (*ops, error) {
 	}
 	o.trace = tr
 	o.beat = newHeartbeat(o.started)
+	if rc.Sys.Report() != nil {
+		o.metrics.Recovered(o.started) // the start's; restarted actors publish theirs
+	}
 	o.health = health.NewService(health.FromConfig(rc.Cfg, rc.DataDir), health.ServiceOptions{
 		Clock: rc.Clock, Target: sysTarget{sys: rc.Sys}, Disk: rc.Disk, Logger: rc.Logger,
 		Storage: func() error { _, err := rc.Sys.StorageFault(); return err },
@@ -226,7 +228,7 @@ func (o *ops) snapshot() metrics.Snapshot {
 func (o *ops) gauges() metrics.Gauges {
 	now := o.rc.Clock.Now()
 	g := metrics.Gauges{QueueDepth: map[string]int{}, Running: map[string]int{}, Paused: map[string]int{},
-		StartedAt: o.started, UptimeSeconds: now.Sub(o.started).Seconds(), LastRecovery: o.started, RecoveryCount: 1}
+		StartedAt: o.started, UptimeSeconds: now.Sub(o.started).Seconds()}
 	for module, byState := range o.sys.Counts() {
 		g.QueueDepth[module] = byState[pb.TaskState_TASK_STATE_PENDING] + byState[pb.TaskState_TASK_STATE_READY]
 		g.Running[module] = byState[pb.TaskState_TASK_STATE_RUNNING]
@@ -256,7 +258,6 @@ func (o *ops) gauges() metrics.Gauges {
 		g.WALSizeMB = float64(o.walStats.Bytes) / (1 << 20)
 		g.WALEntries = o.walStats.Entries
 	}
-	g.CheckpointCount = o.cpCount
 	o.walMu.Unlock()
 	return g
 }
@@ -265,14 +266,10 @@ func (o *ops) gauges() metrics.Gauges {
 func (o *ops) refreshWAL() {
 	log := o.sys.Log()
 	st, err := log.Stats()
-	cps, cerr := log.Checkpoints()
 	o.walMu.Lock()
 	defer o.walMu.Unlock()
 	if err == nil {
 		o.walStats = &st
-	}
-	if cerr == nil {
-		o.cpCount = len(cps)
 	}
 }
 

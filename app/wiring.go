@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -70,14 +71,7 @@ func (w Wiring) ActorOptions() (actors.Options, error) {
 	}
 	return actors.Options{
 		Log: w.Log, Storage: w.Storage, Clock: w.Clock, Logger: w.Logger, OutputDir: filepath.Join(w.DataDir, "output"),
-		Scheduler: scheduler.Config{
-			PreemptionThreshold: o.Scheduler.PreemptionThreshold,
-			MaxPending:          o.Scheduler.MaxPendingTasks,
-			BoostPerHour:        o.Scheduler.StarvationPrevention.PriorityBoostPerHour,
-			MaxBoost:            o.Scheduler.StarvationPrevention.MaxBoost,
-			MessageLimit:        o.Tasks.ConversationMessageLimit,
-			ShareWindow:         time.Hour,
-		},
+		Scheduler:          scheduler.FromConfig(cfg),
 		Allocator:          allocCfg,
 		Backends:           backends,
 		Modules:            mods,
@@ -88,6 +82,7 @@ func (w Wiring) ActorOptions() (actors.Options, error) {
 		MaxRequests:        cfg.MaxRequests,
 		RequestTimeout:     time.Duration(o.Tasks.RequestTimeoutSeconds) * time.Second,
 		RetryBackoff:       backoff,
+		ValidationRetries:  cmp.Or(o.Recovery.MaxTaskRetries, -1), // max_task_retries 0 (none) is -1 there
 		Refusals:           refusals,
 		FinishedRetention:  time.Duration(o.State.FinishedTaskRetentionHours) * time.Hour,
 	}, nil

@@ -110,20 +110,27 @@ type Scheduler struct {
 
 // StarvationPrevention raises the priority of tasks that waited long.
 type StarvationPrevention struct {
+	// MaxWaitHours is a hard bound: a task waiting longer (since it was
+	// submitted) runs before every task that has not, whatever their
+	// priorities.
 	MaxWaitHours         int `yaml:"max_wait_hours"`
 	PriorityBoostPerHour int `yaml:"priority_boost_per_hour"`
 	MaxBoost             int `yaml:"max_boost"`
 }
 
-// ModuleWeights are the relative shares of the modules (consultation may
-// adjust them at run time).
+// ModuleWeights are the relative shares of the modules in the scheduler's
+// module-balance factor: a module counts as underserved (and its tasks
+// get the balance bonus) below 20% of the recent task starts scaled by its
+// weight over the mean weight; equal weights are the spec's plain 20%.
 type ModuleWeights struct {
 	Explorer   int `yaml:"explorer"`
 	Documenter int `yaml:"documenter"`
 	Researcher int `yaml:"researcher"`
 }
 
-// Consultation is the optional periodic LLM consultation.
+// Consultation is the spec's optional periodic LLM consultation that
+// would adjust the module weights. It is not supported yet: enabled: true
+// is refused; llm is checked to name a backend.
 type Consultation struct {
 	Enabled         bool `yaml:"enabled"`
 	IntervalMinutes int  `yaml:"interval_minutes"`
@@ -143,9 +150,15 @@ type Tasks struct {
 
 // Recovery configures retries and stuck tasks.
 type Recovery struct {
-	StuckTaskTimeoutHours int   `yaml:"stuck_task_timeout_hours"`
-	MaxTaskRetries        int   `yaml:"max_task_retries"`
-	RetryBackoffSeconds   []int `yaml:"retry_backoff_seconds"`
+	// StuckTaskTimeoutHours: a run this long is handled (StuckAction);
+	// health.stuck_threshold_hours only reports it. At least the threshold.
+	StuckTaskTimeoutHours int `yaml:"stuck_task_timeout_hours"`
+	// MaxTaskRetries is how many answers of one task that failed
+	// validation (or were refusals) are retried; the next one fails the
+	// task. Transient backend failures are retried after the backoff
+	// without limit: a flaky backend is not the task's fault.
+	MaxTaskRetries      int   `yaml:"max_task_retries"`
+	RetryBackoffSeconds []int `yaml:"retry_backoff_seconds"`
 	// StuckAction is StuckPause or StuckFail.
 	StuckAction string `yaml:"stuck_action"`
 }

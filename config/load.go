@@ -304,7 +304,9 @@ func (s *source) typeErrors(te *yaml.TypeError) Errors {
 		if u := reUnknown.FindStringSubmatch(rest); u != nil {
 			fe.Path = s.findKey(fe.Line, u[1])
 			fe.Msg = fmt.Sprintf("unknown field %q", u[1])
-			if known := knownFields(u[2]); len(known) > 0 {
+			if msg := specKeyMessage(fe.Path); msg != "" {
+				fe.Msg = msg
+			} else if known := knownFields(u[2]); len(known) > 0 {
 				fe.Msg += " (known fields: " + strings.Join(known, ", ") + ")"
 			}
 		} else if t := reType.FindStringSubmatch(rest); t != nil {

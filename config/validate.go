@@ -202,6 +202,13 @@ func (c *Config) validateOrchestrator(v *checker) {
 
 	r := &o.Recovery
 	v.positive("orchestrator.recovery.stuck_task_timeout_hours", r.StuckTaskTimeoutHours)
+	if r.StuckTaskTimeoutHours > 0 && r.StuckTaskTimeoutHours < o.Health.StuckThresholdHours {
+		// A run is reported stuck at the threshold and handled at the
+		// timeout: handling it before it is reported makes no sense.
+		v.add("orchestrator.recovery.stuck_task_timeout_hours",
+			"must be at least orchestrator.health.stuck_threshold_hours (%d < %d): a task is reported stuck at the threshold, then handled (stuck_action) at the timeout",
+			r.StuckTaskTimeoutHours, o.Health.StuckThresholdHours)
+	}
 	v.nonNegative("orchestrator.recovery.max_task_retries", r.MaxTaskRetries)
 	if len(r.RetryBackoffSeconds) == 0 {
 		v.add("orchestrator.recovery.retry_backoff_seconds", "must list at least one delay, like [60, 300, 900]")
@@ -340,6 +347,10 @@ func (c *Config) validateBackend(v *checker, name string, b *Backend) {
 
 func (c *Config) validateConsultation(v *checker) {
 	con := &c.Orchestrator.Consultation
+	if con.Enabled {
+		v.add("orchestrator.consultation.enabled", "LLM consultation is not supported yet: "+
+			"the module weights stay as orchestrator.module_weights sets them; set enabled: false")
+	}
 	if !con.Enabled && !c.present("orchestrator.consultation.llm") {
 		return // the default name need not exist while unused
 	}

@@ -1,6 +1,6 @@
 // Package health is fano's health monitor (spec §9.2): every
 // check_interval it looks for tasks RUNNING longer than the stuck
-// threshold, for the moment no LLM backend is reachable, for free disk
+// threshold (reported) and the stuck timeout (handled), for the moment no LLM backend is reachable, for free disk
 // space below the minimum and for a queue deeper than the maximum, and
 // decides what to do about each.
 //
@@ -40,7 +40,10 @@ const (
 // MinFreeBytes and MaxQueueDepth: 0 turns that check off.
 type Config struct {
 	CheckInterval  time.Duration // default 60 s
-	StuckThreshold time.Duration // default 2 h
+	StuckThreshold time.Duration // default 2 h: a run this long is reported stuck
+	// StuckTimeout: a run this long is handled (StuckAction); never less
+	// than StuckThreshold, which it defaults to.
+	StuckTimeout   time.Duration
 	StuckAction    string        // ActionPause (default) or ActionFail
 	MinFreeBytes   uint64        // free bytes below which no new work starts
 	MaxQueueDepth  int           // pending tasks above which to alert
@@ -54,6 +57,7 @@ func FromConfig(c *config.Config, dataDir string) Config {
 	return Config{
 		CheckInterval:  time.Duration(h.CheckIntervalSeconds) * time.Second,
 		StuckThreshold: time.Duration(h.StuckThresholdHours) * time.Hour,
+		StuckTimeout:   time.Duration(c.Orchestrator.Recovery.StuckTaskTimeoutHours) * time.Hour,
 		StuckAction:    c.Orchestrator.Recovery.StuckAction,
 		MinFreeBytes:   uint64(h.MinDiskSpaceGB * 1e9),
 		MaxQueueDepth:  h.MaxQueueDepth,
@@ -69,6 +73,7 @@ func (c Config) withDefaults() Config {
 	if c.StuckThreshold <= 0 {
 		c.StuckThreshold = 2 * time.Hour
 	}
+	c.StuckTimeout = max(c.StuckTimeout, c.StuckThreshold)
 	if c.StuckAction != ActionFail {
 		c.StuckAction = ActionPause
 	}
@@ -163,6 +168,7 @@ type Status struct {
 	ReconnectResult string `json:"reconnect_result,omitempty"`
 
 	StuckThreshold string      `json:"stuck_threshold"`
+	StuckTimeout   string      `json:"stuck_timeout"`
 	StuckAction    string      `json:"stuck_action"`
 	StuckHandled   int         `json:"stuck_handled"`
 	RecentStuck    []StuckTask `json:"recent_stuck,omitempty"` // newest last, at most 20
@@ -204,7 +210,7 @@ func New(cfg Config) *Monitor {
 		handled:   map[string]time.Time{},
 		status: Status{
 			Healthy: true, Issues: []string{}, CheckInterval: cfg.CheckInterval.String(),
-			StuckThreshold: cfg.StuckThreshold.String(), StuckAction: cfg.StuckAction,
+			StuckThreshold: cfg.StuckThreshold.String(), StuckTimeout: cfg.StuckTimeout.String(), StuckAction: cfg.StuckAction,
 			MaxQueueDepth: cfg.MaxQueueDepth, MinDiskFreeBytes: cfg.MinFreeBytes,
 		},
 	}
@@ -255,9 +261,10 @@ func (m *Monitor) Check(s Sample) Plan {
 	st.Checks++
 	st.CheckedAt = now
 
-	// Stuck tasks: RUNNING longer than the threshold, measured from the
-	// start of the current run (or from the first check that saw it, when
-	// the monitor started after the run did).
+	// Stuck tasks: RUNNING longer than the threshold (an issue) or the
+	// timeout (handled), measured from the start of the current run (or
+	// from the first check that saw it, when the monitor started after the
+	// run did).
 	running := map[string]bool{}
 	for _, id := range s.Running {
 		running[id] = true
@@ -273,6 +280,9 @@ func (m *Monitor) Check(s Sample) Plan {
 			continue
 		}
 		issues = append(issues, fmt.Sprintf("task %s stuck: running for %s (threshold %s)", id, round(d), m.cfg.StuckThreshold))
+		if d <= m.cfg.StuckTimeout {
+			continue
+		}
 		if h, done := m.handled[id]; done && h.Equal(since) {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"fano/config"
 	"fano/pb"
 )
 
@@ -232,4 +233,35 @@ func TestWALWriteFaultIsUnhealthy(t *testing.T) {
 	s.At, s.StorageErr = t0.Add(time.Minute), nil
 	m.Check(s)
 	require.True(t, m.Status().Healthy)
+}
+
+// A run past the stuck threshold is reported (an issue, unhealthy) but
+// handled only past the stuck timeout (recovery.stuck_task_timeout_hours).
+func TestStuckReportedAtThresholdHandledAtTimeout(t *testing.T) {
+	m := New(Config{StuckThreshold: time.Hour, StuckTimeout: 3 * time.Hour, StuckAction: ActionFail})
+	m.Observe(started("x", t0))
+
+	p := m.Check(sample(t0.Add(2*time.Hour), "x"))
+	require.Empty(t, p.Stuck, "past the threshold, before the timeout: reported only")
+	require.Empty(t, p.Alerts)
+	require.False(t, m.Status().Healthy)
+	require.Contains(t, m.Status().Issues[0], "task x stuck")
+
+	p = m.Check(sample(t0.Add(3*time.Hour+time.Minute), "x"))
+	require.Len(t, p.Stuck, 1)
+	require.Equal(t, ActionFail, p.Stuck[0].Action)
+	require.Equal(t, AlertStuckTask, p.Alerts[0].Kind)
+	require.Equal(t, "3h0m0s", m.Status().StuckTimeout)
+}
+
+// The config's two stuck settings reach the monitor; a timeout below the
+// threshold (refused by config validation) is raised to it.
+func TestStuckTimeoutFromConfig(t *testing.T) {
+	c := config.New()
+	c.Orchestrator.Health.StuckThresholdHours = 2
+	c.Orchestrator.Recovery.StuckTaskTimeoutHours = 5
+	got := FromConfig(c, "/data")
+	require.Equal(t, 2*time.Hour, got.StuckThreshold)
+	require.Equal(t, 5*time.Hour, got.StuckTimeout)
+	require.Equal(t, 2*time.Hour, New(Config{StuckThreshold: 2 * time.Hour, StuckTimeout: time.Hour}).Config().StuckTimeout)
 }

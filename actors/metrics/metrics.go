@@ -36,6 +36,11 @@ type Metrics struct {
 
 	gauges  Gauges
 	dropped int64
+
+	// Counted since this Metrics was made (the process): never gauges.
+	recoveries   int
+	lastRecovery time.Time
+	checkpoints  int
 }
 
 type request struct {
@@ -256,13 +261,42 @@ func (m *Metrics) finished(id string) {
 
 // ObserveUpdate records a published notification (health alerts).
 func (m *Metrics) ObserveUpdate(u *pb.StateUpdate) {
-	if u == nil || u.Component != "health" || u.UpdateType != "alert" || u.Data["resolved"] == "true" {
+	if u == nil {
 		return
 	}
+	switch {
+	case u.Component == UpdateRecovery && u.UpdateType == UpdateRecovered:
+		m.Recovered(time.Unix(0, u.At).UTC())
+	case u.Component == UpdateWAL && u.UpdateType == UpdateCheckpoint:
+		m.mu.Lock()
+		m.checkpoints++
+		m.mu.Unlock()
+	case u.Component == "health" && u.UpdateType == "alert" && u.Data["resolved"] != "true":
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if b := m.bucketAt(time.Unix(0, u.At).UTC()); b != nil {
+			b.alerts[u.Data["kind"]]++
+		}
+	}
+}
+
+// The updates (pb.StateUpdate component and type) the actors publish for
+// the counts below.
+const (
+	UpdateRecovery   = "recovery"
+	UpdateRecovered  = "recovered" // an owner's state rebuilt from the WAL; data "owner"
+	UpdateWAL        = "wal"
+	UpdateCheckpoint = "checkpoint" // an owner's checkpoint written; data "owner"
+)
+
+// Recovered counts a recovery: state rebuilt from the WAL, at start and
+// each time a restarted actor rebuilds its own.
+func (m *Metrics) Recovered(at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if b := m.bucketAt(time.Unix(0, u.At).UTC()); b != nil {
-		b.alerts[u.Data["kind"]]++
+	m.recoveries++
+	if at.After(m.lastRecovery) {
+		m.lastRecovery = at
 	}
 }
 
@@ -287,13 +321,10 @@ type Gauges struct {
 	Goroutines       int       `json:"goroutines"`
 	DiskUsagePercent float64   `json:"disk_usage_percent"`
 	DiskFreeBytes    uint64    `json:"disk_free_bytes"`
-	CheckpointCount  int       `json:"checkpoint_count"`
 	WALSizeMB        float64   `json:"wal_size_mb"`
 	WALEntries       int       `json:"wal_entries"`
 	UptimeSeconds    float64   `json:"uptime_seconds"`
 	StartedAt        time.Time `json:"started_at,omitempty"`
-	LastRecovery     time.Time `json:"last_recovery,omitempty"`
-	RecoveryCount    int       `json:"recovery_count"`
 }
 
 // Quota is one backend's quota figures at the moment.
@@ -348,6 +379,11 @@ type Snapshot struct {
 	Gauges
 	InFlight       int   `json:"requests_in_flight"`
 	DroppedNotices int64 `json:"dropped_notices,omitempty"`
+
+	// Counted by this process (Recovered, ObserveUpdate).
+	CheckpointCount int       `json:"checkpoint_count"` // checkpoints written
+	RecoveryCount   int       `json:"recovery_count"`   // recoveries from the WAL
+	LastRecovery    time.Time `json:"last_recovery,omitzero"`
 }
 
 // Snapshot sums the buckets of the window ending at now.
@@ -364,6 +400,7 @@ func (m *Metrics) Snapshot(now time.Time) Snapshot {
 		LLMPromptTokens: map[string]int64{}, LLMCompletionTokens: map[string]int64{},
 		QuotaUsed: map[string]int64{}, QuotaDeepUsed: map[string]int64{}, HealthAlerts: map[string]int64{},
 		Gauges: m.gauges, InFlight: len(m.requests), DroppedNotices: m.dropped,
+		CheckpointCount: m.checkpoints, RecoveryCount: m.recoveries, LastRecovery: m.lastRecovery,
 	}
 	hi := minute(now)
 	lo := hi - int64(m.window/bucketWidth)

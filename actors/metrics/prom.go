@@ -98,8 +98,8 @@ func (s Snapshot) Series() []Series {
 	one("fano_task_wait_seconds_avg_24h", "Mean time from submit to first start over the last 24 hours.", s.AvgTaskWaitSeconds)
 	one("fano_oldest_pending_task_age_seconds", "Age of the oldest waiting task.", s.OldestPendingSeconds)
 	one("fano_disk_usage_percent", "Used share of the data directory's file system.", s.DiskUsagePercent)
-	one("fano_checkpoints", "Checkpoints stored.", float64(s.CheckpointCount))
-	one("fano_recoveries", "Recoveries run by this process.", float64(s.RecoveryCount))
+	one("fano_checkpoints", "Checkpoints written by this process.", float64(s.CheckpointCount))
+	one("fano_recoveries", "Recoveries from the WAL by this process (at start and by restarted actors).", float64(s.RecoveryCount))
 	one("fano_metrics_dropped_notices", "Notices the metrics feed could not take (its buffer was full).", float64(s.DroppedNotices))
 	return out
 }

@@ -25,7 +25,9 @@ func benchState(b *testing.B, n int) (*State, time.Time) {
 			}
 		}
 	})
-	s := New(Config{MaxPending: n + 1})
+	// As fano runs it: the config's module weights and max_wait_hours
+	// (about half the tasks are past the bound, the rest cross it).
+	s := New(Config{MaxPending: n + 1, ModuleWeights: map[string]int{"explorer": 40, "documenter": 40, "researcher": 20}, MaxWait: 4 * time.Hour})
 	now := t0.Add(10 * time.Hour)
 	for i := range n {
 		tk := task(modules[rng.IntN(3)], types[rng.IntN(len(types))], fmt.Sprint(i))

@@ -35,6 +35,9 @@ func specPriority(cfg Config, t *pb.Task, now int64, v tickView) int32 {
 	p += backlogPressure(v.backlog[t.Module])
 	if waited := now - t.CreatedAt; t.CreatedAt > 0 && waited > 0 {
 		p += min(int(waited/int64(time.Hour))*cfg.BoostPerHour, cfg.MaxBoost)
+		if cfg.MaxWait > 0 && waited >= int64(cfg.MaxWait) {
+			p += OverdueBoost // the hard bound: before every task within it
+		}
 	}
 	if t.TaskType == CommentTaskType {
 		p += CommentUrgency
@@ -44,7 +47,15 @@ func specPriority(cfg Config, t *pb.Task, now int64, v tickView) int32 {
 			p -= NoQuotaPenalty
 		}
 	}
-	if v.total > 0 && float64(v.shares[t.Module])/float64(v.total) < BalanceShare {
+	share := BalanceShare
+	if w, ok := cfg.ModuleWeights[t.Module]; ok {
+		sum := 0
+		for _, x := range cfg.ModuleWeights {
+			sum += x
+		}
+		share = BalanceShare * float64(w) / (float64(sum) / float64(len(cfg.ModuleWeights)))
+	}
+	if v.total > 0 && float64(v.shares[t.Module])/float64(v.total) < share {
 		p += BalanceBonus
 	}
 	return int32(p)
@@ -130,6 +141,12 @@ func orderProperty(t *testing.T, seed uint64) {
 	cfg := Config{MaxPending: 100000}
 	if seed%3 == 1 {
 		cfg.BoostPerHour, cfg.MaxBoost = 2, 7 // a cap that is not a whole number of steps
+	}
+	if seed%2 == 1 {
+		// Weighted balance (one module unweighted) and the hard bound,
+		// crossed between ticks like the hourly steps.
+		cfg.ModuleWeights = map[string]int{"explorer": 90, "documenter": 10}
+		cfg.MaxWait = 150 * time.Minute
 	}
 	s := New(cfg)
 	now := t0

@@ -99,11 +99,15 @@ func (s *State) ownPriority(t *pb.Task) int {
 }
 
 // starvationBoost is spec §6.1.1's starvation factor: per full hour waited
-// since created, capped.
+// since created, capped; plus OverdueBoost once the task waited MaxWait
+// (the hard bound).
 func (s *State) starvationBoost(created, now int64) int {
 	if waited := now - created; created > 0 && waited > 0 {
-		boost := int(waited/int64(time.Hour)) * s.cfg.BoostPerHour
-		return min(boost, s.cfg.MaxBoost)
+		boost := min(int(waited/int64(time.Hour))*s.cfg.BoostPerHour, s.cfg.MaxBoost)
+		if s.cfg.MaxWait > 0 && waited >= int64(s.cfg.MaxWait) {
+			boost += OverdueBoost
+		}
+		return boost
 	}
 	return 0
 }
@@ -113,12 +117,21 @@ const noStep = math.MaxInt64
 
 // nextBoostStep is the earliest time after now at which the starvation boost
 // of a task created at created can differ from its value at now, or noStep.
-// The boost only changes at whole hours of waiting and stops changing at the
-// cap, so a task is re-keyed at most MaxBoost/BoostPerHour times.
+// The boost only changes at whole hours of waiting, until the cap, and once
+// at MaxWait, so a task is re-keyed at most MaxBoost/BoostPerHour+1 times.
 func (s *State) nextBoostStep(created, now int64) int64 {
 	if created <= 0 {
 		return noStep
 	}
+	step := s.nextHourStep(created, now)
+	if w := int64(s.cfg.MaxWait); w > 0 && now-created < w {
+		step = min(step, created+w)
+	}
+	return step
+}
+
+// nextHourStep is nextBoostStep for the hourly boost alone.
+func (s *State) nextHourStep(created, now int64) int64 {
 	rate, maxBoost := s.cfg.BoostPerHour, s.cfg.MaxBoost
 	waited := now - created
 	if waited <= 0 {
@@ -142,8 +155,17 @@ func (s *State) envBonus(module, pref string, deep bool) int {
 	if pref != "" && !s.hasQuota(pref, deep) {
 		p -= NoQuotaPenalty
 	}
-	if s.shareTotal > 0 && float64(s.shareCounts[module])/float64(s.shareTotal) < BalanceShare {
+	if s.shareTotal > 0 && float64(s.shareCounts[module])/float64(s.shareTotal) < s.balanceShare(module) {
 		p += BalanceBonus
 	}
 	return p
+}
+
+// balanceShare is the share of recent starts below which module is
+// underserved.
+func (s *State) balanceShare(module string) float64 {
+	if th, ok := s.underserved[module]; ok {
+		return th
+	}
+	return BalanceShare
 }

@@ -34,6 +34,16 @@ type Config struct {
 	MessageLimit        int            // 50: conversation truncation
 	BasePriorities      map[string]int // nil -> the spec's BASE_PRIORITIES; unknown type -> 50
 	ShareWindow         time.Duration  // 1h: window for module balance
+	// ModuleWeights (config orchestrator.module_weights) scale the module
+	// balance factor: a module is underserved below BalanceShare times its
+	// weight over the mean weight, so equal weights are the spec's plain
+	// 20%. nil, or a module without a weight: BalanceShare.
+	ModuleWeights map[string]int
+	// MaxWait (config max_wait_hours) is the hard starvation bound: a task
+	// that has waited this long since it was submitted gets OverdueBoost,
+	// so it runs before every task that has not, whatever their
+	// priorities. 0: no bound.
+	MaxWait time.Duration
 }
 
 // Env gives the scheduler figures owned by others, read on each Recompute.
@@ -49,7 +59,10 @@ const (
 	NoQuotaPenalty      = 50  // preferred backend without quota
 	BalanceBonus        = 15  // module with < 20% of recent starts
 	BalanceShare        = 0.2 // "underserved" below this share
-	CommentTaskType     = "address_comment"
+	// OverdueBoost is added to the priority of a task past MaxWait: more
+	// than any sum of the other factors, so it orders overdue tasks first.
+	OverdueBoost    = 1_000_000
+	CommentTaskType = "address_comment"
 )
 
 // BasePriorities is the spec's BASE_PRIORITIES table.
@@ -172,6 +185,10 @@ type State struct {
 	quota       map[quotaKey]bool
 	shareCounts map[string]int
 	shareTotal  int
+
+	// underserved is each weighted module's balance threshold, from
+	// cfg.ModuleWeights (see balanceShares).
+	underserved map[string]float64
 }
 
 // moduleStart is a task start for module balance: a plain value, not a
@@ -202,8 +219,27 @@ func New(cfg Config) *State {
 		quota:     map[quotaKey]bool{},
 		prefOpen:  map[quotaKey]int{},
 	}
+	s.underserved = balanceShares(s.cfg.ModuleWeights)
 	s.q.init()
 	return s
+}
+
+// balanceShares turns module weights into each module's balance threshold:
+// BalanceShare scaled by the weight over the mean weight. No positive
+// weight: nil (every module BalanceShare).
+func balanceShares(weights map[string]int) map[string]float64 {
+	sum := 0
+	for _, w := range weights {
+		sum += max(w, 0)
+	}
+	if sum == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(weights))
+	for m, w := range weights {
+		out[m] = BalanceShare * float64(max(w, 0)) * float64(len(weights)) / float64(sum)
+	}
+	return out
 }
 
 // Config returns the effective configuration (defaults filled in).

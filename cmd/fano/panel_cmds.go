@@ -363,7 +363,7 @@ const schedulerOwner = "scheduler"
 // readScheduler loads the scheduler's checkpoint and replays its later
 // entries, writing nothing.
 func readScheduler(a *app) (*scheduler.State, error) {
-	cfg := scheduler.Config{MessageLimit: a.cfg.Orchestrator.Tasks.ConversationMessageLimit, MaxPending: a.cfg.Orchestrator.Scheduler.MaxPendingTasks}
+	cfg := scheduler.FromConfig(a.cfg)
 	st := scheduler.New(cfg)
 	from := uint64(1)
 	cp, ok, err := a.log.LoadCheckpoint(schedulerOwner)
