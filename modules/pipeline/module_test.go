@@ -495,8 +495,8 @@ func TestDecidedCostStaysHeldUntilApplied(t *testing.T) {
 	require.NoError(t, err)
 	held := m.reservedCost()
 	assert.Positive(t, held, "decided, not yet applied: still held")
-	assert.Zero(t, m.st.Spent)
+	assert.Zero(t, m.spent)
 	require.NoError(t, m.Apply(evs[0], time.Now()))
 	assert.Zero(t, m.reservedCost())
-	assert.InDelta(t, held, m.st.Spent, 1e-12)
+	assert.InDelta(t, held, m.spent, 1e-12)
 }

@@ -136,14 +136,21 @@ type Summary struct {
 	MaxCostUSD  float64                      `json:"max_cost_usd,omitempty"`
 	Requests    int                          `json:"requests"`
 	Stopped     string                       `json:"stopped,omitempty"`
+	// Waiting: the day's request budget is spent and work is left; it
+	// goes on at WaitingUntil (RFC 3339, UTC).
+	Waiting      string `json:"waiting,omitempty"`
+	WaitingUntil string `json:"waiting_until,omitempty"`
 }
 
 // Summary counts items and pairs.
 func (m *Module) Summary() Summary {
 	s := Summary{Pipeline: m.def.Name, Items: len(m.items), Steps: map[string]map[string]Counts{},
-		CostUSD: roundUSD(m.st.Spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
+		CostUSD: roundUSD(m.spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
 	for _, n := range m.st.Requests {
 		s.Requests += n
+	}
+	if why, until, ok := m.Waiting(); ok {
+		s.Waiting, s.WaitingUntil = why, until.Format(time.RFC3339)
 	}
 	for _, st := range m.def.order {
 		if st.LLM == nil {
@@ -247,7 +254,7 @@ func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEve
 	if pr == nil || pr.Status != StatusOK {
 		return nil, nil
 	}
-	return m.event("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
+	return pairEvent("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
 }
 
 // PanelReport is what the control panel shows of a pipeline.

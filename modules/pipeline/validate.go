@@ -9,14 +9,18 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"fano/modules/prompts"
 )
 
 // SchemaMarker introduces the JSON schema appended to an llm step's
 // prompt; the simulator reads the schema after it to answer in shape.
 const SchemaMarker = "Answer with one JSON object matching this JSON schema:\n"
 
+// parseTemplate parses a step's prompt with the functions every prompt of
+// fano has (modules/prompts: clip, inc) and json.
 func parseTemplate(name, text string) (*template.Template, error) {
-	return template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
+	return template.New(name).Option("missingkey=error").Funcs(prompts.Funcs).Funcs(template.FuncMap{
 		"json": func(v any) (string, error) {
 			b, err := json.Marshal(v)
 			return string(b), err
@@ -323,13 +327,6 @@ func (d *Definition) RenderPrompt(s *Step, it *Item, steps map[string]any, model
 	if err := s.tmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("step %s, item %s: prompt: %w", s.Name, it.Key, err)
 	}
-	if s.LLM.Schema != nil {
-		b, err := json.Marshal(s.LLM.Schema)
-		if err != nil {
-			return "", fmt.Errorf("step %s: schema: %w", s.Name, err)
-		}
-		buf.WriteString("\n\n" + SchemaMarker)
-		buf.Write(b)
-	}
+	buf.WriteString(s.promptTail)
 	return buf.String(), nil
 }
