@@ -108,7 +108,8 @@
         el("b", { text: s.pipeline }),
         " " + (s.items_done + s.items_failed) + " / " + s.items + " items (" + s.items_failed + " failed), " +
         s.requests + " requests, $" + s.cost_usd.toFixed(4) + (s.max_cost_usd ? " of $" + s.max_cost_usd.toFixed(2) : "") +
-        (s.stopped ? " — stopped: " + s.stopped : "")));
+        (s.stopped ? " — stopped: " + s.stopped : "") +
+        (s.waiting ? " — waiting for the daily budget until " + s.waiting_until + " (" + s.waiting + ")" : "")));
       const t = el("table", { class: "pipeline-steps" },
         el("thead", {}, el("tr", {}, ...["step", "model", "ok", "failed", "pending"].map((h) => el("th", { text: h })))));
       const body = el("tbody");
