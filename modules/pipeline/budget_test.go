@@ -208,3 +208,54 @@ func TestPromptsShareTheTemplateFunctions(t *testing.T) {
 	assert.True(t, strings.HasPrefix(act.Prompt, "Claim 2: claim …\n\n"+SchemaMarker), act.Prompt)
 	assert.True(t, strings.HasSuffix(act.Prompt, `"type":"object"}`), act.Prompt)
 }
+
+// Items' status is counted as their pairs change (progress is not a walk
+// over every item); the count always equals that walk, through failures,
+// a retry and a restore.
+func TestFinishedCountFollowsChanges(t *testing.T) {
+	def, items := writeDef(t, strict, 8)
+	h := newHarness(t, def, items)
+	h.answer = func(task *pb.Task, prompt string) string {
+		if field(task, "item") == "i03" || field(task, "item") == "i05" {
+			return `{"verdict": true, "confidence": 0.1}`
+		}
+		return `{"verdict": true, "confidence": 0.95}`
+	}
+	walk := func(m *Module) (done, failed int) {
+		for _, it := range m.items {
+			switch m.itemStatus(it) {
+			case "done":
+				done++
+			case "failed":
+				failed++
+			}
+		}
+		return done, failed
+	}
+	check := func(m *Module) {
+		t.Helper()
+		done, failed := walk(m)
+		fin, total := m.Progress()
+		assert.Equal(t, done+failed, fin)
+		assert.Equal(t, 8, total)
+		s := m.Summary()
+		assert.Equal(t, done, s.ItemsDone)
+		assert.Equal(t, failed, s.ItemsFailed)
+	}
+	check(h.m)
+	h.runAll()
+	check(h.m)
+	fin, _ := h.m.Progress()
+	require.Equal(t, 8, fin)
+	evs, err := h.m.DecideRetryFailed("")
+	require.NoError(t, err)
+	h.apply(evs, nil)
+	check(h.m)
+	fin, _ = h.m.Progress()
+	assert.Equal(t, 6, fin, "the two retried items are open again")
+	snap, err := h.m.Snapshot()
+	require.NoError(t, err)
+	m := New(Config{Def: def, Items: items})
+	require.NoError(t, m.Restore(snap))
+	check(m)
+}

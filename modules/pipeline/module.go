@@ -65,6 +65,11 @@ type Module struct {
 	// checked against the cost cap; that task's NextAction uses them
 	// instead of rendering the prompt again.
 	priced pricedTask
+	// items' status (open, done, failed) and how many are finished,
+	// updated per item as its pairs change, so progress is not a walk
+	// over every item.
+	itemSt   []string
+	finished int
 }
 
 type pricedTask struct {
@@ -128,6 +133,7 @@ func New(cfg Config) *Module {
 	for i, it := range cfg.Items {
 		m.itemIdx[it.Key] = i
 	}
+	m.countItems()
 	return m
 }
 
@@ -191,6 +197,30 @@ func (m *Module) itemStatus(it *Item) string {
 		return "failed"
 	}
 	return "done"
+}
+
+// countItems works out every item's status.
+func (m *Module) countItems() {
+	m.itemSt, m.finished = make([]string, len(m.items)), 0
+	for i, it := range m.items {
+		m.itemSt[i] = m.itemStatus(it)
+		if m.itemSt[i] != "open" {
+			m.finished++
+		}
+	}
+}
+
+// noteItem updates item i's status after its pairs changed.
+func (m *Module) noteItem(i int) {
+	was, now := m.itemSt[i], m.itemStatus(m.items[i])
+	if (was == "open") != (now == "open") {
+		if now == "open" {
+			m.finished--
+		} else {
+			m.finished++
+		}
+	}
+	m.itemSt[i] = now
 }
 
 // ready reports whether every llm step s needs has all its pairs OK.
@@ -301,7 +331,7 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 		room = max(m.def.Limits.MaxPrepared-m.prepared(), 0)
 	}
 	var out []*pb.Task
-	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
+	for m.low < len(m.items) && m.itemSt[m.low] != "open" {
 		m.low++
 	}
 	// Tasks already offered are skipped (the host has them); every
@@ -739,10 +769,10 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 	// A fact about one pair may move its item in or out of the prepared
 	// buffer; one that changes outputs may change a priced prompt.
 	changed := func(k string) {
-		if _, item, _ := splitPairKey(k); m.def.Limits.MaxPrepared > 0 {
-			if i, ok := m.itemIdx[item]; ok {
-				m.notePrepared(i)
-			}
+		_, item, _ := splitPairKey(k)
+		if i, ok := m.itemIdx[item]; ok {
+			m.noteItem(i)
+			m.notePrepared(i)
 		}
 	}
 	if e.Type == "answer_ok" || e.Type == "answer_invalid" {
@@ -843,6 +873,7 @@ func (m *Module) Restore(data []byte) error {
 	for i := range m.items {
 		m.notePrepared(i)
 	}
+	m.countItems()
 	return nil
 }
 
@@ -864,10 +895,7 @@ func (m *Module) Waiting() (why string, until time.Time, ok bool) {
 	if lim <= 0 || m.stopped != "" || m.hold || m.st.Requests[m.day()] < lim {
 		return "", time.Time{}, false
 	}
-	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
-		m.low++
-	}
-	if m.low == len(m.items) {
+	if m.finished == len(m.items) {
 		return "", time.Time{}, false // nothing left to ask
 	}
 	y, mo, d := m.now.UTC().Date()

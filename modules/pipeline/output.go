@@ -53,8 +53,8 @@ type Result struct {
 func (m *Module) resultsJSONL() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	for _, it := range m.items {
-		st := m.itemStatus(it)
+	for i, it := range m.items {
+		st := m.itemSt[i]
 		if st == "open" {
 			continue
 		}
@@ -173,8 +173,8 @@ func (m *Module) Summary() Summary {
 		}
 		s.Steps[st.Name] = byModel
 	}
-	for _, it := range m.items {
-		switch m.itemStatus(it) {
+	for _, st := range m.itemSt {
+		switch st {
 		case "done":
 			s.ItemsDone++
 		case "failed":
@@ -186,16 +186,7 @@ func (m *Module) Summary() Summary {
 
 // Progress is the cheap part of Summary, for a progress bar.
 func (m *Module) Progress() (finished, total int) {
-	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
-		m.low++
-	}
-	n := m.low
-	for i := m.low; i < len(m.items); i++ {
-		if m.itemStatus(m.items[i]) != "open" {
-			n++
-		}
-	}
-	return n, len(m.items)
+	return m.finished, len(m.items)
 }
 
 // Verify checks the state: results for items no longer in the source,
