@@ -420,7 +420,7 @@ func printSummary(w io.Writer, s pipeline.Summary, dir string) {
 	for _, step := range sortedKeys(s.Steps) {
 		for _, model := range sortedKeys(s.Steps[step]) {
 			c := s.Steps[step][model]
-			fmt.Fprintf(w, "  %-20s %-16s ok %6d  failed %6d  pending %6d\n", step, model, c.OK, c.Failed, c.Pending)
+			fmt.Fprintf(w, "  %-20s %-16s ok %6d  failed %6d  pending %6d  invalid %5d  $%.4f\n", step, model, c.OK, c.Failed, c.Pending, c.Invalid, c.CostUSD)
 		}
 	}
 	if dir != "" {

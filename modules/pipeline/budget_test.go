@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -258,4 +260,147 @@ func TestFinishedCountFollowsChanges(t *testing.T) {
 	m := New(Config{Def: def, Items: items})
 	require.NoError(t, m.Restore(snap))
 	check(m)
+}
+
+// The summary (status, panel) shows per step and model the invalid
+// answers, tokens and cost beside the counts; the models' costs add up to
+// the run's.
+func TestSummaryPerStepAndModel(t *testing.T) {
+	def, items := writeDef(t, capped, 2)
+	h := newHarness(t, def, items)
+	h.runAll()
+	s := h.m.Summary()
+	sum := 0.0
+	for _, model := range []string{"m1", "m2"} {
+		c := s.Steps["verdict"][model]
+		assert.Positive(t, c.CostUSD, model)
+		assert.Positive(t, c.Tokens, model)
+		sum += c.CostUSD
+	}
+	assert.InDelta(t, s.CostUSD, sum, 1e-9)
+
+	def, items = writeDef(t, strict, 3)
+	h = newHarness(t, def, items)
+	h.answer = func(task *pb.Task, prompt string) string {
+		if field(task, "item") == "i01" {
+			return `{"verdict": true, "confidence": 0.1}`
+		}
+		return `{"verdict": true, "confidence": 0.95}`
+	}
+	h.runAll()
+	c := h.m.Summary().Steps["verdict"]["m1"]
+	assert.Equal(t, Counts{OK: 2, Failed: 1, Invalid: 2, Tokens: c.Tokens}, c, "i01: two invalid answers, then failed")
+}
+
+const chain = `
+name: chain
+items: {source: items.jsonl, key: id}
+models: [m1, m2]
+steps:
+  - name: extract
+    llm: {prompt: 'Extract: {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+  - name: judge
+    needs: [extract]
+    llm: {prompt: 'Judge: {{.steps.extract.m1.text}}', schema: {type: object, required: [verdict], properties: {verdict: {type: boolean}}}, attempts: 2}
+`
+
+// Propose looks again only at the items that changed and at new ones,
+// yet after every call each ready pair inside the window (a walk from
+// the first open item, as many open pairs as the window) has been
+// offered: tasks run in random order, some answers invalid, some pairs
+// deferred, never waiting for the periodic re-offer.
+func TestProposeOffersEveryReadyPairInTheWindow(t *testing.T) {
+	for _, yaml := range []string{chain, fanout} {
+		def, items := writeDef(t, yaml, 30)
+		h := newHarness(t, def, items)
+		h.m = New(Config{Def: def, Items: items, Window: 7})
+		rng := rand.New(rand.NewPCG(1, 2))
+		h.answer = func(task *pb.Task, prompt string) string {
+			if rng.IntN(4) == 0 {
+				return `not json`
+			}
+			return SimAnswer(prompt, rng)
+		}
+		inWindow := func() {
+			t.Helper()
+			m := h.m
+			var n int32
+			for _, it := range m.items {
+				if n >= int32(m.window) {
+					break
+				}
+				if m.itemStatus(it) != "open" {
+					continue
+				}
+				for _, s := range m.def.order {
+					if s.LLM == nil || !m.ready(s, it) {
+						continue
+					}
+					for _, model := range s.models {
+						p := m.pairOf(s.Name, it.Key, model)
+						if done(p) {
+							continue
+						}
+						gen := 0
+						if p != nil {
+							gen = p.Gen
+						}
+						require.True(t, m.offered[offerID{pairID{s.Name, it.Key, model}, gen}], "%s/%s/%s gen %d not offered", s.Name, it.Key, model, gen)
+						n++
+					}
+				}
+			}
+		}
+		pool := map[string]*pb.Task{}
+		for step := 0; step < 2000; step++ {
+			for _, tk := range h.m.Propose(h.now) {
+				pool[tk.Id] = tk
+			}
+			inWindow()
+			if len(pool) == 0 {
+				break
+			}
+			ids := make([]string, 0, len(pool))
+			for id := range pool {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			id := ids[rng.IntN(len(ids))]
+			tk := pool[id]
+			delete(pool, id)
+			if rng.IntN(10) == 0 {
+				// The cost cap or the budget held it back: deferred, a new
+				// task id next time.
+				h.m.deferred[tk.Id] = "test"
+				h.apply(h.m.DecideCompletion(tk, h.now))
+				continue
+			}
+			h.runTask(tk)
+		}
+		fin, total := h.m.Progress()
+		assert.Equal(t, total, fin, "every item finished")
+		assert.Empty(t, pool)
+	}
+}
+
+// An item the full prepared buffer held back is offered by the next
+// Propose after room frees up, not only at the periodic re-offer.
+func TestHeldBackPreparationIsOfferedOnceThereIsRoom(t *testing.T) {
+	def, items := writeDef(t, watermark, 10)
+	h := newHarness(t, def, items)
+	first := h.m.Propose(h.now)
+	require.Len(t, first, 3, "three items prepared at most")
+	for _, tk := range first {
+		h.runTask(tk)
+	}
+	second := h.m.Propose(h.now)
+	require.Len(t, second, 3)
+	for _, tk := range second {
+		require.Equal(t, "analyze", field(tk, "step"), "no room for more preparation")
+	}
+	h.runTask(second[0])
+	third := h.m.Propose(h.now)
+	require.Len(t, third, 1)
+	assert.Equal(t, "prep", field(third[0], "step"))
+	assert.Equal(t, "i03", field(third[0], "item"))
 }

@@ -70,6 +70,16 @@ type Module struct {
 	// over every item.
 	itemSt   []string
 	finished int
+	// Propose's window: items [low, scan) were looked at; open counts
+	// their ready pairs not done (openAt per item, as of its last look);
+	// dirty lists those whose pairs changed since, starved those a full
+	// prepared buffer held back.
+	scan    int
+	open    int32
+	openAt  []int32
+	dirty   []int
+	isDirty []bool
+	starved map[int]bool
 }
 
 type pricedTask struct {
@@ -129,7 +139,8 @@ func New(cfg Config) *Module {
 	}
 	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
-		idx: map[pairID]*pair{}, offered: map[offerID]bool{}, prep: map[int]bool{}}
+		idx: map[pairID]*pair{}, offered: map[offerID]bool{}, prep: map[int]bool{},
+		openAt: make([]int32, len(cfg.Items)), isDirty: make([]bool, len(cfg.Items)), starved: map[int]bool{}}
 	for i, it := range cfg.Items {
 		m.itemIdx[it.Key] = i
 	}
@@ -330,47 +341,48 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 	if m.def.Limits.MaxPrepared > 0 {
 		room = max(m.def.Limits.MaxPrepared-m.prepared(), 0)
 	}
-	var out []*pb.Task
-	for m.low < len(m.items) && m.itemSt[m.low] != "open" {
-		m.low++
-	}
 	// Tasks already offered are skipped (the host has them); every
 	// reofferEvery calls all are offered again, for those the scheduler
-	// refused while its queue was full.
+	// refused while its queue was full. Between those, only the items
+	// whose pairs changed since they were looked at, and new items at
+	// the end of the window, are looked at.
 	m.proposes++
 	reoffer := m.proposes%reofferEvery == 0
-	n := 0
-	for i := m.low; i < len(m.items) && n < m.window; i++ {
-		it := m.items[i]
-		for _, s := range m.def.order {
-			if s.LLM == nil || !m.ready(s, it) {
+	var out []*pb.Task
+	for m.low < len(m.items) && m.itemSt[m.low] != "open" {
+		if m.low < m.scan {
+			m.open -= m.openAt[m.low]
+		}
+		m.low++
+	}
+	if reoffer || m.scan < m.low {
+		m.scan, m.open = m.low, 0
+		m.dirty = m.dirty[:0]
+		clear(m.isDirty)
+		clear(m.starved)
+	} else {
+		if room != 0 {
+			for i := range m.starved {
+				m.markDirty(i)
+			}
+			clear(m.starved)
+		}
+		slices.Sort(m.dirty)
+		for _, i := range m.dirty {
+			m.isDirty[i] = false
+			if i < m.low || i >= m.scan {
 				continue
 			}
-			if room >= 0 && s.class == "cheap" && !m.cheapStarted(it) {
-				if room == 0 {
-					continue
-				}
-				room--
-			}
-			for _, model := range s.models {
-				p := m.pairOf(s.Name, it.Key, model)
-				if done(p) {
-					continue
-				}
-				gen := 0
-				if p != nil {
-					gen = p.Gen
-				}
-				if o := (offerID{pairID{s.Name, it.Key, model}, gen}); reoffer || !m.offered[o] {
-					m.offered[o] = true
-					out = append(out, m.taskFor(s, it, model, gen))
-				}
-				n++
-			}
-			if room >= 0 && s.class == "cheap" {
-				m.notePrepared(i) // its cheap pairs are offered now
-			}
+			m.open -= m.openAt[i]
+			m.openAt[i] = m.visit(i, false, &room, &out)
+			m.open += m.openAt[i]
 		}
+		m.dirty = m.dirty[:0]
+	}
+	for m.scan < len(m.items) && int(m.open) < m.window {
+		m.openAt[m.scan] = m.visit(m.scan, reoffer, &room, &out)
+		m.open += m.openAt[m.scan]
+		m.scan++
 	}
 	// At the cost cap nothing is offered: a task would only be refused
 	// (and deferred) by NextAction. With nothing in flight the stop is
@@ -391,6 +403,55 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 }
 
 const reofferEvery = 20
+
+// visit offers item i's ready pairs (those not offered yet, or all on a
+// re-offer) and returns how many of its ready pairs are not done. A
+// cheap step the prepared buffer has no room for waits (starved) until
+// there is room.
+func (m *Module) visit(i int, reoffer bool, room *int, out *[]*pb.Task) int32 {
+	it := m.items[i]
+	var open int32
+	for _, s := range m.def.order {
+		if s.LLM == nil || !m.ready(s, it) {
+			continue
+		}
+		if *room >= 0 && s.class == "cheap" && !m.cheapStarted(it) {
+			if *room == 0 {
+				m.starved[i] = true
+				continue
+			}
+			*room--
+		}
+		for _, model := range s.models {
+			p := m.pairOf(s.Name, it.Key, model)
+			if done(p) {
+				continue
+			}
+			gen := 0
+			if p != nil {
+				gen = p.Gen
+			}
+			if o := (offerID{pairID{s.Name, it.Key, model}, gen}); reoffer || !m.offered[o] {
+				m.offered[o] = true
+				*out = append(*out, m.taskFor(s, it, model, gen))
+			}
+			open++
+		}
+		if *room >= 0 && s.class == "cheap" {
+			m.notePrepared(i) // its cheap pairs are offered now
+		}
+	}
+	return open
+}
+
+// markDirty: item i's pairs changed; if Propose looked at it already, it
+// looks again.
+func (m *Module) markDirty(i int) {
+	if i < m.scan && !m.isDirty[i] {
+		m.isDirty[i] = true
+		m.dirty = append(m.dirty, i)
+	}
+}
 
 type offerID struct {
 	pairID
@@ -766,17 +827,19 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		return p
 	}
-	// A fact about one pair may move its item in or out of the prepared
-	// buffer; one that changes outputs may change a priced prompt.
+	// A fact about one pair changes its item's status, maybe its place in
+	// the prepared buffer, and makes Propose look at the item again; one
+	// that changes outputs may change a priced prompt.
 	changed := func(k string) {
 		_, item, _ := splitPairKey(k)
 		if i, ok := m.itemIdx[item]; ok {
 			m.noteItem(i)
 			m.notePrepared(i)
+			m.markDirty(i)
 		}
 	}
 	if e.Type == "answer_ok" || e.Type == "answer_invalid" {
-		delete(m.reserved, e.TaskId) // its cost is in Spent from here on
+		delete(m.reserved, e.TaskId) // its cost is in spent from here on
 	}
 	switch e.Type {
 	case "answer_ok", "answer_invalid", "pair_failed", "pair_deferred", "revalidated", "output_invalidated":
@@ -838,7 +901,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			}
 		}
 		m.priced = pricedTask{}
-		m.low, m.stopped = 0, "" // the retried pairs are work again
+		m.low, m.scan, m.open, m.stopped = 0, 0, 0, "" // the retried pairs are work again
 	case "run_finished":
 		m.st.Finished++
 	default:
@@ -861,7 +924,7 @@ func (m *Module) Restore(data []byte) error {
 		st.Requests = map[string]int{}
 	}
 	m.st = st
-	m.low = 0
+	m.low, m.scan, m.open = 0, 0, 0
 	m.offered = map[offerID]bool{}
 	m.priced = pricedTask{}
 	m.reindex()

@@ -139,7 +139,8 @@ func TestFanOutRecordsOneVerdictPerItemAndModel(t *testing.T) {
 	s := h.m.Summary()
 	assert.Equal(t, 4, s.ItemsDone)
 	for _, model := range []string{"m1", "m2", "m3"} {
-		assert.Equal(t, Counts{OK: 4}, s.Steps["verdict"][model], model)
+		c := s.Steps["verdict"][model]
+		assert.Equal(t, [3]int{4, 0, 0}, [3]int{c.OK, c.Failed, c.Pending}, model)
 	}
 	// Proposing again offers nothing: finished pairs are skipped.
 	assert.Empty(t, h.m.Propose(h.now))

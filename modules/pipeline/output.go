@@ -123,6 +123,12 @@ type Counts struct {
 	OK      int `json:"ok"`
 	Failed  int `json:"failed"`
 	Pending int `json:"pending"`
+	// Invalid: answers that failed validation in the pairs' current
+	// round (each asked again while attempts remain); the tokens and cost
+	// of the step's requests to the model.
+	Invalid int     `json:"invalid"`
+	Tokens  int64   `json:"tokens"`
+	CostUSD float64 `json:"cost_usd"`
 }
 
 // Summary is the state of a run.
@@ -160,7 +166,8 @@ func (m *Module) Summary() Summary {
 		for _, model := range st.models {
 			var c Counts
 			for _, it := range m.items {
-				switch p := m.pairOf(st.Name, it.Key, model); {
+				p := m.pairOf(st.Name, it.Key, model)
+				switch {
 				case p != nil && p.Status == StatusOK:
 					c.OK++
 				case p != nil && p.Status == StatusFailed:
@@ -168,7 +175,13 @@ func (m *Module) Summary() Summary {
 				default:
 					c.Pending++
 				}
+				if p != nil {
+					c.Tokens += p.Tokens
+					c.CostUSD += p.Cost
+					c.Invalid += p.Attempts
+				}
 			}
+			c.CostUSD = roundUSD(c.CostUSD)
 			byModel[model] = c
 		}
 		s.Steps[st.Name] = byModel
