@@ -269,6 +269,19 @@ func (m *Module) blocked(s *Step, it *Item) bool {
 	return false
 }
 
+// noValues: what a step that needs none sees of the other steps.
+var noValues = map[string]any{}
+
+// valuesFor is stepValues for step s's prompt and rules, which may read
+// only the steps s needs (checked at load): a step that needs none is
+// spared computing them.
+func (m *Module) valuesFor(s *Step, it *Item) (map[string]any, error) {
+	if len(s.deps) == 0 {
+		return noValues, nil
+	}
+	return m.stepValues(it)
+}
+
 // stepValues computes the outputs available to an item's steps: llm
 // outputs that are OK (one model: the output; several: model -> output),
 // expressions whose needs are met, and groups as step -> output.
@@ -554,7 +567,7 @@ func (m *Module) estimate(t *pb.Task) (string, float64, error) {
 }
 
 func (m *Module) priceRequest(r taskRef) (string, float64, error) {
-	vals, err := m.stepValues(r.item)
+	vals, err := m.valuesFor(r.step, r.item)
 	if err != nil {
 		return "", 0, err
 	}
@@ -581,15 +594,17 @@ type taskRef struct {
 // last, may itself hold slashes). The task carries no context map: the
 // subject says it all, and a map would be copied with every message.
 func parseSubject(subject string) (step, model string, gen int, item string, ok bool) {
-	parts := strings.SplitN(subject, "/", 4)
-	if len(parts) != 4 {
+	step, rest, ok1 := strings.Cut(subject, "/")
+	model, rest, ok2 := strings.Cut(rest, "/")
+	g, item, ok3 := strings.Cut(rest, "/")
+	if !ok1 || !ok2 || !ok3 {
 		return "", "", 0, "", false
 	}
-	g, err := strconv.Atoi(parts[2])
+	gen, err := strconv.Atoi(g)
 	if err != nil {
 		return "", "", 0, "", false
 	}
-	return parts[0], parts[1], g, parts[3], true
+	return step, model, gen, item, true
 }
 
 func (m *Module) ref(t *pb.Task) (taskRef, error) {
@@ -666,7 +681,7 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		}
 	}
 	ev := answerEvent{Key: r.key, Gen: r.gen, Cost: cost, Tokens: toks}
-	vals, err := m.stepValues(r.item)
+	vals, err := m.valuesFor(r.step, r.item)
 	if err != nil {
 		return nil, err
 	}

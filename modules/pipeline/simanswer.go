@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // DefaultFanoConfig is the fano config of a pipeline that names none:
@@ -25,8 +26,8 @@ func SimAnswer(prompt string, r *rand.Rand) string {
 	if i < 0 {
 		return "A simulated answer about " + simWords[r.IntN(len(simWords))] + "."
 	}
-	var schema map[string]any
-	if err := json.Unmarshal([]byte(prompt[i+len(SchemaMarker):]), &schema); err != nil {
+	schema, ok := parsedSchema(prompt[i+len(SchemaMarker):])
+	if !ok {
 		return "{}"
 	}
 	b, err := json.Marshal(sample(schema, r))
@@ -34,6 +35,31 @@ func SimAnswer(prompt string, r *rand.Rand) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// schemas holds the schemas SimAnswer parsed, by their text (a pipeline
+// has a few; every prompt of a step ends with the same one). Read-only
+// once stored, so shared by concurrent answers.
+var schemas struct {
+	sync.Mutex
+	m map[string]map[string]any
+}
+
+func parsedSchema(text string) (map[string]any, bool) {
+	schemas.Lock()
+	defer schemas.Unlock()
+	if s, ok := schemas.m[text]; ok {
+		return s, true
+	}
+	var s map[string]any
+	if err := json.Unmarshal([]byte(text), &s); err != nil {
+		return nil, false
+	}
+	if schemas.m == nil || len(schemas.m) >= 64 {
+		schemas.m = map[string]map[string]any{} // bounded: start over
+	}
+	schemas.m[text] = s
+	return s, true
 }
 
 // sample draws a value that matches s.

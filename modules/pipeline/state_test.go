@@ -404,3 +404,19 @@ func TestHeldBackPreparationIsOfferedOnceThereIsRoom(t *testing.T) {
 	assert.Equal(t, "prep", field(third[0], "step"))
 	assert.Equal(t, "i03", field(third[0], "item"))
 }
+
+// The simulator answers each prompt in the shape of that prompt's own
+// schema, also when several schemas alternate (it keeps them parsed).
+func TestSimAnswerFollowsEachPromptsSchema(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	a := "q\n\n" + SchemaMarker + `{"type":"object","required":["verdict"],"properties":{"verdict":{"type":"boolean"}}}`
+	b := "q\n\n" + SchemaMarker + `{"type":"object","required":["n"],"properties":{"n":{"type":"integer","minimum":5,"maximum":5}}}`
+	for range 3 {
+		var va map[string]any
+		require.NoError(t, json.Unmarshal([]byte(SimAnswer(a, r)), &va))
+		assert.IsType(t, true, va["verdict"])
+		assert.Len(t, va, 1)
+		assert.JSONEq(t, `{"n": 5}`, SimAnswer(b, r))
+	}
+	assert.Equal(t, "{}", SimAnswer("q\n\n"+SchemaMarker+"{not json", r))
+}
