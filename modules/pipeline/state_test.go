@@ -420,3 +420,17 @@ func TestSimAnswerFollowsEachPromptsSchema(t *testing.T) {
 	}
 	assert.Equal(t, "{}", SimAnswer("q\n\n"+SchemaMarker+"{not json", r))
 }
+
+// An answer's JSON is read from its fenced block when it has one (prose
+// with braces around it), else from its first { to its last }.
+func TestAnswerJSONFromFenceOrBraces(t *testing.T) {
+	def, items := writeDef(t, daily, 1)
+	s := def.Step("verdict")
+	for _, answer := range []string{
+		"Sure {as asked}:\n```json\n{\"verdict\": true}\n```\nanything {else}",
+		"The answer is {\"verdict\": false} as requested.",
+	} {
+		_, stage, err := def.ValidateAnswer(s, items[0], nil, answer)
+		assert.NoError(t, err, "%s: %q", stage, answer)
+	}
+}

@@ -273,11 +273,20 @@ func compact(v any) string {
 
 var reFence = regexp.MustCompile("(?s)```(?:json|JSON)?\\s*\n(.*?)\n?```")
 
+// fenced matches a fenced block; most answers have none, and a search for
+// the fence costs less than the expression.
+func fenced(text string) []string {
+	if !strings.Contains(text, "```") {
+		return nil
+	}
+	return reFence.FindStringSubmatch(text)
+}
+
 // extractJSON finds the JSON value in an answer: a fenced block, else the
 // text from the first { to the last }.
 func extractJSON(answer string) (any, error) {
 	text := strings.TrimSpace(answer)
-	if m := reFence.FindStringSubmatch(text); m != nil {
+	if m := fenced(text); m != nil {
 		text = m[1]
 	} else if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
 		text = text[i : j+1]
