@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // DefaultFanoConfig is the fano config of a pipeline that names none:
@@ -38,27 +39,27 @@ func SimAnswer(prompt string, r *rand.Rand) string {
 }
 
 // schemas holds the schemas SimAnswer parsed, by their text (a pipeline
-// has a few; every prompt of a step ends with the same one). Read-only
-// once stored, so shared by concurrent answers.
-var schemas struct {
-	sync.Mutex
-	m map[string]map[string]any
-}
+// has a few; every prompt of a step ends with the same one), at most
+// maxSchemas. Read-only once stored, so shared by concurrent answers
+// without a lock.
+var (
+	schemas     sync.Map // text -> map[string]any
+	schemaCount atomic.Int32
+)
+
+const maxSchemas = 64
 
 func parsedSchema(text string) (map[string]any, bool) {
-	schemas.Lock()
-	defer schemas.Unlock()
-	if s, ok := schemas.m[text]; ok {
-		return s, true
+	if s, ok := schemas.Load(text); ok {
+		return s.(map[string]any), true
 	}
 	var s map[string]any
 	if err := json.Unmarshal([]byte(text), &s); err != nil {
 		return nil, false
 	}
-	if schemas.m == nil || len(schemas.m) >= 64 {
-		schemas.m = map[string]map[string]any{} // bounded: start over
+	if schemaCount.Add(1) <= maxSchemas {
+		schemas.Store(text, s)
 	}
-	schemas.m[text] = s
 	return s, true
 }
 
