@@ -103,6 +103,24 @@ type pair struct {
 	Gen      int             `json:"g,omitempty"` // rounds given up (retries, deferrals)
 	Cost     float64         `json:"c,omitempty"`
 	Tokens   int64           `json:"t,omitempty"`
+
+	// val is Output decoded, kept while the item is open (its later
+	// steps read it for every prompt and answer); Apply drops it when the
+	// pair changes.
+	val any
+}
+
+// value is the pair's output decoded.
+func (p *pair) value() (any, error) {
+	if p.val != nil {
+		return p.val, nil
+	}
+	var v any
+	if err := json.Unmarshal(p.Output, &v); err != nil {
+		return nil, err
+	}
+	p.val = v
+	return v, nil
 }
 
 // state is what a snapshot holds. (Snapshots of older runs also have
@@ -232,6 +250,16 @@ func (m *Module) noteItem(i int) {
 		}
 	}
 	m.itemSt[i] = now
+	if now != "open" {
+		// Finished: no later step reads its outputs; free the decoded ones.
+		for _, s := range m.def.order {
+			for _, model := range s.models {
+				if p := m.pairOf(s.Name, m.items[i].Key, model); p != nil {
+					p.val = nil
+				}
+			}
+		}
+	}
 }
 
 // ready reports whether every llm step s needs has all its pairs OK.
@@ -296,8 +324,8 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 				if p == nil || p.Status != StatusOK {
 					continue
 				}
-				var v any
-				if err := json.Unmarshal(p.Output, &v); err != nil {
+				v, err := p.value()
+				if err != nil {
 					return nil, fmt.Errorf("step %s, item %s, model %s: stored output: %w", s.Name, it.Key, model, err)
 				}
 				outs[model] = v
@@ -866,6 +894,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if a.Gen != p.Gen {
 			return nil
 		}
+		p.val = nil // its output may change
 		defer changed(a.Key)
 		switch e.Type {
 		case "answer_ok", "answer_invalid":

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"fano/modules"
 	"fano/pb"
 )
 
@@ -433,4 +434,40 @@ func TestAnswerJSONFromFenceOrBraces(t *testing.T) {
 		_, stage, err := def.ValidateAnswer(s, items[0], nil, answer)
 		assert.NoError(t, err, "%s: %q", stage, answer)
 	}
+}
+
+// Later steps read an earlier step's output decoded once; an output that
+// changes (repaired, asked again) is read anew, also while its item is
+// still open.
+func TestLaterStepsReadAChangedOutputAnew(t *testing.T) {
+	def, items := writeDef(t, chain, 1)
+	h := newHarness(t, def, items)
+	text := "first"
+	h.answer = func(task *pb.Task, prompt string) string {
+		return `{"text": "` + text + `"}`
+	}
+	runExtractM1 := func() {
+		for _, tk := range h.m.Propose(h.now) {
+			if field(tk, "step") == "extract" && field(tk, "model") == "m1" {
+				h.runTask(tk)
+			}
+		}
+	}
+	read := func() any {
+		v, err := h.m.pairOf("extract", "i00", "m1").value()
+		require.NoError(t, err)
+		return v.(map[string]any)["text"]
+	}
+	runExtractM1()
+	require.Equal(t, "first", read())
+	require.Equal(t, "first", read(), "read again: the same")
+	h.apply(h.m.DecideRepair(modules.Problem{Kind: "invalid_output", ID: "extract/i00/m1", Detail: "test"}, h.now))
+	h.apply(h.m.DecideRetryFailed("extract"))
+	text = "second"
+	for range reofferEvery {
+		runExtractM1()
+	}
+	fin, _ := h.m.Progress()
+	require.Zero(t, fin, "the item is still open (extract on m2 not asked)")
+	assert.Equal(t, "second", read())
 }
