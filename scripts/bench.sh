@@ -45,5 +45,12 @@ run ./actors/ 'BenchmarkEndToEnd$|BenchmarkEndToEndMemoryLimit$|BenchmarkRecover
 # -benchtime 500x, takes minutes and is run by hand.)
 [ -d gateway/browser ] && run ./gateway/browser/ 'BenchmarkAnswerLatency$' -benchtime 5x -timeout 10m
 [ -f cmd/fano/ops_bench_test.go ] && run ./cmd/fano/ 'BenchmarkShutdown' -benchtime 3x -timeout 10m
+# Pipelines through real `fano pipeline run` processes: the peers' 20k
+# workload beside fano's end-to-end shape, and 10k items x 3 steps.
+# FANO_BENCH_BEFORE=<fano binary> runs that binary on the same workloads
+# first (a change against its before, same run). The API backend at 200
+# RPM (BenchmarkPipelineAPI200RPM, FANO_BENCH_API_ITEMS) takes minutes and
+# is run by hand; River beside fano: ../shared/peers/README.md.
+[ -d modules/pipeline/e2e ] && run ./modules/pipeline/e2e/ 'BenchmarkPipelineRun$|BenchmarkPipelineThreeSteps$' -benchtime 1x -timeout 30m
 echo
 go run ./scripts/benchtable < "$out"

@@ -225,7 +225,7 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 	var retryFailed bool
 	var retryStep string
 	var maxCost float64
-	var noProgress bool
+	var noProgress, noWait bool
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run (or resume) a pipeline until every item is done or a limit is reached",
@@ -245,13 +245,14 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 			if retryStep != "" {
 				retryFailed = true
 			}
-			return ps.run(cmd, g, runFlags{retryFailed: retryFailed, retryStep: retryStep, progress: !noProgress})
+			return ps.run(cmd, g, runFlags{retryFailed: retryFailed, retryStep: retryStep, progress: !noProgress, noWait: noWait})
 		},
 	}
 	cmd.Flags().BoolVar(&retryFailed, "retry-failed", false, "ask the failed (item, model) pairs again, and only them")
 	cmd.Flags().StringVar(&retryStep, "step", "", "with --retry-failed: only this step's failures")
 	cmd.Flags().Float64Var(&maxCost, "max-cost", 0, "stop before the run's cost (USD, all runs of this directory) would pass this")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "no progress bar")
+	cmd.Flags().BoolVar(&noWait, "no-wait", false, "when only the daily request budget holds work back, exit (status 1) instead of waiting for the next day's budget")
 	jsonFlag(cmd, g)
 	return cmd
 }
@@ -260,6 +261,7 @@ type runFlags struct {
 	retryFailed bool
 	retryStep   string
 	progress    bool
+	noWait      bool
 }
 
 func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error {
@@ -310,20 +312,25 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	if f.progress && isatty.IsTerminal(os.Stderr.Fd()) {
 		bar = &progressBar{w: cmd.ErrOrStderr(), start: time.Now()}
 	}
-	progress := func() (int, int) {
-		var done, total int
-		_ = sys.WithModule(pipeline.Name, func(m modules.Module) { done, total = m.(*pipeline.Module).Progress() })
-		return done, total
+	progress := func() runProgress {
+		var p runProgress
+		_ = sys.WithModule(pipeline.Name, func(m modules.Module) {
+			pm := m.(*pipeline.Module)
+			p.done, p.total = pm.Progress()
+			p.waitWhy, p.waitUntil, p.waiting = pm.Waiting()
+		})
+		return p
 	}
-	startDone, total := progress()
-	writeProgress(a.dataDir, startDone, total)
+	first := progress()
+	writeProgress(a.dataDir, first)
 	if bar != nil {
-		bar.first = startDone
+		bar.first = first.done
 	}
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	idleSeen := 0
+	watch := pipeline.RunWatch{NoWait: f.noWait}
 	reason := ""
+	var budgetErr error
 loop:
 	for {
 		select {
@@ -340,18 +347,19 @@ loop:
 			reason = r
 			break loop
 		case <-tick.C:
-			done, total := progress()
+			p := progress()
 			if bar != nil {
-				bar.draw(done, total)
+				bar.draw(p)
 			}
-			writeProgress(a.dataDir, done, total)
-			if sys.Idle() {
-				idleSeen++
-			} else {
-				idleSeen = 0
-			}
-			if idleSeen >= 3 {
+			writeProgress(a.dataDir, p)
+			switch watch.Observe(sys.Idle(), p.waiting) {
+			case pipeline.RunFinished:
 				reason = "idle"
+				break loop
+			case pipeline.RunBudgetExit:
+				reason = "daily budget spent (--no-wait)"
+				budgetErr = fmt.Errorf("%s; the next day's budget starts at %s: run again then (without --no-wait a run waits for it)",
+					p.waitWhy, p.waitUntil.Format(time.RFC3339))
 				break loop
 			}
 		}
@@ -364,8 +372,7 @@ loop:
 		}
 	}()
 	if bar != nil {
-		done, total := progress()
-		bar.draw(done, total)
+		bar.draw(progress())
 		fmt.Fprintln(bar.w)
 	}
 	var sum pipeline.Summary
@@ -389,10 +396,13 @@ loop:
 	a.logger.Info().Str("event", "modules.pipeline.stopped").Str("reason", reason).Int("items_done", sum.ItemsDone).
 		Int("items_failed", sum.ItemsFailed).Float64("cost_usd", sum.CostUSD).Msg("pipeline stopped")
 	if g.json {
-		return printJSON(cmd.OutOrStdout(), sum)
+		if err := printJSON(cmd.OutOrStdout(), sum); err != nil {
+			return err
+		}
+	} else {
+		printSummary(cmd.OutOrStdout(), sum, a.dataDir)
 	}
-	printSummary(cmd.OutOrStdout(), sum, a.dataDir)
-	return nil
+	return budgetErr
 }
 
 func printSummary(w io.Writer, s pipeline.Summary, dir string) {
@@ -404,10 +414,13 @@ func printSummary(w io.Writer, s pipeline.Summary, dir string) {
 	if s.Stopped != "" {
 		fmt.Fprintf(w, "stopped: %s\n", s.Stopped)
 	}
+	if s.Waiting != "" {
+		fmt.Fprintf(w, "waiting: %s; goes on at %s\n", s.Waiting, s.WaitingUntil)
+	}
 	for _, step := range sortedKeys(s.Steps) {
 		for _, model := range sortedKeys(s.Steps[step]) {
 			c := s.Steps[step][model]
-			fmt.Fprintf(w, "  %-20s %-16s ok %6d  failed %6d  pending %6d\n", step, model, c.OK, c.Failed, c.Pending)
+			fmt.Fprintf(w, "  %-20s %-16s ok %6d  failed %6d  pending %6d  invalid %5d  $%.4f\n", step, model, c.OK, c.Failed, c.Pending, c.Invalid, c.CostUSD)
 		}
 	}
 	if dir != "" {
@@ -422,7 +435,16 @@ type progressBar struct {
 	first int
 }
 
-func (b *progressBar) draw(done, total int) {
+// runProgress is one look at a running pipeline.
+type runProgress struct {
+	done, total int
+	waiting     bool // only the daily budget holds work back
+	waitWhy     string
+	waitUntil   time.Time
+}
+
+func (b *progressBar) draw(p runProgress) {
+	done, total := p.done, p.total
 	const width = 30
 	frac := 0.0
 	if total > 0 {
@@ -438,20 +460,31 @@ func (b *progressBar) draw(done, total int) {
 	if rate > 0 {
 		eta = (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
 	}
+	if p.waiting {
+		fmt.Fprintf(b.w, "\r[%s%s] %d/%d items  waiting for the daily budget until %s   ", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+			done, total, p.waitUntil.Format("2006-01-02 15:04 MST"))
+		return
+	}
 	fmt.Fprintf(b.w, "\r[%s%s] %d/%d items  %.1f/s  ETA %s   ", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, rate, eta)
 }
 
 type progressFile struct {
-	PID     int    `json:"pid"`
-	Done    int    `json:"items_finished"`
-	Total   int    `json:"items"`
-	Updated string `json:"updated"`
+	PID          int    `json:"pid"`
+	Done         int    `json:"items_finished"`
+	Total        int    `json:"items"`
+	Updated      string `json:"updated"`
+	Waiting      string `json:"waiting,omitempty"`
+	WaitingUntil string `json:"waiting_until,omitempty"`
 }
 
 // writeProgress leaves the live count where `fano pipeline status` finds
 // it while the run holds the WAL (best effort: the WAL is the truth).
-func writeProgress(dir string, done, total int) {
-	b, err := json.Marshal(progressFile{PID: os.Getpid(), Done: done, Total: total, Updated: time.Now().UTC().Format(time.RFC3339)})
+func writeProgress(dir string, p runProgress) {
+	f := progressFile{PID: os.Getpid(), Done: p.done, Total: p.total, Updated: time.Now().UTC().Format(time.RFC3339)}
+	if p.waiting {
+		f.Waiting, f.WaitingUntil = p.waitWhy, p.waitUntil.Format(time.RFC3339)
+	}
+	b, err := json.Marshal(f)
 	if err == nil {
 		_ = actors.WriteFileAtomic(filepath.Join(dir, pipelineProgress), b, 0o644)
 	}
@@ -477,6 +510,7 @@ func withState(g *globals, arg string, fn func(ps *pipelineSession, mod *pipelin
 	}
 	defer a.close()
 	mod := pipeline.New(pipeline.Config{Def: def, Items: ps.items})
+	mod.SetNow(time.Now()) // whether today's budget is spent
 	opts, err := ps.options(a, mod, true)
 	if err != nil {
 		return err
@@ -556,6 +590,9 @@ func pipelineStatusCmd(g *globals) *cobra.Command {
 					return printJSON(cmd.OutOrStdout(), map[string]any{"running": true, "progress": p})
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "pipeline %s is running (pid %d): %d of %d items finished at %s\n", def.Name, p.PID, p.Done, p.Total, p.Updated)
+				if p.Waiting != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "waiting: %s; goes on at %s\n", p.Waiting, p.WaitingUntil)
+				}
 				return nil
 			}
 			return err

@@ -108,16 +108,18 @@
         el("b", { text: s.pipeline }),
         " " + (s.items_done + s.items_failed) + " / " + s.items + " items (" + s.items_failed + " failed), " +
         s.requests + " requests, $" + s.cost_usd.toFixed(4) + (s.max_cost_usd ? " of $" + s.max_cost_usd.toFixed(2) : "") +
-        (s.stopped ? " — stopped: " + s.stopped : "")));
+        (s.stopped ? " — stopped: " + s.stopped : "") +
+        (s.waiting ? " — waiting for the daily budget until " + s.waiting_until + " (" + s.waiting + ")" : "")));
       const t = el("table", { class: "pipeline-steps" },
-        el("thead", {}, el("tr", {}, ...["step", "model", "ok", "failed", "pending"].map((h) => el("th", { text: h })))));
+        el("thead", {}, el("tr", {}, ...["step", "model", "ok", "failed", "pending", "invalid", "cost"].map((h) => el("th", { text: h })))));
       const body = el("tbody");
       for (const step of Object.keys(s.steps).sort()) {
         for (const model of Object.keys(s.steps[step]).sort()) {
           const c = s.steps[step][model];
           body.append(el("tr", { "data-step": step, "data-model": model },
             el("td", { text: step }), el("td", { text: model }), el("td", { text: String(c.ok) }),
-            el("td", { text: String(c.failed) }), el("td", { text: String(c.pending) })));
+            el("td", { text: String(c.failed) }), el("td", { text: String(c.pending) }),
+            el("td", { text: String(c.invalid || 0) }), el("td", { text: "$" + (c.cost_usd || 0).toFixed(4) })));
         }
       }
       t.append(body);

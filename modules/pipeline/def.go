@@ -12,6 +12,7 @@ package pipeline
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -95,11 +96,14 @@ type Step struct {
 	Line   int    `yaml:"-"`
 	parent string // the group it belongs to
 	tmpl   *template.Template
-	expr   *compiledExpr
-	rules  []*compiledExpr
-	deps   []*Step // needsOf, computed once
-	models []string
-	class  string
+	// promptTail follows every rendered prompt: the schema the answer
+	// must match, encoded once.
+	promptTail string
+	expr       *compiledExpr
+	rules      []*compiledExpr
+	deps       []*Step // needsOf, computed once
+	models     []string
+	class      string
 }
 
 // LLMStep asks a model per item.
@@ -458,6 +462,11 @@ func (v *checker) checkLLM(d *Definition, s *Step, root *yaml.Node, sp []any) {
 	if l.Schema != nil {
 		if err := checkSchema(l.Schema, "schema"); err != nil {
 			v.add(lineAt("schema"), "step %s: %v", s.Name, err)
+		} else if b, err := json.Marshal(l.Schema); err != nil {
+			v.add(lineAt("schema"), "step %s: schema: %v", s.Name, err)
+		} else {
+			// Encoded once: every prompt of the step ends with it.
+			s.promptTail = "\n\n" + SchemaMarker + string(b)
 		}
 	}
 	for i, r := range l.Rules {

@@ -54,6 +54,37 @@ type Module struct {
 	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
 	proposes int
 	now      time.Time
+	// spent is the sum of the pairs' cost (not a second copy in the
+	// state): kept up to date by Apply, summed again by Restore.
+	spent float64
+	// prep holds the items in the prepared buffer (only with a
+	// watermark), updated per item as its pairs or offers change, so
+	// Propose does not walk every item to count them.
+	prep map[int]bool
+	// priced: the prompt and estimate Propose worked out for the task it
+	// checked against the cost cap; that task's NextAction uses them
+	// instead of rendering the prompt again.
+	priced pricedTask
+	// items' status (open, done, failed) and how many are finished,
+	// updated per item as its pairs change, so progress is not a walk
+	// over every item.
+	itemSt   []string
+	finished int
+	// Propose's window: items [low, scan) were looked at; open counts
+	// their ready pairs not done (openAt per item, as of its last look);
+	// dirty lists those whose pairs changed since, starved those a full
+	// prepared buffer held back.
+	scan    int
+	open    int32
+	openAt  []int32
+	dirty   []int
+	isDirty []bool
+	starved map[int]bool
+}
+
+type pricedTask struct {
+	taskID, prompt string
+	est            float64
 }
 
 type reservation struct {
@@ -72,11 +103,30 @@ type pair struct {
 	Gen      int             `json:"g,omitempty"` // rounds given up (retries, deferrals)
 	Cost     float64         `json:"c,omitempty"`
 	Tokens   int64           `json:"t,omitempty"`
+
+	// val is Output decoded, kept while the item is open (its later
+	// steps read it for every prompt and answer); Apply drops it when the
+	// pair changes.
+	val any
 }
 
+// value is the pair's output decoded.
+func (p *pair) value() (any, error) {
+	if p.val != nil {
+		return p.val, nil
+	}
+	var v any
+	if err := json.Unmarshal(p.Output, &v); err != nil {
+		return nil, err
+	}
+	p.val = v
+	return v, nil
+}
+
+// state is what a snapshot holds. (Snapshots of older runs also have
+// "spent", the pairs' cost summed; it is ignored and summed again.)
 type state struct {
 	Pairs    map[string]*pair `json:"pairs"`
-	Spent    float64          `json:"spent"`
 	Requests map[string]int   `json:"requests"` // UTC day -> LLM answers
 	Finished int              `json:"finished"` // run_finished events
 }
@@ -107,10 +157,12 @@ func New(cfg Config) *Module {
 	}
 	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
-		idx: map[pairID]*pair{}, offered: map[offerID]bool{}}
+		idx: map[pairID]*pair{}, offered: map[offerID]bool{}, prep: map[int]bool{},
+		openAt: make([]int32, len(cfg.Items)), isDirty: make([]bool, len(cfg.Items)), starved: map[int]bool{}}
 	for i, it := range cfg.Items {
 		m.itemIdx[it.Key] = i
 	}
+	m.countItems()
 	return m
 }
 
@@ -176,6 +228,40 @@ func (m *Module) itemStatus(it *Item) string {
 	return "done"
 }
 
+// countItems works out every item's status.
+func (m *Module) countItems() {
+	m.itemSt, m.finished = make([]string, len(m.items)), 0
+	for i, it := range m.items {
+		m.itemSt[i] = m.itemStatus(it)
+		if m.itemSt[i] != "open" {
+			m.finished++
+		}
+	}
+}
+
+// noteItem updates item i's status after its pairs changed.
+func (m *Module) noteItem(i int) {
+	was, now := m.itemSt[i], m.itemStatus(m.items[i])
+	if (was == "open") != (now == "open") {
+		if now == "open" {
+			m.finished--
+		} else {
+			m.finished++
+		}
+	}
+	m.itemSt[i] = now
+	if now != "open" {
+		// Finished: no later step reads its outputs; free the decoded ones.
+		for _, s := range m.def.order {
+			for _, model := range s.models {
+				if p := m.pairOf(s.Name, m.items[i].Key, model); p != nil {
+					p.val = nil
+				}
+			}
+		}
+	}
+}
+
 // ready reports whether every llm step s needs has all its pairs OK.
 func (m *Module) ready(s *Step, it *Item) bool {
 	for _, dep := range s.deps {
@@ -211,6 +297,19 @@ func (m *Module) blocked(s *Step, it *Item) bool {
 	return false
 }
 
+// noValues: what a step that needs none sees of the other steps.
+var noValues = map[string]any{}
+
+// valuesFor is stepValues for step s's prompt and rules, which may read
+// only the steps s needs (checked at load): a step that needs none is
+// spared computing them.
+func (m *Module) valuesFor(s *Step, it *Item) (map[string]any, error) {
+	if len(s.deps) == 0 {
+		return noValues, nil
+	}
+	return m.stepValues(it)
+}
+
 // stepValues computes the outputs available to an item's steps: llm
 // outputs that are OK (one model: the output; several: model -> output),
 // expressions whose needs are met, and groups as step -> output.
@@ -225,8 +324,8 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 				if p == nil || p.Status != StatusOK {
 					continue
 				}
-				var v any
-				if err := json.Unmarshal(p.Output, &v); err != nil {
+				v, err := p.value()
+				if err != nil {
 					return nil, fmt.Errorf("step %s, item %s, model %s: stored output: %w", s.Name, it.Key, model, err)
 				}
 				outs[model] = v
@@ -283,60 +382,117 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 	if m.def.Limits.MaxPrepared > 0 {
 		room = max(m.def.Limits.MaxPrepared-m.prepared(), 0)
 	}
-	var out []*pb.Task
-	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
-		m.low++
-	}
 	// Tasks already offered are skipped (the host has them); every
 	// reofferEvery calls all are offered again, for those the scheduler
-	// refused while its queue was full.
+	// refused while its queue was full. Between those, only the items
+	// whose pairs changed since they were looked at, and new items at
+	// the end of the window, are looked at.
 	m.proposes++
 	reoffer := m.proposes%reofferEvery == 0
-	n := 0
-	for i := m.low; i < len(m.items) && n < m.window; i++ {
-		it := m.items[i]
-		for _, s := range m.def.order {
-			if s.LLM == nil || !m.ready(s, it) {
+	var out []*pb.Task
+	for m.low < len(m.items) && m.itemSt[m.low] != "open" {
+		if m.low < m.scan {
+			m.open -= m.openAt[m.low]
+		}
+		m.low++
+	}
+	if reoffer || m.scan < m.low {
+		m.scan, m.open = m.low, 0
+		m.dirty = m.dirty[:0]
+		clear(m.isDirty)
+		clear(m.starved)
+	} else {
+		if room != 0 {
+			for i := range m.starved {
+				m.markDirty(i)
+			}
+			clear(m.starved)
+		}
+		slices.Sort(m.dirty)
+		for _, i := range m.dirty {
+			m.isDirty[i] = false
+			if i < m.low || i >= m.scan {
 				continue
 			}
-			if room >= 0 && s.class == "cheap" && !m.cheapStarted(it) {
-				if room == 0 {
-					continue
-				}
-				room--
-			}
-			for _, model := range s.models {
-				p := m.pairOf(s.Name, it.Key, model)
-				if done(p) {
-					continue
-				}
-				gen := 0
-				if p != nil {
-					gen = p.Gen
-				}
-				if o := (offerID{pairID{s.Name, it.Key, model}, gen}); reoffer || !m.offered[o] {
-					m.offered[o] = true
-					out = append(out, m.taskFor(s, it, model, gen))
-				}
-				n++
-			}
+			m.open -= m.openAt[i]
+			m.openAt[i] = m.visit(i, false, &room, &out)
+			m.open += m.openAt[i]
 		}
+		m.dirty = m.dirty[:0]
+	}
+	for m.scan < len(m.items) && int(m.open) < m.window {
+		m.openAt[m.scan] = m.visit(m.scan, reoffer, &room, &out)
+		m.open += m.openAt[m.scan]
+		m.scan++
 	}
 	// At the cost cap nothing is offered: a task would only be refused
 	// (and deferred) by NextAction. With nothing in flight the stop is
 	// final for this run.
 	if lim := m.def.Limits.MaxCost; lim > 0 && len(out) > 0 {
-		if est, err := m.estimate(out[0]); err == nil && m.st.Spent+m.reservedCost()+est > lim {
+		prompt, est, err := m.estimate(out[0])
+		if err == nil && m.spent+m.reservedCost()+est > lim {
 			if len(m.reserved) == 0 {
-				m.stopped = fmt.Sprintf("max_cost %.4f reached (spent %.4f, next request up to %.4f)", lim, m.st.Spent, est)
+				m.stopped = fmt.Sprintf("max_cost %.4f reached (spent %.4f, next request up to %.4f)", lim, m.spent, est)
 			}
 			return nil
+		}
+		if err == nil {
+			m.priced = pricedTask{taskID: out[0].Id, prompt: prompt, est: est}
 		}
 	}
 	return out
 }
 
 const reofferEvery = 20
+
+// visit offers item i's ready pairs (those not offered yet, or all on a
+// re-offer) and returns how many of its ready pairs are not done. A
+// cheap step the prepared buffer has no room for waits (starved) until
+// there is room.
+func (m *Module) visit(i int, reoffer bool, room *int, out *[]*pb.Task) int32 {
+	it := m.items[i]
+	var open int32
+	for _, s := range m.def.order {
+		if s.LLM == nil || !m.ready(s, it) {
+			continue
+		}
+		if *room >= 0 && s.class == "cheap" && !m.cheapStarted(it) {
+			if *room == 0 {
+				m.starved[i] = true
+				continue
+			}
+			*room--
+		}
+		for _, model := range s.models {
+			p := m.pairOf(s.Name, it.Key, model)
+			if done(p) {
+				continue
+			}
+			gen := 0
+			if p != nil {
+				gen = p.Gen
+			}
+			if o := (offerID{pairID{s.Name, it.Key, model}, gen}); reoffer || !m.offered[o] {
+				m.offered[o] = true
+				*out = append(*out, m.taskFor(s, it, model, gen))
+			}
+			open++
+		}
+		if *room >= 0 && s.class == "cheap" {
+			m.notePrepared(i) // its cheap pairs are offered now
+		}
+	}
+	return open
+}
+
+// markDirty: item i's pairs changed; if Propose looked at it already, it
+// looks again.
+func (m *Module) markDirty(i int) {
+	if i < m.scan && !m.isDirty[i] {
+		m.isDirty[i] = true
+		m.dirty = append(m.dirty, i)
+	}
+}
 
 type offerID struct {
 	pairID
@@ -351,14 +507,19 @@ func offerKey(step, model string, gen int, item string) string {
 // (offered, answered) and an expensive one still to do. The watermark
 // bounds it, so cheap preparation never runs far ahead of the expensive
 // steps that use it (seeds/000's runner budget).
-func (m *Module) prepared() int {
-	n := 0
-	for _, it := range m.items {
-		if m.cheapStarted(it) && m.expensiveOpen(it) {
-			n++
-		}
+func (m *Module) prepared() int { return len(m.prep) }
+
+// notePrepared puts item i in or out of the prepared buffer after its
+// pairs or offers changed.
+func (m *Module) notePrepared(i int) {
+	if m.def.Limits.MaxPrepared <= 0 {
+		return
 	}
-	return n
+	if it := m.items[i]; m.cheapStarted(it) && m.expensiveOpen(it) {
+		m.prep[i] = true
+	} else {
+		delete(m.prep, i)
+	}
 }
 
 // cheapStarted: a pair of a cheap step of the item was offered or has state.
@@ -424,22 +585,26 @@ func (m *Module) cost(model string, promptLen, answerLen int) (float64, int64) {
 	return (float64(in)*p.Input + float64(out)*p.Output) / 1e6, in + out
 }
 
-// estimate is the worst-case cost of a task's next request.
-func (m *Module) estimate(t *pb.Task) (float64, error) {
+// estimate renders a task's next prompt and its worst-case cost.
+func (m *Module) estimate(t *pb.Task) (string, float64, error) {
 	r, err := m.ref(t)
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
-	vals, err := m.stepValues(r.item)
+	return m.priceRequest(r)
+}
+
+func (m *Module) priceRequest(r taskRef) (string, float64, error) {
+	vals, err := m.valuesFor(r.step, r.item)
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	prompt, err := m.def.RenderPrompt(r.step, r.item, vals, r.model)
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
-	return est, nil
+	return prompt, est, nil
 }
 
 type taskRef struct {
@@ -457,15 +622,17 @@ type taskRef struct {
 // last, may itself hold slashes). The task carries no context map: the
 // subject says it all, and a map would be copied with every message.
 func parseSubject(subject string) (step, model string, gen int, item string, ok bool) {
-	parts := strings.SplitN(subject, "/", 4)
-	if len(parts) != 4 {
+	step, rest, ok1 := strings.Cut(subject, "/")
+	model, rest, ok2 := strings.Cut(rest, "/")
+	g, item, ok3 := strings.Cut(rest, "/")
+	if !ok1 || !ok2 || !ok3 {
 		return "", "", 0, "", false
 	}
-	g, err := strconv.Atoi(parts[2])
+	gen, err := strconv.Atoi(g)
 	if err != nil {
 		return "", "", 0, "", false
 	}
-	return parts[0], parts[1], g, parts[3], true
+	return step, model, gen, item, true
 }
 
 func (m *Module) ref(t *pb.Task) (taskRef, error) {
@@ -499,17 +666,16 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) || (p != nil && p.Attempts >= r.step.LLM.Attempts) {
 		return modules.Action{Kind: modules.ActionDone}, nil
 	}
-	vals, err := m.stepValues(r.item)
-	if err != nil {
+	var prompt string
+	var est float64
+	if m.priced.taskID == t.Id {
+		prompt, est = m.priced.prompt, m.priced.est
+		m.priced = pricedTask{}
+	} else if prompt, est, err = m.priceRequest(r); err != nil {
 		return modules.Action{}, err
 	}
-	prompt, err := m.def.RenderPrompt(r.step, r.item, vals, r.model)
-	if err != nil {
-		return modules.Action{}, err
-	}
-	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
-	if lim := m.def.Limits.MaxCost; lim > 0 && m.st.Spent+m.reservedCost()+est > lim {
-		m.deferred[t.Id] = fmt.Sprintf("max_cost %.4f reached (spent %.4f, in flight %.4f, next request up to %.4f)", lim, m.st.Spent, m.reservedCost(), est)
+	if lim := m.def.Limits.MaxCost; lim > 0 && m.spent+m.reservedCost()+est > lim {
+		m.deferred[t.Id] = fmt.Sprintf("max_cost %.4f reached (spent %.4f, in flight %.4f, next request up to %.4f)", lim, m.spent, m.reservedCost(), est)
 		if len(m.reserved) == 0 {
 			// Nothing in flight can hand back a reservation: final.
 			m.stopped = m.deferred[t.Id]
@@ -522,17 +688,6 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 	}
 	m.reserved[t.Id] = reservation{cost: est, promptLen: len(prompt)}
 	return modules.Action{Kind: modules.ActionLLMRequest, Prompt: prompt}, nil
-}
-
-type answerEvent struct {
-	Key    string          `json:"k"`
-	Gen    int             `json:"g"`
-	Output json.RawMessage `json:"o,omitempty"`
-	Stage  string          `json:"st,omitempty"`
-	Error  string          `json:"e,omitempty"`
-	Raw    string          `json:"r,omitempty"`
-	Cost   float64         `json:"c,omitempty"`
-	Tokens int64           `json:"t,omitempty"`
 }
 
 // DecideResponse validates an answer in two phases (schema, then rules).
@@ -554,7 +709,7 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		}
 	}
 	ev := answerEvent{Key: r.key, Gen: r.gen, Cost: cost, Tokens: toks}
-	vals, err := m.stepValues(r.item)
+	vals, err := m.valuesFor(r.step, r.item)
 	if err != nil {
 		return nil, err
 	}
@@ -574,15 +729,7 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		}
 		ev.Output = b
 	}
-	return m.event(typ, t.Id, ev)
-}
-
-func (m *Module) event(typ, taskID string, v any) ([]*pb.ModuleEvent, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: encode %s: %w", typ, err)
-	}
-	return []*pb.ModuleEvent{{Type: typ, Data: data, TaskId: taskID}}, nil
+	return pairEvent(typ, t.Id, ev)
 }
 
 // DecideCompletion ends a pair's task: a pair whose attempts were all
@@ -602,13 +749,13 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 	}
 	if why, ok := m.deferred[t.Id]; ok {
 		delete(m.deferred, t.Id)
-		return m.event("pair_deferred", t.Id, answerEvent{Key: r.key, Gen: r.gen, Error: why})
+		return pairEvent("pair_deferred", t.Id, answerEvent{Key: r.key, Gen: r.gen, Error: why})
 	}
 	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
 	if p != nil {
 		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw
 	}
-	return m.event("pair_failed", t.Id, ev)
+	return pairEvent("pair_failed", t.Id, ev)
 }
 
 // DecideFailure records a pair the executor gave up on (backend errors,
@@ -628,11 +775,7 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 	if p := m.st.Pairs[r.key]; p != nil && p.Raw != "" {
 		ev.Raw = p.Raw
 	}
-	return m.event("pair_failed", t.Id, ev)
-}
-
-type keysEvent struct {
-	Keys []string `json:"keys"`
+	return pairEvent("pair_failed", t.Id, ev)
 }
 
 // DecideRetryFailed gives the failed pairs (of one step, or all) a new
@@ -651,7 +794,11 @@ func (m *Module) DecideRetryFailed(step string) ([]*pb.ModuleEvent, error) {
 		return nil, nil
 	}
 	sort.Strings(keys)
-	return m.event("retry_failed", "", keysEvent{Keys: keys})
+	data, err := encodeRetry(keys)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: encode retry_failed: %w", err)
+	}
+	return []*pb.ModuleEvent{{Type: "retry_failed", Data: data}}, nil
 }
 
 // Revalidation is what revalidate found.
@@ -694,7 +841,7 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 		if err != nil {
 			return nil, rv, err
 		}
-		e, err := m.event("revalidated", "", answerEvent{Key: k, Gen: p.Gen, Output: b})
+		e, err := pairEvent("revalidated", "", answerEvent{Key: k, Gen: p.Gen, Output: b})
 		if err != nil {
 			return nil, rv, err
 		}
@@ -723,26 +870,39 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		return p
 	}
+	// A fact about one pair changes its item's status, maybe its place in
+	// the prepared buffer, and makes Propose look at the item again; one
+	// that changes outputs may change a priced prompt.
+	changed := func(k string) {
+		_, item, _ := splitPairKey(k)
+		if i, ok := m.itemIdx[item]; ok {
+			m.noteItem(i)
+			m.notePrepared(i)
+			m.markDirty(i)
+		}
+	}
 	if e.Type == "answer_ok" || e.Type == "answer_invalid" {
-		delete(m.reserved, e.TaskId) // its cost is in Spent from here on
+		delete(m.reserved, e.TaskId) // its cost is in spent from here on
 	}
 	switch e.Type {
 	case "answer_ok", "answer_invalid", "pair_failed", "pair_deferred", "revalidated", "output_invalidated":
-		var a answerEvent
-		if err := json.Unmarshal(e.Data, &a); err != nil {
+		a, err := decodeAnswer(e.Data)
+		if err != nil {
 			return fmt.Errorf("pipeline: %s of task %s: %w", e.Type, e.TaskId, err)
 		}
 		p := get(a.Key)
 		if a.Gen != p.Gen {
 			return nil
 		}
+		p.val = nil // its output may change
+		defer changed(a.Key)
 		switch e.Type {
 		case "answer_ok", "answer_invalid":
 			if p.Status != "" {
 				return nil // a duplicate: the pair is settled
 			}
 			m.st.Requests[at.UTC().Format("2006-01-02")]++
-			m.st.Spent += a.Cost
+			m.spent += a.Cost
 			p.Cost += a.Cost
 			p.Tokens += a.Tokens
 			if e.Type == "answer_ok" {
@@ -762,26 +922,30 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			p.Gen++
 			p.Attempts = 0
 		case "output_invalidated":
+			m.priced = pricedTask{}
 			if p.Status == StatusOK {
 				p.Status, p.Output, p.Stage, p.Error, p.Raw = StatusFailed, nil, a.Stage, a.Error, a.Raw
 			}
 		case "revalidated":
+			m.priced = pricedTask{}
 			if p.Status == StatusFailed {
 				p.Status, p.Output, p.Stage, p.Error = StatusOK, a.Output, "", ""
 			}
 		}
 	case "retry_failed":
-		var ks keysEvent
-		if err := json.Unmarshal(e.Data, &ks); err != nil {
+		keys, err := decodeRetry(e.Data)
+		if err != nil {
 			return fmt.Errorf("pipeline: retry_failed: %w", err)
 		}
-		for _, k := range ks.Keys {
+		for _, k := range keys {
 			if p := m.st.Pairs[k]; p != nil && p.Status == StatusFailed {
 				p.Status, p.Attempts, p.Stage, p.Error = "", 0, "", ""
 				p.Gen++
+				changed(k)
 			}
 		}
-		m.low, m.stopped = 0, "" // the retried pairs are work again
+		m.priced = pricedTask{}
+		m.low, m.scan, m.open, m.stopped = 0, 0, 0, "" // the retried pairs are work again
 	case "run_finished":
 		m.st.Finished++
 	default:
@@ -804,9 +968,19 @@ func (m *Module) Restore(data []byte) error {
 		st.Requests = map[string]int{}
 	}
 	m.st = st
-	m.low = 0
+	m.low, m.scan, m.open = 0, 0, 0
 	m.offered = map[offerID]bool{}
+	m.priced = pricedTask{}
 	m.reindex()
+	m.spent = 0
+	for _, p := range m.st.Pairs {
+		m.spent += p.Cost
+	}
+	m.prep = map[int]bool{}
+	for i := range m.items {
+		m.notePrepared(i)
+	}
+	m.countItems()
 	return nil
 }
 
@@ -814,13 +988,27 @@ func (m *Module) Restore(data []byte) error {
 // the module's tasks when many wait).
 func (m *Module) Backlog() int { return len(m.items) - m.low }
 
-// StopReason says why the module stopped proposing work ("" = it did not).
-func (m *Module) StopReason() string {
-	if m.stopped != "" {
-		return m.stopped
+// StopReason says why the module stopped proposing work for good in
+// this run, at a cap ("" = it did not). A spent daily budget is not a
+// stop: see Waiting.
+func (m *Module) StopReason() string { return m.stopped }
+
+// Waiting reports whether work is left that only the daily request
+// budget holds back, as of the module's clock (the time it was last
+// given): why, and when the next budget starts (the next UTC midnight).
+// A run waits for it; nothing else needs to happen first.
+func (m *Module) Waiting() (why string, until time.Time, ok bool) {
+	lim := m.def.Limits.DailyRequests
+	if lim <= 0 || m.stopped != "" || m.hold || m.st.Requests[m.day()] < lim {
+		return "", time.Time{}, false
 	}
-	if m.dailySpent() {
-		return fmt.Sprintf("daily_requests %d reached for %s", m.def.Limits.DailyRequests, m.day())
+	if m.finished == len(m.items) {
+		return "", time.Time{}, false // nothing left to ask
 	}
-	return ""
+	y, mo, d := m.now.UTC().Date()
+	return fmt.Sprintf("daily_requests %d reached for %s", lim, m.day()), time.Date(y, mo, d+1, 0, 0, 0, 0, time.UTC), true
 }
+
+// SetNow gives the module the time when no task or proposal has (a
+// command that only reads the state).
+func (m *Module) SetNow(now time.Time) { m.now = now }

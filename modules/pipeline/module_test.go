@@ -139,7 +139,8 @@ func TestFanOutRecordsOneVerdictPerItemAndModel(t *testing.T) {
 	s := h.m.Summary()
 	assert.Equal(t, 4, s.ItemsDone)
 	for _, model := range []string{"m1", "m2", "m3"} {
-		assert.Equal(t, Counts{OK: 4}, s.Steps["verdict"][model], model)
+		c := s.Steps["verdict"][model]
+		assert.Equal(t, [3]int{4, 0, 0}, [3]int{c.OK, c.Failed, c.Pending}, model)
 	}
 	// Proposing again offers nothing: finished pairs are skipped.
 	assert.Empty(t, h.m.Propose(h.now))
@@ -495,8 +496,8 @@ func TestDecidedCostStaysHeldUntilApplied(t *testing.T) {
 	require.NoError(t, err)
 	held := m.reservedCost()
 	assert.Positive(t, held, "decided, not yet applied: still held")
-	assert.Zero(t, m.st.Spent)
+	assert.Zero(t, m.spent)
 	require.NoError(t, m.Apply(evs[0], time.Now()))
 	assert.Zero(t, m.reservedCost())
-	assert.InDelta(t, held, m.st.Spent, 1e-12)
+	assert.InDelta(t, held, m.spent, 1e-12)
 }

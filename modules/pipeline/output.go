@@ -53,8 +53,8 @@ type Result struct {
 func (m *Module) resultsJSONL() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	for _, it := range m.items {
-		st := m.itemStatus(it)
+	for i, it := range m.items {
+		st := m.itemSt[i]
 		if st == "open" {
 			continue
 		}
@@ -123,6 +123,12 @@ type Counts struct {
 	OK      int `json:"ok"`
 	Failed  int `json:"failed"`
 	Pending int `json:"pending"`
+	// Invalid: answers that failed validation in the pairs' current
+	// round (each asked again while attempts remain); the tokens and cost
+	// of the step's requests to the model.
+	Invalid int     `json:"invalid"`
+	Tokens  int64   `json:"tokens"`
+	CostUSD float64 `json:"cost_usd"`
 }
 
 // Summary is the state of a run.
@@ -136,14 +142,21 @@ type Summary struct {
 	MaxCostUSD  float64                      `json:"max_cost_usd,omitempty"`
 	Requests    int                          `json:"requests"`
 	Stopped     string                       `json:"stopped,omitempty"`
+	// Waiting: the day's request budget is spent and work is left; it
+	// goes on at WaitingUntil (RFC 3339, UTC).
+	Waiting      string `json:"waiting,omitempty"`
+	WaitingUntil string `json:"waiting_until,omitempty"`
 }
 
 // Summary counts items and pairs.
 func (m *Module) Summary() Summary {
 	s := Summary{Pipeline: m.def.Name, Items: len(m.items), Steps: map[string]map[string]Counts{},
-		CostUSD: roundUSD(m.st.Spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
+		CostUSD: roundUSD(m.spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
 	for _, n := range m.st.Requests {
 		s.Requests += n
+	}
+	if why, until, ok := m.Waiting(); ok {
+		s.Waiting, s.WaitingUntil = why, until.Format(time.RFC3339)
 	}
 	for _, st := range m.def.order {
 		if st.LLM == nil {
@@ -153,7 +166,8 @@ func (m *Module) Summary() Summary {
 		for _, model := range st.models {
 			var c Counts
 			for _, it := range m.items {
-				switch p := m.pairOf(st.Name, it.Key, model); {
+				p := m.pairOf(st.Name, it.Key, model)
+				switch {
 				case p != nil && p.Status == StatusOK:
 					c.OK++
 				case p != nil && p.Status == StatusFailed:
@@ -161,13 +175,19 @@ func (m *Module) Summary() Summary {
 				default:
 					c.Pending++
 				}
+				if p != nil {
+					c.Tokens += p.Tokens
+					c.CostUSD += p.Cost
+					c.Invalid += p.Attempts
+				}
 			}
+			c.CostUSD = roundUSD(c.CostUSD)
 			byModel[model] = c
 		}
 		s.Steps[st.Name] = byModel
 	}
-	for _, it := range m.items {
-		switch m.itemStatus(it) {
+	for _, st := range m.itemSt {
+		switch st {
 		case "done":
 			s.ItemsDone++
 		case "failed":
@@ -179,16 +199,7 @@ func (m *Module) Summary() Summary {
 
 // Progress is the cheap part of Summary, for a progress bar.
 func (m *Module) Progress() (finished, total int) {
-	for m.low < len(m.items) && m.itemStatus(m.items[m.low]) != "open" {
-		m.low++
-	}
-	n := m.low
-	for i := m.low; i < len(m.items); i++ {
-		if m.itemStatus(m.items[i]) != "open" {
-			n++
-		}
-	}
-	return n, len(m.items)
+	return m.finished, len(m.items)
 }
 
 // Verify checks the state: results for items no longer in the source,
@@ -247,7 +258,7 @@ func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEve
 	if pr == nil || pr.Status != StatusOK {
 		return nil, nil
 	}
-	return m.event("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
+	return pairEvent("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
 }
 
 // PanelReport is what the control panel shows of a pipeline.

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // DefaultFanoConfig is the fano config of a pipeline that names none:
@@ -25,8 +27,8 @@ func SimAnswer(prompt string, r *rand.Rand) string {
 	if i < 0 {
 		return "A simulated answer about " + simWords[r.IntN(len(simWords))] + "."
 	}
-	var schema map[string]any
-	if err := json.Unmarshal([]byte(prompt[i+len(SchemaMarker):]), &schema); err != nil {
+	schema, ok := parsedSchema(prompt[i+len(SchemaMarker):])
+	if !ok {
 		return "{}"
 	}
 	b, err := json.Marshal(sample(schema, r))
@@ -34,6 +36,31 @@ func SimAnswer(prompt string, r *rand.Rand) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// schemas holds the schemas SimAnswer parsed, by their text (a pipeline
+// has a few; every prompt of a step ends with the same one), at most
+// maxSchemas. Read-only once stored, so shared by concurrent answers
+// without a lock.
+var (
+	schemas     sync.Map // text -> map[string]any
+	schemaCount atomic.Int32
+)
+
+const maxSchemas = 64
+
+func parsedSchema(text string) (map[string]any, bool) {
+	if s, ok := schemas.Load(text); ok {
+		return s.(map[string]any), true
+	}
+	var s map[string]any
+	if err := json.Unmarshal([]byte(text), &s); err != nil {
+		return nil, false
+	}
+	if schemaCount.Add(1) <= maxSchemas {
+		schemas.Store(text, s)
+	}
+	return s, true
 }
 
 // sample draws a value that matches s.

@@ -9,14 +9,18 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"fano/modules/prompts"
 )
 
 // SchemaMarker introduces the JSON schema appended to an llm step's
 // prompt; the simulator reads the schema after it to answer in shape.
 const SchemaMarker = "Answer with one JSON object matching this JSON schema:\n"
 
+// parseTemplate parses a step's prompt with the functions every prompt of
+// fano has (modules/prompts: clip, inc) and json.
 func parseTemplate(name, text string) (*template.Template, error) {
-	return template.New(name).Option("missingkey=error").Funcs(template.FuncMap{
+	return template.New(name).Option("missingkey=error").Funcs(prompts.Funcs).Funcs(template.FuncMap{
 		"json": func(v any) (string, error) {
 			b, err := json.Marshal(v)
 			return string(b), err
@@ -269,11 +273,20 @@ func compact(v any) string {
 
 var reFence = regexp.MustCompile("(?s)```(?:json|JSON)?\\s*\n(.*?)\n?```")
 
+// fenced matches a fenced block; most answers have none, and a search for
+// the fence costs less than the expression.
+func fenced(text string) []string {
+	if !strings.Contains(text, "```") {
+		return nil
+	}
+	return reFence.FindStringSubmatch(text)
+}
+
 // extractJSON finds the JSON value in an answer: a fenced block, else the
 // text from the first { to the last }.
 func extractJSON(answer string) (any, error) {
 	text := strings.TrimSpace(answer)
-	if m := reFence.FindStringSubmatch(text); m != nil {
+	if m := fenced(text); m != nil {
 		text = m[1]
 	} else if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
 		text = text[i : j+1]
@@ -323,13 +336,6 @@ func (d *Definition) RenderPrompt(s *Step, it *Item, steps map[string]any, model
 	if err := s.tmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("step %s, item %s: prompt: %w", s.Name, it.Key, err)
 	}
-	if s.LLM.Schema != nil {
-		b, err := json.Marshal(s.LLM.Schema)
-		if err != nil {
-			return "", fmt.Errorf("step %s: schema: %w", s.Name, err)
-		}
-		buf.WriteString("\n\n" + SchemaMarker)
-		buf.Write(b)
-	}
+	buf.WriteString(s.promptTail)
 	return buf.String(), nil
 }

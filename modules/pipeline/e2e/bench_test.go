@@ -59,38 +59,20 @@ steps:
 func BenchmarkPipelineRun(b *testing.B) {
 	const items = 20000
 	var pipelineRate, baseRate float64
+	// FANO_BENCH_BEFORE names another fano binary (say, built from the
+	// commit before a change): it runs the same workload first, so a
+	// change is measured against its before in the same run.
+	if before := os.Getenv("FANO_BENCH_BEFORE"); before != "" {
+		b.Run("before-fano-pipeline-run", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				runPipelineBench(b, before, items)
+			}
+		})
+	}
 	b.Run("fano-pipeline-run", func(b *testing.B) {
-		fano.Require(b)
+		bin := fano.Require(b)
 		for i := 0; i < b.N; i++ {
-			t := &testing.T{}
-			e := newEnv(t, benchPipeline, benchConfig, items)
-			start := time.Now()
-			cmd := e.cmd(context.Background(), "pipeline", "run", e.def, "--no-progress", "--json")
-			out, err := cmd.CombinedOutput()
-			elapsed := time.Since(start)
-			if err != nil {
-				b.Fatalf("fano pipeline run: %v\n%s", err, out)
-			}
-			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-			pipelineRate = items / elapsed.Seconds()
-			b.ReportMetric(pipelineRate, "items/s")
-			b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MB")
-			if st, err := os.Stat(filepath.Join(e.data, "fano.db")); err == nil {
-				b.ReportMetric(float64(st.Size())/items, "db-bytes/item")
-			}
-			if log, err := wal.Open(filepath.Join(e.data, "fano.db"), wal.Options{LockTimeout: time.Second}); err == nil {
-				var payload int64
-				var entries int
-				_ = log.Replay(1, func(ent wal.Entry) error {
-					payload += int64(len(ent.Payload))
-					entries++
-					return nil
-				})
-				b.ReportMetric(float64(payload)/items, "wal-bytes/item")
-				b.ReportMetric(float64(entries)/items, "wal-entries/item")
-				_ = log.Close()
-			}
-			_ = os.RemoveAll(e.dir)
+			pipelineRate = runPipelineBench(b, bin, items)
 		}
 	})
 	b.Run("baseline-fano-end-to-end", func(b *testing.B) {
@@ -102,6 +84,41 @@ func BenchmarkPipelineRun(b *testing.B) {
 	if baseRate > 0 && pipelineRate > 0 {
 		b.Logf("pipeline items/s ÷ end-to-end tasks/s = %.2f", pipelineRate/baseRate)
 	}
+}
+
+// runPipelineBench runs the peers' workload through one `fano pipeline
+// run` of binary bin and reports items/s, peak RSS and the WAL's size.
+func runPipelineBench(b *testing.B, bin string, items int) float64 {
+	e := newEnv(&testing.T{}, benchPipeline, benchConfig, items)
+	defer os.RemoveAll(e.dir)
+	start := time.Now()
+	cmd := e.cmdOf(context.Background(), bin, "pipeline", "run", e.def, "--no-progress", "--json")
+	out, err := cmd.CombinedOutput()
+	elapsed := time.Since(start)
+	if err != nil {
+		b.Fatalf("fano pipeline run: %v\n%s", err, out)
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	rate := float64(items) / elapsed.Seconds()
+	b.ReportMetric(rate, "items/s")
+	b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MB")
+	b.ReportMetric(float64(ru.Utime.Nano()+ru.Stime.Nano())/1e3/float64(items), "cpu-us/item")
+	if st, err := os.Stat(filepath.Join(e.data, "fano.db")); err == nil {
+		b.ReportMetric(float64(st.Size())/float64(items), "db-bytes/item")
+	}
+	if log, err := wal.Open(filepath.Join(e.data, "fano.db"), wal.Options{LockTimeout: time.Second}); err == nil {
+		var payload int64
+		var entries int
+		_ = log.Replay(1, func(ent wal.Entry) error {
+			payload += int64(len(ent.Payload))
+			entries++
+			return nil
+		})
+		b.ReportMetric(float64(payload)/float64(items), "wal-bytes/item")
+		b.ReportMetric(float64(entries)/float64(items), "wal-entries/item")
+		_ = log.Close()
+	}
+	return rate
 }
 
 // endToEnd is actors' BenchmarkEndToEnd through the public API: 64
@@ -185,22 +202,35 @@ steps:
 func BenchmarkPipelineThreeSteps(b *testing.B) {
 	const items = 10000
 	var rate, base float64
-	b.Run("fano-pipeline-run", func(b *testing.B) {
-		fano.Require(b)
-		for i := 0; i < b.N; i++ {
-			e := newEnv(&testing.T{}, threeSteps, benchConfig, items)
-			start := time.Now()
-			cmd := e.cmd(context.Background(), "pipeline", "run", e.def, "--no-progress", "--json")
-			out, err := cmd.CombinedOutput()
-			elapsed := time.Since(start)
-			if err != nil {
-				b.Fatalf("fano pipeline run: %v\n%s", err, out)
+	run := func(b *testing.B, bin string) float64 {
+		e := newEnv(&testing.T{}, threeSteps, benchConfig, items)
+		defer os.RemoveAll(e.dir)
+		start := time.Now()
+		cmd := e.cmdOf(context.Background(), bin, "pipeline", "run", e.def, "--no-progress", "--json")
+		out, err := cmd.CombinedOutput()
+		elapsed := time.Since(start)
+		if err != nil {
+			b.Fatalf("fano pipeline run: %v\n%s", err, out)
+		}
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		r := items / elapsed.Seconds()
+		b.ReportMetric(r, "items/s")
+		b.ReportMetric(3*r, "calls/s")
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-rss-MB")
+		b.ReportMetric(float64(ru.Utime.Nano()+ru.Stime.Nano())/1e3/(3*items), "cpu-us/call")
+		return r
+	}
+	if before := os.Getenv("FANO_BENCH_BEFORE"); before != "" {
+		b.Run("before-fano-pipeline-run", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				run(b, before)
 			}
-			rate = items / elapsed.Seconds()
-			b.ReportMetric(rate, "items/s")
-			b.ReportMetric(3*rate, "calls/s")
-			b.ReportMetric(float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)/1024, "peak-rss-MB")
-			_ = os.RemoveAll(e.dir)
+		})
+	}
+	b.Run("fano-pipeline-run", func(b *testing.B) {
+		bin := fano.Require(b)
+		for i := 0; i < b.N; i++ {
+			rate = run(b, bin)
 		}
 	})
 	b.Run("baseline-fano-end-to-end", func(b *testing.B) {

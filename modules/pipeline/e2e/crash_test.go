@@ -73,7 +73,12 @@ func newEnv(t *testing.T, pipelineYAML, fanoYAML string, items int) env {
 }
 
 func (e env) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, fano.Path, append([]string{"--config", e.cfg, "--data-dir", e.data}, args...)...)
+	return e.cmdOf(ctx, fano.Path, args...)
+}
+
+// cmdOf is cmd with another fano binary.
+func (e env) cmdOf(ctx context.Context, bin string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, bin, append([]string{"--config", e.cfg, "--data-dir", e.data}, args...)...)
 }
 
 // walPipeline reads the pipeline module's events and the request intents
