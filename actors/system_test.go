@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
@@ -101,10 +102,15 @@ func TestSupervisorRestartsPanickingChild(t *testing.T) {
 
 	var before *pb.SchedulerSnapshot
 	sys.withScheduler(func(st *scheduler.State) { before = st.Snapshot() })
-	// A query whose function panics makes the scheduler actor itself panic.
-	sys.root.Send(sys.schedulerPID, &query{fn: func(any) { panic("test: scheduler crash") }, done: make(chan struct{})})
-	sys.root.Send(sys.allocatorPID, &query{fn: func(any) { panic("test: allocator crash") }, done: make(chan struct{})})
-	sys.root.Send(sys.modulePIDs[probe.Name], &query{fn: func(any) { panic("test: module crash") }, done: make(chan struct{})})
+	// A delivered batch whose continuation panics makes the actor itself
+	// panic, as a bug in its own code would.
+	crash := func(owner string, pid *actor.PID) {
+		group := sys.outbox(owner).put([]*batch{{then: func([]uint64, error) { panic("test: " + owner + " crash") }}})
+		sys.root.Send(pid, &pb.Persisted{Group: group})
+	}
+	crash(ownerScheduler, sys.schedulerPID)
+	crash(ownerAllocator, sys.allocatorPID)
+	crash(moduleOwner(probe.Name), sys.modulePIDs[probe.Name])
 
 	// The restarted scheduler knows every task it knew before.
 	var after *pb.SchedulerSnapshot
