@@ -23,8 +23,8 @@ import (
 
 	"fano/actors"
 	"fano/actors/allocator"
-	"fano/actors/health"
-	"fano/actors/metrics"
+	"fano/health"
+	"fano/metrics"
 	"fano/pb"
 	"fano/wal"
 )
