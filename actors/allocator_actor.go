@@ -2,7 +2,6 @@ package actors
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,10 +12,13 @@ import (
 
 // allocatorActor owns all quota and rate-limit state (the single source of
 // truth, C6/C8) through an allocator.Book, and the request slots of every
-// backend.
+// backend: nobody else counts them.
 type allocatorActor struct {
 	sys  *System
 	book *allocator.Book
+	// heir carries the slots in use from an instance that fails to the
+	// one that replaces it (see start): slots are not in the WAL.
+	heir *slotHeir
 	j    *journal
 	last uint64
 	// announced is the condition last alerted per backend, so two tasks
@@ -34,7 +36,17 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.start(ctx)
 		a.publish(ctx)
-	case *actor.Restarting, *actor.Stopping:
+	case *actor.Restarting:
+		if a.j != nil {
+			a.j.close()
+		}
+		if a.book != nil {
+			a.heir.inUse = map[string]int{}
+			for _, st := range a.book.Status(a.sys.clock.Now()) {
+				a.heir.inUse[st.Name] = st.InUse
+			}
+		}
+	case *actor.Stopping:
 		if a.j != nil {
 			a.j.close()
 		}
@@ -52,18 +64,13 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		if ok && !a.book.Acquire(llm) {
 			ok = false
 		}
-		if ok {
-			a.sys.slots.add(llm, 1)
-		}
 		if !ok {
 			llm = ""
 		}
 		ctx.Send(a.sys.schedulerPID, &pb.Allocated{TaskId: m.Task.GetId(), Llm: llm})
 		a.publish(ctx)
 	case *pb.ReleaseSlot:
-		if a.sys.slots.add(m.Backend, -1) {
-			a.book.Release(m.Backend)
-		}
+		a.book.Release(m.Backend) // one nobody holds is ignored
 		a.publish(ctx)
 	case *pb.UseQuota:
 		ev, err := a.book.DecideUse(m.Backend, m.Deep, m.TaskId, a.sys.clock.Now())
@@ -144,13 +151,14 @@ func (a *allocatorActor) start(ctx actor.Context) {
 		}
 		a.book, a.last = st.book, st.last
 		// Slots are not in the WAL: take back exactly those the previous
-		// instance held (see slotCounts), so a release sent to it and
-		// handled here is neither lost nor counted twice.
-		for llm, n := range a.sys.slots.snapshot() {
+		// instance held, so a release sent to it and handled here is
+		// neither lost nor counted twice.
+		for llm, n := range a.heir.inUse {
 			for i := 0; i < n; i++ {
 				a.book.Acquire(llm)
 			}
 		}
+		a.heir.inUse = nil
 		a.sys.logger.Warn().Str("event", "actors.allocator.restarted").Uint64("seq", a.last).Msg("allocator restarted from the WAL")
 	}
 	a.j = newJournal(a.sys, ownerAllocator, ctx.Self())
@@ -174,35 +182,7 @@ func (a *allocatorActor) publish(ctx actor.Context) {
 	ctx.Send(a.sys.schedulerPID, fs)
 }
 
-// slotCounts mirrors the allocator's request slots outside the actor
-// instance, so a restarted allocator takes back exactly the slots its
-// predecessor held. Only the allocator actor changes it.
-type slotCounts struct {
-	mu    sync.Mutex
-	inUse map[string]int
-}
-
-// add changes backend's count by delta; a release of a slot nobody holds
-// reports false and changes nothing.
-func (c *slotCounts) add(backend string, delta int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inUse == nil {
-		c.inUse = map[string]int{}
-	}
-	if c.inUse[backend]+delta < 0 {
-		return false
-	}
-	c.inUse[backend] += delta
-	return true
-}
-
-func (c *slotCounts) snapshot() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.inUse))
-	for k, v := range c.inUse {
-		out[k] = v
-	}
-	return out
-}
+// slotHeir is handed from one allocator instance to the next by the
+// orchestrator's producer: the failing instance writes it while
+// restarting, its successor reads it as it starts.
+type slotHeir struct{ inUse map[string]int }

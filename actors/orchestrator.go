@@ -62,7 +62,8 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 		spawn(s.modulePIDs[m.Name()], "module-"+m.Name(), func() actor.Actor { return &moduleHost{sys: s, mod: m} })
 	}
 	// Last: its first publish starts the scheduler's dispatching.
-	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s} })
+	heir := &slotHeir{}
+	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s, heir: heir} })
 }
 
 func (o *orchestrator) spawnExecutor(ctx actor.Context, t *pb.Task) {

@@ -72,7 +72,6 @@ type System struct {
 	initModules map[string]uint64
 
 	backlogs sync.Map // module -> int (modules.Backlogger)
-	slots    slotCounts
 	// scheduler is the live scheduler instance (see schedulerActor.current);
 	// allocator the live allocator's.
 	scheduler atomic.Pointer[schedulerActor]
