@@ -17,13 +17,14 @@ import (
 type gatewayHost struct {
 	sys     *System
 	backend gateway.Backend
-	calls   map[uint64]context.CancelCauseFunc // running calls by request id
+	// calls are the running calls by request id. The map outlives an
+	// instance that fails (the orchestrator's producer hands it on), so a
+	// call started before a restart can still be cancelled.
+	calls map[uint64]context.CancelCauseFunc
 }
 
 func (g *gatewayHost) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		g.calls = map[uint64]context.CancelCauseFunc{}
 	case *actor.Stopping:
 		for _, cancel := range g.calls {
 			cancel(errShutdown)

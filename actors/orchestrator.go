@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -56,7 +57,8 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	}
 	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s} })
 	for _, b := range s.opts.Backends {
-		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b} })
+		calls := map[uint64]context.CancelCauseFunc{}
+		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b, calls: calls} })
 	}
 	for _, m := range s.opts.Modules {
 		spawn(s.modulePIDs[m.Name()], "module-"+m.Name(), func() actor.Actor { return &moduleHost{sys: s, mod: m} })
