@@ -93,7 +93,7 @@ func TestLLMErrorsKeepTheirKind(t *testing.T) {
 func TestLLMRequestAndResponseRoundTrip(t *testing.T) {
 	req := gateway.Request{TaskID: "p/t/1", Module: "p", TaskType: "t", Prompt: "q",
 		History: []gateway.Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}},
-		Images: []string{"x.png"}, DeepMode: true, ConversationURL: "https://chat/1", KnownAnswers: 2, Interrupted: true}
+		Images:  []string{"x.png"}, DeepMode: true, ConversationURL: "https://chat/1", KnownAnswers: 2, Interrupted: true}
 	w := roundTrip(t, llmRequestToWire(9, "a", req))
 	assert.EqualValues(t, 9, w.RequestId)
 	assert.Equal(t, req, llmRequestFromWire(w))
