@@ -71,23 +71,28 @@ func (e *executor) finish(res *pb.TaskResult) {
 
 func (e *executor) now() int64 { return nanos(e.sys.clock.Now()) }
 
-// persist writes task events through the scheduler and takes the task
-// back as the scheduler holds it once they are applied: the scheduler is
-// the one owner of task state. It waits even when ctx is cancelled: a
-// decided event is written.
+// persist writes task events through the scheduler. After an answer or a
+// failed request, whose task the loop reads on, it takes the task back as
+// the scheduler holds it once they are applied: the scheduler is the one
+// owner of task state. It waits even when ctx is cancelled: a decided
+// event is written.
 func (e *executor) persist(events ...*pb.Event) ([]uint64, error) {
 	at := e.now()
+	read := false
 	for _, ev := range events {
 		ev.At = at
+		read = read || ev.GetLlmResponseReceived() != nil || ev.GetLlmRequestFailed() != nil
 	}
-	seqs, t, err := e.sys.persistTask(e.task.Id, events)
+	seqs, t, err := e.sys.persistTask(e.task.Id, events, read)
 	if err != nil {
 		return nil, err
 	}
-	if t == nil {
-		return seqs, fmt.Errorf("task %s: gone from the scheduler after its events were applied", e.task.Id)
+	if read {
+		if t == nil {
+			return seqs, fmt.Errorf("task %s: gone from the scheduler after its events were applied", e.task.Id)
+		}
+		e.task = t
 	}
-	e.task = t
 	return seqs, nil
 }
 

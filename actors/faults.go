@@ -289,7 +289,7 @@ func (s *System) Retry(ids []string, module string) ([]string, error) {
 	var done []string
 	for _, id := range chosen {
 		ev := &pb.Event{At: nanos(s.clock.Now()), Body: &pb.Event_TaskRequeued{TaskRequeued: &pb.TaskRequeued{TaskId: id, Reason: "retry"}}}
-		if _, _, err := s.persistTask(id, []*pb.Event{ev}); err != nil {
+		if _, _, err := s.persistTask(id, []*pb.Event{ev}, false); err != nil {
 			return done, fmt.Errorf("retry %s: %w", id, err)
 		}
 		done = append(done, id)

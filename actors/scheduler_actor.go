@@ -204,7 +204,7 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 	sender := ctx.Sender()
 	a.j.persist(m.Events, func(seqs []uint64, err error) {
 		r := &pb.TaskEventsReply{Seqs: seqs, Error: errorToWire(err)}
-		if err == nil {
+		if err == nil && m.WantTask {
 			r.Task, _ = a.current().state.Task(m.TaskId)
 		}
 		a.sys.respondLater(sender, r)

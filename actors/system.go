@@ -446,8 +446,10 @@ func (s *System) Checkpoint() error {
 	return nil
 }
 
-func (s *System) persistTask(taskID string, events []*pb.Event) ([]uint64, *pb.Task, error) {
-	r, err := request[*pb.TaskEventsReply](s, context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: taskID, Events: events})
+// persistTask has the scheduler write and apply task events; with
+// wantTask it answers with the task as it is after them.
+func (s *System) persistTask(taskID string, events []*pb.Event, wantTask bool) ([]uint64, *pb.Task, error) {
+	r, err := request[*pb.TaskEventsReply](s, context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: taskID, Events: events, WantTask: wantTask})
 	if err != nil {
 		return nil, nil, err
 	}

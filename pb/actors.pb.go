@@ -316,6 +316,7 @@ type TaskEvents struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Events        []*Event               `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	WantTask      bool                   `protobuf:"varint,3,opt,name=want_task,json=wantTask,proto3" json:"want_task,omitempty"` // answer with the task as it is after them
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -364,8 +365,15 @@ func (x *TaskEvents) GetEvents() []*Event {
 	return nil
 }
 
-// TaskEventsReply: the events' sequence numbers and the task as the
-// scheduler holds it after applying them.
+func (x *TaskEvents) GetWantTask() bool {
+	if x != nil {
+		return x.WantTask
+	}
+	return false
+}
+
+// TaskEventsReply: the events' sequence numbers and, if asked for, the
+// task as the scheduler holds it after applying them.
 type TaskEventsReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seqs          []uint64               `protobuf:"varint,1,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
@@ -2114,11 +2122,12 @@ const file_actors_proto_rawDesc = "" +
 	"\x03raw\x18\n" +
 	" \x01(\tR\x03raw\"1\n" +
 	"\x04Done\x12)\n" +
-	"\x05error\x18\x01 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"M\n" +
+	"\x05error\x18\x01 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"j\n" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12&\n" +
-	"\x06events\x18\x02 \x03(\v2\x0e.fano.v1.EventR\x06events\"s\n" +
+	"\x06events\x18\x02 \x03(\v2\x0e.fano.v1.EventR\x06events\x12\x1b\n" +
+	"\twant_task\x18\x03 \x01(\bR\bwantTask\"s\n" +
 	"\x0fTaskEventsReply\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12)\n" +
 	"\x05error\x18\x02 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\x12!\n" +
