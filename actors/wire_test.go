@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -15,6 +17,8 @@ import (
 	"fano/actors/scheduler"
 	"fano/gateway"
 	"fano/modules"
+	"fano/modules/probe"
+	"fano/pb"
 )
 
 // roundTrip sends m through protobuf's encoding, as a remote actor would
@@ -112,4 +116,33 @@ func TestCancelCauses(t *testing.T) {
 	assert.ErrorIs(t, causeFromWire(causeToWire(errTimeout)), context.DeadlineExceeded)
 	assert.Equal(t, "preempted", causeFromWire(causeToWire(errPreempted)).Error())
 	assert.Equal(t, "cancelled: by me", causeFromWire(causeToWire(&cancelledByUser{reason: "by me"})).Error())
+}
+
+// A request open when fano stops, and one made after, fail at once
+// instead of waiting for an actor that is gone.
+func TestRequestsAtStopFail(t *testing.T) {
+	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), probe: probe.Config{NoPropose: true}, noSync: true})
+	sys := b.start()
+	// An actor that never answers stands for one that stopped with the
+	// request still in its mailbox.
+	silent := sys.root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	open := sys.ask(context.Background(), silent, &pb.Barrier{})
+	require.NoError(t, sys.Stop())
+
+	done := make(chan error, 4)
+	go func() {
+		_, err := await[*pb.BarrierReply](sys, open, silent, &pb.Barrier{})
+		done <- err
+		done <- sys.Cancel("probe/x/1", "test")
+		done <- sys.WithModule(probe.Name, func(modules.Module) {})
+		done <- sys.PauseBackend("chatgpt", "test", true)
+	}()
+	for range 4 {
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, errStopping)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a request is still waiting after the stop")
+		}
+	}
 }
