@@ -30,8 +30,10 @@ func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
 // that shutdown, cancellation and the per-call timeout really cancel. The
 // actor only starts it and turns messages into cancellation.
 type executor struct {
-	sys    *System
-	task   *pb.Task // as the scheduler held it after our last write (see persist)
+	sys *System
+	// task is the task as the scheduler holds it: given at the start,
+	// taken back after each answer or failed request (see persist).
+	task   *pb.Task
 	cancel context.CancelCauseFunc
 }
 

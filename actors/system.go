@@ -762,10 +762,3 @@ wait:
 	s.logger.Info().Str("event", "actors.orchestrator.stopped").Dur("took", time.Since(start)).Msg("stopped")
 	return errors.Join(errs...)
 }
-
-// allocatorCanUse asks the allocator whether backend takes a request now.
-func (s *System) allocatorCanUse(backend string) bool {
-	var ok bool
-	s.withAllocator(func(b *allocator.Book) { ok = b.CanUse(backend, false, s.clock.Now()) })
-	return ok
-}
