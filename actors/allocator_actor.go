@@ -30,8 +30,9 @@ type allocatorActor struct {
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
-	a.sys.allocGuard.Lock()
-	defer a.sys.allocGuard.Unlock()
+	g := &a.sys.desk(ownerAllocator).guard
+	g.Lock()
+	defer g.Unlock()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)

@@ -78,15 +78,27 @@ func (o *outbox) take(group uint64) []*batch {
 	return b
 }
 
-// outbox is owner's outbox.
-func (s *System) outbox(owner string) *outbox {
-	b, _ := s.outboxes.LoadOrStore(owner, &outbox{})
-	return b.(*outbox)
+// desk is what an owner of state keeps beyond one actor instance: the
+// guard its actor holds while it handles a message (so a reader outside
+// the actors, see withScheduler and WithModule, looks at the state
+// between two messages), and its journal's outbox.
+type desk struct {
+	guard sync.Mutex
+	box   outbox
+}
+
+// desk is owner's desk.
+func (s *System) desk(owner string) *desk {
+	if d, ok := s.desks.Load(owner); ok {
+		return d.(*desk)
+	}
+	d, _ := s.desks.LoadOrStore(owner, &desk{})
+	return d.(*desk)
 }
 
 func newJournal(s *System, owner string, self *actor.PID) *journal {
 	j := &journal{
-		log: s.log, owner: owner, root: s.root, self: self, box: s.outbox(owner),
+		log: s.log, owner: owner, root: s.root, self: self, box: &s.desk(owner).box,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		inflight: make(chan pending, 1024),
 	}
@@ -252,7 +264,7 @@ func eventType(e *pb.Event) string {
 // that were written.
 func (s *System) applyPersisted(owner string, last *uint64, m *pb.Persisted, apply func(*pb.Event) error) []*pb.Event {
 	var written []*pb.Event
-	for _, b := range s.outbox(owner).take(m.Group) {
+	for _, b := range s.desk(owner).box.take(m.Group) {
 		if b.err == nil {
 			written = append(written, b.events...)
 			for i, e := range b.events {

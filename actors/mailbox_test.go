@@ -19,12 +19,12 @@ func TestMailboxesCountWaitingMessages(t *testing.T) {
 
 	// The scheduler takes its guard for each message: holding it keeps
 	// the first tick in hand and the rest in the mailbox.
-	sys.schedGuard.Lock()
+	sys.desk(ownerScheduler).guard.Lock()
 	for range 10 {
 		sys.root.Send(sys.schedulerPID, &pb.Tick{Now: nanos(b.clock.Now())})
 	}
 	boxes := sys.Mailboxes()
-	sys.schedGuard.Unlock()
+	sys.desk(ownerScheduler).guard.Unlock()
 
 	require.NotEmpty(t, boxes)
 	require.Equal(t, sys.schedulerPID.Id, boxes[0].Actor, "deepest first: %v", boxes)

@@ -19,6 +19,7 @@ type moduleHost struct {
 	owner  string
 	j      *journal
 	last   uint64
+	desk   *desk
 	offers map[string]bool // task ids proposed and not refused (transient)
 	// lastPropose throttles proposals after events to one per tick
 	// interval: a module with thousands of open tasks rebuilds them all.
@@ -26,9 +27,11 @@ type moduleHost struct {
 }
 
 func (h *moduleHost) Receive(ctx actor.Context) {
-	g := h.sys.moduleGuards[h.mod.Name()]
-	g.Lock()
-	defer g.Unlock()
+	if h.desk == nil {
+		h.desk = h.sys.desk(moduleOwner(h.mod.Name()))
+	}
+	h.desk.guard.Lock()
+	defer h.desk.guard.Unlock()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.start(ctx)

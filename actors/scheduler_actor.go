@@ -39,8 +39,9 @@ type schedulerActor struct {
 }
 
 func (a *schedulerActor) Receive(ctx actor.Context) {
-	a.sys.schedGuard.Lock()
-	defer a.sys.schedGuard.Unlock()
+	g := &a.sys.desk(ownerScheduler).guard
+	g.Lock()
+	defer g.Unlock()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)

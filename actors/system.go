@@ -56,13 +56,9 @@ type System struct {
 	// (see request, failPending); calls numbers LLM calls for LLMCancel.
 	pending sync.Map
 	calls   atomic.Uint64
-	// Each owner of state holds its guard while it handles a message, so
-	// a reader outside the actors (the CLI, the panel) can look at the
-	// state between two messages: see withScheduler, WithModule.
-	schedGuard, allocGuard sync.Mutex
-	moduleGuards           map[string]*sync.Mutex
-	// outboxes: owner -> *outbox (see journal).
-	outboxes sync.Map
+	// desks: WAL owner (scheduler, allocator, module/<name>) -> *desk,
+	// what it keeps beyond one actor instance (see desk).
+	desks sync.Map
 	// mailboxes: actor id -> *mailboxCount (see Mailboxes).
 	mailboxes sync.Map
 
@@ -109,7 +105,7 @@ func newSystem(opts Options) (*System, error) {
 	s := &System{
 		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
-		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}), moduleGuards: map[string]*sync.Mutex{},
+		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}),
 		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}), finished: make(chan struct{}),
 	}
 	s.blank = map[string][]byte{}
@@ -127,7 +123,6 @@ func newSystem(opts Options) (*System, error) {
 			types[t] = true
 		}
 		s.taskTypes[m.Name()] = types
-		s.moduleGuards[m.Name()] = &sync.Mutex{}
 	}
 	seen := map[string]bool{}
 	for _, b := range opts.Backends {
@@ -525,8 +520,9 @@ func (s *System) withScheduler(fn func(*scheduler.State)) {
 	if s.barrier(s.schedulerPID) != nil {
 		return
 	}
-	s.schedGuard.Lock()
-	defer s.schedGuard.Unlock()
+	g := &s.desk(ownerScheduler).guard
+	g.Lock()
+	defer g.Unlock()
 	if a := s.scheduler.Load(); a != nil && a.state != nil {
 		fn(a.state)
 	}
@@ -538,8 +534,9 @@ func (s *System) withAllocator(fn func(*allocator.Book)) {
 	if s.barrier(s.allocatorPID) != nil {
 		return
 	}
-	s.allocGuard.Lock()
-	defer s.allocGuard.Unlock()
+	g := &s.desk(ownerAllocator).guard
+	g.Lock()
+	defer g.Unlock()
 	if a := s.allocator.Load(); a != nil && a.book != nil {
 		fn(a.book)
 	}
@@ -555,7 +552,7 @@ func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	if err := s.barrier(pid); err != nil {
 		return err
 	}
-	g := s.moduleGuards[name]
+	g := &s.desk(moduleOwner(name)).guard
 	g.Lock()
 	defer g.Unlock()
 	fn(s.moduleOf(name))
