@@ -2,7 +2,6 @@ package actors
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -13,143 +12,134 @@ import (
 
 // allocatorActor owns all quota and rate-limit state (the single source of
 // truth, C6/C8) through an allocator.Book, and the request slots of every
-// backend.
+// backend: nobody else counts them.
 type allocatorActor struct {
 	sys  *System
 	book *allocator.Book
+	// heir carries the slots in use from an instance that fails to the
+	// one that replaces it (see start): slots are not in the WAL.
+	heir *slotHeir
 	j    *journal
 	last uint64
 	// announced is the condition last alerted per backend, so two tasks
 	// meeting the same fault at once raise one alert.
 	announced map[string]string
 	// rechecked is when each backend was last re-checked and found ready
-	// (see backendCondition.sent).
+	// (see pb.BackendCondition.sent).
 	rechecked map[string]time.Time
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
+	g := &a.sys.desk(ownerAllocator).guard
+	g.Lock()
+	defer g.Unlock()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)
 		a.publish(ctx)
-	case *actor.Restarting, *actor.Stopping:
+	case *actor.Restarting:
 		if a.j != nil {
 			a.j.close()
 		}
-	case *persisted:
+		if a.book != nil {
+			a.heir.inUse = map[string]int{}
+			for _, st := range a.book.Status(a.sys.clock.Now()) {
+				a.heir.inUse[st.Name] = st.InUse
+			}
+		}
+	case *actor.Stopping:
+		if a.j != nil {
+			a.j.close()
+		}
+	case *pb.Persisted:
 		a.sys.applyPersisted(ownerAllocator, &a.last, m, a.book.Apply)
 		a.publish(ctx)
-	case *tick:
-		if evs := a.book.DecideTick(timeOf(m.now)); len(evs) > 0 {
+	case *pb.Tick:
+		if evs := a.book.DecideTick(timeOf(m.Now)); len(evs) > 0 {
 			a.j.persist(evs, nil)
 		}
 		a.publish(ctx)
-	case *allocate:
+	case *pb.Allocate:
 		now := a.sys.clock.Now()
-		llm, ok := a.book.Choose(m.task, a.book.Free(now), now)
+		llm, ok := a.book.Choose(m.Task, a.book.Free(now), now)
 		if ok && !a.book.Acquire(llm) {
 			ok = false
-		}
-		if ok {
-			a.sys.slots.add(llm, 1)
 		}
 		if !ok {
 			llm = ""
 		}
-		ctx.Send(a.sys.schedulerPID, &allocated{taskID: m.task.GetId(), llm: llm})
+		ctx.Send(a.sys.schedulerPID, &pb.Allocated{TaskId: m.Task.GetId(), Llm: llm})
 		a.publish(ctx)
-	case *release:
-		if a.sys.slots.add(m.backend, -1) {
-			a.book.Release(m.backend)
-		}
+	case *pb.ReleaseSlot:
+		a.book.Release(m.Backend) // one nobody holds is ignored
 		a.publish(ctx)
-	case *useQuota:
-		ev, err := a.book.DecideUse(m.backend, m.deep, m.taskID, a.sys.clock.Now())
-		if err != nil {
-			m.reply <- err
-			return
-		}
-		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { m.reply <- err })
-	case *rateLimited:
-		rl := allocator.RateLimit{RetryAfter: m.err.RetryAfter, Until: m.err.Until, Cap: m.err.Cap, Reason: m.err.Reason}
-		ev := a.book.DecideRateLimit(m.backend, rl, m.taskID, a.sys.clock.Now())
-		until := timeOf(ev.GetRateLimitRecorded().GetUntil())
-		a.sys.logRateLimit(m.backend, ev.GetRateLimitRecorded())
-		a.j.persist([]*pb.Event{ev}, func(_ []uint64, _ error) {
-			if m.reply != nil {
-				m.reply <- until
-			}
-		})
-	case *backendCondition:
+	case *pb.UseQuota:
+		ev, err := a.book.DecideUse(m.Backend, m.Deep, m.TaskId, a.sys.clock.Now())
+		a.persistAndRespond(ctx, ev, err)
+	case *pb.RateLimited:
+		rl := allocator.RateLimit{RetryAfter: time.Duration(m.RetryAfterNs), Until: timeOf(m.Until), Cap: m.Cap, Reason: m.Reason}
+		ev := a.book.DecideRateLimit(m.Backend, rl, m.TaskId, a.sys.clock.Now())
+		a.sys.logRateLimit(m.Backend, ev.GetRateLimitRecorded())
+		a.persistAndRespond(ctx, ev, nil)
+	case *pb.BackendCondition:
 		now := a.sys.clock.Now()
 		if a.rechecked == nil {
 			a.rechecked = map[string]time.Time{}
 		}
-		if !m.sent.IsZero() && m.sent.Before(a.rechecked[m.backend]) {
-			if m.reply != nil {
-				m.reply <- nil
-			}
+		if m.Sent != 0 && timeOf(m.Sent).Before(a.rechecked[m.Backend]) {
+			respond(ctx, &pb.Done{})
 			return
 		}
-		if m.state == allocator.StateReady {
-			a.rechecked[m.backend] = now
+		if m.State == allocator.StateReady {
+			a.rechecked[m.Backend] = now
 		}
-		ev, err := a.book.DecideCondition(m.backend, m.state, m.reason, m.until, now)
+		ev, err := a.book.DecideCondition(m.Backend, m.State, m.Reason, timeOf(m.Until), now)
 		if err != nil || ev == nil {
-			if m.reply != nil {
-				m.reply <- err
-			}
+			respond(ctx, doneOf(err))
 			return
 		}
 		if a.announced == nil {
 			a.announced = map[string]string{}
 		}
-		a.sys.logCondition(m.backend, ev.GetBackendConditionRecorded(), a.announced[m.backend])
-		a.announced[m.backend] = ev.GetBackendConditionRecorded().GetState()
-		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-			if m.reply != nil {
-				m.reply <- err
-			}
-		})
-	case *releaseQuota:
-		ev, err := a.book.DecideRelease(m.backend, m.deep, m.taskID, a.sys.clock.Now())
-		if err != nil {
-			m.reply <- err
-			return
-		}
-		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { m.reply <- err })
-	case *rateLearned:
-		if ev := a.book.DecideRateLearned(m.backend, m.limit, m.window, a.sys.clock.Now()); ev != nil {
-			a.sys.logger.Info().Str("event", "actors.allocator.rate_learned").Str("backend", m.backend).
-				Int("limit", m.limit).Dur("window", m.window).Msg("learned the provider's request rate")
+		a.sys.logCondition(m.Backend, ev.GetBackendConditionRecorded(), a.announced[m.Backend])
+		a.announced[m.Backend] = ev.GetBackendConditionRecorded().GetState()
+		a.persistAndRespond(ctx, ev, nil)
+	case *pb.ReleaseQuota:
+		ev, err := a.book.DecideRelease(m.Backend, m.Deep, m.TaskId, a.sys.clock.Now())
+		a.persistAndRespond(ctx, ev, err)
+	case *pb.LearnRate:
+		window := time.Duration(m.WindowNs)
+		if ev := a.book.DecideRateLearned(m.Backend, int(m.Limit), window, a.sys.clock.Now()); ev != nil {
+			a.sys.logger.Info().Str("event", "actors.allocator.rate_learned").Str("backend", m.Backend).
+				Int32("limit", m.Limit).Dur("window", window).Msg("learned the provider's request rate")
 			a.j.persist([]*pb.Event{ev}, nil)
 		}
-	case *backendPause:
+	case *pb.BackendPause:
 		now := a.sys.clock.Now()
 		var ev *pb.Event
 		var err error
-		if m.pause {
-			ev, err = a.book.DecidePause(m.backend, m.reason, now)
+		if m.Pause {
+			ev, err = a.book.DecidePause(m.Backend, m.Reason, now)
 		} else {
-			ev, err = a.book.DecideResume(m.backend, now)
+			ev, err = a.book.DecideResume(m.Backend, now)
 		}
-		if err != nil {
-			m.reply <- err
-			return
-		}
-		a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { m.reply <- err })
-	case *query:
-		m.fn(a.book)
-		close(m.done)
-	case *checkpointNow:
-		m.reply <- a.sys.saveCheckpoint(ownerAllocator, a.last, a.book.Snapshot())
+		a.persistAndRespond(ctx, ev, err)
+	case *pb.Barrier:
+		respond(ctx, &pb.BarrierReply{})
+	case *pb.Checkpoint:
+		respond(ctx, doneOf(a.sys.saveCheckpoint(ownerAllocator, a.last, a.book.Snapshot())))
 	}
 }
 
-type backendPause struct {
-	backend, reason string
-	pause           bool
-	reply           chan error
+// persistAndRespond persists a decided event and answers the sender with
+// pb.Done once it is applied; a decision error is answered at once.
+func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err error) {
+	if err != nil {
+		respond(ctx, doneOf(err))
+		return
+	}
+	sender := ctx.Sender()
+	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { a.sys.respondLater(sender, doneOf(err)) })
 }
 
 func (a *allocatorActor) start(ctx actor.Context) {
@@ -162,61 +152,38 @@ func (a *allocatorActor) start(ctx actor.Context) {
 		}
 		a.book, a.last = st.book, st.last
 		// Slots are not in the WAL: take back exactly those the previous
-		// instance held (see slotCounts), so a release sent to it and
-		// handled here is neither lost nor counted twice.
-		for llm, n := range a.sys.slots.snapshot() {
+		// instance held, so a release sent to it and handled here is
+		// neither lost nor counted twice.
+		for llm, n := range a.heir.inUse {
 			for i := 0; i < n; i++ {
 				a.book.Acquire(llm)
 			}
 		}
+		a.heir.inUse = nil
 		a.sys.logger.Warn().Str("event", "actors.allocator.restarted").Uint64("seq", a.last).Msg("allocator restarted from the WAL")
 	}
-	a.j = newJournal(a.sys.log, ownerAllocator, a.sys.root, ctx.Self())
+	a.j = newJournal(a.sys, ownerAllocator, ctx.Self())
+	a.sys.allocator.Store(a)
 }
 
 // publish tells the scheduler which backends can take work now.
 func (a *allocatorActor) publish(ctx actor.Context) {
 	now := a.sys.clock.Now()
-	fs := &freeSlots{slots: map[string]int{}, quota: map[string]quotaView{}}
+	fs := &pb.FreeSlots{Backends: map[string]*pb.BackendFree{}}
+	quota := map[string]*pb.BackendFree{}
 	for _, st := range a.book.Status(now) {
-		fs.quota[st.Name] = quotaView{normal: a.book.CanUse(st.Name, false, now), deep: a.book.CanUse(st.Name, true, now)}
-		if n := st.MaxConcurrency - st.InUse; n > 0 && (fs.quota[st.Name].normal || fs.quota[st.Name].deep) {
-			fs.slots[st.Name] = n
+		f := &pb.BackendFree{Normal: a.book.CanUse(st.Name, false, now), Deep: a.book.CanUse(st.Name, true, now)}
+		quota[st.Name] = &pb.BackendFree{Normal: f.Normal, Deep: f.Deep}
+		if n := st.MaxConcurrency - st.InUse; n > 0 && (f.Normal || f.Deep) {
+			f.Slots = int32(n)
+			fs.Backends[st.Name] = f
 		}
 	}
-	a.sys.setQuotaView(fs.quota)
+	a.sys.setQuotaView(quota)
 	ctx.Send(a.sys.schedulerPID, fs)
 }
 
-// slotCounts mirrors the allocator's request slots outside the actor
-// instance, so a restarted allocator takes back exactly the slots its
-// predecessor held. Only the allocator actor changes it.
-type slotCounts struct {
-	mu    sync.Mutex
-	inUse map[string]int
-}
-
-// add changes backend's count by delta; a release of a slot nobody holds
-// reports false and changes nothing.
-func (c *slotCounts) add(backend string, delta int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.inUse == nil {
-		c.inUse = map[string]int{}
-	}
-	if c.inUse[backend]+delta < 0 {
-		return false
-	}
-	c.inUse[backend] += delta
-	return true
-}
-
-func (c *slotCounts) snapshot() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]int, len(c.inUse))
-	for k, v := range c.inUse {
-		out[k] = v
-	}
-	return out
-}
+// slotHeir is handed from one allocator instance to the next by the
+// orchestrator's producer: the failing instance writes it while
+// restarting, its successor reads it as it starts.
+type slotHeir struct{ inUse map[string]int }

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"fano/actors/metrics"
+	"fano/metrics"
 	"fano/modules/probe"
 )
 

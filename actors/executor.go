@@ -9,7 +9,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"fano/actors/allocator"
-	"fano/actors/scheduler"
 	"fano/gateway"
 	"fano/modules"
 	"fano/pb"
@@ -31,8 +30,10 @@ func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
 // that shutdown, cancellation and the per-call timeout really cancel. The
 // actor only starts it and turns messages into cancellation.
 type executor struct {
-	sys    *System
-	task   *pb.Task // our copy, kept equal to the scheduler's by applying the same events
+	sys *System
+	// task is the task as the scheduler holds it: given at the start,
+	// taken back after each answer or failed request (see persist).
+	task   *pb.Task
 	cancel context.CancelCauseFunc
 }
 
@@ -47,14 +48,14 @@ func (e *executor) Receive(ctx actor.Context) {
 			e.finish(res)
 			e.sys.root.Stop(self)
 		}()
-	case *cancelRun:
-		switch m.reason {
+	case *pb.CancelRun:
+		switch m.Reason {
 		case errShutdown.Error():
 			e.cancel(errShutdown)
 		case errPreempted.Error():
 			e.cancel(errPreempted)
 		default:
-			e.cancel(&cancelledByUser{reason: m.reason})
+			e.cancel(&cancelledByUser{reason: m.Reason})
 		}
 	case *actor.Stopping:
 		e.cancel(errShutdown)
@@ -64,28 +65,35 @@ func (e *executor) Receive(ctx actor.Context) {
 func (e *executor) finish(res *pb.TaskResult) {
 	llm := e.task.LlmAssigned
 	e.sys.executorEnded() // first: the scheduler's next dispatch counts the free place
-	e.sys.root.Send(e.sys.allocatorPID, &release{backend: llm})
-	e.sys.root.Send(e.sys.schedulerPID, &executorDone{taskID: e.task.Id, llm: llm, result: res})
-	e.sys.root.Send(e.sys.orchestratorPID, &executorDone{taskID: e.task.Id, llm: llm, result: res})
+	e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res}
+	e.sys.root.Send(e.sys.schedulerPID, done)
+	e.sys.root.Send(e.sys.orchestratorPID, done)
 }
 
 func (e *executor) now() int64 { return nanos(e.sys.clock.Now()) }
 
-// persist writes task events through the scheduler and applies them to our
-// copy. It waits even when ctx is cancelled: a decided event is written.
+// persist writes task events through the scheduler. After an answer or a
+// failed request, whose task the loop reads on, it takes the task back as
+// the scheduler holds it once they are applied: the scheduler is the one
+// owner of task state. It waits even when ctx is cancelled: a decided
+// event is written.
 func (e *executor) persist(events ...*pb.Event) ([]uint64, error) {
 	at := e.now()
+	read := false
 	for _, ev := range events {
 		ev.At = at
+		read = read || ev.GetLlmResponseReceived() != nil || ev.GetLlmRequestFailed() != nil
 	}
-	seqs, err := e.sys.persistTask(e.task.Id, events)
+	seqs, t, err := e.sys.persistTask(e.task.Id, events, read)
 	if err != nil {
 		return nil, err
 	}
-	for _, ev := range events {
-		if err := scheduler.ApplyToTask(e.task, ev, e.sys.opts.Scheduler.MessageLimit); err != nil {
-			return seqs, fmt.Errorf("task %s: %w", e.task.Id, err)
+	if read {
+		if t == nil {
+			return seqs, fmt.Errorf("task %s: gone from the scheduler after its events were applied", e.task.Id)
 		}
+		e.task = t
 	}
 	return seqs, nil
 }
@@ -102,7 +110,8 @@ func (e *executor) runSafely(ctx context.Context) (res *pb.TaskResult) {
 	return e.run(ctx)
 }
 
-// run is the action loop. It returns how the task ended.
+// run is the action loop. It returns how the task ended. e.task changes
+// with every write (persist): its id, type and LLM do not.
 func (e *executor) run(ctx context.Context) *pb.TaskResult {
 	t := e.task
 	llm := t.LlmAssigned
@@ -114,7 +123,7 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		if cause := context.Cause(ctx); cause != nil {
 			return e.stopped(cause)
 		}
-		act, err := e.sys.moduleNextAction(t)
+		act, err := e.sys.moduleNextAction(e.task)
 		if err != nil {
 			return e.fail(fmt.Sprintf("next action: %v", err))
 		}
@@ -130,7 +139,7 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		default:
 			return e.fail(fmt.Sprintf("unknown action %v", act.Kind))
 		}
-		if t.Conversation.GetTurnCount() >= maxReq {
+		if e.task.Conversation.GetTurnCount() >= maxReq {
 			// The module wanted more, but the task's request budget is spent.
 			// Answered turns count: a request cut off by a crash or failed
 			// by the backend is bounded by the retry limits instead.
@@ -228,7 +237,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		e.sys.noteLearnedRate(llm)
 		e.sys.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
 			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer saved")
-		if err := e.sys.moduleAnswer(t, resp.Content); err != nil {
+		if err := e.sys.moduleAnswer(e.task, resp.Content); err != nil {
 			if modules.IsValidation(err) {
 				return e.retryValidation("validation: "+err.Error(), "")
 			}
@@ -253,8 +262,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		return e.pause("wal", time.Time{})
 	}
 	if notSent {
-		reply := make(chan error, 1)
-		_, _ = ask(e.sys, e.sys.allocatorPID, &releaseQuota{backend: llm, deep: deep, taskID: t.Id, reply: reply}, reply)
+		_ = e.sys.requestDone(e.sys.allocatorPID, &pb.ReleaseQuota{Backend: llm, Deep: deep, TaskId: t.Id})
 	}
 	e.sys.reportCall(llm, kind)
 	route := routeFault(kind)

@@ -93,12 +93,11 @@ func (s *System) parkBackend(llm, taskID string, sent time.Time, route faultRout
 		if !errors.As(err, &rl) {
 			return
 		}
-		reply := make(chan time.Time, 1)
-		_, _ = ask(s, s.allocatorPID, &rateLimited{backend: llm, taskID: taskID, err: rl, reply: reply}, reply)
+		_ = s.requestDone(s.allocatorPID, &pb.RateLimited{Backend: llm, TaskId: taskID, RetryAfterNs: int64(rl.RetryAfter),
+			Until: nanos(rl.Until), Cap: rl.Cap, Reason: rl.Reason})
 	case string(gateway.StateCredentials):
-		reply := make(chan error, 1)
-		_, _ = ask(s, s.allocatorPID, &backendCondition{backend: llm, state: string(gateway.StateCredentials), reason: err.Error(),
-			until: s.clock.Now().Add(s.opts.CredentialsRecheck), sent: sent, reply: reply}, reply)
+		_ = s.requestDone(s.allocatorPID, &pb.BackendCondition{Backend: llm, State: string(gateway.StateCredentials), Reason: err.Error(),
+			Until: nanos(s.clock.Now().Add(s.opts.CredentialsRecheck)), Sent: nanos(sent)})
 	case string(gateway.StateDown):
 		c := s.backendCondition(llm)
 		if takesWork(c.State) {
@@ -127,8 +126,7 @@ func takesWork(st gateway.State) bool {
 }
 
 func (s *System) recordCondition(llm, state, reason string, until time.Time) {
-	reply := make(chan error, 1)
-	_, _ = ask(s, s.allocatorPID, &backendCondition{backend: llm, state: state, reason: reason, until: until, reply: reply}, reply)
+	_ = s.requestDone(s.allocatorPID, &pb.BackendCondition{Backend: llm, State: state, Reason: reason, Until: nanos(until)})
 }
 
 // backendCondition is what the backend says of itself (a breaker's open
@@ -162,7 +160,7 @@ func (s *System) noteLearnedRate(llm string) {
 		}
 		if l, ok := learnerOf(b); ok {
 			if limit, window := l.LearnedRate(); limit > 0 {
-				s.root.Send(s.allocatorPID, &rateLearned{backend: llm, limit: limit, window: window})
+				s.root.Send(s.allocatorPID, &pb.LearnRate{Backend: llm, Limit: int32(limit), WindowNs: int64(window)})
 			}
 		}
 	}
@@ -291,7 +289,7 @@ func (s *System) Retry(ids []string, module string) ([]string, error) {
 	var done []string
 	for _, id := range chosen {
 		ev := &pb.Event{At: nanos(s.clock.Now()), Body: &pb.Event_TaskRequeued{TaskRequeued: &pb.TaskRequeued{TaskId: id, Reason: "retry"}}}
-		if _, err := s.persistTask(id, []*pb.Event{ev}); err != nil {
+		if _, _, err := s.persistTask(id, []*pb.Event{ev}, false); err != nil {
 			return done, fmt.Errorf("retry %s: %w", id, err)
 		}
 		done = append(done, id)

@@ -24,6 +24,7 @@ type journal struct {
 	owner string
 	root  *actor.RootContext
 	self  *actor.PID
+	box   *outbox
 
 	mu       sync.Mutex
 	queue    []*batch
@@ -48,15 +49,56 @@ type batch struct {
 	then   func(seqs []uint64, err error) // runs in the actor after apply
 }
 
-// persisted is delivered to the owning actor when a group of batches is
-// durable (or failed).
-type persisted struct {
-	batches []*batch
+// outbox holds the groups of batches a journal delivered until the owning
+// actor takes them on their pb.Persisted. It belongs to the owner, not to
+// one actor instance: an instance restarted after a panic takes the
+// groups its predecessor's journal delivered.
+type outbox struct {
+	mu     sync.Mutex
+	next   uint64
+	groups map[uint64][]*batch
 }
 
-func newJournal(log *wal.Log, owner string, root *actor.RootContext, self *actor.PID) *journal {
+func (o *outbox) put(batches []*batch) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.groups == nil {
+		o.groups = map[uint64][]*batch{}
+	}
+	o.next++
+	o.groups[o.next] = batches
+	return o.next
+}
+
+func (o *outbox) take(group uint64) []*batch {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	b := o.groups[group]
+	delete(o.groups, group)
+	return b
+}
+
+// desk is what an owner of state keeps beyond one actor instance: the
+// guard its actor holds while it handles a message (so a reader outside
+// the actors, see withScheduler and WithModule, looks at the state
+// between two messages), and its journal's outbox.
+type desk struct {
+	guard sync.Mutex
+	box   outbox
+}
+
+// desk is owner's desk.
+func (s *System) desk(owner string) *desk {
+	if d, ok := s.desks.Load(owner); ok {
+		return d.(*desk)
+	}
+	d, _ := s.desks.LoadOrStore(owner, &desk{})
+	return d.(*desk)
+}
+
+func newJournal(s *System, owner string, self *actor.PID) *journal {
 	j := &journal{
-		log: log, owner: owner, root: root, self: self,
+		log: s.log, owner: owner, root: s.root, self: self, box: &s.desk(owner).box,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		inflight: make(chan pending, 1024),
 	}
@@ -119,7 +161,7 @@ func (j *journal) deliver() {
 		if err == nil {
 			go commitAnswered(j.log, p.ok) // off the append path; see commitAnswered
 		}
-		j.root.Send(j.self, &persisted{batches: p.batches})
+		j.root.Send(j.self, &pb.Persisted{Group: j.box.put(p.batches)})
 	}
 }
 
@@ -218,10 +260,13 @@ func eventType(e *pb.Event) string {
 
 // applyPersisted applies a delivered group of batches in order and runs
 // their continuations. Events at or below *last were already replayed
-// (after a restart) and are skipped.
-func (s *System) applyPersisted(owner string, last *uint64, m *persisted, apply func(*pb.Event) error) {
-	for _, b := range m.batches {
+// (after a restart) and are skipped. It returns the events of the batches
+// that were written.
+func (s *System) applyPersisted(owner string, last *uint64, m *pb.Persisted, apply func(*pb.Event) error) []*pb.Event {
+	var written []*pb.Event
+	for _, b := range s.desk(owner).box.take(m.Group) {
 		if b.err == nil {
+			written = append(written, b.events...)
 			for i, e := range b.events {
 				if b.seqs[i] <= *last {
 					continue
@@ -240,4 +285,5 @@ func (s *System) applyPersisted(owner string, last *uint64, m *persisted, apply 
 			b.then(b.seqs, b.err)
 		}
 	}
+	return written
 }

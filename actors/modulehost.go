@@ -19,6 +19,7 @@ type moduleHost struct {
 	owner  string
 	j      *journal
 	last   uint64
+	desk   *desk
 	offers map[string]bool // task ids proposed and not refused (transient)
 	// lastPropose throttles proposals after events to one per tick
 	// interval: a module with thousands of open tasks rebuilds them all.
@@ -27,6 +28,11 @@ type moduleHost struct {
 }
 
 func (h *moduleHost) Receive(ctx actor.Context) {
+	if h.desk == nil {
+		h.desk = h.sys.desk(moduleOwner(h.mod.Name()))
+	}
+	h.desk.guard.Lock()
+	defer h.desk.guard.Unlock()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.start(ctx)
@@ -34,14 +40,8 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		if h.j != nil {
 			h.j.close()
 		}
-	case *persisted:
-		h.sys.applyPersisted(h.owner, &h.last, m, h.apply)
-		var applied []*pb.Event
-		for _, b := range m.batches {
-			if b.err == nil {
-				applied = append(applied, b.events...)
-			}
-		}
+	case *pb.Persisted:
+		applied := h.sys.applyPersisted(h.owner, &h.last, m, h.apply)
 		if err := h.sys.writeExports(h.mod, exportsOf(h.mod, applied)); err != nil {
 			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".export_failed").Msg("output file not written; recovery will write it")
 		}
@@ -52,7 +52,7 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		if h.sys.clock.Since(h.lastPropose) >= h.sys.opts.TickInterval {
 			h.propose(ctx)
 		}
-	case *tick:
+	case *pb.Tick:
 		h.propose(ctx)
 		h.resendOverdue(ctx)
 	case *pb.SendOutbox:
@@ -65,35 +65,34 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		if !m.Accepted && !m.Duplicate {
 			delete(h.offers, m.TaskId) // refused for now (queue full): offer again later
 		}
-	case *nextAction:
-		act, err := h.mod.NextAction(m.task)
-		m.reply <- actionReply{action: act, err: err}
-	case *moduleAnswer:
-		evs, err := h.mod.DecideResponse(m.task, m.answer, h.sys.clock.Now())
-		h.persist(evs, err, m.reply)
-	case *moduleEnd:
+	case *pb.NextAction:
+		respond(ctx, actionToWire(h.mod.NextAction(m.Task)))
+	case *pb.ModuleAnswer:
+		evs, err := h.mod.DecideResponse(m.Task, m.Answer, h.sys.clock.Now())
+		h.persist(ctx, evs, err)
+	case *pb.ModuleEnd:
 		now := h.sys.clock.Now()
 		var evs []*pb.ModuleEvent
 		var err error
-		if m.failed {
-			evs, err = h.mod.DecideFailure(m.task, m.reason, now)
+		if m.Failed {
+			evs, err = h.mod.DecideFailure(m.Task, m.Reason, now)
 		} else {
-			evs, err = h.mod.DecideCompletion(m.task, now)
+			evs, err = h.mod.DecideCompletion(m.Task, now)
 		}
-		h.persist(evs, err, m.reply)
-	case *moduleCommand:
-		evs, err := m.decide(h.mod)
-		h.persist(evs, err, m.reply)
-	case *query:
-		m.fn(h.mod)
-		close(m.done)
-	case *checkpointNow:
+		h.persist(ctx, evs, err)
+	case *pb.ModuleEvents:
+		// Decided by System.Command on the state as it was between two
+		// messages; persisted in the order they come.
+		h.persist(ctx, m.Events, nil)
+	case *pb.Barrier:
+		respond(ctx, &pb.BarrierReply{})
+	case *pb.Checkpoint:
 		data, err := h.mod.Snapshot()
 		if err != nil {
-			m.reply <- fmt.Errorf("%s: snapshot: %w", h.owner, err)
+			respond(ctx, doneOf(fmt.Errorf("%s: snapshot: %w", h.owner, err)))
 			return
 		}
-		m.reply <- h.sys.saveCheckpointBytes(h.owner, h.last, data)
+		respond(ctx, doneOf(h.sys.saveCheckpointBytes(h.owner, h.last, data)))
 	}
 }
 
@@ -111,7 +110,7 @@ func (h *moduleHost) start(ctx actor.Context) {
 		}
 		h.last = last
 	}
-	h.j = newJournal(h.sys.log, h.owner, h.sys.root, ctx.Self())
+	h.j = newJournal(h.sys, h.owner, ctx.Self())
 	h.startFlows(ctx, restarted)
 	h.propose(ctx)
 }
@@ -124,12 +123,12 @@ func (h *moduleHost) apply(e *pb.Event) error {
 	return h.mod.Apply(me, timeOf(e.At))
 }
 
-// persist writes a decision's events and answers reply once they are
+// persist writes a decision's events and answers the sender once they are
 // applied. A decision error (e.g. a *modules.ValidationError) is answered
 // at once, with nothing written.
-func (h *moduleHost) persist(evs []*pb.ModuleEvent, err error, reply chan error) {
+func (h *moduleHost) persist(ctx actor.Context, evs []*pb.ModuleEvent, err error) {
 	if err != nil || len(evs) == 0 {
-		reply <- err
+		respond(ctx, doneOf(err))
 		return
 	}
 	at := nanos(h.sys.clock.Now())
@@ -138,7 +137,8 @@ func (h *moduleHost) persist(evs []*pb.ModuleEvent, err error, reply chan error)
 		me.Module = h.mod.Name()
 		events[i] = &pb.Event{At: at, Body: &pb.Event_ModuleEvent{ModuleEvent: me}}
 	}
-	h.j.persist(events, func(_ []uint64, err error) { reply <- err })
+	sender := ctx.Sender()
+	h.j.persist(events, func(_ []uint64, err error) { h.sys.respondLater(sender, doneOf(err)) })
 }
 
 // propose submits the tasks the module wants that it has not offered yet.

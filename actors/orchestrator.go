@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -27,19 +28,19 @@ func (o *orchestrator) Receive(ctx actor.Context) {
 			close(o.ready)
 			o.ready = nil
 		}
-	case *startExecutor:
-		o.spawnExecutor(ctx, m.task)
-	case *executorDone:
-		delete(o.executors, m.taskID)
-	case *cancelTask:
-		pid, ok := o.executors[m.id]
-		if !ok {
-			// It finished between the scheduler's look and ours.
-			m.reply <- nil
-			return
+	case *pb.StartExecutor:
+		o.spawnExecutor(ctx, m.Task)
+	case *pb.TaskComplete:
+		if pid, ok := o.executors[m.TaskId]; ok {
+			o.sys.untrack(pid.Id)
 		}
-		ctx.Send(pid, &cancelRun{reason: m.reason})
-		m.reply <- nil
+		delete(o.executors, m.TaskId)
+	case *pb.CancelTask:
+		// Not there: it finished between the scheduler's look and ours.
+		if pid, ok := o.executors[m.TaskId]; ok {
+			ctx.Send(pid, &pb.CancelRun{Reason: m.Reason})
+		}
+		respond(ctx, &pb.Done{})
 	}
 }
 
@@ -47,25 +48,30 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	s := o.sys
 	// The PIDs were fixed in Start; spawning must produce exactly them.
 	spawn := func(want *actor.PID, name string, producer actor.Producer) {
-		pid, err := ctx.SpawnNamed(actor.PropsFromProducer(producer), name)
+		props, count := counted(producer)
+		pid, err := ctx.SpawnNamed(props, name)
 		if err != nil || pid.Id != want.Id {
 			panic(fmt.Errorf("actors: spawn %s: got %v, %v", name, pid, err)) // only a bug gets here
 		}
+		s.track(pid.Id, count)
 	}
 	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s} })
 	for _, b := range s.opts.Backends {
-		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b} })
+		calls := map[uint64]context.CancelCauseFunc{}
+		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b, calls: calls} })
 	}
 	for _, m := range s.opts.Modules {
 		spawn(s.modulePIDs[m.Name()], "module-"+m.Name(), func() actor.Actor { return &moduleHost{sys: s, mod: m} })
 	}
 	// Last: its first publish starts the scheduler's dispatching.
-	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s} })
+	heir := &slotHeir{}
+	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s, heir: heir} })
 }
 
 func (o *orchestrator) spawnExecutor(ctx actor.Context, t *pb.Task) {
 	s := o.sys
-	props := actor.PropsFromProducer(func() actor.Actor { return &executor{sys: s, task: t} })
+	props, count := counted(func() actor.Actor { return &executor{sys: s, task: t} })
 	pid := ctx.Spawn(props)
 	o.executors[t.Id] = pid
+	s.track(pid.Id, count)
 }

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
-	"fano/actors/metrics"
 	"fano/actors/scheduler"
+	"fano/metrics"
 	"fano/modules"
 	"fano/pb"
 	"fano/wal"

@@ -14,7 +14,7 @@ import (
 )
 
 // schedulerActor owns every task through a scheduler.State. It is the only
-// writer of task events: executors send it theirs (taskEvents), so the
+// writer of task events: executors send it theirs (pb.TaskEvents), so the
 // events of one task are applied in the order they were written.
 type schedulerActor struct {
 	sys   *System
@@ -22,7 +22,7 @@ type schedulerActor struct {
 	j     *journal
 	last  uint64 // highest sequence applied
 
-	free       freeSlots
+	free       *pb.FreeSlots
 	allocating int // picks sent to the allocator, not yet answered
 	// deferred holds picked tasks no backend could take (e.g. deep mode
 	// with every deep budget spent) until the next tick, so they are not
@@ -38,13 +38,10 @@ type schedulerActor struct {
 	forgetting bool      // an archive write is under way
 }
 
-// archived reports that finished tasks are on disk and may leave memory.
-type archived struct {
-	events []*pb.Event
-	err    error
-}
-
 func (a *schedulerActor) Receive(ctx actor.Context) {
+	g := &a.sys.desk(ownerScheduler).guard
+	g.Lock()
+	defer g.Unlock()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)
@@ -52,14 +49,14 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		if a.j != nil {
 			a.j.close()
 		}
-	case *persisted:
+	case *pb.Persisted:
 		a.sys.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
 		a.dispatch(ctx) // new, resumed or requeued tasks may run now
 	case *pb.TaskSubmit:
 		a.submit(ctx, m)
-	case *taskEvents:
-		a.persistTaskEvents(m)
-	case *tick:
+	case *pb.TaskEvents:
+		a.persistTaskEvents(ctx, m)
+	case *pb.Tick:
 		if a.stopping {
 			// Once shutdown began nothing is decided any more: a tick that
 			// lands between the executors' pauses and the end of the tick
@@ -71,7 +68,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 			a.state.Unpick(id)
 		}
 		a.deferred = a.deferred[:0]
-		now := timeOf(m.now)
+		now := timeOf(m.Now)
 		a.state.Recompute(now, a.sys.schedulerEnv())
 		// While stopping, tasks paused by the shutdown stay paused: a
 		// resume now would only be undone by the next start.
@@ -80,42 +77,41 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		}
 		a.forget(ctx, now)
 		a.dispatch(ctx)
-	case *archived:
+	case *pb.Archived:
 		a.forgetting = false
-		if m.err != nil {
-			a.sys.logger.Error().Err(m.err).Str("event", "actors.scheduler.archive_failed").Msg("finished tasks stay in memory")
+		if m.Error != "" {
+			a.sys.logger.Error().Str("error", m.Error).Str("event", "actors.scheduler.archive_failed").Msg("finished tasks stay in memory")
 			return
 		}
-		a.j.persist(m.events, nil)
-	case *freeSlots:
-		a.free = *m
+		a.j.persist(m.Events, nil)
+	case *pb.FreeSlots:
+		a.free = m
 		a.dispatch(ctx)
-	case *allocated:
+	case *pb.Allocated:
 		a.onAllocated(ctx, m)
-	case *executorDone:
-		if reason, ok := a.cancelling[m.taskID]; ok {
-			delete(a.cancelling, m.taskID)
-			if !m.result.GetCancelled() {
-				a.cancel(&cancelTask{id: m.taskID, reason: reason, reply: make(chan error, 1)})
+	case *pb.TaskComplete:
+		if reason, ok := a.cancelling[m.TaskId]; ok {
+			delete(a.cancelling, m.TaskId)
+			if !m.Result.GetCancelled() {
+				a.cancel(nil, &pb.CancelTask{TaskId: m.TaskId, Reason: reason})
 			}
 		}
 		a.dispatch(ctx)
-	case *preemptQuery:
-		if ok, id := a.state.ShouldPreempt(m.taskID, m.llm); ok {
-			m.reply <- id
-		} else {
-			m.reply <- ""
+	case *pb.PreemptQuery:
+		r := &pb.PreemptReply{}
+		if ok, id := a.state.ShouldPreempt(m.TaskId, m.Llm); ok {
+			r.Instead = id
 		}
-	case *cancelTask:
-		a.cancel(m)
-	case *query:
-		m.fn(a.state)
-		close(m.done)
-	case *checkpointNow:
-		m.reply <- a.sys.saveCheckpoint(ownerScheduler, a.last, a.state.Snapshot())
-	case *shutdownNow:
+		respond(ctx, r)
+	case *pb.CancelTask:
+		a.cancel(ctx.Sender(), m)
+	case *pb.Barrier:
+		respond(ctx, &pb.BarrierReply{})
+	case *pb.Checkpoint:
+		respond(ctx, doneOf(a.sys.saveCheckpoint(ownerScheduler, a.last, a.state.Snapshot())))
+	case *pb.Shutdown:
 		a.stopping = true
-		close(m.reply)
+		respond(ctx, &pb.Done{})
 	}
 }
 
@@ -131,7 +127,7 @@ func (a *schedulerActor) start(ctx actor.Context) {
 		a.state, a.last = st.state, st.last
 		a.sys.logger.Warn().Str("event", "actors.scheduler.restarted").Uint64("seq", a.last).Msg("scheduler restarted from the WAL")
 	}
-	a.j = newJournal(a.sys.log, ownerScheduler, a.sys.root, ctx.Self())
+	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
 	a.sys.scheduler.Store(a)
 }
 
@@ -164,8 +160,11 @@ func (a *schedulerActor) forget(ctx actor.Context, now time.Time) {
 	a.forgetting = true
 	self := ctx.Self()
 	go func() {
-		err := a.sys.log.Archive(context.Background(), items)
-		a.sys.root.Send(self, &archived{events: evs, err: err})
+		m := &pb.Archived{Events: evs}
+		if err := a.sys.log.Archive(context.Background(), items); err != nil {
+			m.Error = err.Error()
+		}
+		a.sys.root.Send(self, m)
 	}()
 }
 
@@ -191,20 +190,25 @@ func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 	}
 	sender := ctx.Sender()
 	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-		if sender == nil {
-			return
-		}
 		r := &pb.TaskSubmitReply{TaskId: t.GetId(), Accepted: err == nil}
 		if err != nil {
 			r.Reason = err.Error()
 		}
-		a.sys.root.Send(sender, r)
+		a.sys.respondLater(sender, r)
 	})
 }
 
-func (a *schedulerActor) persistTaskEvents(m *taskEvents) {
-	a.j.persist(m.events, func(seqs []uint64, err error) {
-		m.reply <- taskEventsReply{seqs: seqs, err: err}
+// persistTaskEvents answers with the task as it is once the events are
+// applied: an executor reads its task from here, never applying events
+// of its own.
+func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) {
+	sender := ctx.Sender()
+	a.j.persist(m.Events, func(seqs []uint64, err error) {
+		r := &pb.TaskEventsReply{Seqs: seqs, Error: errorToWire(err)}
+		if err == nil && m.WantTask {
+			r.Task, _ = a.current().state.Task(m.TaskId)
+		}
+		a.sys.respondLater(sender, r)
 	})
 }
 
@@ -217,13 +221,13 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 	budget := a.sys.opts.MaxRunning - int(a.sys.executors.Load()) - a.allocating
 	slots := 0
 	var free, deepFree []string
-	for b, n := range a.free.slots {
-		if n > 0 {
+	for b, f := range a.free.GetBackends() {
+		if n := int(f.Slots); n > 0 {
 			slots += n
-			if a.free.quota[b].normal {
+			if f.Normal {
 				free = append(free, b)
 			}
-			if a.free.quota[b].deep {
+			if f.Deep {
 				deepFree = append(deepFree, b)
 			}
 		}
@@ -238,74 +242,78 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 			return
 		}
 		a.allocating++
-		ctx.Send(a.sys.allocatorPID, &allocate{task: t})
+		ctx.Send(a.sys.allocatorPID, &pb.Allocate{Task: t})
 	}
 }
 
-func (a *schedulerActor) onAllocated(ctx actor.Context, m *allocated) {
+func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 	a.allocating--
-	if m.llm == "" || a.stopping || !a.state.Picked(m.taskID) {
+	taskID, llm := m.TaskId, m.Llm
+	if llm == "" || a.stopping || !a.state.Picked(taskID) {
 		// No LLM, shutting down, or cancelled while the allocator looked.
-		if m.llm != "" {
-			ctx.Send(a.sys.allocatorPID, &release{backend: m.llm})
+		if llm != "" {
+			ctx.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
 		}
-		if m.llm == "" && a.state.Picked(m.taskID) {
-			a.deferred = append(a.deferred, m.taskID)
+		if llm == "" && a.state.Picked(taskID) {
+			a.deferred = append(a.deferred, taskID)
 			a.dispatch(ctx)
 			return
 		}
-		a.state.Unpick(m.taskID)
+		a.state.Unpick(taskID)
 		return
 	}
-	ev := &pb.Event{At: nanos(a.sys.clock.Now()), Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: m.taskID, Llm: m.llm}}}
+	ev := &pb.Event{At: nanos(a.sys.clock.Now()), Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: taskID, Llm: llm}}}
 	a.allocating++ // until the start is durable
 	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
 		a.allocating-- // this instance's count; a restarted one starts at 0
 		cur := a.current()
 		if err != nil {
-			a.sys.root.Send(a.sys.allocatorPID, &release{backend: m.llm})
-			cur.state.Unpick(m.taskID)
-			a.sys.logger.Error().Err(err).Str("task", m.taskID).Str("event", "actors.scheduler.start_failed").Msg("could not persist task start")
+			a.sys.root.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+			cur.state.Unpick(taskID)
+			a.sys.logger.Error().Err(err).Str("task", taskID).Str("event", "actors.scheduler.start_failed").Msg("could not persist task start")
 			return
 		}
-		t, ok := cur.state.Task(m.taskID)
-		if !ok || t.State != pb.TaskState_TASK_STATE_RUNNING || t.LlmAssigned != m.llm {
+		t, ok := cur.state.Task(taskID)
+		if !ok || t.State != pb.TaskState_TASK_STATE_RUNNING || t.LlmAssigned != llm {
 			// Cannot happen while the start is applied before this runs;
 			// never run an executor on a task in another state.
-			a.sys.root.Send(a.sys.allocatorPID, &release{backend: m.llm})
-			a.sys.logger.Error().Str("task", m.taskID).Str("event", "actors.scheduler.start_mismatch").Msg("task not running after its start")
+			a.sys.root.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+			a.sys.logger.Error().Str("task", taskID).Str("event", "actors.scheduler.start_mismatch").Msg("task not running after its start")
 			return
 		}
 		a.sys.executors.Add(1)
-		a.sys.root.Send(a.sys.orchestratorPID, &startExecutor{task: t})
+		a.sys.root.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t})
 	})
 }
 
-func (a *schedulerActor) cancel(m *cancelTask) {
-	ev, err := a.state.DecideCancel(m.id, m.reason, a.sys.clock.Now())
+// cancel carries out a cancel and answers sender (nil: nobody asked).
+func (a *schedulerActor) cancel(sender *actor.PID, m *pb.CancelTask) {
+	id, reason := m.TaskId, m.Reason
+	ev, err := a.state.DecideCancel(id, reason, a.sys.clock.Now())
 	if errors.Is(err, scheduler.ErrRunning) {
 		// The executor owns a running task: it cancels and writes the event.
 		if a.cancelling == nil {
 			a.cancelling = map[string]string{}
 		}
-		a.cancelling[m.id] = m.reason
-		a.sys.root.Send(a.sys.orchestratorPID, &cancelTask{id: m.id, reason: m.reason, reply: m.reply})
+		a.cancelling[id] = reason
+		// The orchestrator answers the sender once the executor is told.
+		a.sys.root.RequestWithCustomSender(a.sys.orchestratorPID, &pb.CancelTask{TaskId: id, Reason: reason}, sender)
 		return
 	}
 	if err != nil {
-		m.reply <- err
+		a.sys.respondLater(sender, doneOf(err))
 		return
 	}
 	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-		m.reply <- err
+		a.sys.respondLater(sender, doneOf(err))
 		if err != nil {
 			return
 		}
 		// The module learns its task will not run (e.g. a review seat
 		// becomes an abstention); nobody waits for its answer here.
-		if t, ok := a.current().state.Task(m.id); ok {
+		if t, ok := a.current().state.Task(id); ok {
 			if pid, ok := a.sys.modulePIDs[t.Module]; ok {
-				a.sys.root.Send(pid, &moduleEnd{task: t, failed: true, reason: "cancelled: " + m.reason, reply: make(chan error, 1)})
+				a.sys.root.Send(pid, &pb.ModuleEnd{Task: t, Failed: true, Reason: "cancelled: " + reason})
 			}
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"fano/actors/allocator"
 	"fano/modules/probe"
 )
 
@@ -66,7 +67,9 @@ func simulateDay(t testing.TB) dayResult {
 	}
 	// Nothing more may run this hour: the allocator refuses a 46th use.
 	for _, q := range b.sys.Quotas() {
-		require.False(t, b.sys.allocatorCanUse(q.Name), q.Name)
+		var ok bool
+		b.sys.withAllocator(func(bk *allocator.Book) { ok = bk.CanUse(q.Name, false, b.clock.Now()) })
+		require.False(t, ok, q.Name)
 	}
 	for _, s := range b.sims {
 		res.rateLimited += int(s.Stats().RateLimited)

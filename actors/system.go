@@ -15,10 +15,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
-	"fano/actors/metrics"
 	"fano/actors/scheduler"
 	"fano/gateway"
 	"fano/logging"
+	"fano/metrics"
 	"fano/modules"
 	"fano/pb"
 	"fano/wal"
@@ -51,7 +51,17 @@ type System struct {
 	accepting atomic.Bool
 	// storageHalted: WAL writes fail (see onStorage); no new work starts.
 	storageHalted atomic.Bool
-	quota         atomic.Pointer[map[string]quotaView]
+	quota         atomic.Pointer[map[string]*pb.BackendFree]
+
+	// pending holds the futures of requests still waiting for a reply
+	// (see request, failPending); calls numbers LLM calls for LLMCancel.
+	pending sync.Map
+	calls   atomic.Uint64
+	// desks: WAL owner (scheduler, allocator, module/<name>) -> *desk,
+	// what it keeps beyond one actor instance (see desk).
+	desks sync.Map
+	// mailboxes: actor id -> *mailboxCount (see Mailboxes).
+	mailboxes sync.Map
 
 	mu          sync.Mutex
 	initSched   *schedState
@@ -59,9 +69,10 @@ type System struct {
 	initModules map[string]uint64
 
 	backlogs sync.Map // module -> int (modules.Backlogger)
-	slots    slotCounts
-	// scheduler is the live scheduler instance (see schedulerActor.current).
+	// scheduler is the live scheduler instance (see schedulerActor.current);
+	// allocator the live allocator's.
 	scheduler atomic.Pointer[schedulerActor]
+	allocator atomic.Pointer[allocatorActor]
 	// blank holds each module's snapshot as constructed: a restarted host
 	// resets its module to it before replaying, so no event is applied
 	// twice on top of the state the crash left behind.
@@ -127,7 +138,7 @@ func newSystem(opts Options) (*System, error) {
 		}
 	}
 	s.accepting.Store(true)
-	empty := map[string]quotaView{}
+	empty := map[string]*pb.BackendFree{}
 	s.quota.Store(&empty)
 	return s, nil
 }
@@ -166,7 +177,7 @@ func Start(opts Options) (*System, error) {
 		}
 	}
 	ready := make(chan struct{})
-	props := actor.PropsFromProducer(func() actor.Actor { return &orchestrator{sys: s, ready: ready} },
+	props, count := counted(func() actor.Actor { return &orchestrator{sys: s, ready: ready} },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
 			s.logger.Error().Str("event", "actors.orchestrator.child_failed").Interface("reason", reason).Msg("child actor failed; restarting it")
 			return actor.RestartDirective
@@ -178,6 +189,7 @@ func Start(opts Options) (*System, error) {
 	if pid.Id != s.orchestratorPID.Id {
 		return nil, fmt.Errorf("actors: orchestrator spawned as %q", pid.Id)
 	}
+	s.track(pid.Id, count)
 	<-ready
 	for _, pid := range s.modulePIDs { // every host exists now: flows may start
 		s.root.Send(pid, &pb.SendOutbox{})
@@ -234,10 +246,10 @@ func (s *System) startLoops() {
 // resumption of paused tasks and module proposals.
 func (s *System) tick() {
 	now := nanos(s.clock.Now())
-	s.root.Send(s.allocatorPID, &tick{now: now})
-	s.root.Send(s.schedulerPID, &tick{now: now})
+	s.root.Send(s.allocatorPID, &pb.Tick{Now: now})
+	s.root.Send(s.schedulerPID, &pb.Tick{Now: now})
 	for _, pid := range s.modulePIDs {
-		s.root.Send(pid, &tick{now: now})
+		s.root.Send(pid, &pb.Tick{Now: now})
 	}
 }
 
@@ -335,7 +347,7 @@ func (s *System) Clock() clockwork.Clock { return s.clock }
 // Log is the system's WAL (read-only uses: stats).
 func (s *System) Log() *wal.Log { return s.log }
 
-func (s *System) setQuotaView(v map[string]quotaView) { s.quota.Store(&v) }
+func (s *System) setQuotaView(v map[string]*pb.BackendFree) { s.quota.Store(&v) }
 
 func (s *System) schedulerEnv() scheduler.Env {
 	q := *s.quota.Load()
@@ -346,9 +358,9 @@ func (s *System) schedulerEnv() scheduler.Env {
 				return false
 			}
 			if deep {
-				return v.deep
+				return v.Deep
 			}
-			return v.normal
+			return v.Normal
 		},
 		Backlog: s.backlog,
 	}
@@ -415,14 +427,11 @@ func (s *System) Checkpoint() error {
 	}
 	var errs []error
 	for _, pid := range pids {
-		reply := make(chan error, 1)
-		s.root.Send(pid, &checkpointNow{reply: reply})
-		select {
-		case err := <-reply:
-			errs = append(errs, err)
-		case <-s.dead:
+		err := s.requestDone(pid, &pb.Checkpoint{})
+		if errors.Is(err, errStopping) {
 			return errors.New("checkpoint: system stopped")
 		}
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -437,25 +446,14 @@ func (s *System) Checkpoint() error {
 	return nil
 }
 
-// ask sends msg to pid and waits for reply, or for the system to stop.
-func ask[T any](s *System, pid *actor.PID, msg any, reply chan T) (T, error) {
-	s.root.Send(pid, msg)
-	select {
-	case r := <-reply:
-		return r, nil
-	case <-s.dead:
-		var zero T
-		return zero, errors.New("fano is stopping")
-	}
-}
-
-func (s *System) persistTask(taskID string, events []*pb.Event) ([]uint64, error) {
-	reply := make(chan taskEventsReply, 1)
-	r, err := ask(s, s.schedulerPID, &taskEvents{taskID: taskID, events: events, reply: reply}, reply)
+// persistTask has the scheduler write and apply task events; with
+// wantTask it answers with the task as it is after them.
+func (s *System) persistTask(taskID string, events []*pb.Event, wantTask bool) ([]uint64, *pb.Task, error) {
+	r, err := request[*pb.TaskEventsReply](s, context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: taskID, Events: events, WantTask: wantTask})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return r.seqs, r.err
+	return r.Seqs, r.Task, errorFromWire(r.Error)
 }
 
 func (s *System) moduleNextAction(t *pb.Task) (modules.Action, error) {
@@ -463,60 +461,51 @@ func (s *System) moduleNextAction(t *pb.Task) (modules.Action, error) {
 	if !ok {
 		return modules.Action{}, fmt.Errorf("task %s: no module %q", t.Id, t.Module)
 	}
-	reply := make(chan actionReply, 1)
-	r, err := ask(s, pid, &nextAction{task: proto.Clone(t).(*pb.Task), reply: reply}, reply)
+	r, err := request[*pb.NextActionReply](s, context.Background(), pid, &pb.NextAction{Task: proto.Clone(t).(*pb.Task)})
 	if err != nil {
 		return modules.Action{}, err
 	}
-	return r.action, r.err
+	return actionFromWire(r)
 }
 
 func (s *System) moduleAnswer(t *pb.Task, answer string) error {
-	reply := make(chan error, 1)
-	r, err := ask(s, s.modulePIDs[t.Module], &moduleAnswer{task: proto.Clone(t).(*pb.Task), answer: answer, reply: reply}, reply)
-	if err != nil {
-		return err
-	}
-	return r
+	return s.requestDone(s.modulePIDs[t.Module], &pb.ModuleAnswer{Task: proto.Clone(t).(*pb.Task), Answer: answer})
 }
 
 func (s *System) moduleEnd(t *pb.Task, failed bool, reason string) error {
-	reply := make(chan error, 1)
-	r, err := ask(s, s.modulePIDs[t.Module], &moduleEnd{task: proto.Clone(t).(*pb.Task), failed: failed, reason: reason, reply: reply}, reply)
-	if err != nil {
-		return err
-	}
-	return r
+	return s.requestDone(s.modulePIDs[t.Module], &pb.ModuleEnd{Task: proto.Clone(t).(*pb.Task), Failed: failed, Reason: reason})
 }
 
 func (s *System) useQuota(backend string, deep bool, taskID string) error {
-	reply := make(chan error, 1)
-	r, err := ask(s, s.allocatorPID, &useQuota{backend: backend, deep: deep, taskID: taskID, reply: reply}, reply)
-	if err != nil {
-		return err
-	}
-	return r
+	return s.requestDone(s.allocatorPID, &pb.UseQuota{Backend: backend, Deep: deep, TaskId: taskID})
 }
 
 func (s *System) shouldPreempt(taskID, llm string) bool {
-	reply := make(chan string, 1)
-	r, err := ask(s, s.schedulerPID, &preemptQuery{taskID: taskID, llm: llm, reply: reply}, reply)
-	return err == nil && r != ""
+	r, err := request[*pb.PreemptReply](s, context.Background(), s.schedulerPID, &pb.PreemptQuery{TaskId: taskID, Llm: llm})
+	return err == nil && r.Instead != ""
 }
 
+// send runs one call on backend's gateway host. A cancellation of ctx
+// reaches the host as an LLMCancel naming the call; the host then ends
+// the call and answers as usual.
 func (s *System) send(ctx context.Context, backend string, req gateway.Request) (gateway.Response, error) {
 	pid, ok := s.gatewayPIDs[backend]
 	if !ok {
 		return gateway.Response{}, gateway.Unavailable(backend, "no such backend")
 	}
-	reply := make(chan gatewayResult, 1)
-	s.root.Send(pid, &gatewayCall{ctx: ctx, req: req, reply: reply})
-	select {
-	case r := <-reply:
-		return r.resp, r.err
-	case <-s.dead:
+	id := s.calls.Add(1)
+	msg := llmRequestToWire(id, backend, req)
+	f := s.ask(context.Background(), pid, msg)
+	// After the request: the host meets the cancel behind it.
+	stop := context.AfterFunc(ctx, func() {
+		s.root.Send(pid, &pb.LLMCancel{RequestId: id, Cause: causeToWire(context.Cause(ctx))})
+	})
+	defer stop()
+	r, err := await[*pb.LLMResponse](s, f, pid, msg)
+	if err != nil {
 		return gateway.Response{}, fmt.Errorf("%s: %w", backend, context.Canceled)
 	}
+	return llmResponseFromWire(r)
 }
 
 // reportCall is where call outcomes reach health and metrics.
@@ -524,54 +513,80 @@ func (s *System) reportCall(backend, kind string) {
 	s.logger.Debug().Str("event", "gateway."+backend+".call").Str("outcome", kind).Msg("llm call failed")
 }
 
-// withScheduler runs fn on the scheduler's state inside its actor.
+// barrier returns once pid has handled every message sent to it before.
+func (s *System) barrier(pid *actor.PID) error {
+	_, err := request[*pb.BarrierReply](s, context.Background(), pid, &pb.Barrier{})
+	return err
+}
+
+// withScheduler runs fn on the scheduler's state between two of its
+// messages, after every message sent to it before.
 func (s *System) withScheduler(fn func(*scheduler.State)) {
-	q := &query{fn: func(st any) { fn(st.(*scheduler.State)) }, done: make(chan struct{})}
-	s.root.Send(s.schedulerPID, q)
-	select {
-	case <-q.done:
-	case <-s.dead:
+	if s.barrier(s.schedulerPID) != nil {
+		return
+	}
+	g := &s.desk(ownerScheduler).guard
+	g.Lock()
+	defer g.Unlock()
+	if a := s.scheduler.Load(); a != nil && a.state != nil {
+		fn(a.state)
 	}
 }
 
-// withAllocator runs fn on the allocator's book inside its actor.
+// withAllocator runs fn on the allocator's book between two of its
+// messages, after every message sent to it before.
 func (s *System) withAllocator(fn func(*allocator.Book)) {
-	q := &query{fn: func(b any) { fn(b.(*allocator.Book)) }, done: make(chan struct{})}
-	s.root.Send(s.allocatorPID, q)
-	select {
-	case <-q.done:
-	case <-s.dead:
+	if s.barrier(s.allocatorPID) != nil {
+		return
+	}
+	g := &s.desk(ownerAllocator).guard
+	g.Lock()
+	defer g.Unlock()
+	if a := s.allocator.Load(); a != nil && a.book != nil {
+		fn(a.book)
 	}
 }
 
-// WithModule runs fn on a module's state inside its host.
+// WithModule runs fn on a module's state between two messages of its
+// host, after every message sent to it before. fn must only read.
 func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	pid, ok := s.modulePIDs[name]
 	if !ok {
 		return fmt.Errorf("no module %q", name)
 	}
-	q := &query{fn: func(m any) { fn(m.(modules.Module)) }, done: make(chan struct{})}
-	s.root.Send(pid, q)
-	select {
-	case <-q.done:
-		return nil
-	case <-s.dead:
-		return errors.New("fano is stopping")
-	}
-}
-
-// Command has a module decide events (e.g. add a seed) and persists them.
-func (s *System) Command(module string, decide func(m modules.Module) ([]*pb.ModuleEvent, error)) error {
-	pid, ok := s.modulePIDs[module]
-	if !ok {
-		return fmt.Errorf("no module %q", module)
-	}
-	reply := make(chan error, 1)
-	r, err := ask(s, pid, &moduleCommand{decide: decide, reply: reply}, reply)
-	if err != nil {
+	if err := s.barrier(pid); err != nil {
 		return err
 	}
-	return r
+	g := &s.desk(moduleOwner(name)).guard
+	g.Lock()
+	defer g.Unlock()
+	fn(s.moduleOf(name))
+	return nil
+}
+
+func (s *System) moduleOf(name string) modules.Module {
+	for _, m := range s.opts.Modules {
+		if m.Name() == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// Command has a module decide events (e.g. add a seed) on its current
+// state and persists them through its host; it returns once they are
+// applied. A decision error (e.g. a *modules.ValidationError) is returned
+// with nothing written.
+func (s *System) Command(module string, decide func(m modules.Module) ([]*pb.ModuleEvent, error)) error {
+	var evs []*pb.ModuleEvent
+	var err error
+	if werr := s.WithModule(module, func(m modules.Module) { evs, err = decide(m) }); werr != nil {
+		return werr
+	}
+	if err != nil || len(evs) == 0 {
+		return err
+	}
+	return s.requestDone(s.modulePIDs[module], &pb.ModuleEvents{Events: evs})
 }
 
 // Submit queues a task (idempotent by its id) and waits until it is durable.
@@ -585,12 +600,7 @@ func (s *System) Submit(t *pb.Task) (*pb.TaskSubmitReply, error) {
 
 // Cancel cancels a task: at once if it waits, through its executor if it runs.
 func (s *System) Cancel(id, reason string) error {
-	reply := make(chan error, 1)
-	r, err := ask(s, s.schedulerPID, &cancelTask{id: id, reason: reason, reply: reply}, reply)
-	if err != nil {
-		return err
-	}
-	return r
+	return s.requestDone(s.schedulerPID, &pb.CancelTask{TaskId: id, Reason: reason})
 }
 
 // PauseBackend and ResumeBackend are the operator's switch for one LLM.
@@ -600,12 +610,7 @@ func (s *System) PauseBackend(name, reason string, pause bool) error {
 		// after a key was fixed.
 		s.RecheckBackends(name)
 	}
-	reply := make(chan error, 1)
-	r, err := ask(s, s.allocatorPID, &backendPause{backend: name, reason: reason, pause: pause, reply: reply}, reply)
-	if err != nil {
-		return err
-	}
-	return r
+	return s.requestDone(s.allocatorPID, &pb.BackendPause{Backend: name, Reason: reason, Pause: pause})
 }
 
 // Task returns a copy of one task; a finished task that left memory is
@@ -726,9 +731,7 @@ func (s *System) Stop() error {
 func (s *System) stop() error {
 	start := time.Now()
 	s.accepting.Store(false)
-	reply := make(chan struct{})
-	s.root.Send(s.schedulerPID, &shutdownNow{reply: reply})
-	<-reply
+	_ = s.requestDone(s.schedulerPID, &pb.Shutdown{})
 	s.baseCancel(errShutdown)
 	deadline := time.NewTimer(s.opts.ShutdownTimeout)
 	defer deadline.Stop()
@@ -747,6 +750,7 @@ wait:
 	cpErr := s.Checkpoint()
 	_ = s.root.StopFuture(s.orchestratorPID).Wait()
 	close(s.dead)
+	s.failPending()
 	s.as.Shutdown()
 	var errs []error
 	if cpErr != nil {
@@ -759,11 +763,4 @@ wait:
 	}
 	s.logger.Info().Str("event", "actors.orchestrator.stopped").Dur("took", time.Since(start)).Msg("stopped")
 	return errors.Join(errs...)
-}
-
-// allocatorCanUse asks the allocator whether backend takes a request now.
-func (s *System) allocatorCanUse(backend string) bool {
-	var ok bool
-	s.withAllocator(func(b *allocator.Book) { ok = b.CanUse(backend, false, s.clock.Now()) })
-	return ok
 }

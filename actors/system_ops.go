@@ -2,13 +2,11 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"reflect"
 	"slices"
-	"sort"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -17,8 +15,8 @@ import (
 )
 
 // Operations the health monitor and the operator tools need from a
-// running System: backend connectivity, reconnecting, ending a stuck run,
-// and the actors' mailbox depths for a SIGUSR1 dump. Like the rest of the
+// running System: backend connectivity, reconnecting, ending a stuck run
+// (the actors' mailbox depths for a SIGUSR1 dump are in mailbox.go). Like the rest of the
 // System API they are safe for concurrent use.
 
 // BackendHealth is one backend's connectivity as its gateway host sees it.
@@ -52,27 +50,29 @@ func (s *System) BackendHealth(ctx context.Context) []BackendHealth {
 }
 
 func (s *System) backendHealth(ctx context.Context, names []string) []BackendHealth {
-	replies := make([]chan gatewayState, len(names))
+	// All asked at once: one slow backend does not delay the others.
+	replies := make([]actor.Future, len(names))
 	for i, name := range names {
-		replies[i] = make(chan gatewayState, 1) // the host never blocks on a late reply
 		if pid, ok := s.gatewayPIDs[name]; ok {
-			s.root.Send(pid, &gatewayStatus{reply: replies[i]})
+			replies[i] = s.ask(ctx, pid, &pb.BackendHealthQuery{})
 		}
 	}
 	out := make([]BackendHealth, len(names))
 	for i, name := range names {
 		out[i] = BackendHealth{Name: name}
-		if _, ok := s.gatewayPIDs[name]; !ok {
+		pid, ok := s.gatewayPIDs[name]
+		if !ok {
 			out[i].Error = "no such backend"
 			continue
 		}
-		select {
-		case st := <-replies[i]:
-			out[i] = BackendHealth{Name: name, Healthy: st.Healthy, Error: st.Error, Running: st.Running}
-		case <-ctx.Done():
-			out[i].Error = "health check did not answer: " + context.Cause(ctx).Error()
-		case <-s.dead:
-			out[i].Error = "fano is stopping"
+		st, err := await[*pb.BackendHealthReply](s, replies[i], pid, &pb.BackendHealthQuery{})
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			out[i].Error = "health check did not answer: " + context.DeadlineExceeded.Error()
+		case err != nil:
+			out[i].Error = err.Error()
+		default:
+			out[i] = BackendHealth{Name: name, Healthy: st.Healthy, Error: st.Error, Running: int(st.Running)}
 		}
 	}
 	return out
@@ -151,7 +151,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 		return &pb.Event{At: at, Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: id, Reason: reason, NotBefore: nanos(resumeAt)}}}
 	}
 	var sent atomic.Bool
-	written := make(chan taskEventsReply, 1)
+	written := make(chan actor.Future, 1) // the follow-up's write
 	ended := make(chan StuckOutcome, 1)
 	signal := func(o StuckOutcome) {
 		select {
@@ -173,7 +173,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 			// this task can be persisted (a start needs a resume, then an
 			// allocation round trip, both behind it).
 			if sent.CompareAndSwap(false, true) {
-				s.root.Send(s.schedulerPID, &taskEvents{taskID: id, events: []*pb.Event{followUp()}, reply: written})
+				written <- s.ask(context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: id, Events: []*pb.Event{followUp()}})
 				signal(StuckByExecutor)
 			}
 		case *pb.Event_TaskCompleted, *pb.Event_TaskFailed, *pb.Event_TaskCancelled:
@@ -182,8 +182,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 	})
 	defer unsubscribe()
 
-	reply := make(chan error, 1)
-	if _, err := ask(s, s.orchestratorPID, &cancelTask{id: id, reason: errPreempted.Error(), reply: reply}, reply); err != nil {
+	if err := s.requestDone(s.orchestratorPID, &pb.CancelTask{TaskId: id, Reason: errPreempted.Error()}); err != nil {
 		return "", fmt.Errorf("stop stuck task %s: %w", id, err)
 	}
 	var outcome StuckOutcome
@@ -199,7 +198,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 		if cur, ok := s.Task(id); !ok || cur.State != pb.TaskState_TASK_STATE_RUNNING {
 			return StuckNotRunning, nil
 		}
-		s.root.Send(s.schedulerPID, &taskEvents{taskID: id, events: []*pb.Event{followUp()}, reply: written})
+		written <- s.ask(context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: id, Events: []*pb.Event{followUp()}})
 		outcome = StuckForced
 	case <-s.dead:
 		return "", fmt.Errorf("stop stuck task %s: fano is stopping", id)
@@ -207,14 +206,12 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 	if outcome == StuckNotRunning {
 		return outcome, nil
 	}
-	var r taskEventsReply
-	select {
-	case r = <-written:
-	case <-s.dead:
-		return "", fmt.Errorf("stop stuck task %s: fano is stopping", id)
+	r, err := await[*pb.TaskEventsReply](s, <-written, s.schedulerPID, &pb.TaskEvents{})
+	if err == nil {
+		err = errorFromWire(r.Error)
 	}
-	if r.err != nil {
-		return "", fmt.Errorf("stop stuck task %s: %w", id, r.err)
+	if err != nil {
+		return "", fmt.Errorf("stop stuck task %s: %w", id, err)
 	}
 	// A tick that read the task between the executor's pause and our
 	// follow-up may have decided to resume it, and that resume lands after
@@ -228,12 +225,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 		if i == 5 {
 			return outcome, fmt.Errorf("stop stuck task %s: it is %s after %d attempts", id, cur.State, i+1)
 		}
-		reply := make(chan taskEventsReply, 1)
-		r, err := ask(s, s.schedulerPID, &taskEvents{taskID: id, events: []*pb.Event{followUp()}, reply: reply}, reply)
-		if err == nil {
-			err = r.err
-		}
-		if err != nil {
+		if _, _, err := s.persistTask(id, []*pb.Event{followUp()}, false); err != nil {
 			return outcome, fmt.Errorf("stop stuck task %s: %w", id, err)
 		}
 	}
@@ -243,67 +235,6 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 		}
 	}
 	return outcome, nil
-}
-
-// MailboxDepth is the number of user messages waiting in one actor's
-// mailbox; -1 when it cannot be read.
-type MailboxDepth struct {
-	Actor string `json:"actor"`
-	Depth int    `json:"depth"`
-}
-
-// Mailboxes returns the depth of every local actor's mailbox, deepest
-// first (ties by name). It never sends a message, so it answers even when
-// an actor is wedged: what a SIGUSR1 dump needs.
-//
-// protoactor keeps the mailbox in an unexported field of ActorProcess and
-// exports no way to read its length from outside the actor, so this reads
-// the field through reflection. If protoactor changes that layout, depths
-// come back as -1 instead of failing.
-func (s *System) Mailboxes() []MailboxDepth {
-	select {
-	case <-s.dead:
-		return nil
-	default:
-	}
-	if s.as == nil {
-		return nil
-	}
-	var out []MailboxDepth
-	for _, shard := range s.as.ProcessRegistry.LocalPIDs.LocalPIDs {
-		for id, p := range shard.Items() {
-			ap, ok := p.(*actor.ActorProcess)
-			if !ok {
-				continue
-			}
-			out = append(out, MailboxDepth{Actor: id, Depth: mailboxDepth(ap)})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Depth != out[j].Depth {
-			return out[i].Depth > out[j].Depth
-		}
-		return out[i].Actor < out[j].Actor
-	})
-	return out
-}
-
-func mailboxDepth(ap *actor.ActorProcess) (depth int) {
-	defer func() {
-		if recover() != nil {
-			depth = -1
-		}
-	}()
-	f := reflect.ValueOf(ap).Elem().FieldByName("mailbox")
-	if !f.IsValid() || f.Kind() != reflect.Interface {
-		return -1
-	}
-	v := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
-	mb, ok := v.Interface().(actor.Mailbox)
-	if !ok || mb == nil {
-		return -1
-	}
-	return mb.UserMessageCount()
 }
 
 // settled reports whether the stuck task's follow-up is its current state,

@@ -19,9 +19,9 @@ import (
 	"github.com/jonboulle/clockwork"
 
 	"fano/actors"
-	"fano/actors/health"
 	"fano/config"
 	"fano/gateway"
+	"fano/health"
 	"fano/modules"
 	"fano/pb"
 	"fano/wal"

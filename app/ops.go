@@ -22,8 +22,8 @@ import (
 
 	"fano/actors"
 	"fano/actors/allocator"
-	"fano/actors/health"
-	"fano/actors/metrics"
+	"fano/health"
+	"fano/metrics"
 	"fano/pb"
 	"fano/wal"
 )

@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"fano/actors"
-	"fano/actors/health"
 	"fano/gateway"
 	"fano/gateway/sim"
+	"fano/health"
 	"fano/modules/probe"
 	"fano/pb"
 )

@@ -16,8 +16,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
-	"fano/actors/health"
 	"fano/config"
+	"fano/health"
 	"fano/modules/probe"
 	"fano/pb"
 )

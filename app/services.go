@@ -9,8 +9,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"fano/actors"
-	"fano/actors/health"
 	"fano/config"
+	"fano/health"
 	"fano/wal"
 )
 

@@ -222,7 +222,8 @@ func (x *TaskResult) GetError() string {
 	return ""
 }
 
-// TaskComplete tells the scheduler an executor is done with a task.
+// TaskComplete tells the scheduler and the orchestrator an executor is
+// done with a task.
 type TaskComplete struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -296,6 +297,9 @@ type LLMRequest struct {
 	TaskType        string                 `protobuf:"bytes,8,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`
 	Module          string                 `protobuf:"bytes,9,opt,name=module,proto3" json:"module,omitempty"`
 	TimeoutNs       int64                  `protobuf:"varint,10,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
+	RequestId       uint64                 `protobuf:"varint,200,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`          // names the call for LLMCancel
+	KnownAnswers    int32                  `protobuf:"varint,201,opt,name=known_answers,json=knownAnswers,proto3" json:"known_answers,omitempty"` // answers recorded in conversation_url
+	Interrupted     bool                   `protobuf:"varint,202,opt,name=interrupted,proto3" json:"interrupted,omitempty"`                       // this prompt was in flight when fano stopped
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache
 }
@@ -400,6 +404,27 @@ func (x *LLMRequest) GetTimeoutNs() int64 {
 	return 0
 }
 
+func (x *LLMRequest) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
+func (x *LLMRequest) GetKnownAnswers() int32 {
+	if x != nil {
+		return x.KnownAnswers
+	}
+	return 0
+}
+
+func (x *LLMRequest) GetInterrupted() bool {
+	if x != nil {
+		return x.Interrupted
+	}
+	return false
+}
+
 // LLMResponse is a backend's answer.
 type LLMResponse struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
@@ -410,6 +435,12 @@ type LLMResponse struct {
 	DurationNs       int64                  `protobuf:"varint,5,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
 	PromptTokens     int64                  `protobuf:"varint,6,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
 	CompletionTokens int64                  `protobuf:"varint,7,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	RequestId        uint64                 `protobuf:"varint,200,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	PrimedTurns      int32                  `protobuf:"varint,201,opt,name=primed_turns,json=primedTurns,proto3" json:"primed_turns,omitempty"`
+	FromPage         bool                   `protobuf:"varint,202,opt,name=from_page,json=fromPage,proto3" json:"from_page,omitempty"`
+	Incomplete       string                 `protobuf:"bytes,203,opt,name=incomplete,proto3" json:"incomplete,omitempty"`
+	Model            string                 `protobuf:"bytes,204,opt,name=model,proto3" json:"model,omitempty"`
+	Error            *LLMError              `protobuf:"bytes,205,opt,name=error,proto3" json:"error,omitempty"` // set: the call failed
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -493,6 +524,48 @@ func (x *LLMResponse) GetCompletionTokens() int64 {
 	return 0
 }
 
+func (x *LLMResponse) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
+func (x *LLMResponse) GetPrimedTurns() int32 {
+	if x != nil {
+		return x.PrimedTurns
+	}
+	return 0
+}
+
+func (x *LLMResponse) GetFromPage() bool {
+	if x != nil {
+		return x.FromPage
+	}
+	return false
+}
+
+func (x *LLMResponse) GetIncomplete() string {
+	if x != nil {
+		return x.Incomplete
+	}
+	return ""
+}
+
+func (x *LLMResponse) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *LLMResponse) GetError() *LLMError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // StateUpdate notifies observers (control panel, metrics) of a change.
 type StateUpdate struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -567,7 +640,7 @@ var File_messages_proto protoreflect.FileDescriptor
 const file_messages_proto_rawDesc = "" +
 	"\n" +
 	"\x0emessages.proto\x12\afano.v1\x1a\n" +
-	"task.proto\"/\n" +
+	"task.proto\x1a\factors.proto\"/\n" +
 	"\n" +
 	"TaskSubmit\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"|\n" +
@@ -587,7 +660,7 @@ const file_messages_proto_rawDesc = "" +
 	"\fTaskComplete\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12+\n" +
 	"\x06result\x18\x02 \x01(\v2\x13.fano.v1.TaskResultR\x06result\x12\x10\n" +
-	"\x03llm\x18\x03 \x01(\tR\x03llm\"\xb7\x02\n" +
+	"\x03llm\x18\x03 \x01(\tR\x03llm\"\xa0\x03\n" +
 	"\n" +
 	"LLMRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
@@ -601,7 +674,11 @@ const file_messages_proto_rawDesc = "" +
 	"\x06module\x18\t \x01(\tR\x06module\x12\x1d\n" +
 	"\n" +
 	"timeout_ns\x18\n" +
-	" \x01(\x03R\ttimeoutNs\"\xf2\x01\n" +
+	" \x01(\x03R\ttimeoutNs\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\xc8\x01 \x01(\x04R\trequestId\x12$\n" +
+	"\rknown_answers\x18\xc9\x01 \x01(\x05R\fknownAnswers\x12!\n" +
+	"\vinterrupted\x18\xca\x01 \x01(\bR\vinterrupted\"\xb6\x03\n" +
 	"\vLLMResponse\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1a\n" +
 	"\bresponse\x18\x02 \x01(\tR\bresponse\x12\x10\n" +
@@ -610,7 +687,16 @@ const file_messages_proto_rawDesc = "" +
 	"\vduration_ns\x18\x05 \x01(\x03R\n" +
 	"durationNs\x12#\n" +
 	"\rprompt_tokens\x18\x06 \x01(\x03R\fpromptTokens\x12+\n" +
-	"\x11completion_tokens\x18\a \x01(\x03R\x10completionTokens\"\xc9\x01\n" +
+	"\x11completion_tokens\x18\a \x01(\x03R\x10completionTokens\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\xc8\x01 \x01(\x04R\trequestId\x12\"\n" +
+	"\fprimed_turns\x18\xc9\x01 \x01(\x05R\vprimedTurns\x12\x1c\n" +
+	"\tfrom_page\x18\xca\x01 \x01(\bR\bfromPage\x12\x1f\n" +
+	"\n" +
+	"incomplete\x18\xcb\x01 \x01(\tR\n" +
+	"incomplete\x12\x15\n" +
+	"\x05model\x18\xcc\x01 \x01(\tR\x05model\x12(\n" +
+	"\x05error\x18\xcd\x01 \x01(\v2\x11.fano.v1.LLMErrorR\x05error\"\xc9\x01\n" +
 	"\vStateUpdate\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x1f\n" +
 	"\vupdate_type\x18\x02 \x01(\tR\n" +
@@ -645,17 +731,19 @@ var file_messages_proto_goTypes = []any{
 	nil,                     // 7: fano.v1.StateUpdate.DataEntry
 	(*Task)(nil),            // 8: fano.v1.Task
 	(*Message)(nil),         // 9: fano.v1.Message
+	(*LLMError)(nil),        // 10: fano.v1.LLMError
 }
 var file_messages_proto_depIdxs = []int32{
-	8, // 0: fano.v1.TaskSubmit.task:type_name -> fano.v1.Task
-	2, // 1: fano.v1.TaskComplete.result:type_name -> fano.v1.TaskResult
-	9, // 2: fano.v1.LLMRequest.history:type_name -> fano.v1.Message
-	7, // 3: fano.v1.StateUpdate.data:type_name -> fano.v1.StateUpdate.DataEntry
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	8,  // 0: fano.v1.TaskSubmit.task:type_name -> fano.v1.Task
+	2,  // 1: fano.v1.TaskComplete.result:type_name -> fano.v1.TaskResult
+	9,  // 2: fano.v1.LLMRequest.history:type_name -> fano.v1.Message
+	10, // 3: fano.v1.LLMResponse.error:type_name -> fano.v1.LLMError
+	7,  // 4: fano.v1.StateUpdate.data:type_name -> fano.v1.StateUpdate.DataEntry
+	5,  // [5:5] is the sub-list for method output_type
+	5,  // [5:5] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_messages_proto_init() }
@@ -664,6 +752,7 @@ func file_messages_proto_init() {
 		return
 	}
 	file_task_proto_init()
+	file_actors_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

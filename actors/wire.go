@@ -1,0 +1,292 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/gateway"
+	"fano/modules"
+	"fano/pb"
+)
+
+// Every message between actors is a pb type (pb/actors.proto); this file
+// turns Go values and errors into those messages and back, and waits for
+// replies through protoactor's futures.
+
+var errStopping = errors.New("fano is stopping")
+
+// request sends msg to pid and waits for the reply the actor gives with
+// ctx.Respond. ctx's deadline, if any, is the future's timeout; a stop of
+// the system fails every future still waiting (see failPending), so no
+// caller waits for an actor that is gone.
+func request[R proto.Message](s *System, ctx context.Context, pid *actor.PID, msg proto.Message) (R, error) {
+	return await[R](s, s.ask(ctx, pid, msg), pid, msg)
+}
+
+// ask sends msg to pid as a request; await waits for its reply.
+func (s *System) ask(ctx context.Context, pid *actor.PID, msg proto.Message) actor.Future {
+	timeout := time.Duration(-1) // no timer: the reply or the stop ends the wait
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	f := s.root.RequestFuture(pid, msg, timeout)
+	s.pending.Store(f.PID(), struct{}{})
+	select {
+	case <-s.dead:
+		s.root.Send(f.PID(), &actor.DeadLetterResponse{})
+	default:
+	}
+	return f
+}
+
+func await[R proto.Message](s *System, f actor.Future, pid *actor.PID, msg proto.Message) (R, error) {
+	var zero R
+	res, err := f.Result()
+	s.pending.Delete(f.PID())
+	switch {
+	case errors.Is(err, actor.ErrDeadLetter):
+		return zero, errStopping
+	case errors.Is(err, actor.ErrTimeout):
+		return zero, fmt.Errorf("%T to %s: no reply: %w", msg, pid.Id, context.DeadlineExceeded)
+	case err != nil:
+		return zero, err
+	}
+	r, ok := res.(R)
+	if !ok {
+		return zero, fmt.Errorf("%T to %s: unexpected reply %T", msg, pid.Id, res)
+	}
+	return r, nil
+}
+
+// failPending ends the wait of every request still open: their actors
+// have stopped and would drop the messages in their mailboxes.
+func (s *System) failPending() {
+	s.pending.Range(func(k, _ any) bool {
+		s.root.Send(k.(*actor.PID), &actor.DeadLetterResponse{})
+		return true
+	})
+}
+
+// requestDone is request for the replies that only say whether it worked.
+func (s *System) requestDone(pid *actor.PID, msg proto.Message) error {
+	r, err := request[*pb.Done](s, context.Background(), pid, msg)
+	if err != nil {
+		return err
+	}
+	return errorFromWire(r.GetError())
+}
+
+// respond answers the sender of the message being handled, if it asked.
+func respond(ctx actor.Context, reply proto.Message) {
+	if ctx.Sender() != nil {
+		ctx.Respond(reply)
+	}
+}
+
+// respondLater answers sender (captured while its request was handled)
+// from a continuation that runs later.
+func (s *System) respondLater(sender *actor.PID, reply proto.Message) {
+	if sender != nil {
+		s.root.Send(sender, reply)
+	}
+}
+
+func doneOf(err error) *pb.Done { return &pb.Done{Error: errorToWire(err)} }
+
+// errorToWire keeps an error's text and what callers match on with
+// errors.As / errors.Is.
+func errorToWire(err error) *pb.ActorError {
+	if err == nil {
+		return nil
+	}
+	w := &pb.ActorError{Message: err.Error()}
+	var nf *scheduler.NotFoundError
+	var nq *allocator.NoQuotaError
+	var ve *modules.ValidationError
+	switch {
+	case errors.As(err, &nf):
+		w.Code, w.TaskId = "not_found", nf.TaskID
+	case errors.Is(err, scheduler.ErrFinished):
+		w.Code = "finished"
+	case errors.Is(err, allocator.ErrUnknownBackend):
+		w.Code = "unknown_backend"
+	case errors.As(err, &nq):
+		w.Code, w.Backend, w.Deep, w.Until, w.Reason = "no_quota", nq.Backend, nq.Deep, nanos(nq.Until), nq.Reason
+	case errors.As(err, &ve):
+		w.Code, w.TaskId, w.Phase, w.Detail, w.Raw = "validation", ve.TaskID, ve.Phase, ve.Msg, ve.Raw
+	}
+	return w
+}
+
+// wireError is an error that crossed an actor boundary: its text as it
+// was, unwrapping to what callers match on.
+type wireError struct {
+	msg   string
+	match error
+}
+
+func (e *wireError) Error() string { return e.msg }
+func (e *wireError) Unwrap() error { return e.match }
+
+func errorFromWire(w *pb.ActorError) error {
+	if w == nil {
+		return nil
+	}
+	var match error
+	switch w.Code {
+	case "not_found":
+		match = &scheduler.NotFoundError{TaskID: w.TaskId}
+	case "finished":
+		match = scheduler.ErrFinished
+	case "unknown_backend":
+		match = allocator.ErrUnknownBackend
+	case "no_quota":
+		match = &allocator.NoQuotaError{Backend: w.Backend, Deep: w.Deep, Until: timeOf(w.Until), Reason: w.Reason}
+	case "validation":
+		match = &modules.ValidationError{TaskID: w.TaskId, Phase: w.Phase, Msg: w.Detail, Raw: w.Raw}
+	}
+	return &wireError{msg: w.Message, match: match}
+}
+
+// llmRequestToWire is a gateway.Request as the gateway host receives it.
+func llmRequestToWire(id uint64, backend string, r gateway.Request) *pb.LLMRequest {
+	w := &pb.LLMRequest{
+		RequestId: id, Backend: backend, TaskId: r.TaskID, Module: r.Module, TaskType: r.TaskType,
+		Prompt: r.Prompt, Images: r.Images, DeepMode: r.DeepMode, ConversationUrl: r.ConversationURL,
+		KnownAnswers: int32(r.KnownAnswers), Interrupted: r.Interrupted,
+	}
+	for _, m := range r.History {
+		w.History = append(w.History, &pb.Message{Role: m.Role, Content: m.Content})
+	}
+	return w
+}
+
+func llmRequestFromWire(w *pb.LLMRequest) gateway.Request {
+	r := gateway.Request{
+		TaskID: w.TaskId, Module: w.Module, TaskType: w.TaskType, Prompt: w.Prompt, Images: w.Images,
+		DeepMode: w.DeepMode, ConversationURL: w.ConversationUrl, KnownAnswers: int(w.KnownAnswers),
+		Interrupted: w.Interrupted,
+	}
+	for _, m := range w.History {
+		r.History = append(r.History, gateway.Message{Role: m.Role, Content: m.Content})
+	}
+	return r
+}
+
+func llmResponseToWire(id uint64, backend string, r gateway.Response, err error) *pb.LLMResponse {
+	w := &pb.LLMResponse{
+		RequestId: id, TaskId: "", Llm: backend, Response: r.Content, ConversationUrl: r.ConversationURL,
+		DurationNs: int64(r.Duration), PromptTokens: r.PromptTokens, CompletionTokens: r.CompletionTokens,
+		PrimedTurns: int32(r.PrimedTurns), FromPage: r.FromPage, Incomplete: r.Incomplete, Model: r.Model,
+	}
+	if err != nil {
+		w.Error = &pb.LLMError{Message: err.Error(), Kind: gateway.Kind(err), NotSent: errors.Is(err, gateway.ErrNotSent)}
+		var rl *gateway.RateLimitedError
+		if errors.As(err, &rl) {
+			w.Error.Backend, w.Error.RetryAfterNs, w.Error.Until = rl.Backend, int64(rl.RetryAfter), nanos(rl.Until)
+			w.Error.Cap, w.Error.Reason = rl.Cap, rl.Reason
+		}
+	}
+	return w
+}
+
+func llmResponseFromWire(w *pb.LLMResponse) (gateway.Response, error) {
+	r := gateway.Response{
+		Content: w.Response, ConversationURL: w.ConversationUrl, PrimedTurns: int(w.PrimedTurns),
+		FromPage: w.FromPage, Incomplete: w.Incomplete, Model: w.Model, Duration: time.Duration(w.DurationNs),
+		PromptTokens: w.PromptTokens, CompletionTokens: w.CompletionTokens,
+	}
+	return r, llmErrorFromWire(w.Error)
+}
+
+// llmError is a backend's failure as it crossed the wire: its text, its
+// kind for gateway.Kind, and ErrNotSent when it never left.
+type llmError struct {
+	msg     string
+	kind    error
+	notSent bool
+	rl      *gateway.RateLimitedError
+}
+
+func (e *llmError) Error() string { return e.msg }
+
+func (e *llmError) Is(target error) bool {
+	return target == e.kind || (target == gateway.ErrNotSent && e.notSent)
+}
+
+func (e *llmError) Unwrap() error {
+	if e.rl != nil {
+		return e.rl
+	}
+	return nil
+}
+
+// llmErrorKinds maps gateway.Kind's names back to what it matches.
+var llmErrorKinds = map[string]error{
+	"cancelled":         context.Canceled,
+	"credentials":       gateway.ErrCredentials,
+	"bad_answer":        gateway.ErrBadAnswer,
+	"hung":              gateway.ErrHung,
+	"conversation_gone": gateway.ErrConversationGone,
+	"transient":         gateway.ErrTransient,
+	"unavailable":       gateway.ErrUnavailable,
+	"permanent":         gateway.ErrPermanent,
+}
+
+func llmErrorFromWire(w *pb.LLMError) error {
+	if w == nil {
+		return nil
+	}
+	e := &llmError{msg: w.Message, kind: llmErrorKinds[w.Kind], notSent: w.NotSent}
+	if w.Kind == "rate_limited" {
+		e.rl = &gateway.RateLimitedError{Backend: w.Backend, RetryAfter: time.Duration(w.RetryAfterNs),
+			Until: timeOf(w.Until), Cap: w.Cap, Reason: w.Reason, NotSent: w.NotSent}
+	}
+	return e
+}
+
+// Why a call was cancelled, on the wire: the gateway host rebuilds the
+// cause the backend sees (a browser leaves an answer running on a
+// shutdown).
+const (
+	causeShutdown = "shutdown"
+	causeTimeout  = "timeout"
+)
+
+func causeToWire(cause error) string {
+	switch {
+	case errors.Is(cause, errShutdown):
+		return causeShutdown
+	case errors.Is(cause, errTimeout):
+		return causeTimeout
+	case cause == nil:
+		return context.Canceled.Error()
+	}
+	return cause.Error()
+}
+
+func causeFromWire(c string) error {
+	switch c {
+	case causeShutdown:
+		return errShutdown
+	case causeTimeout:
+		return errTimeout
+	}
+	return errors.New(c) // a preemption, a person's cancel: the text is all the backend needs
+}
+
+func actionToWire(a modules.Action, err error) *pb.NextActionReply {
+	return &pb.NextActionReply{Kind: int32(a.Kind), Prompt: a.Prompt, Images: a.Images, DeepMode: a.DeepMode, Error: errorToWire(err)}
+}
+
+func actionFromWire(w *pb.NextActionReply) (modules.Action, error) {
+	return modules.Action{Kind: modules.ActionKind(w.Kind), Prompt: w.Prompt, Images: w.Images, DeepMode: w.DeepMode},
+		errorFromWire(w.Error)
+}

@@ -1,0 +1,148 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/gateway"
+	"fano/modules"
+	"fano/modules/probe"
+	"fano/pb"
+)
+
+// roundTrip sends m through protobuf's encoding, as a remote actor would
+// receive it.
+func roundTrip[M proto.Message](t *testing.T, m M) M {
+	t.Helper()
+	data, err := proto.Marshal(m)
+	require.NoError(t, err)
+	out := m.ProtoReflect().New().Interface().(M)
+	require.NoError(t, proto.Unmarshal(data, out))
+	return out
+}
+
+// An error that crosses an actor boundary keeps its text and what callers
+// match on.
+func TestActorErrorsKeepWhatCallersMatch(t *testing.T) {
+	until := time.Date(2026, 1, 5, 13, 0, 0, 0, time.UTC)
+	cases := []struct {
+		err   error
+		match func(error) bool
+	}{
+		{&scheduler.NotFoundError{TaskID: "p/t/1"}, func(err error) bool {
+			var nf *scheduler.NotFoundError
+			return errors.As(err, &nf) && nf.TaskID == "p/t/1"
+		}},
+		{fmt.Errorf("scheduler: cancel %q: %w", "p/t/1", scheduler.ErrFinished), func(err error) bool { return errors.Is(err, scheduler.ErrFinished) }},
+		{fmt.Errorf("allocator: backend %q: %w", "x", allocator.ErrUnknownBackend), func(err error) bool { return errors.Is(err, allocator.ErrUnknownBackend) }},
+		{&allocator.NoQuotaError{Backend: "a", Deep: true, Until: until, Reason: "spent"}, func(err error) bool {
+			var nq *allocator.NoQuotaError
+			return errors.As(err, &nq) && nq.Until.Equal(until) && nq.Deep && nq.Backend == "a"
+		}},
+		{&modules.ValidationError{TaskID: "p/t/1", Phase: "schema", Msg: "no json", Raw: "hi"}, modules.IsValidation},
+		{errors.New("disk full"), func(err error) bool { return err != nil }},
+	}
+	for _, c := range cases {
+		got := errorFromWire(roundTrip(t, errorToWire(c.err)))
+		assert.Equal(t, c.err.Error(), got.Error())
+		assert.True(t, c.match(got), "%v lost what callers match on", c.err)
+	}
+	assert.NoError(t, errorFromWire(errorToWire(nil)))
+	assert.False(t, modules.IsValidation(errorFromWire(errorToWire(errors.New("plain")))))
+}
+
+// A backend's failure routes the same after the wire as before it.
+func TestLLMErrorsKeepTheirKind(t *testing.T) {
+	errs := []error{
+		gateway.Transient("a", "503"),
+		gateway.Permanent("a", "400"),
+		gateway.Unavailable("a", "login wall"),
+		&gateway.Error{Backend: "a", Kind: gateway.ErrUnavailable, Msg: "circuit open", Err: gateway.ErrNotSent},
+		gateway.Classified("a", gateway.ErrCredentials, "401"),
+		gateway.Classified("a", gateway.ErrBadAnswer, "refusal"),
+		gateway.Classified("a", gateway.ErrHung, "stalled"),
+		gateway.Classified("a", gateway.ErrConversationGone, "404"),
+		fmt.Errorf("a: %w", context.Canceled),
+		fmt.Errorf("a: %w", errTimeout),
+		fmt.Errorf("a: wrapped: %w", &gateway.RateLimitedError{Backend: "a", RetryAfter: time.Minute, Cap: true, Reason: "cap", NotSent: true}),
+		errors.New("unclassified"),
+	}
+	for _, err := range errs {
+		w := roundTrip(t, llmResponseToWire(7, "a", gateway.Response{}, err))
+		_, got := llmResponseFromWire(w)
+		require.Error(t, got)
+		assert.Equal(t, err.Error(), got.Error())
+		assert.Equal(t, gateway.Kind(err), gateway.Kind(got), "%v", err)
+		assert.Equal(t, errors.Is(err, gateway.ErrNotSent), errors.Is(got, gateway.ErrNotSent), "%v", err)
+		var rl, gotRL *gateway.RateLimitedError
+		if errors.As(err, &rl) {
+			require.True(t, errors.As(got, &gotRL))
+			assert.Equal(t, *rl, *gotRL)
+		}
+	}
+}
+
+// Requests and answers cross the wire whole.
+func TestLLMRequestAndResponseRoundTrip(t *testing.T) {
+	req := gateway.Request{TaskID: "p/t/1", Module: "p", TaskType: "t", Prompt: "q",
+		History: []gateway.Message{{Role: "user", Content: "a"}, {Role: "assistant", Content: "b"}},
+		Images:  []string{"x.png"}, DeepMode: true, ConversationURL: "https://chat/1", KnownAnswers: 2, Interrupted: true}
+	w := roundTrip(t, llmRequestToWire(9, "a", req))
+	assert.EqualValues(t, 9, w.RequestId)
+	assert.Equal(t, req, llmRequestFromWire(w))
+
+	resp := gateway.Response{Content: "answer", ConversationURL: "https://chat/1", PrimedTurns: 3, FromPage: true,
+		Incomplete: "stalled", Model: "mini", Duration: time.Second, PromptTokens: 10, CompletionTokens: 20}
+	got, err := llmResponseFromWire(roundTrip(t, llmResponseToWire(9, "a", resp, nil)))
+	require.NoError(t, err)
+	assert.Equal(t, resp, got)
+}
+
+// A cancellation's cause reaches the backend as the executor gave it: a
+// browser leaves an answer running on a shutdown.
+func TestCancelCauses(t *testing.T) {
+	assert.ErrorIs(t, causeFromWire(causeToWire(errShutdown)), gateway.ErrShutdown)
+	assert.ErrorIs(t, causeFromWire(causeToWire(errTimeout)), context.DeadlineExceeded)
+	assert.Equal(t, "preempted", causeFromWire(causeToWire(errPreempted)).Error())
+	assert.Equal(t, "cancelled: by me", causeFromWire(causeToWire(&cancelledByUser{reason: "by me"})).Error())
+}
+
+// A request open when fano stops, and one made after, fail at once
+// instead of waiting for an actor that is gone.
+func TestRequestsAtStopFail(t *testing.T) {
+	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), probe: probe.Config{NoPropose: true}, noSync: true})
+	sys := b.start()
+	// An actor that never answers stands for one that stopped with the
+	// request still in its mailbox.
+	silent := sys.root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	open := sys.ask(context.Background(), silent, &pb.Barrier{})
+	require.NoError(t, sys.Stop())
+
+	done := make(chan error, 4)
+	go func() {
+		_, err := await[*pb.BarrierReply](sys, open, silent, &pb.Barrier{})
+		done <- err
+		done <- sys.Cancel("probe/x/1", "test")
+		done <- sys.WithModule(probe.Name, func(modules.Module) {})
+		done <- sys.PauseBackend("chatgpt", "test", true)
+	}()
+	for range 4 {
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, errStopping)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a request is still waiting after the stop")
+		}
+	}
+}
