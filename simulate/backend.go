@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -36,6 +37,16 @@ type Backend struct {
 	revoked   bool      // key refused
 	draws     uint64
 	counts    FaultCounts
+
+	inSend *atomic.Int64 // shared by the driver's backends: calls in progress
+}
+
+// Send is the simulated service's, counted: the driver moves the clock
+// only while every running task waits inside a call.
+func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	b.inSend.Add(1)
+	defer b.inSend.Add(-1)
+	return b.Backend.Send(ctx, req)
 }
 
 // FaultCounts are the requests each fault refused.
@@ -44,8 +55,11 @@ type FaultCounts struct {
 }
 
 // NewBackend wraps a simulated backend standing in for a backend of kind.
-func NewBackend(s *sim.Backend, kind string, clock clockwork.Clock, seed int64) *Backend {
-	b := &Backend{Backend: s, kind: kind, clock: clock, seed: seed}
+func NewBackend(s *sim.Backend, kind string, clock clockwork.Clock, seed int64, inSend *atomic.Int64) *Backend {
+	if inSend == nil {
+		inSend = new(atomic.Int64)
+	}
+	b := &Backend{Backend: s, kind: kind, clock: clock, seed: seed, inSend: inSend}
 	s.Inject(b.inject)
 	return b
 }

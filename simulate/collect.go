@@ -188,8 +188,6 @@ func needsPerson(a Alert) bool {
 	return false
 }
 
-func (c *collector) noteFault(f Fault) {}
-
 func (c *collector) event(at time.Time, kind, target string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -209,12 +207,13 @@ func (c *collector) seeds(at time.Time, n int) {
 // sample is taken every virtual minute: each backend's state for the
 // minute and its usable budget while it could serve; on the hour the
 // queue, and at the end of a day the runtime figures.
-func (c *collector) sample(now time.Time, sys *actors.System) {
+func (c *collector) sample(now time.Time, sys *actors.System, every time.Duration) {
 	if !now.Before(c.start.Add(time.Duration(len(c.days)) * 24 * time.Hour)) {
 		c.sampleRuntime(now, sys, len(c.days))
 		return
 	}
 	qs := sys.Quotas()
+	mins := int(every / time.Minute)
 	c.mu.Lock()
 	d := c.day(now)
 	for _, q := range qs {
@@ -223,18 +222,19 @@ func (c *collector) sample(now time.Time, sys *actors.System) {
 			state = "ready"
 		}
 		if m := d.StateMinutes[q.Name]; m != nil {
-			m[state]++
+			m[state] += mins
 		}
 		if serving(state) {
-			d.Usable[q.Name] += float64(q.Usable) / 60
+			d.Usable[q.Name] += float64(q.Usable) * float64(mins) / 60
 		}
 	}
 	c.mu.Unlock()
-	if now.Minute() == 59 {
-		queue := 0
-		for _, byState := range sys.Counts() {
-			queue += byState[pb.TaskState_TASK_STATE_PENDING] + byState[pb.TaskState_TASK_STATE_READY] + byState[pb.TaskState_TASK_STATE_PAUSED]
-		}
+	if end := now.Add(every); end.Hour() != now.Hour() {
+		// Work waiting: tasks ready to go that need no deep mode (deep
+		// mode has its own daily budget), paused ones not counted.
+		queue := len(sys.Tasks(func(t *pb.Task) bool {
+			return (t.State == pb.TaskState_TASK_STATE_PENDING || t.State == pb.TaskState_TASK_STATE_READY) && !t.RequiresDeepMode
+		}, 0))
 		c.mu.Lock()
 		if queue > d.QueueMax {
 			d.QueueMax = queue
@@ -245,7 +245,7 @@ func (c *collector) sample(now time.Time, sys *actors.System) {
 		d.QueueEnd = queue
 		c.mu.Unlock()
 	}
-	if now.Hour() == 23 && now.Minute() == 59 {
+	if end := now.Add(every); end.Day() != now.Day() {
 		c.sampleRuntime(now, sys, d.Day)
 	}
 }
@@ -270,6 +270,12 @@ func (c *collector) sampleRuntime(now time.Time, sys *actors.System, day int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.runtime[day-1] = RuntimeDay{Day: day, HeapMB: float64(ms.HeapAlloc) / (1 << 20), Goroutines: runtime.NumGoroutine(), WALMB: float64(walBytes) / (1 << 20)}
+}
+
+func (c *collector) dayReport(day int) DayReport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.days[day-1]
 }
 
 func (c *collector) report() *Report {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -68,6 +69,9 @@ type Options struct {
 	// (default 1 min): time-based work (a window reset, a retry due) is
 	// never noticed later than this.
 	MaxIdleStep time.Duration
+	// SampleEvery is how often backend states and budgets are sampled
+	// (default 1 min; the clock always stops there).
+	SampleEvery time.Duration
 	// SeedModule takes the schedule's daily questions ("explorer").
 	SeedModule string
 	// Progress, if set, is called at the end of every simulated day.
@@ -104,6 +108,7 @@ type driver struct {
 	diskFull bool
 	faults   []Fault
 
+	inSend    atomic.Int64
 	last      fingerprint
 	timeouts  int
 	steps     int64
@@ -121,6 +126,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.MaxIdleStep <= 0 {
 		o.MaxIdleStep = time.Minute
 	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = time.Minute
+	}
 	if o.Schedule == nil {
 		o.Schedule = &Schedule{Name: "none"}
 	}
@@ -137,7 +145,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			HourlyLimit: spec.HourlyLimit, DeepDailyLimit: spec.DeepDailyLimit,
 			HourlyResetMinute: spec.HourlyResetMinute, DailyResetHour: spec.DailyResetHour,
 		}, d.clock)
-		b := NewBackend(s, spec.Kind, d.clock, o.Seed)
+		b := NewBackend(s, spec.Kind, d.clock, o.Seed, &d.inSend)
 		d.backends = append(d.backends, b)
 		d.byName[spec.Name] = b
 		names = append(names, spec.Name)
@@ -168,9 +176,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at.Before(plan[j].at) })
 
 	d.col = newCollector(Epoch, o.Days, names, d.byName)
-	for _, f := range faults {
-		d.col.noteFault(f)
-	}
 	if err := d.start(); err != nil {
 		return nil, err
 	}
@@ -196,14 +201,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		changed := d.settle()
 		if !now.Before(nextMinute) {
-			d.sample(now)
+			d.col.sample(now, d.fano.System(), d.o.SampleEvery)
 			if trace && now.Minute() == 0 {
 				fmt.Fprintf(os.Stderr, "simulate: %s steps %d wall %.1fs timeouts %d\n", now.Format("01-02 15:04"), d.steps, time.Since(d.wallStart).Seconds(), d.timeouts)
 			}
-			if day := d.col.dayOf(now); now.Equal(Epoch.Add(time.Duration(day)*24*time.Hour)) && day > 0 && o.Progress != nil {
-				o.Progress(day, d.col.days[day-1])
+			if since := now.Sub(Epoch); since > 0 && since%(24*time.Hour) == 0 && o.Progress != nil {
+				day := int(since / (24 * time.Hour))
+				o.Progress(day, d.col.dayReport(day))
 			}
-			nextMinute = nextMinute.Add(time.Minute)
+			nextMinute = nextMinute.Add(o.SampleEvery)
 		}
 		if !now.Before(end) {
 			break
@@ -357,7 +363,10 @@ func (d *driver) settle() bool {
 			runtime.Gosched()
 		}
 		cur, depthNow := d.fingerprint()
-		if cur == prev && depth == 0 && depthNow == 0 {
+		// Every running task must wait inside a backend call (on the
+		// clock): one between two calls is still working.
+		waiting := int64(cur.running) <= d.inSend.Load()
+		if cur == prev && depth == 0 && depthNow == 0 && waiting {
 			stable++
 		} else {
 			stable = 0
@@ -385,8 +394,6 @@ const settleRounds = 3
 var trace = os.Getenv("FANO_SIMULATE_TRACE") != ""
 
 var errDiskFull = fmt.Errorf("write: %w (simulated full disk)", syscall.ENOSPC)
-
-func (d *driver) sample(now time.Time) { d.col.sample(now, d.fano.System()) }
 
 // markOutages flags the days a one-off fault touched: an entry for one
 // day, or a login wall or revoked key until it was fixed.

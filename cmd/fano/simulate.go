@@ -397,5 +397,3 @@ func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
 	}
 	return f, nil
 }
-
-
