@@ -214,10 +214,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if !now.Before(end) {
 			break
 		}
+		// After a change one tick lets the scheduler and modules act on
+		// it; once a tick changed nothing, jump to the next timer.
 		if changed {
 			step = o.TickInterval
 		} else {
-			step = min(2*step, o.MaxIdleStep)
+			step = o.MaxIdleStep
 		}
 		next := now.Add(step)
 		if t, ok := d.clock.Next(); ok && t.Before(next) {

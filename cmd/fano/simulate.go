@@ -73,6 +73,8 @@ type simulation struct {
 	days     int
 	seed     int64
 	progress io.Writer
+	// sampleEvery and maxIdleStep coarsen the driver (tests; 0 = defaults).
+	sampleEvery, maxIdleStep time.Duration
 }
 
 func runSimulate(ctx context.Context, g *globals, f simulateFlags, out io.Writer) error {
@@ -219,6 +221,7 @@ func (s *simulation) run(ctx context.Context) (*simulate.Report, error) {
 		Days: s.days, Seed: s.seed, Schedule: s.schedule, Backends: s.specs(), Start: s.start,
 		TickInterval: time.Duration(s.cfg.Orchestrator.Scheduler.TickIntervalMS) * time.Millisecond,
 		SeedModule:   "explorer",
+		SampleEvery:  s.sampleEvery, MaxIdleStep: s.maxIdleStep,
 	}
 	if s.progress != nil {
 		o.Progress = func(day int, d simulate.DayReport) { fmt.Fprintf(s.progress, "  %s\n", d) }
@@ -296,6 +299,7 @@ func (f *simFano) stopServices() {
 func (f *simFano) System() *actors.System { return f.sys }
 
 func (f *simFano) Stop() error {
+	defer f.sys.ForgetQueuedMessages()
 	f.stopServices()
 	f.unsub()
 	f.health.Stop()
@@ -310,6 +314,7 @@ func (f *simFano) Stop() error {
 // Kill: the WAL is closed first, so nothing of the shutdown reaches it,
 // as after a SIGKILL; then the actors are stopped to free the process.
 func (f *simFano) Kill() error {
+	defer f.sys.ForgetQueuedMessages()
 	f.stopServices()
 	f.unsub()
 	f.health.Stop()
