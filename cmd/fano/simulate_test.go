@@ -112,3 +112,37 @@ func TestSimulateRefusesBadInput(t *testing.T) {
 	_, err = os.Stat(filepath.Join(dir, "d2", "fano.db"))
 	require.True(t, os.IsNotExist(err))
 }
+
+// BenchmarkSimulateFortnight: the simulated fortnight of the demo config
+// with the default fault schedule. Goals: <= 60 s wall on 2 cores, <= 200
+// MB heap at the end. Its baseline, measured in the same run: one
+// simulated day of the demo without faults (the rate of a simulated day;
+// actors BenchmarkSimulatedDay is the actor-level one: run both with
+// `make bench-simulate`).
+func BenchmarkSimulateFortnight(b *testing.B) {
+	run := func(days int, faults string) *simulate.Report {
+		b.Helper()
+		dir := b.TempDir()
+		f := simulateFlags{days: days, seed: 1}
+		if faults != "" {
+			path := filepath.Join(dir, "faults.yaml")
+			require.NoError(b, os.WriteFile(path, []byte(faults), 0o644))
+			f.faultsPath = path
+		}
+		s, err := newSimulation(&globals{dataDir: filepath.Join(dir, "data")}, f)
+		require.NoError(b, err)
+		rep, err := s.run(context.Background())
+		require.NoError(b, err)
+		return rep
+	}
+	for i := 0; i < b.N; i++ {
+		day := run(1, "seeds_per_day: 6\n")
+		fortnight := run(14, "")
+		end := fortnight.Runtime.Days[len(fortnight.Runtime.Days)-1]
+		b.ReportMetric(fortnight.Runtime.WallSeconds, "fortnight-wall-s")
+		b.ReportMetric(end.HeapMB, "fortnight-heap-MB")
+		b.ReportMetric(fortnight.Runtime.SimSecondsPerWall, "fortnight-sim-s/wall-s")
+		b.ReportMetric(day.Runtime.SimSecondsPerWall, "day-sim-s/wall-s")
+		b.ReportMetric(fortnight.Runtime.SimSecondsPerWall/day.Runtime.SimSecondsPerWall, "fortnight/day-rate")
+	}
+}
