@@ -14,9 +14,10 @@ import (
 type Clock struct {
 	*clockwork.FakeClock
 
-	mu     sync.Mutex
-	timers map[*trackedTimer]time.Time // live one-shot timers -> deadline
-	ops    atomic.Int64                // timers made, reset or stopped: activity
+	mu      sync.Mutex
+	timers  map[*trackedTimer]time.Time // live one-shot timers -> deadline
+	tickers []*trackedTicker
+	ops     atomic.Int64 // timers made, reset or stopped: activity
 }
 
 // NewClock returns a fake clock at start.
@@ -76,10 +77,61 @@ func (c *Clock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C
 // Sleep waits on a tracked timer.
 func (c *Clock) Sleep(d time.Duration) { <-c.After(d) }
 
-// NewTicker is clockwork's; tickers are not tracked (see Clock).
+type trackedTicker struct {
+	clockwork.Ticker
+	c       *Clock
+	period  time.Duration
+	next    time.Time
+	stopped bool
+}
+
+func (t *trackedTicker) Reset(d time.Duration) {
+	t.c.mu.Lock()
+	t.period, t.next, t.stopped = d, t.c.Now().Add(d), false
+	t.c.mu.Unlock()
+	t.Ticker.Reset(d)
+}
+
+func (t *trackedTicker) Stop() {
+	t.c.mu.Lock()
+	t.stopped = true
+	t.c.mu.Unlock()
+	t.Ticker.Stop()
+}
+
+// NewTicker is clockwork's; its ticks are known (NextTick) but are not
+// deadlines of work (see Next).
 func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 	c.ops.Add(1)
-	return c.FakeClock.NewTicker(d)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &trackedTicker{c: c, period: d, next: c.Now().Add(d), Ticker: c.FakeClock.NewTicker(d)}
+	c.tickers = append(c.tickers, t)
+	return t
+}
+
+// NextTick returns the first tick of a live ticker after now, if any.
+func (c *Clock) NextTick() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.Now()
+	var next time.Time
+	live := c.tickers[:0]
+	for _, t := range c.tickers {
+		if t.stopped {
+			continue
+		}
+		live = append(live, t)
+		for !t.next.After(now) {
+			// Catch up as clockwork does: a tick per period passed.
+			t.next = t.next.Add(t.period)
+		}
+		if next.IsZero() || t.next.Before(next) {
+			next = t.next
+		}
+	}
+	c.tickers = live
+	return next, !next.IsZero()
 }
 
 // Next returns the earliest deadline of a live timer after now, if any;

@@ -34,6 +34,7 @@ type simulateFlags struct {
 	faultsPath string
 	seed       int64
 	quiet      bool
+	step       time.Duration
 }
 
 func newSimulateCmd(g *globals) *cobra.Command {
@@ -60,6 +61,7 @@ func newSimulateCmd(g *globals) *cobra.Command {
 	cmd.Flags().StringVar(&f.faultsPath, "faults", "", "fault schedule (YAML; default: the built-in one)")
 	cmd.Flags().Int64Var(&f.seed, "seed", 1, "seed of the simulated answers and faults: the same seed gives the same report")
 	cmd.Flags().BoolVar(&f.quiet, "quiet", false, "no line per simulated day")
+	cmd.Flags().DurationVar(&f.step, "step", 5*time.Minute, "how often backend states are sampled, and the longest jump of the clock while nothing happens (1m..1h)")
 	cmd.Flags().Bool("print-faults", false, "print the built-in fault schedule and exit")
 	return cmd
 }
@@ -83,6 +85,9 @@ func runSimulate(ctx context.Context, g *globals, f simulateFlags, out io.Writer
 	}
 	if f.days < 1 {
 		return fmt.Errorf("--days: %d; simulate at least 1 day", f.days)
+	}
+	if f.step != 0 && (f.step < time.Minute || f.step > time.Hour || time.Hour%f.step != 0) {
+		return fmt.Errorf("--step: %s; give a divisor of an hour between 1m and 1h (e.g. 1m, 5m, 15m)", f.step)
 	}
 	s, err := newSimulation(g, f)
 	if err != nil {
@@ -162,7 +167,8 @@ func newSimulation(g *globals, f simulateFlags) (*simulation, error) {
 		}
 		sched = s
 	}
-	return &simulation{cfg: cfg, cfgPath: g.configPath, simCfg: simulatedConfig(cfg), schedule: sched, days: f.days, seed: f.seed}, nil
+	return &simulation{cfg: cfg, cfgPath: g.configPath, simCfg: simulatedConfig(cfg), schedule: sched, days: f.days, seed: f.seed,
+		sampleEvery: f.step, maxIdleStep: f.step}, nil
 }
 
 // simulatedConfig copies cfg with every enabled backend turned into a sim

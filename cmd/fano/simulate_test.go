@@ -123,7 +123,7 @@ func BenchmarkSimulateFortnight(b *testing.B) {
 	run := func(days int, faults string) *simulate.Report {
 		b.Helper()
 		dir := b.TempDir()
-		f := simulateFlags{days: days, seed: 1}
+		f := simulateFlags{days: days, seed: 1, step: 5 * time.Minute}
 		if faults != "" {
 			path := filepath.Join(dir, "faults.yaml")
 			require.NoError(b, os.WriteFile(path, []byte(faults), 0o644))
