@@ -6,10 +6,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	extraCommands = append(extraCommands, newBackendCmd)
-}
-
 // newBackendCmd is `fano backend pause|resume <name>`: the operator's
 // switch for one LLM. Resume also re-checks the backend (its key is read
 // again from the environment), so a fixed key is used at once.

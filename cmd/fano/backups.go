@@ -3,122 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	fanoapp "fano/app"
 	"fano/wal"
 )
-
-func init() {
-	runServices = append(runServices, backupService)
-}
-
-// backupPrefix and backupSuffix frame a backup's UTC time, so names sort
-// by age.
-const (
-	backupPrefix = "fano-"
-	backupSuffix = ".db"
-	backupLayout = "20060102T150405Z"
-)
-
-func backupDir(dataDir string) string { return filepath.Join(dataDir, "backup") }
-
-func backupName(at time.Time) string {
-	return backupPrefix + at.UTC().Format(backupLayout) + backupSuffix
-}
-
-// backupFiles lists the backups in dir, oldest first.
-func backupFiles(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range ents {
-		n := e.Name()
-		if e.Type().IsRegular() && strings.HasPrefix(n, backupPrefix) && strings.HasSuffix(n, backupSuffix) {
-			if _, err := time.Parse(backupLayout, strings.TrimSuffix(strings.TrimPrefix(n, backupPrefix), backupSuffix)); err == nil {
-				out = append(out, n)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// takeBackup writes a backup of log into dataDir/backup/ and removes all
-// but the newest keep backups there. It returns the new file's path.
-func takeBackup(log *wal.Log, dataDir string, at time.Time, keep int) (string, error) {
-	dir := backupDir(dataDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("backup: %w", err)
-	}
-	path := filepath.Join(dir, backupName(at))
-	if _, err := log.Backup(path); err != nil {
-		return "", err
-	}
-	names, err := backupFiles(dir)
-	if err != nil {
-		return path, fmt.Errorf("backup: list %s: %w", dir, err)
-	}
-	if keep > 0 && len(names) > keep {
-		for _, n := range names[:len(names)-keep] {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil {
-				return path, fmt.Errorf("backup: remove old %s: %w", n, err)
-			}
-		}
-	}
-	return path, nil
-}
-
-// backupService takes a backup every state.backup_interval_hours while
-// fano runs.
-func backupService(rc *runContext) (func(), error) {
-	st := rc.Cfg.Orchestrator.State
-	if st.BackupIntervalHours <= 0 || rc.Log == nil {
-		return nil, nil
-	}
-	every := time.Duration(st.BackupIntervalHours) * time.Hour
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := rc.Clock.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.Chan():
-				path, err := takeBackup(rc.Log, rc.DataDir, rc.Clock.Now(), st.BackupsKept)
-				if err != nil {
-					rc.Logger.Error().Err(err).Str("event", "cmd.fano.backup_failed").Msg("WAL backup failed; the next is tried on schedule")
-					continue
-				}
-				rc.Logger.Info().Str("event", "cmd.fano.backup").Str("path", path).Msg("WAL backed up")
-			}
-		}
-	}()
-	return func() { close(stop); <-done }, nil
-}
-
-// panelBackup is the panel's backup on demand (nil without an open WAL).
-func panelBackup(rc *runContext) func() (string, error) {
-	if rc.Log == nil {
-		return nil
-	}
-	return func() (string, error) {
-		return takeBackup(rc.Log, rc.DataDir, rc.Clock.Now(), rc.Cfg.Orchestrator.State.BackupsKept)
-	}
-}
 
 // newWALBackupCmds are `fano wal backup`, `fano wal restore FILE` and
 // `fano wal salvage --to FILE`.
@@ -137,7 +30,7 @@ func newWALBackupCmds(g *globals) []*cobra.Command {
 				return err
 			}
 			defer a.close()
-			path, err := takeBackup(a.log, a.dataDir, time.Now(), a.cfg.Orchestrator.State.BackupsKept)
+			path, err := fanoapp.TakeBackup(a.log, a.dataDir, time.Now(), a.cfg.Orchestrator.State.BackupsKept)
 			if err != nil {
 				return err
 			}

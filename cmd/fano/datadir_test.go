@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"crypto/sha256"
+	fanoapp "fano/app"
 	"fmt"
 	"io"
 	"io/fs"
@@ -126,11 +127,11 @@ func TestBackupSalvageRestore(t *testing.T) {
 	args := func(a ...string) []string { return append(a, "--config", cfg, "--data-dir", dataDir) }
 	out, errOut, code := runCmd(args("wal", "backup")...)
 	require.Equal(t, 0, code, errOut)
-	names, err := backupFiles(backupDir(dataDir))
+	names, err := fanoapp.BackupFiles(fanoapp.BackupDir(dataDir))
 	require.NoError(t, err)
 	require.Len(t, names, 1)
 	require.Contains(t, out, names[0])
-	backup := filepath.Join(backupDir(dataDir), names[0])
+	backup := filepath.Join(fanoapp.BackupDir(dataDir), names[0])
 
 	db := filepath.Join(dataDir, "fano.db")
 	fi, err := os.Stat(db)
@@ -161,12 +162,12 @@ func TestBackupsKeepTheNewest(t *testing.T) {
 	defer log.Close()
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	for i := 0; i < 5; i++ {
-		_, err := takeBackup(log, dataDir, t0.Add(time.Duration(i)*time.Hour), 3)
+		_, err := fanoapp.TakeBackup(log, dataDir, t0.Add(time.Duration(i)*time.Hour), 3)
 		require.NoError(t, err)
 	}
-	names, err := backupFiles(backupDir(dataDir))
+	names, err := fanoapp.BackupFiles(fanoapp.BackupDir(dataDir))
 	require.NoError(t, err)
-	require.Equal(t, []string{backupName(t0.Add(2 * time.Hour)), backupName(t0.Add(3 * time.Hour)), backupName(t0.Add(4 * time.Hour))}, names)
+	require.Equal(t, []string{fanoapp.BackupName(t0.Add(2 * time.Hour)), fanoapp.BackupName(t0.Add(3 * time.Hour)), fanoapp.BackupName(t0.Add(4 * time.Hour))}, names)
 }
 
 // A missing or empty fano.db beside earlier runs' output is refused,
@@ -325,10 +326,10 @@ func TestBackupOfRunningFano(t *testing.T) {
 	out, errOut, err := runQuick(t, "wal", "backup", "--config", cfg, "--data-dir", dataDir)
 	require.NoError(t, err, errOut)
 	require.Contains(t, out, "backup written by the running fano")
-	names, err := backupFiles(backupDir(dataDir))
+	names, err := fanoapp.BackupFiles(fanoapp.BackupDir(dataDir))
 	require.NoError(t, err)
 	require.Len(t, names, 1)
-	last, err := wal.CheckBackup(filepath.Join(backupDir(dataDir), names[0]))
+	last, err := wal.CheckBackup(filepath.Join(fanoapp.BackupDir(dataDir), names[0]))
 	require.NoError(t, err)
 	require.Positive(t, last)
 }

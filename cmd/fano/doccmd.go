@@ -19,10 +19,6 @@ import (
 // output files (output/document.json and DOCUMENT.md) and needs no lock,
 // so it runs beside a live fano.
 
-func init() {
-	extraCommands = append(extraCommands, newDocCmd)
-}
-
 func newDocCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "doc", Short: "Check or export the document"}
 	cmd.AddCommand(newDocCheckCmd(g), newDocExportCmd(g))

@@ -10,10 +10,6 @@ import (
 	"fano/gateway/browser"
 )
 
-func init() {
-	extraCommands = append(extraCommands, newLoginCmd)
-}
-
 // newLoginCmd is `fano login <backend>`: a headed browser on the backend's
 // persistent profile, so a person logs in to the site once.
 func newLoginCmd(g *globals) *cobra.Command {

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"fano/modules"
 )
 
 // version, when set at build time (-ldflags "-X main.version=..."),
@@ -18,13 +21,29 @@ import (
 var version = ""
 
 func main() {
+	survivePipe()
 	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// survivePipe: a reader that goes away (`fano wal inspect | head`, `fano
+// run 2>&1 | head`) must not kill fano with SIGPIPE in the middle of its
+// work: with SIGPIPE notified, a write to a closed stdout or stderr fails
+// with EPIPE instead, which execute treats as success and the logger
+// ignores. Notify (not Ignore) keeps the default for child processes.
+func survivePipe() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 // execute runs one command line and returns the exit code: 0 on success,
 // 1 with one clear message on stderr otherwise.
 func execute(args []string, stdout, stderr io.Writer) int {
-	cmd := newRoot(stdout, stderr)
+	return executeWith(args, stdout, stderr, nil)
+}
+
+// executeWith is execute with modules that run beside the config's (a
+// test's; nil: none).
+func executeWith(args []string, stdout, stderr io.Writer, mods func() []modules.Module) int {
+	cmd := newRootWith(stdout, stderr, mods)
 	cmd.SetArgs(args)
 	if err := cmd.Execute(); err != nil {
 		if errors.Is(err, syscall.EPIPE) {
@@ -41,10 +60,16 @@ type globals struct {
 	dataDir    string
 	configPath string
 	json       bool
+	// modules run beside the config's (executeWith's).
+	modules func() []modules.Module
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	g := &globals{}
+	return newRootWith(stdout, stderr, nil)
+}
+
+func newRootWith(stdout, stderr io.Writer, mods func() []modules.Module) *cobra.Command {
+	g := &globals{modules: mods}
 	root := &cobra.Command{
 		Use:   "fano",
 		Short: "Run LLM exploration, review and documentation unattended, without losing work",
@@ -67,10 +92,15 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		newWALCmd(g),
 		newConfigCmd(g),
 		newVersionCmd(g),
+		newBackendCmd(g),
+		newDocCmd(g),
+		newLoginCmd(g),
+		newPipelineCmd(g),
+		newTasksCmd(g), newCancelCmd(g), newSeedCmd(g), newCommentCmd(g),
+		newProfileCmd(g),
+		newRetryCmd(g),
+		newVerifyCmd(g), newRepairCmd(g),
 	)
-	for _, mk := range extraCommands {
-		root.AddCommand(mk(g))
-	}
 	return root
 }
 

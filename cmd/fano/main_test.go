@@ -18,7 +18,8 @@ import (
 // building a separate binary.
 func TestMain(m *testing.M) {
 	if os.Getenv("FANO_BE_MAIN") == "1" {
-		os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+		survivePipe()
+		os.Exit(executeWith(os.Args[1:], os.Stdout, os.Stderr, testModules))
 	}
 	os.Exit(m.Run())
 }

@@ -30,13 +30,13 @@ type ledger struct {
 	Texts   map[string]string `json:"texts"`
 }
 
-func init() {
-	moduleFactories = append(moduleFactories, func(*moduleEnv) (modules.Module, error) {
-		if os.Getenv("FANO_TEST_LEDGER") != "1" {
-			return nil, nil
-		}
-		return newLedger(), nil
-	})
+// testModules are the modules the test binary's fano runs beside the
+// config's (executeWith, in process and as FANO_BE_MAIN).
+func testModules() []modules.Module {
+	if os.Getenv("FANO_TEST_LEDGER") != "1" {
+		return nil
+	}
+	return []modules.Module{newLedger()}
 }
 
 func newLedger() *ledger { return &ledger{Blessed: map[string]int{}, Texts: map[string]string{}} }
@@ -161,7 +161,7 @@ func moduleEvent(t *testing.T, typ string, it ledgerItem) *pb.Event {
 // stderr and the exit code.
 func runCmd(args ...string) (string, string, int) {
 	var out, errb bytes.Buffer
-	code := execute(args, &out, &errb)
+	code := executeWith(args, &out, &errb, testModules)
 	return out.String(), errb.String(), code
 }
 

@@ -27,15 +27,8 @@ import (
 // Commands that talk to the running orchestrator through its control
 // panel: fano tasks, cancel, seed add, comment add. With none running,
 // read commands read the data directory and say so; changes need it
-// running (except `seed add`, which an offline hook may take).
-
-func init() {
-	extraCommands = append(extraCommands, newTasksCmd, newCancelCmd, newSeedCmd, newCommentCmd)
-}
-
-// offlineSeedAdd, if set (by the explorer's own file), adds a seed to a
-// data directory no fano runs on. Nil: `fano seed add` needs fano running.
-var offlineSeedAdd func(g *globals, text string, priority int) error
+// running (except `seed add`, which writes to a stopped fano's data
+// directory: seedAddOffline).
 
 // panelConn is how the CLI reaches a running panel.
 type panelConn struct {
@@ -489,12 +482,12 @@ func newSeedCmd(g *globals) *cobra.Command {
 }
 
 // postSeed adds a seed through the running orchestrator, else through
-// offlineSeedAdd, else explains that fano must run.
+// seedAddOffline into a stopped fano's data directory.
 func postSeed(cmd *cobra.Command, g *globals, text string, priority int) error {
 	p, err := livePanel(cmd.Context(), g, "seed add")
 	var down *notRunningError
-	if errors.As(err, &down) && offlineSeedAdd != nil {
-		return offlineSeedAdd(g, text, priority)
+	if errors.As(err, &down) {
+		return seedAddOffline(g, text, priority)
 	}
 	if err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	fanoapp "fano/app"
 	"fano/control"
 )
 
@@ -51,46 +51,13 @@ func TestPanelCommands(t *testing.T) {
 	dataDir := filepath.Join(dir, "data")
 	cfg := writeConfig(t, dir, panelConfig(dataDir))
 
-	// A real `fano run`; its banner names the panel.
-	run := fanoCmd(t, "run", "--config", cfg)
-	stdout, err := run.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, run.Start())
-	done := make(chan error, 1)
-	go func() { done <- run.Wait() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = run.Process.Signal(syscall.SIGINT)
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(15 * time.Second):
-			_ = run.Process.Kill()
-			t.Fatal("fano run did not stop on SIGINT")
-		}
-	}
-	t.Cleanup(stop)
-	banner := make(chan string, 4)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			select {
-			case banner <- sc.Text():
-			default:
-			}
-		}
-	}()
+	// `fano run` in process; its banner names the panel.
+	banner, stop := runInProcess(t, cfg)
 	select {
 	case line := <-banner:
 		require.True(t, strings.HasPrefix(line, "fano control panel: http://127.0.0.1:"), line)
 		require.NotContains(t, line, "#token=", "the token goes to a terminal only, not to a pipe")
 		require.Contains(t, line, control.TokenFile)
-	case err := <-done:
-		t.Fatalf("fano run exited: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("no panel banner")
 	}
@@ -234,17 +201,11 @@ func TestPanelCommands(t *testing.T) {
 	code, _, errOut = cli("backend", "pause", "sim", "--config", cfg)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut, "backend pause needs the running orchestrator")
-	if offlineSeedAdd == nil {
-		code, _, errOut = cli("seed", "add", "x", "--config", cfg)
-		assert.Equal(t, 1, code)
-		assert.Contains(t, errOut, "fano is not running")
-	} else {
-		// Stopped, seed add goes to the data directory (here refused:
-		// this config runs no explorer), not to the panel.
-		code, _, errOut = cli("seed", "add", "x", "--config", cfg)
-		assert.Equal(t, 1, code)
-		assert.Contains(t, errOut, "explorer is disabled")
-	}
+	// Stopped, seed add goes to the data directory (here refused: this
+	// config runs no explorer), not to the panel.
+	code, _, errOut = cli("seed", "add", "x", "--config", cfg)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "explorer is disabled")
 
 	live, err = livePanelStatus(cmd, &globals{configPath: cfg}, p)
 	require.NoError(t, err)
@@ -264,17 +225,8 @@ func TestPanelOfAnotherDataDir(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	cfg := writeConfig(t, dir, panelConfig(dataDir))
-	run := fanoCmd(t, "run", "--config", cfg)
-	stdout, err := run.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, run.Start())
-	t.Cleanup(func() { _ = run.Process.Signal(syscall.SIGINT); _ = run.Wait() })
-	sc := bufio.NewScanner(stdout)
-	require.True(t, sc.Scan(), "banner")
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	banner, _ := runInProcess(t, cfg)
+	<-banner
 	addr, err := os.ReadFile(filepath.Join(dataDir, control.AddrFile))
 	require.NoError(t, err)
 
@@ -285,4 +237,48 @@ func TestPanelOfAnotherDataDir(t *testing.T) {
 	assert.Equal(t, 0, code, errOut)
 	assert.Contains(t, errOut, "tasks read from "+other+" on disk")
 	assert.Contains(t, errOut, "runs on data dir "+dataDir)
+}
+
+// runInProcess runs `fano run --config cfg` in this process (app.Main):
+// the lines it prints to the console come on the channel (those nobody
+// reads are dropped), and stop (also run at the test's end) ends the run
+// as Ctrl-C would and checks that it stopped cleanly.
+func runInProcess(t *testing.T, cfgPath string) (lines <-chan string, stop func()) {
+	t.Helper()
+	cfg, err := loadConfig(&globals{configPath: cfgPath})
+	require.NoError(t, err)
+	pr, pw := io.Pipe()
+	out := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			select {
+			case out <- sc.Text():
+			default:
+			}
+		}
+	}()
+	m := fanoapp.NewMain(fanoapp.Options{Config: cfg, Stdout: pw, Console: "off"})
+	require.NoError(t, m.Open(context.Background()))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(15 * time.Second):
+			t.Fatal("fano run did not stop when asked")
+		}
+		require.NoError(t, m.Close())
+		pw.Close()
+	}
+	t.Cleanup(stop)
+	return out, stop
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"fano/actors"
+	fanoapp "fano/app"
 	"fano/config"
 	"fano/logging"
 	"fano/modules"
@@ -201,15 +202,15 @@ func (ps *pipelineSession) open(console string) (*app, error) {
 		log.Close()
 		return nil, err
 	}
-	return &app{cfg: cfg, dataDir: cfg.DataDir, log: log, logger: logger, closeLog: closeLog}, nil
+	return wrapData(fanoapp.NewData(cfg, log, logger, closeLog), nil), nil
 }
 
 // options builds the actor system around the session's module. held: no
 // backends, so no task runs (maintenance commands change state only).
 func (ps *pipelineSession) options(a *app, mod *pipeline.Module, held bool) (actors.Options, error) {
-	pipelineModule = mod
-	opts, err := a.options(clockwork.NewRealClock())
-	pipelineModule = nil
+	w := a.wiring(clockwork.NewRealClock())
+	w.Modules = []modules.Module{mod}
+	opts, err := w.ActorOptions()
 	if err != nil {
 		return opts, err
 	}
@@ -286,15 +287,14 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		return err
 	}
 	defer sys.Subscribe(usage.note)()
-	stopReq, requestStop := stopRequests()
-	rc := &runContext{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
-		Stop: requestStop}
-	stopServices, err := startServices(rc)
-	defer stopServices()
+	stopReq, requestStop := fanoapp.StopRequests()
+	svc, err := fanoapp.StartServices(fanoapp.ServiceEnv{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
+		Stop: requestStop, Out: os.Stdout})
 	if err != nil {
 		_ = sys.Stop()
 		return err
 	}
+	defer svc.Stop()
 	a.logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
 		Int("pid", os.Getpid()).Str("run_dir", a.dataDir).Msg("pipeline running")
 	if f.retryFailed {
@@ -329,7 +329,7 @@ loop:
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGUSR1 {
-				if path, err := dumpState(a.dataDir, sys); err == nil {
+				if path, err := fanoapp.DumpState(a.dataDir, sys); err == nil {
 					a.logger.Info().Str("event", "cmd.fano.stack_dump").Str("path", path).Msg("goroutine stacks written")
 				}
 				continue
@@ -379,9 +379,9 @@ loop:
 		}
 	}
 	_ = sys.WithModule(pipeline.Name, func(m modules.Module) { sum = m.(*pipeline.Module).Summary() })
-	stopServices()
+	svc.Stop()
 	stopErr := sys.Stop()
-	finishOps()
+	svc.Finish()
 	_ = os.Remove(filepath.Join(a.dataDir, pipelineProgress))
 	if stopErr != nil {
 		return fmt.Errorf("stop: %w", stopErr)

@@ -12,10 +12,6 @@ import (
 	"fano/gateway/browser"
 )
 
-func init() {
-	extraCommands = append(extraCommands, newProfileCmd)
-}
-
 // errProfileProblems makes `fano profile check` exit non-zero once its
 // report is printed.
 var errProfileProblems = errors.New("the site does not match its profile")

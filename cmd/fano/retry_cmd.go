@@ -8,10 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() {
-	extraCommands = append(extraCommands, newRetryCmd)
-}
-
 // newRetryCmd is `fano retry <task>...|--failed [--module M]`: FAILED
 // tasks go back in the queue with fresh retry budgets (seeds/004: retry
 // only the failed units).

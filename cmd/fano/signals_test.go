@@ -242,7 +242,7 @@ func TestClosedPipeMarksNothingFailed(t *testing.T) {
 }
 
 // `fano run` wired to the ops service (issue 8 hand-off to run.go and
-// status.go: dumpState on SIGUSR1, finishOps after the system stopped,
+// status.go: DumpState on SIGUSR1, Services.Finish after the system stopped,
 // the ops section in status): the dump has mailbox depths and a task
 // summary, the request cancelled by SIGTERM is in trace.log, and `fano
 // status --json` shows health while fano runs and metrics after.
@@ -258,7 +258,7 @@ func TestRunWiresOps(t *testing.T) {
 	text, err := os.ReadFile(dumps[0])
 	require.NoError(t, err)
 	if !strings.Contains(string(text), "== mailboxes") {
-		t.Skip("run.go does not call dumpState/finishOps yet (issue 8 hand-off)")
+		t.Skip("the run does not call DumpState/Services.Finish yet (issue 8 hand-off)")
 	}
 	require.Regexp(t, `\d+  orchestrator/scheduler\n`, string(text))
 	require.Regexp(t, `probe: .*RUNNING 1`, string(text))

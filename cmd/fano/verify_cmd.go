@@ -17,10 +17,6 @@ import (
 // `fano verify` and `fano repair` work offline, on a data directory fano
 // is not running on (the open database is locked by a running fano).
 
-func init() {
-	extraCommands = append(extraCommands, newVerifyCmd, newRepairCmd)
-}
-
 func newVerifyCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify",
@@ -151,7 +147,7 @@ func verifyEnv(a *app) (verify.Env, error) {
 				first = false
 				return o, nil
 			}
-			mods, err := buildModules(&moduleEnv{Cfg: a.cfg, DataDir: a.dataDir, Logger: a.logger})
+			mods, err := a.wiring(clockwork.NewRealClock()).BuildModules()
 			if err != nil {
 				return actors.Options{}, err
 			}

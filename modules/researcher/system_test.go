@@ -1,11 +1,10 @@
-package researcher
+package researcher_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,15 +14,15 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
-	"fano/internal/fanotest"
+	"fano/app"
+	"fano/config"
+	"fano/modules/researcher"
 	"fano/pb"
 	"fano/wal"
 )
 
-// fano is the binary the subprocess tests run.
-var fano fanotest.Binary
-
-func TestMain(m *testing.M) { fanotest.Main(m, &fano) }
+// These tests run `fano run --until-idle` in process (app.Main), on a real
+// data directory.
 
 const runConfig = `
 data_dir: %[1]s/data
@@ -41,19 +40,25 @@ researcher: {enabled: true, sources_dir: %[2]s}
 logging: {level: info, console: json}
 `
 
-func runFano(t *testing.T, dir, sources string) (string, *wal.Log) {
+func runFano(t *testing.T, dir, sources string) (app.Result, *wal.Log) {
 	t.Helper()
 	cfgPath := filepath.Join(dir, "fano.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, fmt.Appendf(nil, runConfig, dir, sources), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "seeds.yaml"), []byte("seeds:\n  - text: \"How many points has the Fano plane?\"\n"), 0o644))
+	cfg, err := config.Load(cfgPath)
+	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, fano.Require(t), "--config", cfgPath, "run", "--until-idle").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	m := app.NewMain(app.Options{Config: cfg, UntilIdle: true, Console: "off"})
+	require.NoError(t, m.Open(ctx))
+	runErr := m.Run(ctx)
+	require.NoError(t, m.Close())
+	require.NoError(t, runErr)
+	require.Equal(t, "idle", m.Result().Reason, "the run ended idle, not by its deadline")
 	log, err := wal.Open(filepath.Join(dir, "data", "fano.db"), wal.Options{LockTimeout: 5 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = log.Close() })
-	return string(out), log
+	return m.Result(), log
 }
 
 func moduleEvents(t *testing.T, log *wal.Log, owner string) []*pb.Event {
@@ -75,7 +80,6 @@ func moduleEvents(t *testing.T, log *wal.Log, owner string) []*pb.Event {
 // the finding delivered; replaying the researcher's WAL events rebuilds
 // its state with the finding delivered.
 func TestSourceFileBecomesSeed(t *testing.T) {
-	fano.Require(t)
 	dir := t.TempDir()
 	sources := filepath.Join(dir, "sources")
 	require.NoError(t, os.Mkdir(sources, 0o755))
@@ -83,11 +87,11 @@ func TestSourceFileBecomesSeed(t *testing.T) {
 		[]byte("# Hamming code\n\nThe Hamming code of length 7 is built from the Fano plane: its codewords of weight 3 are the lines."), 0o644))
 	_, log := runFano(t, dir, sources)
 
-	srcs, _, err := LoadSources(sources)
+	srcs, _, err := researcher.LoadSources(sources)
 	require.NoError(t, err)
-	m, err := New(Config{Sources: srcs})
+	m, err := researcher.New(researcher.Config{Sources: srcs})
 	require.NoError(t, err)
-	for _, e := range moduleEvents(t, log, "module/"+Name) {
+	for _, e := range moduleEvents(t, log, "module/"+researcher.Name) {
 		require.NoError(t, m.Apply(e.GetModuleEvent(), time.Unix(0, e.At)))
 	}
 	fs := m.Findings()
@@ -109,11 +113,10 @@ func TestSourceFileBecomesSeed(t *testing.T) {
 // Bad input: a missing sources directory is logged as an error naming it
 // and fano runs on — the explorer still explores its seeds.
 func TestMissingSourcesDirAffectsNothingElse(t *testing.T) {
-	fano.Require(t)
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "no-such-dir")
-	out, log := runFano(t, dir, missing)
-	assert.Contains(t, out, "no work left")
+	res, log := runFano(t, dir, missing)
+	assert.Positive(t, res.Completed, "the run ended with its work done")
 	logText, err := os.ReadFile(filepath.Join(dir, "data", "logs", "fano.log"))
 	require.NoError(t, err)
 	assert.Contains(t, string(logText), "modules.researcher.source_problem")

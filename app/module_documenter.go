@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"encoding/json"
@@ -20,12 +20,7 @@ import (
 // documenter's knowledge of an insight survives a restart. At start the
 // feed catches up with every blessed insight (the documenter ignores the
 // ones it knows), so an insight blessed while the feed was down is not
-// missed.
-
-func init() {
-	moduleFactories = append(moduleFactories, newDocumenterModule)
-	runServices = append(runServices, documenterFeedService, documenterLogService)
-}
+// missed. (The feed is a separable run service: documenterFeedService.)
 
 const documenterOwner = "module/" + documenter.Name
 
@@ -44,7 +39,7 @@ func documenterConfig(env *moduleEnv) documenter.Config {
 		PanelSize:    cfg.Explorer.ReviewPanelSize,
 		MinBless:     cfg.Explorer.Consensus.MinBless,
 		ReviewShare:  cfg.WorkAllocation.ReviewExisting,
-		Checker:      sharedDedup(cfg),
+		Checker:      env.Checker,
 		PromptsDir:   cfg.Documenter.PromptsDir,
 		Logger:       &env.Logger,
 		MaxRequests: func(t string) int {
@@ -76,7 +71,7 @@ type blessedNote struct {
 // reads each insight inside the explorer's host and commands the
 // documenter. A full buffer sets a flag that makes the worker catch up
 // with the whole blessed store instead.
-func documenterFeedService(rc *runContext) (func(), error) {
+func documenterFeedService(rc *ServiceEnv) (func(), error) {
 	if !rc.Cfg.Documenter.Enabled || !rc.Cfg.Explorer.Enabled {
 		return nil, nil
 	}
@@ -148,7 +143,7 @@ func documenterFeedService(rc *runContext) (func(), error) {
 // feedBlessed reads the blessed insights ids (nil: all of them) in the
 // explorer's host and has the documenter note each. Errors are logged:
 // the next start catches up.
-func feedBlessed(rc *runContext, ids []string, quit <-chan struct{}) {
+func feedBlessed(rc *ServiceEnv, ids []string, quit <-chan struct{}) {
 	var notes []blessedNote
 	err := rc.Sys.WithModule(explorer.Name, func(m modules.Module) {
 		ex, ok := m.(*explorer.Module)
@@ -194,7 +189,7 @@ func feedBlessed(rc *runContext, ids []string, quit <-chan struct{}) {
 
 // documenterLogService logs the documenter's events (event
 // "modules.documenter.<type>"), so the run log tells the story.
-func documenterLogService(rc *runContext) (func(), error) {
+func documenterLogService(rc *ServiceEnv) (func(), error) {
 	if !rc.Cfg.Documenter.Enabled {
 		return nil, nil
 	}
@@ -204,7 +199,7 @@ func documenterLogService(rc *runContext) (func(), error) {
 
 // moduleEventLog logs owner's module events through a buffered goroutine
 // (dropped when full: a subscriber must not block a module's actor).
-func moduleEventLog(rc *runContext, owner, module string, keys []string) func() {
+func moduleEventLog(rc *ServiceEnv, owner, module string, keys []string) func() {
 	ch := make(chan *pb.ModuleEvent, 1024)
 	var mu sync.RWMutex
 	closed := false

@@ -1,9 +1,8 @@
-package main
+package app
 
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"fano/config"
@@ -14,15 +13,10 @@ import (
 )
 
 // The "api" backend type: an OpenAI-compatible chat completions API, paced
-// by a per-model rate limiter and guarded by a circuit breaker.
-func init() {
-	backendFactories[config.TypeAPI] = newAPIBackend
-}
-
-// apiLimiters shares one limiter per (base URL, model, key variable) among
-// the backends one buildBackends call makes: two backends on the same
-// provider model spend the same budget.
-var apiLimiters sync.Map // *backendEnv -> *ratelimit.Registry
+// by a per-model rate limiter and guarded by a circuit breaker. The
+// limiters of one buildBackends call (env.limiters) are shared: one per
+// (base URL, model, key variable), so two backends on the same provider
+// model spend the same budget.
 
 func newAPIBackend(name string, b *config.Backend, env *backendEnv) (gateway.Backend, error) {
 	o := b.API
@@ -42,8 +36,7 @@ func newAPIBackend(name string, b *config.Backend, env *backendEnv) (gateway.Bac
 			Msg(err.Error())
 		key = ""
 	}
-	regAny, _ := apiLimiters.LoadOrStore(env, ratelimit.NewRegistry(env.Clock))
-	lim := regAny.(*ratelimit.Registry).Get(o.BaseURL+"|"+o.Model+"|"+o.APIKeyEnv,
+	lim := env.limiters.Get(o.BaseURL+"|"+o.Model+"|"+o.APIKeyEnv,
 		ratelimit.Config{Name: o.Model, InitialRPM: o.InitialRPM})
 	gw, err := api.New(api.Config{
 		Name: name, BaseURL: o.BaseURL, Model: o.Model, APIKey: key, KeyEnv: o.APIKeyEnv,

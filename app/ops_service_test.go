@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"fano/actors/health"
 	"fano/config"
 	"fano/modules/probe"
 	"fano/pb"
@@ -48,10 +49,9 @@ func TestOpsServiceHeartbeatTraceAndStatus(t *testing.T) {
 	logger := zerolog.New(&logs)
 	cfg := config.New()
 	cfg.Orchestrator.Health.MinDiskSpaceGB = 0 // the test machine's disk is not the point here
-	rc := &runContext{Cfg: cfg, DataDir: o.dir, Sys: o.sys, Logger: logger, Clock: o.clock, Stop: func(string) {}}
-	untilIdleRun = true
-	t.Cleanup(func() { untilIdleRun = false })
-	stop, err := startOps(rc)
+	svc := &Services{env: &ServiceEnv{Cfg: cfg, DataDir: o.dir, Sys: o.sys, Logger: logger, Clock: o.clock, Stop: func(string) {},
+		UntilIdle: true, Disk: health.StatFS}}
+	stop, err := svc.startOps(svc.env)
 	require.NoError(t, err)
 	t.Cleanup(stop)
 
@@ -79,11 +79,11 @@ func TestOpsServiceHeartbeatTraceAndStatus(t *testing.T) {
 		}
 	}
 	require.NoError(t, o.sys.WaitIdle(within(t, 20*time.Second)))
-	liveOps.Load().health.CheckNow(within(t, 10*time.Second))
+	svc.ops.Load().health.CheckNow(within(t, 10*time.Second))
 	// The ops service takes notices on its own goroutine: let it see both
 	// completions before the heartbeat reports them.
-	require.Eventually(t, func() bool { return liveOps.Load().snapshot().TasksCompleted["probe"] == 2 }, 10*time.Second, time.Millisecond)
-	liveOps.Load().heartbeat()
+	require.Eventually(t, func() bool { return svc.ops.Load().snapshot().TasksCompleted["probe"] == 2 }, 10*time.Second, time.Millisecond)
+	svc.ops.Load().heartbeat()
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), `"event":"cmd.fano.heartbeat"`) }, 10*time.Second, 5*time.Millisecond)
 	first := lastLine(t, logs.String(), "cmd.fano.heartbeat")
 	// Under load the clock can pass a 60 s heartbeat before both tasks
@@ -92,13 +92,13 @@ func TestOpsServiceHeartbeatTraceAndStatus(t *testing.T) {
 	require.Equal(t, 4, sumHeartbeats(logs.String(), `(\d+) requests`))
 	require.Equal(t, 4, sumHeartbeats(logs.String(), `(\d+) answers`))
 	require.Contains(t, first, "no work left")
-	liveOps.Load().heartbeat()
+	svc.ops.Load().heartbeat()
 	second := lastLine(t, logs.String(), "cmd.fano.heartbeat")
 	require.Contains(t, second, "idle ")
 	require.Contains(t, second, `"changed":false`)
 
 	// ops-status.json: health and the 24-hour metrics.
-	sec, err := readOpsStatus(o.dir, nil, o.clock.Now())
+	sec, err := ReadOpsStatus(o.dir, nil, o.clock.Now())
 	require.NoError(t, err)
 	require.NotNil(t, sec)
 	require.Equal(t, "running", sec.Source)
@@ -109,15 +109,15 @@ func TestOpsServiceHeartbeatTraceAndStatus(t *testing.T) {
 	require.GreaterOrEqual(t, sec.Health.Checks, 1)
 
 	// The panel's view.
-	view := panelOps{liveOps.Load()}.Health().(opsView)
+	view := panelOps{svc.ops.Load()}.Health().(opsView)
 	require.Equal(t, int64(2), view.Metrics.TasksCompleted["probe"])
-	hs, ok := opsHealthStatus()
+	hs, ok := svc.HealthStatus()
 	require.True(t, ok)
 	require.Equal(t, 1, hs.LLMsAvailable)
 
-	// Stopped (as `fano run` does: services, then the system, then finishOps).
+	// Stopped (as a run does: services, then the system, then Finish).
 	stop()
-	finishOps()
+	svc.Finish()
 	trace := readTrace(t, filepath.Join(o.dir, "logs", "trace.log"))
 	require.Len(t, trace, 4)
 	for _, l := range trace {
@@ -133,13 +133,13 @@ func TestOpsServiceHeartbeatTraceAndStatus(t *testing.T) {
 	require.NotContains(t, string(raw), "question", "no prompt text in the trace")
 
 	// Offline, `fano status` takes the metrics from the WAL.
-	sec, err = readOpsStatus(o.dir, o.log, o.clock.Now())
+	sec, err = ReadOpsStatus(o.dir, o.log, o.clock.Now())
 	require.NoError(t, err)
 	require.Equal(t, "wal", sec.Source)
 	require.Equal(t, int64(2), sec.Metrics.TasksCompleted["probe"])
 	require.Equal(t, int64(4), sec.Metrics.QuotaUsed["alpha"])
 	var w strings.Builder
-	printOps(&w, sec)
+	PrintOps(&w, sec)
 	require.Contains(t, w.String(), "2 tasks completed")
 }
 
@@ -240,7 +240,7 @@ func TestHeartbeatLines(t *testing.T) {
 func TestDumpStateHasStacksMailboxesAndTasks(t *testing.T) {
 	o := startOpsSys(t, opsSysConfig{timeoutRate: 1, probe: probe.Config{Questions: []string{"q"}, Turns: 1}})
 	o.waitTask("probe/exploration/q0000", "request in flight", awaitingAnswer)
-	path, err := dumpState(o.dir, o.sys)
+	path, err := DumpState(o.dir, o.sys)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(filepath.Base(path), "stacks-"))
 	b, err := os.ReadFile(path)
@@ -256,7 +256,7 @@ func TestDumpStateHasStacksMailboxesAndTasks(t *testing.T) {
 	require.Contains(t, text, "probe/exploration/q0000 on alpha, 1 requests, awaiting answer: true")
 
 	// Without a system (a dump before it started) only the stacks.
-	path, err = dumpState(t.TempDir(), nil)
+	path, err = DumpState(t.TempDir(), nil)
 	require.NoError(t, err)
 	b, _ = os.ReadFile(path)
 	require.NotContains(t, string(b), "== tasks ==")

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"errors"
@@ -20,12 +20,8 @@ import (
 // is added to the explorer as a seed, then recorded in the researcher as
 // delivered ("finding_delivered"). The feed catches up at start, so
 // nothing is missed across restarts; each step decides nothing when its
-// effect is already there.
-
-func init() {
-	moduleFactories = append(moduleFactories, newResearcherModule)
-	runServices = append(runServices, researcherFeedService, researcherLogService)
-}
+// effect is already there. (The feed is a separable run service:
+// researcherFeedService.)
 
 const researcherOwner = "module/" + researcher.Name
 
@@ -50,7 +46,7 @@ func newResearcherModule(env *moduleEnv) (modules.Module, error) {
 	rcfg := researcher.Config{
 		Sources: sources, Problems: problems, PromptsDir: cfg.Researcher.PromptsDir, MaxRequests: cfg.MaxRequests,
 	}
-	if untilIdleRun {
+	if env.UntilIdle {
 		// A run that ends when idle is bounded: questions from the
 		// document's gaps would open new explorations that outlast the
 		// hour's quota. Sources are still researched.
@@ -62,7 +58,7 @@ func newResearcherModule(env *moduleEnv) (modules.Module, error) {
 // researcherFeedService runs the feed: a subscriber pokes a worker
 // (without blocking the actor that applied the event) when a section is
 // created or a finding recorded; the worker catches up.
-func researcherFeedService(rc *runContext) (func(), error) {
+func researcherFeedService(rc *ServiceEnv) (func(), error) {
 	if !rc.Cfg.Researcher.Enabled {
 		return nil, nil
 	}
@@ -105,7 +101,7 @@ func researcherFeedService(rc *runContext) (func(), error) {
 	}, nil
 }
 
-func researcherCatchUp(rc *runContext, quit <-chan struct{}) {
+func researcherCatchUp(rc *ServiceEnv, quit <-chan struct{}) {
 	stopping := func() bool {
 		select {
 		case <-quit:
@@ -179,11 +175,11 @@ func researcherCatchUp(rc *runContext, quit <-chan struct{}) {
 }
 
 // isStopping: the system no longer answers (fano is stopping).
-func isStopping(rc *runContext) bool {
+func isStopping(rc *ServiceEnv) bool {
 	return rc.Sys.WithModule(researcher.Name, func(modules.Module) {}) != nil
 }
 
-func researcherLogService(rc *runContext) (func(), error) {
+func researcherLogService(rc *ServiceEnv) (func(), error) {
 	if !rc.Cfg.Researcher.Enabled {
 		return nil, nil
 	}

@@ -1,15 +1,14 @@
-package main
+package app
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors"
@@ -21,38 +20,28 @@ import (
 	"fano/wal"
 )
 
-// The explorer module: its factory, the offline path of `fano seed add`
-// (the command itself, and its online path through the control panel,
-// live in panel_cmds.go), and a run service that logs what it does.
+// The explorer module: its constructor, the offline rebuild `fano seed
+// add` uses when no fano runs, and a run service that logs what it does.
 
-func init() {
-	moduleFactories = append(moduleFactories, newExplorerModule)
-	offlineSeedAdd = seedAddOffline
-	runServices = append(runServices, explorerLogService)
+// moduleEnv is what a module constructor may use.
+type moduleEnv struct {
+	Cfg     *config.Config
+	DataDir string
+	Logger  zerolog.Logger
+	// UntilIdle: the run ends when no work is left.
+	UntilIdle bool
+	// Checker is the one duplicate checker of the modules built together.
+	Checker *dedup.Checker
 }
 
-// sharedDedup returns the one duplicate checker of a configuration (spec
-// issue C4): every module factory built from the same config gets the same
-// checker, so the documenter's sections and the explorer's insights are
-// checked against each other. Safe for concurrent use.
-func sharedDedup(cfg *config.Config) *dedup.Checker {
-	dedupMu.Lock()
-	defer dedupMu.Unlock()
-	if c, ok := dedupByConfig[cfg]; ok {
-		return c
-	}
-	c := dedup.New(dedup.Config{
+// newChecker is the duplicate checker the modules of one build share.
+// Safe for concurrent use.
+func newChecker(cfg *config.Config) *dedup.Checker {
+	return dedup.New(dedup.Config{
 		Threshold:     cfg.Deduplication.SimilarityThreshold,
 		BorderlineLow: cfg.Deduplication.BorderlineLow,
 	})
-	dedupByConfig[cfg] = c
-	return c
 }
-
-var (
-	dedupMu       sync.Mutex
-	dedupByConfig = map[*config.Config]*dedup.Checker{}
-)
 
 // explorerConfig turns config.Explorer and its neighbours into the
 // explorer's Config.
@@ -84,7 +73,7 @@ func explorerConfig(env *moduleEnv) (explorer.Config, error) {
 			Enabled: d.Enabled, UseBatchLLM: d.UseBatchLLM, BatchSize: d.BatchSize,
 			Threshold: d.SimilarityThreshold, BorderlineLow: d.BorderlineLow,
 		},
-		Checker:     sharedDedup(cfg),
+		Checker:     env.Checker,
 		PromptsDir:  e.PromptsDir,
 		MaxRequests: cfg.MaxRequests,
 	}, nil
@@ -122,35 +111,23 @@ func newExplorerModule(env *moduleEnv) (modules.Module, error) {
 
 const explorerOwner = "module/" + explorer.Name
 
-// openExplorer opens the data directory without starting anything and
-// rebuilds the explorer's state from its checkpoint and WAL entries.
-func openExplorer(g *globals) (*app, *explorer.Module, error) {
-	a, err := openApp(g, "off")
-	if err != nil {
-		if errors.Is(err, wal.ErrLocked) {
-			return nil, nil, fmt.Errorf("%w: fano is running on this data directory but its control panel did not answer; try again, or stop it first", err)
-		}
-		return nil, nil, err
-	}
-	mod, err := newExplorerModule(&moduleEnv{Cfg: a.cfg, DataDir: a.dataDir, Logger: a.logger})
+// NewExplorer builds the explorer from cfg, as a run does, for a command
+// that works on its state offline (`fano seed add`). A disabled explorer
+// is an error saying so.
+func NewExplorer(cfg *config.Config, logger zerolog.Logger) (*explorer.Module, error) {
+	mod, err := newExplorerModule(&moduleEnv{Cfg: cfg, DataDir: cfg.DataDir, Logger: logger, Checker: newChecker(cfg)})
 	if err == nil && mod == nil {
 		err = errors.New("the explorer is disabled in the config (explorer.enabled: false)")
 	}
 	if err != nil {
-		_ = a.close()
-		return nil, nil, err
+		return nil, err
 	}
-	m := mod.(*explorer.Module)
-	if err := recoverOffline(a.log, m); err != nil {
-		_ = a.close()
-		return nil, nil, err
-	}
-	return a, m, nil
+	return mod.(*explorer.Module), nil
 }
 
-// recoverOffline rebuilds a module from its checkpoint and the WAL entries
+// RecoverOffline rebuilds a module from its checkpoint and the WAL entries
 // after it, as recovery does, without the rest of fano.
-func recoverOffline(log *wal.Log, m modules.Module) error {
+func RecoverOffline(log *wal.Log, m modules.Module) error {
 	owner := "module/" + m.Name()
 	cp, ok, err := log.LoadCheckpoint(owner)
 	if err != nil {
@@ -182,57 +159,13 @@ func recoverOffline(log *wal.Log, m modules.Module) error {
 	})
 }
 
-// seedAddOffline has the explorer decide the add-seed events and appends
-// them to the WAL as the module host would (owner module/explorer, a
-// ModuleEvent in a pb.Event); the next `fano run` applies them. A fano
-// that started meanwhile holds the database: that is one clear error.
-func seedAddOffline(g *globals, text string, priority int) error {
-	a, m, err := openExplorer(g)
-	if err != nil {
-		return err
-	}
-	defer a.close()
-	now := time.Now()
-	evs, err := m.DecideAddSeed(text, priority, now)
-	if err != nil {
-		return err
-	}
-	entries := make([]wal.Entry, len(evs))
-	for i, me := range evs {
-		me.Module = explorer.Name
-		payload, err := proto.Marshal(&pb.Event{At: now.UnixNano(), Body: &pb.Event_ModuleEvent{ModuleEvent: me}})
-		if err != nil {
-			return fmt.Errorf("seed add: encode: %w", err)
-		}
-		entries[i] = wal.Entry{Time: now, Type: "module_event", Owner: explorerOwner, Payload: payload}
-	}
-	if _, err := a.log.Append(context.Background(), entries...); err != nil {
-		return fmt.Errorf("seed add: %w", err)
-	}
-	for _, me := range evs {
-		if err := m.Apply(me, now); err != nil {
-			return err
-		}
-	}
-	for _, s := range m.Seeds() {
-		if s.Text == strings.TrimSpace(text) {
-			if g.json {
-				return writeJSON(os.Stdout, s)
-			}
-			_, err = fmt.Fprintf(os.Stdout, "seed %s added (priority %d); the next `fano run` explores it when a thread is free\n", s.ID, s.Priority)
-			return err
-		}
-	}
-	return nil
-}
-
 // explorerLogService logs the explorer's applied events as they happen
 // (event "modules.explorer.<type>"), and the start of each explorer task
 // with its LLM ("modules.explorer.task_started"), so the run log tells
 // the story: a thread started, a reviewer at work, an insight blessed. It hands events to a
 // goroutine through a buffer and drops them when the buffer is full,
 // because a subscriber must not block the module's actor.
-func explorerLogService(rc *runContext) (func(), error) {
+func explorerLogService(rc *ServiceEnv) (func(), error) {
 	if !rc.Cfg.Explorer.Enabled {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -12,9 +12,11 @@ import (
 
 // preflight checks what can refuse a start and needs no open WAL: for
 // browser backends, that their site profile loads and names a known
-// profile and that the Playwright driver is installed. `fano run` calls
-// it before it opens the WAL, so a refused start writes nothing.
-func preflight(cfg *config.Config) error {
+// profile and that the Playwright driver is installed. Main.Open calls
+// it before it opens the WAL, so a refused start writes nothing. With
+// realBrowsers false (backends built by Options.NewBackend) the browser
+// checks are left out: no browser is started.
+func preflight(cfg *config.Config, realBrowsers bool) error {
 	// A key variable unset at start is a mistake to fix now, before
 	// anything is written (a key that stops working later parks its
 	// backend in the credentials state instead, and fano goes on).
@@ -25,10 +27,10 @@ func preflight(cfg *config.Config) error {
 	sort.Strings(names)
 	for _, name := range names {
 		b, _ := cfg.Backend(name)
-		if b.Type != config.TypeBrowser {
+		if b.Type != config.TypeBrowser || !realBrowsers {
 			continue
 		}
-		if _, err := browserConfig(name, b, cfg, cfg.DataDir); err != nil {
+		if _, err := BrowserConfig(name, b, cfg, cfg.DataDir); err != nil {
 			return fmt.Errorf("backend %s: %w", name, err)
 		}
 		dir := browser.DriverDir()

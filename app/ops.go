@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
@@ -34,30 +33,12 @@ import (
 // console heartbeat; the SIGUSR1 state dump; and the figures `fano status`
 // and the control panel show.
 
-func init() {
-	runServices = append(runServices, startOps)
-	// A reader that goes away (`fano wal inspect | head`, `fano run 2>&1 |
-	// head`) must not kill fano with SIGPIPE in the middle of its work:
-	// with SIGPIPE notified, a write to a closed stdout or stderr fails
-	// with EPIPE instead, which execute treats as success and the logger
-	// ignores. Notify (not Ignore) keeps the default for child processes.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
-}
-
-// untilIdleRun is set by `fano run --until-idle`, so the heartbeat prints
-// an estimate of when the work will be done.
-var untilIdleRun bool
-
 // heartbeatEvery is how often `fano run` prints its heartbeat.
 const heartbeatEvery = 60 * time.Second
 
-// opsDiskUsage reads the free space of the data directory's file system;
-// tests replace it.
-var opsDiskUsage health.DiskUsage = health.StatFS
-
-// opsStatusFile is where a running fano leaves its latest health and
+// OpsStatusFile is where a running fano leaves its latest health and
 // metrics for `fano status` (the database is locked while it runs).
-const opsStatusFile = "ops-status.json"
+const OpsStatusFile = "ops-status.json"
 
 // noticeBuffer is how many notices the ops service queues before it
 // drops (and counts) them: the subscriber callback must never block.
@@ -65,7 +46,8 @@ const noticeBuffer = 8192
 
 // ops is the run service's state.
 type ops struct {
-	rc      *runContext
+	svc     *Services
+	rc      *ServiceEnv
 	sys     *actors.System
 	health  *health.Service
 	metrics *metrics.Metrics
@@ -89,28 +71,25 @@ type ops struct {
 	finishOnce sync.Once
 }
 
-// liveOps is the ops service of this process, for the panel and tests.
-var liveOps atomic.Pointer[ops]
-
 // startOps is the run service: it subscribes to the system's notices and
 // starts the health checks and the heartbeat.
-func startOps(rc *runContext) (func(), error) {
+func (s *Services) startOps(rc *ServiceEnv) (func(), error) {
 	o, err := newOps(rc)
 	if err != nil {
 		return nil, err
 	}
+	o.svc = s
 	o.start()
-	liveOps.Store(o)
-	setPanelHealth(panelOps{o})
+	s.ops.Store(o)
 	// A fresh file at once: one left by a fano that crashed must not pass
 	// for this one's.
 	if err := o.writeStatus(rc.Clock.Now()); err != nil {
-		rc.Logger.Warn().Err(err).Str("event", "cmd.fano.ops_status_failed").Msg("could not write " + opsStatusFile)
+		rc.Logger.Warn().Err(err).Str("event", "cmd.fano.ops_status_failed").Msg("could not write " + OpsStatusFile)
 	}
 	return o.close, nil
 }
 
-func newOps(rc *runContext) (*ops, error) {
+func newOps(rc *ServiceEnv) (*ops, error) {
 	o := &ops{
 		rc: rc, sys: rc.Sys, metrics: metrics.New(metrics.DefaultWindow), started: rc.Clock.Now(),
 		notices: make(chan actors.Notice, noticeBuffer),
@@ -123,7 +102,7 @@ func newOps(rc *runContext) (*ops, error) {
 	o.trace = tr
 	o.beat = newHeartbeat(o.started)
 	o.health = health.NewService(health.FromConfig(rc.Cfg, rc.DataDir), health.ServiceOptions{
-		Clock: rc.Clock, Target: sysTarget{sys: rc.Sys}, Disk: opsDiskUsage, Logger: rc.Logger,
+		Clock: rc.Clock, Target: sysTarget{sys: rc.Sys}, Disk: rc.Disk, Logger: rc.Logger,
 		Storage: func() error { _, err := rc.Sys.StorageFault(); return err },
 	})
 	return o, nil
@@ -156,18 +135,17 @@ func (o *ops) start() {
 	}()
 }
 
-// close stops the checks and the heartbeat. `fano run` calls it before
-// the system stops, and the shutdown's own events (requests cancelled,
-// tasks paused) still reach the trace log: the notice consumer runs on
-// until finishOps (after the system stopped) or, at the latest, a few
+// close stops the checks and the heartbeat. A run calls it before the
+// system stops, and the shutdown's own events (requests cancelled, tasks
+// paused) still reach the trace log: the notice consumer runs on until
+// Services.Finish (after the system stopped) or, at the latest, a few
 // seconds later.
 func (o *ops) close() {
 	o.once.Do(func() {
 		close(o.stop)
 		o.health.Stop()
 		o.loops.Wait()
-		setPanelHealth(nil)
-		_ = os.Remove(filepath.Join(o.rc.DataDir, opsStatusFile)) // status reads the WAL once fano stopped
+		_ = os.Remove(filepath.Join(o.rc.DataDir, OpsStatusFile)) // status reads the WAL once fano stopped
 		go func() {
 			select {
 			case <-o.finish:
@@ -185,16 +163,10 @@ func (o *ops) finishNow() {
 		close(o.finish)
 		o.consumer.Wait()
 		o.trace.close()
-		liveOps.CompareAndSwap(o, nil)
+		if o.svc != nil {
+			o.svc.ops.CompareAndSwap(o, nil)
+		}
 	})
-}
-
-// finishOps is called by `fano run` after the system stopped: the last
-// notices are written and the trace log closed.
-func finishOps() {
-	if o := liveOps.Load(); o != nil {
-		o.finishNow()
-	}
 }
 
 // consume hands every notice to the metrics, the health monitor, the trace
@@ -315,15 +287,15 @@ func (o *ops) heartbeat() {
 			nextResume = at
 		}
 	}
-	line, changed := o.beat.line(now, counts, nextResume, untilIdleRun)
+	line, changed := o.beat.line(now, counts, nextResume, o.rc.UntilIdle)
 	o.rc.Logger.Info().Str("event", "cmd.fano.heartbeat").Bool("changed", changed).Msg(line)
 	if err := o.writeStatus(now); err != nil {
-		o.rc.Logger.Warn().Err(err).Str("event", "cmd.fano.ops_status_failed").Msg("could not write " + opsStatusFile)
+		o.rc.Logger.Warn().Err(err).Str("event", "cmd.fano.ops_status_failed").Msg("could not write " + OpsStatusFile)
 	}
 }
 
-// opsStatus is what a running fano leaves in ops-status.json.
-type opsStatus struct {
+// OpsStatus is what a running fano leaves in ops-status.json.
+type OpsStatus struct {
 	PID       int              `json:"pid"`
 	WrittenAt time.Time        `json:"written_at"`
 	Health    health.Status    `json:"health"`
@@ -331,12 +303,12 @@ type opsStatus struct {
 }
 
 func (o *ops) writeStatus(now time.Time) error {
-	st := opsStatus{PID: os.Getpid(), WrittenAt: now.UTC(), Health: o.health.Status(), Metrics: o.snapshot()}
+	st := OpsStatus{PID: os.Getpid(), WrittenAt: now.UTC(), Health: o.health.Status(), Metrics: o.snapshot()}
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	return actors.WriteFileAtomic(filepath.Join(o.rc.DataDir, opsStatusFile), append(data, '\n'), 0o644)
+	return actors.WriteFileAtomic(filepath.Join(o.rc.DataDir, OpsStatusFile), append(data, '\n'), 0o644)
 }
 
 // panelOps is the control panel's health source: the monitor's status with
@@ -353,31 +325,43 @@ func (p panelOps) Health() any {
 	return opsView{Status: p.o.health.Status(), Metrics: p.o.snapshot()}
 }
 
-// opsHealthStatus returns the health monitor's status in this process.
-func opsHealthStatus() (health.Status, bool) {
-	o := liveOps.Load()
+// HealthStatus returns the health monitor's status of this run.
+func (s *Services) HealthStatus() (health.Status, bool) {
+	o := s.ops.Load()
 	if o == nil {
 		return health.Status{}, false
 	}
 	return o.health.Status(), true
 }
 
-// opsMetricsSnapshot returns the 24-hour metrics of this process.
-func opsMetricsSnapshot() (metrics.Snapshot, bool) {
-	o := liveOps.Load()
+// MetricsSnapshot returns the 24-hour metrics of this run.
+func (s *Services) MetricsSnapshot() (metrics.Snapshot, bool) {
+	o := s.ops.Load()
 	if o == nil {
 		return metrics.Snapshot{}, false
 	}
 	return o.snapshot(), true
 }
 
-// opsCollector is a Prometheus collector of the 24-hour metrics of this
-// process, for the panel's /metrics registry.
-func opsCollector() *metrics.Collector {
+// collector is a Prometheus collector of the 24-hour metrics of this
+// run, for the panel's /metrics registry.
+func (s *Services) collector() *metrics.Collector {
 	return metrics.NewCollector(func() metrics.Snapshot {
-		s, _ := opsMetricsSnapshot()
-		return s
+		snap, _ := s.MetricsSnapshot()
+		return snap
 	})
+}
+
+// panelHealth is the panel's health source: the ops service's status
+// while it runs, read at each request.
+type panelHealth struct{ s *Services }
+
+func (p panelHealth) Health() any {
+	o := p.s.ops.Load()
+	if o == nil {
+		return nil
+	}
+	return panelOps{o}.Health()
 }
 
 // sysTarget adapts *actors.System to health.Target.
@@ -703,12 +687,12 @@ func roundETA(d time.Duration) time.Duration {
 	return d.Round(time.Second)
 }
 
-// dumpState writes what SIGUSR1 asks for to logs/stacks-<time>.txt: every
+// DumpState writes what SIGUSR1 asks for to logs/stacks-<time>.txt: every
 // goroutine's stack first (it needs nothing from the actors, so a wedged
 // actor cannot stop it), then each actor's mailbox depth (read without
 // sending a message), then a task summary from the scheduler, which is
 // given at most two seconds.
-func dumpState(dataDir string, sys *actors.System) (string, error) {
+func DumpState(dataDir string, sys *actors.System) (string, error) {
 	path := filepath.Join(dataDir, "logs", "stacks-"+time.Now().UTC().Format("20060102T150405.000Z")+".txt")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return "", err
@@ -775,40 +759,40 @@ func writeTaskSummary(w io.Writer, sys *actors.System, wait time.Duration) {
 	}
 }
 
-// opsSection is what `fano status` shows of health and metrics: read from
+// OpsSection is what `fano status` shows of health and metrics: read from
 // ops-status.json while fano runs, from the WAL (metrics only) when not.
-type opsSection struct {
+type OpsSection struct {
 	Source  string            `json:"source"` // "running" | "wal"
 	AsOf    time.Time         `json:"as_of"`
 	Health  *health.Status    `json:"health,omitempty"`
 	Metrics *metrics.Snapshot `json:"metrics"`
 }
 
-// readOpsStatus returns the section for `fano status`. With log == nil
+// ReadOpsStatus returns the section for `fano status`. With log == nil
 // (fano runs and holds the database) it reads what the running process
 // wrote at its last heartbeat; otherwise it replays the last 24 hours of
 // the WAL into fresh metrics.
-func readOpsStatus(dataDir string, log *wal.Log, now time.Time) (*opsSection, error) {
+func ReadOpsStatus(dataDir string, log *wal.Log, now time.Time) (*OpsSection, error) {
 	if log == nil {
-		data, err := os.ReadFile(filepath.Join(dataDir, opsStatusFile))
+		data, err := os.ReadFile(filepath.Join(dataDir, OpsStatusFile))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil // started less than a heartbeat ago
 		}
 		if err != nil {
 			return nil, err
 		}
-		var st opsStatus
+		var st OpsStatus
 		if err := json.Unmarshal(data, &st); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dataDir, opsStatusFile), err)
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dataDir, OpsStatusFile), err)
 		}
-		return &opsSection{Source: "running", AsOf: st.WrittenAt, Health: &st.Health, Metrics: &st.Metrics}, nil
+		return &OpsSection{Source: "running", AsOf: st.WrittenAt, Health: &st.Health, Metrics: &st.Metrics}, nil
 	}
 	m, err := metricsFromWAL(log, now)
 	if err != nil {
 		return nil, err
 	}
 	snap := m.Snapshot(now)
-	return &opsSection{Source: "wal", AsOf: now.UTC(), Metrics: &snap}, nil
+	return &OpsSection{Source: "wal", AsOf: now.UTC(), Metrics: &snap}, nil
 }
 
 // metricsFromWAL feeds the events of the last window of the WAL to fresh
@@ -833,8 +817,8 @@ func metricsFromWAL(log *wal.Log, now time.Time) (*metrics.Metrics, error) {
 	return m, nil
 }
 
-// printOps prints the status section for people.
-func printOps(w io.Writer, s *opsSection) {
+// PrintOps prints the status section for people.
+func PrintOps(w io.Writer, s *OpsSection) {
 	if s == nil {
 		return
 	}
@@ -863,11 +847,9 @@ func printOps(w io.Writer, s *opsSection) {
 	}
 }
 
-// printLiveHealth prints the health and 24-hour figures that a running
-// fano's panel returns under "health" (decoded as generic JSON).
-// liveOpsSection reads the panel's "health" (an opsView) as the section
+// LiveOpsSection reads the panel's "health" (an opsView) as the section
 // `fano status` shows; nil when the panel has none.
-func liveOpsSection(h any) *opsSection {
+func LiveOpsSection(h any) *OpsSection {
 	if h == nil {
 		return nil
 	}
@@ -879,9 +861,11 @@ func liveOpsSection(h any) *opsSection {
 	if json.Unmarshal(data, &v) != nil {
 		return nil
 	}
-	return &opsSection{Source: "running", AsOf: v.CheckedAt, Health: &v.Status, Metrics: &v.Metrics}
+	return &OpsSection{Source: "running", AsOf: v.CheckedAt, Health: &v.Status, Metrics: &v.Metrics}
 }
 
-func printLiveHealth(w io.Writer, h any) {
-	printOps(w, liveOpsSection(h))
+// PrintLiveHealth prints the health and 24-hour figures that a running
+// fano's panel returns under "health" (decoded as generic JSON).
+func PrintLiveHealth(w io.Writer, h any) {
+	PrintOps(w, LiveOpsSection(h))
 }

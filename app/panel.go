@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/tls"
@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -21,50 +20,17 @@ import (
 	"fano/control"
 )
 
-// The control panel is a run service: `fano run` starts it once the actor
-// system is up, on control.address, when control.enabled.
+// The control panel is a run service: it starts once the actor system is
+// up, on control.address, when control.enabled. Its address and token go
+// to the console (ServiceEnv.Out) only: the token never goes through the
+// logger, so it never reaches logs/fano.log.
 
-func init() {
-	runServices = append(runServices, startPanel)
-}
-
-// panelOut is where `fano run` prints the panel's address and token: the
-// console only. The token never goes through the logger, so it never
-// reaches logs/fano.log.
-var panelOut io.Writer = os.Stdout
-
-// panelHealth is what the panel shows under "health"; the health
-// monitor's run service sets it with setPanelHealth. It is read on every
-// status request, so the order in which run services start does not
-// matter.
-var (
-	panelHealthMu sync.Mutex
-	panelHealth   control.HealthSource
-)
-
-// setPanelHealth makes h the panel's health source (nil: none).
-func setPanelHealth(h control.HealthSource) {
-	panelHealthMu.Lock()
-	defer panelHealthMu.Unlock()
-	panelHealth = h
-}
-
-// lateHealth reads panelHealth at each call.
-type lateHealth struct{}
-
-func (lateHealth) Health() any {
-	panelHealthMu.Lock()
-	h := panelHealth
-	panelHealthMu.Unlock()
-	if h == nil {
-		return nil
-	}
-	return h.Health()
-}
-
-func startPanel(rc *runContext) (func(), error) {
+func (s *Services) startPanel(rc *ServiceEnv) (func(), error) {
 	ctl := rc.Cfg.Control
-	if !ctl.Enabled {
+	if !ctl.Enabled || rc.NoPanel {
+		if rc.PanelListener != nil {
+			rc.PanelListener.Close()
+		}
 		return nil, nil
 	}
 	tok, src, err := control.ResolveToken(ctl, rc.DataDir, os.Getenv, true)
@@ -77,14 +43,14 @@ func startPanel(rc *runContext) (func(), error) {
 	}
 	l := rc.PanelListener // bound by `fano run` before the WAL was opened
 	if l == nil {
-		if l, err = listenPanel(rc.Cfg, rc.DataDir, untilIdleRun); err != nil {
+		if l, err = listenPanel(rc.Cfg, rc.DataDir, rc.UntilIdle, rc.Out); err != nil {
 			return nil, err
 		}
 	}
 	srv, err := control.New(control.Options{
 		Sys: rc.Sys, Token: tok, AllowedOrigins: ctl.AllowedOrigins, Logger: rc.Logger,
-		Health: lateHealth{}, DataDir: dataDir, StartedAt: time.Now(),
-		Collectors: []prometheus.Collector{opsCollector()},
+		Health: panelHealth{s}, DataDir: dataDir, StartedAt: time.Now(),
+		Collectors: []prometheus.Collector{s.collector()},
 		Backup:     panelBackup(rc),
 	})
 	if err != nil {
@@ -116,10 +82,10 @@ func startPanel(rc *runContext) (func(), error) {
 		ev = ev.Str("tls_cert", ptls.CertFile).Str("tls_sha256", ptls.Fingerprint)
 	}
 	ev.Msg("control panel listening")
-	printPanelBanner(panelOut, base, tok, src, ctl.TokenEnv, rc.DataDir)
+	printPanelBanner(rc.Out, base, tok, src, ctl.TokenEnv, rc.DataDir)
 	if ptls != nil {
 		_, port, _ := net.SplitHostPort(l.Addr().String())
-		fmt.Fprintf(panelOut, "panel served to the network over TLS on port %s (open it by this machine's IP address); certificate %s, SHA-256 fingerprint %s\n",
+		fmt.Fprintf(rc.Out, "panel served to the network over TLS on port %s (open it by this machine's IP address); certificate %s, SHA-256 fingerprint %s\n",
 			port, ptls.CertFile, ptls.Fingerprint)
 	}
 	return func() {
@@ -136,7 +102,7 @@ func startPanel(rc *runContext) (func(), error) {
 // stops the start before anything is written. A run that ends by itself
 // (--until-idle) does not need that very port: when it is taken (another
 // fano, most likely) it takes a free port on the same host and says so.
-func listenPanel(cfg *config.Config, dataDir string, untilIdle bool) (net.Listener, error) {
+func listenPanel(cfg *config.Config, dataDir string, untilIdle bool, out io.Writer) (net.Listener, error) {
 	ctl := cfg.Control
 	if !ctl.Enabled {
 		return nil, nil
@@ -152,7 +118,7 @@ func listenPanel(cfg *config.Config, dataDir string, untilIdle bool) (net.Listen
 		}
 		ptls = t
 	}
-	l, err := listenFree(ctl.Address, untilIdle)
+	l, err := listenFree(ctl.Address, untilIdle, out)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +128,7 @@ func listenPanel(cfg *config.Config, dataDir string, untilIdle bool) (net.Listen
 	return l, nil
 }
 
-func listenFree(address string, untilIdle bool) (net.Listener, error) {
+func listenFree(address string, untilIdle bool, out io.Writer) (net.Listener, error) {
 	l, err := net.Listen("tcp", address)
 	if err == nil {
 		return l, nil
@@ -178,7 +144,7 @@ func listenFree(address string, untilIdle bool) (net.Listener, error) {
 	if ferr != nil {
 		return nil, fmt.Errorf("control panel: %s (control.address) is in use, and no free port on %s: %w", address, host, ferr)
 	}
-	fmt.Fprintf(panelOut, "fano: %s (control.address) is in use, by another fano or another program; this --until-idle run's panel takes the free port %s instead\n",
+	fmt.Fprintf(out, "fano: %s (control.address) is in use, by another fano or another program; this --until-idle run's panel takes the free port %s instead\n",
 		address, l.Addr())
 	return l, nil
 }

@@ -1,0 +1,212 @@
+package app
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
+
+	"fano/actors"
+	"fano/actors/allocator"
+	"fano/actors/scheduler"
+	"fano/config"
+	"fano/gateway"
+	"fano/gateway/ratelimit"
+	"fano/gateway/refusal"
+	"fano/gateway/sim"
+	"fano/modules"
+	"fano/modules/pipeline"
+	"fano/modules/probe"
+	"fano/wal"
+)
+
+// Wiring is everything the actor system is built from: the config, the
+// open WAL, and what a caller may put in place of the real parts.
+type Wiring struct {
+	Config  *config.Config
+	DataDir string
+	Log     *wal.Log
+	Storage *actors.StorageWatch
+	Logger  zerolog.Logger
+	Clock   clockwork.Clock
+	// NewBackend builds the gateway of a config backend (nil: the real
+	// one of its type). Each is put behind the circuit breaker.
+	NewBackend func(name string, b *config.Backend) (gateway.Backend, error)
+	// Modules run beside those the config enables (a pipeline run's
+	// module; a test's).
+	Modules []modules.Module
+	// UntilIdle: the run ends when no work is left, so the researcher
+	// does not open new questions from the document's gaps.
+	UntilIdle bool
+}
+
+// ActorOptions builds the actor system's options from the config.
+func (w Wiring) ActorOptions() (actors.Options, error) {
+	cfg := w.Config
+	o := cfg.Orchestrator
+	if w.Clock == nil {
+		w.Clock = clockwork.NewRealClock()
+	}
+	backends, allocCfg, err := buildBackends(cfg, &backendEnv{Cfg: cfg, DataDir: w.DataDir, Clock: w.Clock, Logger: w.Logger,
+		newBackend: w.NewBackend})
+	if err != nil {
+		return actors.Options{}, err
+	}
+	mods, err := w.BuildModules()
+	if err != nil {
+		return actors.Options{}, err
+	}
+	refusals, err := refusal.Load(cfg.LLM.RefusalPatternsFile)
+	if err != nil {
+		return actors.Options{}, fmt.Errorf("llm.refusal_patterns_file: %w", err)
+	}
+	var backoff []time.Duration
+	for _, s := range o.Recovery.RetryBackoffSeconds {
+		backoff = append(backoff, time.Duration(s)*time.Second)
+	}
+	return actors.Options{
+		Log: w.Log, Storage: w.Storage, Clock: w.Clock, Logger: w.Logger, OutputDir: filepath.Join(w.DataDir, "output"),
+		Scheduler: scheduler.Config{
+			PreemptionThreshold: o.Scheduler.PreemptionThreshold,
+			MaxPending:          o.Scheduler.MaxPendingTasks,
+			BoostPerHour:        o.Scheduler.StarvationPrevention.PriorityBoostPerHour,
+			MaxBoost:            o.Scheduler.StarvationPrevention.MaxBoost,
+			MessageLimit:        o.Tasks.ConversationMessageLimit,
+			ShareWindow:         time.Hour,
+		},
+		Allocator:          allocCfg,
+		Backends:           backends,
+		Modules:            mods,
+		TickInterval:       time.Duration(o.Scheduler.TickIntervalMS) * time.Millisecond,
+		CheckpointInterval: time.Duration(o.State.CheckpointIntervalSeconds) * time.Second,
+		CompactThreshold:   int64(o.State.WALCompactThresholdMB) << 20,
+		MaxRunning:         o.Scheduler.MaxRunningTasks,
+		MaxRequests:        cfg.MaxRequests,
+		RequestTimeout:     time.Duration(o.Tasks.RequestTimeoutSeconds) * time.Second,
+		RetryBackoff:       backoff,
+		Refusals:           refusals,
+		FinishedRetention:  time.Duration(o.State.FinishedTaskRetentionHours) * time.Hour,
+	}, nil
+}
+
+// buildBackends makes a gateway per enabled backend, in name order.
+func buildBackends(cfg *config.Config, env *backendEnv) ([]gateway.Backend, allocator.Config, error) {
+	ac := allocator.Config{
+		HourlyResetMinute:   cfg.LLM.HourlyResetMinute,
+		DailyResetHour:      cfg.LLM.DailyResetHour,
+		BufferPercent:       cfg.LLM.QuotaBufferPercent,
+		RecoveryCleanHours:  cfg.LLM.RateLimitRecovery.CleanHoursPerStep,
+		RecoveryStepPercent: cfg.LLM.RateLimitRecovery.StepPercent,
+	}
+	if env.limiters == nil {
+		env.limiters = ratelimit.NewRegistry(env.Clock)
+	}
+	names := cfg.EnabledBackends()
+	sort.Strings(names)
+	var out []gateway.Backend
+	for _, name := range names {
+		b, _ := cfg.Backend(name)
+		if env.newBackend != nil {
+			gw, err := env.newBackend(name, b)
+			if err != nil {
+				return nil, ac, fmt.Errorf("backend %s: %w", name, err)
+			}
+			out = append(out, wrapBreaker(gw, env))
+			ac.Backends = append(ac.Backends, allocator.BackendConfig{
+				Name: name, Kind: b.Type, HourlyLimit: b.HourlyLimit, DeepDailyLimit: b.DeepModeDailyLimit, MaxConcurrency: b.MaxConcurrency,
+			})
+			continue
+		}
+		var mk func(name string, b *config.Backend, env *backendEnv) (gateway.Backend, error)
+		switch b.Type {
+		case config.TypeAPI:
+			mk = newAPIBackend
+		case config.TypeBrowser:
+			mk = newBrowserBackend
+		}
+		switch b.Type {
+		case config.TypeSim:
+			// The pipeline's task type has its own simulated answers
+			// (gateway/sim keeps them by task type).
+			sim.RegisterFormat(pipeline.TaskType, pipelineSimAnswer)
+			s := b.Sim
+			out = append(out, wrapBreaker(sim.New(sim.Config{
+				Name: name, Style: s.Style, Seed: s.Seed,
+				Latency: time.Duration(s.LatencyMS) * time.Millisecond, Jitter: time.Duration(s.LatencyJitterMS) * time.Millisecond,
+				HourlyLimit: orDefault(s.HourlyLimit, b.HourlyLimit), DeepDailyLimit: orDefault(s.DeepModeDailyLimit, b.DeepModeDailyLimit),
+				HourlyResetMinute: cfg.LLM.HourlyResetMinute, DailyResetHour: cfg.LLM.DailyResetHour,
+				TimeoutRate: s.TimeoutRate, TransientRate: s.TransientRate, MalformedRate: s.MalformedRate,
+			}, env.Clock), env))
+		default:
+			if mk == nil {
+				return nil, ac, fmt.Errorf("backend %s: type %q is not supported by this build", name, b.Type)
+			}
+			gw, err := mk(name, b, env)
+			if err != nil {
+				return nil, ac, fmt.Errorf("backend %s: %w", name, err)
+			}
+			// Every backend sits behind a circuit breaker (spec §9.3).
+			out = append(out, wrapBreaker(gw, env))
+		}
+		ac.Backends = append(ac.Backends, allocator.BackendConfig{
+			Name: name, Kind: b.Type, HourlyLimit: b.HourlyLimit, DeepDailyLimit: b.DeepModeDailyLimit, MaxConcurrency: b.MaxConcurrency,
+		})
+	}
+	return out, ac, nil
+}
+
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// backendEnv is what a backend constructor may use.
+type backendEnv struct {
+	Cfg     *config.Config
+	DataDir string
+	Clock   clockwork.Clock
+	Logger  zerolog.Logger
+	// newBackend replaces the constructors by type (Wiring.NewBackend).
+	newBackend func(name string, b *config.Backend) (gateway.Backend, error)
+	// limiters are the API rate limiters these backends share.
+	limiters *ratelimit.Registry
+}
+
+// BuildModules returns fresh modules: those the config enables, in a
+// fixed order, then w.Modules; with none, the probe module does the
+// exploring. The modules of one call share one duplicate checker, so the
+// documenter's sections and the explorer's insights are checked against
+// each other (spec issue C4).
+func (w Wiring) BuildModules() ([]modules.Module, error) {
+	env := &moduleEnv{Cfg: w.Config, DataDir: w.DataDir, Logger: w.Logger, UntilIdle: w.UntilIdle, Checker: newChecker(w.Config)}
+	var out []modules.Module
+	for _, mk := range []func(*moduleEnv) (modules.Module, error){
+		newDocumenterModule,
+		newExplorerModule,
+		newResearcherModule,
+	} {
+		m, err := mk(env)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			out = append(out, m)
+		}
+	}
+	out = append(out, w.Modules...)
+	if len(out) == 0 {
+		out = append(out, probe.New(probe.Config{Turns: 3}))
+	}
+	return out, nil
+}
+
+// pipelineSimAnswer is a simulated answer to a pipeline step's prompt.
+func pipelineSimAnswer(req gateway.Request, r *rand.Rand, _ string) string {
+	return pipeline.SimAnswer(req.Prompt, r)
+}
