@@ -31,15 +31,17 @@ type Fano interface {
 	// Kill stops without a shutdown, as a SIGKILL would: nothing more
 	// reaches the WAL once it is called.
 	Kill() error
+	// Storage is the watch of the WAL's write faults: a full disk is
+	// reported to it.
+	Storage() *actors.StorageWatch
 }
 
 // Env is what a Starter gets: the virtual clock, the simulated backends
-// (the starter wraps them as fano wraps any backend), the WAL's write
-// fault watch, and the free disk space the health monitor is to read.
+// (the starter wraps them as fano wraps any backend) and the free disk
+// space the health monitor is to read.
 type Env struct {
 	Clock    *Clock
 	Backends []*Backend
-	Storage  *actors.StorageWatch
 	DiskFree func(path string) (uint64, error)
 }
 
@@ -101,7 +103,6 @@ type driver struct {
 	clock    *Clock
 	backends []*Backend
 	byName   map[string]*Backend
-	storage  *actors.StorageWatch
 	fano     Fano
 	unsub    func()
 	col      *collector
@@ -132,7 +133,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Schedule == nil {
 		o.Schedule = &Schedule{Name: "none"}
 	}
-	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, storage: actors.NewStorageWatch(), wallStart: time.Now()}
+	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now()}
 	var names []string
 	for i, spec := range o.Backends {
 		lat := [2]time.Duration{spec.Latency, spec.Jitter}
@@ -255,16 +256,15 @@ func (d *driver) start() error {
 	for _, b := range d.backends {
 		b.Reopen()
 	}
-	// A watch per fano: a stopped one must hear no more of the disk.
-	d.storage = actors.NewStorageWatch()
-	if d.diskFull {
-		d.storage.Failed(errDiskFull, 1, d.clock.Now())
-	}
-	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, Storage: d.storage, DiskFree: d.diskFree})
+	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree})
 	if err != nil {
 		return fmt.Errorf("simulate: start fano: %w", err)
 	}
 	d.fano = f
+	if d.diskFull {
+		// The disk is still full for the new process.
+		f.Storage().Failed(errDiskFull, 1, d.clock.Now())
+	}
 	d.unsub = f.System().Subscribe(d.col.notice)
 	d.last = fingerprint{}
 	return nil
@@ -298,9 +298,9 @@ func (d *driver) do(a action) error {
 	case a.fault.Kind == KindDiskFull:
 		d.diskFull = a.on
 		if a.on {
-			d.storage.Failed(errDiskFull, 1, now)
+			d.fano.Storage().Failed(errDiskFull, 1, now)
 		} else {
-			d.storage.Recovered(now.Sub(a.fault.Start), 1)
+			d.fano.Storage().Recovered(now.Sub(a.fault.Start), 1)
 		}
 		d.col.event(now, a.fault.Kind, "", nil)
 	default:

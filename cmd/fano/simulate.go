@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -12,10 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"fano/actors"
-	"fano/actors/health"
+	fanoapp "fano/app"
 	"fano/config"
 	"fano/gateway"
-	"fano/logging"
 	"fano/simulate"
 	"fano/verify"
 	"fano/wal"
@@ -24,10 +24,6 @@ import (
 // `fano simulate` (issue 16): days of operation on the virtual clock, with
 // a fault schedule, on the real actor tree, modules and WAL; every backend
 // is a simulated one with its config's limits.
-
-func init() {
-	extraCommands = append(extraCommands, newSimulateCmd)
-}
 
 type simulateFlags struct {
 	days       int
@@ -214,7 +210,7 @@ func (s *simulation) specs() []simulate.BackendSpec {
 		sb, _ := s.simCfg.Backend(name)
 		out = append(out, simulate.BackendSpec{
 			Name: name, Kind: orig.Type, Style: sb.Sim.Style,
-			HourlyLimit: orDefault(sb.Sim.HourlyLimit, orig.HourlyLimit), DeepDailyLimit: orDefault(sb.Sim.DeepModeDailyLimit, orig.DeepModeDailyLimit),
+			HourlyLimit: cmp.Or(sb.Sim.HourlyLimit, orig.HourlyLimit), DeepDailyLimit: cmp.Or(sb.Sim.DeepModeDailyLimit, orig.DeepModeDailyLimit),
 			Latency: time.Duration(sb.Sim.LatencyMS) * time.Millisecond, Jitter: time.Duration(sb.Sim.LatencyJitterMS) * time.Millisecond,
 			HourlyResetMinute: s.cfg.LLM.HourlyResetMinute, DailyResetHour: s.cfg.LLM.DailyResetHour,
 		})
@@ -276,7 +272,7 @@ func (s *simulation) verify() (*verify.Report, error) {
 		return nil, err
 	}
 	defer a.close()
-	a.cfg = s.simCfg
+	a.cfg, a.data.Config = s.simCfg, s.simCfg
 	env, err := verifyEnv(a)
 	if err != nil {
 		return nil, err
@@ -284,127 +280,47 @@ func (s *simulation) verify() (*verify.Report, error) {
 	return verify.Verify(env)
 }
 
-// simFano is one fano of the simulation: the WAL, the actor system and
-// the health monitor, as `fano run` has them.
-type simFano struct {
-	sys      *actors.System
-	log      *wal.Log
-	health   *health.Service
-	unsub    func()
-	closeLog func() error
-	services []func()
+// simFano is one fano of the simulation: app.Main as `fano run` runs
+// it, on the virtual clock, without the panel and the backups.
+type simFano struct{ m *fanoapp.Main }
+
+func (f simFano) System() *actors.System { return f.m.System() }
+
+func (f simFano) Storage() *actors.StorageWatch { return f.m.Data().Storage }
+
+func (f simFano) Stop() error {
+	defer f.m.System().ForgetQueuedMessages()
+	return f.m.Close()
 }
 
-func (f *simFano) stopServices() {
-	for i := len(f.services) - 1; i >= 0; i-- {
-		f.services[i]()
-	}
-	f.services = nil
+func (f simFano) Kill() error {
+	defer f.m.System().ForgetQueuedMessages()
+	return f.m.Kill()
 }
 
-func (f *simFano) System() *actors.System { return f.sys }
-
-func (f *simFano) Stop() error {
-	defer f.sys.ForgetQueuedMessages()
-	f.stopServices()
-	f.unsub()
-	f.health.Stop()
-	err := f.sys.Stop()
-	if cerr := f.log.Close(); err == nil {
-		err = cerr
-	}
-	_ = f.closeLog()
-	return err
-}
-
-// Kill: the WAL is closed first, so nothing of the shutdown reaches it,
-// as after a SIGKILL; then the actors are stopped to free the process.
-func (f *simFano) Kill() error {
-	defer f.sys.ForgetQueuedMessages()
-	f.stopServices()
-	f.unsub()
-	f.health.Stop()
-	err := f.log.Close()
-	_ = f.sys.Stop() // its writes fail: the WAL is closed
-	_ = f.closeLog()
-	return err
-}
-
-// start opens the data directory and starts fano on env's clock and
-// backends (each behind a circuit breaker, as `fano run` puts it).
+// start opens the data directory and starts fano on env's clock with the
+// simulated backends in place of the config's (app puts each behind its
+// circuit breaker, as for any backend).
 func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
-	dataDir := s.cfg.DataDir
-	clock := env.Clock
-	log, err := wal.Open(filepath.Join(dataDir, "fano.db"), wal.Options{
-		LockTimeout: time.Second, NoSync: true, Now: clock.Now,
-		RetryWrites:      30 * time.Second,
-		OnWriteFault:     func(err error, attempt int) { env.Storage.Failed(err, attempt, clock.Now()) },
-		OnWriteRecovered: env.Storage.Recovered,
-	})
-	if err != nil {
-		return nil, walOpenError(filepath.Join(dataDir, "fano.db"), err)
-	}
-	logger, closeLog, err := logging.New(logging.Options{Dir: filepath.Join(dataDir, "logs"), Level: "warn", Console: "off"})
-	if err != nil {
-		log.Close()
-		return nil, err
-	}
-	a := &app{cfg: s.simCfg, dataDir: dataDir, log: log, storage: env.Storage, logger: logger, closeLog: closeLog}
-	opts, err := a.options(clock)
-	if err != nil {
-		log.Close()
-		_ = closeLog()
-		return nil, err
-	}
-	benv := &backendEnv{Cfg: s.simCfg, DataDir: dataDir, Clock: clock, Logger: logger}
 	byName := map[string]gateway.Backend{}
 	for _, b := range env.Backends {
-		byName[b.Name()] = wrapBreaker(b, benv)
+		byName[b.Name()] = b
 	}
-	opts.Backends = opts.Backends[:0]
-	for i := range opts.Allocator.Backends {
-		ab := &opts.Allocator.Backends[i]
-		gw, ok := byName[ab.Name]
-		if !ok {
-			log.Close()
-			_ = closeLog()
-			return nil, fmt.Errorf("simulate: no simulated backend %s", ab.Name)
-		}
-		opts.Backends = append(opts.Backends, gw)
-		if orig, ok := s.cfg.Backend(ab.Name); ok {
-			ab.Kind = orig.Type
-		}
-	}
-	sys, err := actors.Start(opts)
-	if err != nil {
-		log.Close()
-		_ = closeLog()
+	m := fanoapp.NewMain(fanoapp.Options{
+		Config: s.simCfg, DataDir: s.cfg.DataDir, Clock: env.Clock,
+		NewBackend: func(name string, _ *config.Backend) (gateway.Backend, error) {
+			b, ok := byName[name]
+			if !ok {
+				return nil, fmt.Errorf("simulate: no simulated backend %s", name)
+			}
+			return b, nil
+		},
+		// A simulation's WAL need not survive a power cut: no fsync.
+		WAL:     func(o *wal.Options) { o.NoSync = true },
+		Console: "off", NoPanel: true, NoBackups: true, Disk: env.DiskFree,
+	})
+	if err := m.Open(context.Background()); err != nil {
 		return nil, err
 	}
-	hs := health.NewService(health.FromConfig(s.simCfg, dataDir), health.ServiceOptions{
-		Clock: clock, Target: sysTarget{sys: sys}, Disk: env.DiskFree, Logger: logger,
-		Storage: func() error { _, err := sys.StorageFault(); return err },
-	})
-	unsub := sys.Subscribe(func(n actors.Notice) {
-		if n.Event != nil {
-			hs.Observe(n.Event)
-		}
-	})
-	hs.Start()
-	f := &simFano{sys: sys, log: log, health: hs, unsub: unsub, closeLog: closeLog}
-	// The run services that carry work between modules (blessed insights
-	// to the documenter, findings to the explorer); the panel, backups,
-	// heartbeat and log services of `fano run` are left out.
-	rc := &runContext{Cfg: s.simCfg, DataDir: dataDir, Sys: sys, Log: log, Logger: logger, Clock: clock, Stop: func(string) {}}
-	for _, svc := range []runService{documenterFeedService, researcherFeedService} {
-		stop, err := svc(rc)
-		if err != nil {
-			_ = f.Stop()
-			return nil, err
-		}
-		if stop != nil {
-			f.services = append(f.services, stop)
-		}
-	}
-	return f, nil
+	return simFano{m: m}, nil
 }
