@@ -35,7 +35,7 @@ type Backend struct {
 	crashed   time.Time // page gone until
 	login     bool      // behind a login wall
 	revoked   bool      // key refused
-	draws     uint64
+	draws     map[string]uint64 // per request (task, turn): how often it drew
 	counts    FaultCounts
 
 	inSend *atomic.Int64 // shared by the driver's backends: calls in progress
@@ -192,11 +192,16 @@ func (b *Backend) inject(ctx context.Context, req gateway.Request) error {
 	return nil
 }
 
-// draw is a number in [0,1) from the seed, the request and the count of
-// draws so far: a retry draws afresh, the same run draws the same.
+// draw is a number in [0,1) from the seed, the request and how often
+// this request drew before: a retry draws afresh, and the draws do not
+// depend on the order in which tasks reach the backend.
 func (b *Backend) draw(req gateway.Request) float64 {
-	b.draws++
+	if b.draws == nil {
+		b.draws = map[string]uint64{}
+	}
+	key := fmt.Sprintf("%s\x00%d", req.TaskID, len(req.History))
+	b.draws[key]++
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%d\x00%d", b.seed, b.Name(), req.TaskID, len(req.History), b.draws)
+	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%d", b.seed, b.Name(), key, b.draws[key])
 	return float64(h.Sum64()>>11) / float64(1<<53)
 }

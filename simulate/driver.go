@@ -112,6 +112,7 @@ type driver struct {
 	inSend    atomic.Int64
 	last      fingerprint
 	timeouts  int
+	relooks   int
 	steps     int64
 	wallStart time.Time
 }
@@ -391,11 +392,15 @@ func (d *driver) settle() bool {
 		}
 	}
 	if prev != d.last {
-		// Something happened: look once more after the scheduler had a
-		// chance to run what a busy machine held back.
-		time.Sleep(50 * time.Microsecond)
-		if cur, depthNow := d.fingerprint(); cur != prev || depthNow != 0 || int64(cur.running) > d.inSend.Load() {
-			return d.settle()
+		// Something happened: look again a few times after the OS had a
+		// chance to run what a busy machine held back (a WAL write in a
+		// syscall, a goroutine not yet scheduled).
+		for i := 0; i < confirmLooks; i++ {
+			time.Sleep(50 * time.Microsecond)
+			if cur, depthNow := d.fingerprint(); cur != prev || depthNow != 0 || int64(cur.running) > d.inSend.Load() {
+				d.relooks++
+				return d.settle()
+			}
 		}
 	}
 	changed := prev != d.last
@@ -407,6 +412,9 @@ func (d *driver) settle() bool {
 }
 
 const settleRounds = 3
+
+// confirmLooks is how many times a step with activity is looked at again.
+const confirmLooks = 3
 
 // trace prints the virtual time every hour (FANO_SIMULATE_TRACE=1).
 var trace = os.Getenv("FANO_SIMULATE_TRACE") != ""
@@ -479,7 +487,7 @@ func (d *driver) finish() (*Report, error) {
 	r.Seed, r.Start, r.Schedule, r.WAL = d.o.Seed, Epoch, d.o.Schedule.Name, wf
 	markOutages(r.Days, d.faults, d.col.dayOf)
 	wall := time.Since(d.wallStart).Seconds()
-	r.Runtime.WallSeconds, r.Runtime.Steps, r.Runtime.SettleTimeouts = wall, d.steps, d.timeouts
+	r.Runtime.WallSeconds, r.Runtime.Steps, r.Runtime.SettleTimeouts, r.Runtime.SettleRelooks = wall, d.steps, d.timeouts, d.relooks
 	r.Runtime.SimSecondsPerWall = float64(d.o.Days*24*3600) / wall
 	r.CheckGoals()
 	return r, nil
