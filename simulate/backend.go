@@ -32,9 +32,9 @@ type Backend struct {
 	transient time.Time
 	rate      float64
 	hang      time.Time
-	crashed   time.Time // page gone until
-	login     bool      // behind a login wall
-	revoked   bool      // key refused
+	crashed   time.Time         // page gone until
+	login     bool              // behind a login wall
+	revoked   bool              // key refused
 	draws     map[string]uint64 // per request (task, turn): how often it drew
 	counts    FaultCounts
 
