@@ -197,6 +197,10 @@ func (r *Report) Markdown() string {
 		}
 		p("- **%s**: %s — %s\n", g.Name, mark, g.Detail)
 	}
+	p("\nHow to read it: the usable budget of a backend is its usable hourly quota (the limit estimate less the buffer) over the minutes it could serve (ready, exhausted or paced); ")
+	p("work waits in an hour when tasks that need no deep mode are pending or ready at its end; ")
+	p("an outage day is one a one-off fault of the schedule (not a daily one) touches, or a login wall or revoked key lasts into; ")
+	p("a failure is backend-level when its reason names a backend's error, limit, login, key, hang or crash.\n")
 	p("\n## Days\n\n")
 	p("| day | questions added | blessed | sections written | revised | tasks done | failed (backend) | requests | quota used %% of usable | hours with work | queue max | alerts | outage |\n")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
