@@ -3,7 +3,6 @@ package app
 import (
 	"encoding/json"
 	"sync"
-	"time"
 
 	"fano/actors"
 	"fano/modules"
@@ -179,7 +178,7 @@ func feedBlessed(rc *ServiceEnv, ids []string, quit <-chan struct{}) {
 		default:
 		}
 		err := rc.Sys.Command(documenter.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-			return m.(*documenter.Module).DecideNoteBlessed(n.id, n.text, n.tags, n.seed, time.Now())
+			return m.(*documenter.Module).DecideNoteBlessed(n.id, n.text, n.tags, n.seed, rc.Clock.Now())
 		})
 		if err != nil {
 			rc.Logger.Warn().Err(err).Str("event", "modules.documenter.feed_failed").Str("insight", n.id).Msg("blessed insight not noted; the next start catches up")

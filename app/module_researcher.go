@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"sync"
-	"time"
 
 	"fano/actors"
 	"fano/modules"
@@ -153,7 +152,7 @@ func researcherCatchUp(rc *ServiceEnv, quit <-chan struct{}) {
 			return
 		}
 		err := rc.Sys.Command(explorer.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-			return m.(modules.SeedTaker).DecideAddSeed(f.Question, 0, time.Now())
+			return m.(modules.SeedTaker).DecideAddSeed(f.Question, 0, rc.Clock.Now())
 		})
 		switch {
 		case err == nil:
