@@ -3,6 +3,7 @@ package simulate
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"fano/actors"
 	"fano/actors/allocator"
 	"fano/pb"
+
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 // collector turns the system's notices and the driver's samples into the
@@ -74,19 +77,18 @@ type moduleData struct {
 	Verdict string `json:"verdict"`
 }
 
-func (c *collector) notice(n actors.Notice) {
+// observe counts an applied event (actors.Options.Observe).
+func (c *collector) observe(owner string, e *pb.Event) {
 	c.count.Add(1)
-	if n.Update != nil {
-		c.update(n.Update)
-		return
-	}
-	e := n.Event
 	if e == nil {
 		return
 	}
 	at := time.Unix(0, e.At).UTC()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if eventTrace != nil {
+		fmt.Fprintf(eventTrace, "%s %s %s\n", at.Format("01-02T15:04:05.000000"), owner, eventLine(e))
+	}
 	d := c.day(at)
 	switch {
 	case e.GetQuotaUsed() != nil:
@@ -133,6 +135,22 @@ func (c *collector) notice(n actors.Notice) {
 	}
 }
 
+// eventTrace, if set (FANO_SIMULATE_EVENTS=file), gets a line per
+// event: for finding where two runs of one seed part.
+var eventTrace = func() *os.File {
+	if p := os.Getenv("FANO_SIMULATE_EVENTS"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			return f
+		}
+	}
+	return nil
+}()
+
+func eventLine(e *pb.Event) string {
+	b, _ := protojson.Marshal(e)
+	return string(b)
+}
+
 // backendLevel tells a task failure caused by a backend (its errors,
 // limits, login, key) from one of the task itself (a bad answer).
 func backendLevel(reason string) bool {
@@ -146,7 +164,13 @@ func backendLevel(reason string) bool {
 	return false
 }
 
-func (c *collector) update(u *pb.StateUpdate) {
+// update takes the notices that are not events: alerts.
+func (c *collector) update(n actors.Notice) {
+	u := n.Update
+	if u == nil {
+		return
+	}
+	c.count.Add(1)
 	if u.UpdateType != "alert" && u.Component != "health" {
 		return
 	}

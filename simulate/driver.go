@@ -43,6 +43,9 @@ type Env struct {
 	Clock    *Clock
 	Backends []*Backend
 	DiskFree func(path string) (uint64, error)
+	// Observe must see every event the actors apply, from the first on
+	// (actors.Options.Observe): the report counts them.
+	Observe func(owner string, e *pb.Event)
 }
 
 // Starter starts fano on the data directory (recovering what is there).
@@ -257,7 +260,7 @@ func (d *driver) start() error {
 	for _, b := range d.backends {
 		b.Reopen()
 	}
-	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree})
+	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe})
 	if err != nil {
 		return fmt.Errorf("simulate: start fano: %w", err)
 	}
@@ -266,7 +269,9 @@ func (d *driver) start() error {
 		// The disk is still full for the new process.
 		f.Storage().Failed(errDiskFull, 1, d.clock.Now())
 	}
-	d.unsub = f.System().Subscribe(d.col.notice)
+	// Alerts are notices, not events: they come by subscription (none
+	// is raised before the first step).
+	d.unsub = f.System().Subscribe(d.col.update)
 	d.last = fingerprint{}
 	return nil
 }

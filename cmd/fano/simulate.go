@@ -317,7 +317,7 @@ func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
 		},
 		// A simulation's WAL need not survive a power cut: no fsync.
 		WAL:     func(o *wal.Options) { o.NoSync = true },
-		Console: "off", NoPanel: true, NoBackups: true, Disk: env.DiskFree,
+		Console: "off", NoPanel: true, NoBackups: true, Disk: env.DiskFree, Observe: env.Observe,
 	})
 	if err := m.Open(context.Background()); err != nil {
 		return nil, err
