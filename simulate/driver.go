@@ -109,7 +109,7 @@ type driver struct {
 	fano     Fano
 	unsub    func()
 	col      *collector
-	diskFull bool
+	diskFull atomic.Bool // read by the health monitor's goroutine
 	faults   []Fault
 
 	inSend    atomic.Int64
@@ -265,7 +265,7 @@ func (d *driver) start() error {
 		return fmt.Errorf("simulate: start fano: %w", err)
 	}
 	d.fano = f
-	if d.diskFull {
+	if d.diskFull.Load() {
 		// The disk is still full for the new process.
 		f.Storage().Failed(errDiskFull, 1, d.clock.Now())
 	}
@@ -279,7 +279,7 @@ func (d *driver) start() error {
 // diskFree is what the health monitor reads: plenty, but nothing while
 // the disk is full.
 func (d *driver) diskFree(string) (uint64, error) {
-	if d.diskFull {
+	if d.diskFull.Load() {
 		return 0, nil
 	}
 	return 500 << 30, nil
@@ -302,7 +302,7 @@ func (d *driver) do(a action) error {
 		d.col.event(now, a.fault.Kind, "", err)
 		return d.start()
 	case a.fault.Kind == KindDiskFull:
-		d.diskFull = a.on
+		d.diskFull.Store(a.on)
 		if a.on {
 			d.fano.Storage().Failed(errDiskFull, 1, now)
 		} else {
