@@ -98,7 +98,10 @@ func (c *collector) observe(owner string, e *pb.Event) {
 	case e.GetLlmRequestStarted() != nil:
 		d.Requests[e.GetLlmRequestStarted().Llm]++
 	case e.GetLlmRequestFailed() != nil:
-		if k := e.GetLlmRequestFailed().Kind; k != "cancelled" {
+		f := e.GetLlmRequestFailed()
+		if f.NotSent {
+			d.Requests[f.Llm]-- // refused before it left (no quota, an open circuit)
+		} else if f.Kind != "cancelled" {
 			d.RequestsFailed++
 		}
 	case e.GetTaskCompleted() != nil:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -16,6 +17,7 @@ import (
 	fanoapp "fano/app"
 	"fano/config"
 	"fano/gateway"
+	"fano/gateway/api"
 	"fano/simulate"
 	"fano/verify"
 	"fano/wal"
@@ -305,6 +307,13 @@ func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
 	byName := map[string]gateway.Backend{}
 	for _, b := range env.Backends {
 		byName[b.Name()] = b
+		if b.Kind() == config.TypeAPI {
+			gw, err := apiInFront(b, env)
+			if err != nil {
+				return nil, err
+			}
+			byName[b.Name()] = gw
+		}
 	}
 	m := fanoapp.NewMain(fanoapp.Options{
 		Config: s.simCfg, DataDir: s.cfg.DataDir, Clock: env.Clock,
@@ -324,3 +333,28 @@ func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
 	}
 	return simFano{m: m}, nil
 }
+
+// apiInFront puts the real API gateway in front of a simulated API
+// service: its requests reach the service's handler in process, with no
+// socket. The gateway sends without a rate limiter (the service's quota
+// and the allocator pace it).
+func apiInFront(b *simulate.Backend, env simulate.Env) (gateway.Backend, error) {
+	gw, err := api.New(api.Config{
+		Name: b.Name(), BaseURL: "http://simulated.invalid/v1", Model: "simulated", APIKey: "simulated-key",
+		Client: &http.Client{Transport: simulate.Transport(simulate.Handler(b))}, Clock: env.Clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulate: backend %s: %w", b.Name(), err)
+	}
+	return apiSim{gw}, nil
+}
+
+// apiSim hands the gateway request to the simulated service beside the
+// HTTP body, which carries only the messages.
+type apiSim struct{ *api.Backend }
+
+func (a apiSim) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	return a.Backend.Send(simulate.WithRequest(ctx, req), req)
+}
+
+func (a apiSim) Unwrap() gateway.Backend { return a.Backend }

@@ -76,7 +76,12 @@ func TestSimulateShortScheduleGoals(t *testing.T) {
 	// @2 is claude (enabled backends in name order): behind the wall
 	// from day 2 01:00 to day 3 01:00.
 	require.InDelta(t, 24*60, claude.States["login"], 30)
-	require.Equal(t, "api", claude.Kind)
+	require.Equal(t, "browser", claude.Kind)
+	for _, b := range rep.Backends {
+		if b.Name == "gemini" {
+			require.Equal(t, "api", b.Kind, "the API gateway ran in front of its simulated service")
+		}
+	}
 
 	// The report's files.
 	md, err := os.ReadFile(filepath.Join(dir, "simulation", "report.md"))
