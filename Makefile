@@ -6,7 +6,7 @@ GO    ?= go
 PLAYWRIGHT_DRIVER_PATH ?= $(HOME)/.cache/fano/playwright-driver
 export PLAYWRIGHT_DRIVER_PATH
 
-.PHONY: run run-fresh test test-short deps bench proto build lint fuzz clean stress crashtest
+.PHONY: run run-fresh test test-short deps bench proto build lint fuzz clean stress crashtest simulate bench-simulate
 
 ## run: the offline demo on the built-in simulated LLMs; a second run
 ## continues ./fano-data (fano says so), `make run-fresh` starts over
@@ -41,6 +41,16 @@ stress:
 deps:
 	@bash scripts/install-test-deps.sh
 
+## simulate: two weeks of the demo with the default fault schedule on the
+## virtual clock, its goals checked (report in ./fano-simulation/simulation/)
+simulate: build
+	rm -rf ./fano-simulation
+	./bin/fano simulate --days 14 --data-dir ./fano-simulation
+
+## bench-simulate: the simulated fortnight beside a simulated day
+bench-simulate:
+	$(GO) test -run '^$$' -bench 'BenchmarkSimulateFortnight|BenchmarkSimulatedDay$$' -benchtime 1x ./cmd/fano ./actors
+
 ## bench: the performance goals, each beside its baseline
 bench:
 	@bash scripts/bench.sh
@@ -53,7 +63,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEntry -fuzztime 30s ./wal/
 
 clean:
-	rm -rf bin fano-data
+	rm -rf bin fano-data fano-simulation
 
 ## crashtest: SIGKILL `fano run` on the slowed demo K times at seeded random
 ## moments (K=50 by default, up to 500; SEED picks the moments), then run

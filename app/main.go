@@ -73,6 +73,10 @@ type Options struct {
 	HaltLimit time.Duration
 	// Disk reads the data directory's free space (nil: the file system's).
 	Disk health.DiskUsage
+	// Observe, if set, sees every event the actors apply, from the first
+	// on (actors.Options.Observe; `fano simulate` counts them): it must
+	// not block.
+	Observe func(owner string, e *pb.Event)
 }
 
 // Main is one fano run: Open, then Run until the context is done (or
@@ -177,7 +181,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.data = d
 	m.memLimit, m.memLimitFrom = memoryLimit(m.cfg.Orchestrator.State.MemoryLimitMB)
 	w := d.Wiring(m.clock)
-	w.NewBackend, w.Modules, w.UntilIdle = o.NewBackend, o.Modules, o.UntilIdle
+	w.NewBackend, w.Modules, w.UntilIdle, w.Observe = o.NewBackend, o.Modules, o.UntilIdle, o.Observe
 	opts, err := w.ActorOptions()
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"fano/modules"
 	"fano/modules/pipeline"
 	"fano/modules/probe"
+	"fano/pb"
 	"fano/wal"
 )
 
@@ -43,6 +44,8 @@ type Wiring struct {
 	// UntilIdle: the run ends when no work is left, so the researcher
 	// does not open new questions from the document's gaps.
 	UntilIdle bool
+	// Observe is actors.Options.Observe (nil: none).
+	Observe func(owner string, e *pb.Event)
 }
 
 // ActorOptions builds the actor system's options from the config.
@@ -70,7 +73,7 @@ func (w Wiring) ActorOptions() (actors.Options, error) {
 		backoff = append(backoff, time.Duration(s)*time.Second)
 	}
 	return actors.Options{
-		Log: w.Log, Storage: w.Storage, Clock: w.Clock, Logger: w.Logger, OutputDir: filepath.Join(w.DataDir, "output"),
+		Log: w.Log, Storage: w.Storage, Clock: w.Clock, Logger: w.Logger, OutputDir: filepath.Join(w.DataDir, "output"), Observe: w.Observe,
 		Scheduler:          scheduler.FromConfig(cfg),
 		Allocator:          allocCfg,
 		Backends:           backends,

@@ -50,6 +50,8 @@ func (s *Server) routes() *http.ServeMux {
 	m.Handle("POST /api/wal/backup", s.auth(http.HandlerFunc(s.handleBackup)))
 	m.HandleFunc("GET /api/document", s.handleDocument)
 	m.HandleFunc("GET /api/events", s.handleEvents)
+	m.HandleFunc("GET /simulation", s.handleSimulation)
+	m.HandleFunc("GET /simulation/{name}", s.handleSimulationFile)
 	m.Handle("GET /", s.webHandler())
 	return m
 }

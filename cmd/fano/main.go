@@ -100,6 +100,7 @@ func newRootWith(stdout, stderr io.Writer, mods func() []modules.Module) *cobra.
 		newProfileCmd(g),
 		newRetryCmd(g),
 		newVerifyCmd(g), newRepairCmd(g),
+		newSimulateCmd(g),
 	)
 	return root
 }

@@ -145,6 +145,15 @@ func (b *Backend) Close() error {
 	return nil
 }
 
+// Reopen undoes Close: a simulated service outlives the fano that used it
+// (`fano simulate` restarts fano on the same backends, quota windows and
+// all).
+func (b *Backend) Reopen() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = false
+}
+
 func (b *Backend) unavailableLocked() error {
 	switch {
 	case b.closed:

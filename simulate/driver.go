@@ -1,0 +1,499 @@
+// Package simulate runs fano for days on a virtual clock: the real actor
+// tree, modules and WAL, every backend replaced by a simulated one with
+// its limits, and a schedule of faults (`fano simulate`). The driver
+// advances the clock whenever the system has nothing left to do before
+// its next timer, and writes a report of what the days yielded and cost.
+package simulate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sort"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"fano/actors"
+	"fano/gateway/sim"
+	"fano/modules"
+	"fano/pb"
+)
+
+// Fano is one running fano on the simulation's data directory.
+type Fano interface {
+	System() *actors.System
+	// Stop shuts down as `fano run` does on SIGTERM, and closes the WAL.
+	Stop() error
+	// Kill stops without a shutdown, as a SIGKILL would: nothing more
+	// reaches the WAL once it is called.
+	Kill() error
+	// Storage is the watch of the WAL's write faults: a full disk is
+	// reported to it.
+	Storage() *actors.StorageWatch
+}
+
+// Env is what a Starter gets: the virtual clock, the simulated backends
+// (the starter wraps them as fano wraps any backend) and the free disk
+// space the health monitor is to read.
+type Env struct {
+	Clock    *Clock
+	Backends []*Backend
+	DiskFree func(path string) (uint64, error)
+	// Observe must see every event the actors apply, from the first on
+	// (actors.Options.Observe): the report counts them.
+	Observe func(owner string, e *pb.Event)
+}
+
+// Starter starts fano on the data directory (recovering what is there).
+type Starter func(Env) (Fano, error)
+
+// BackendSpec is what the config says of one backend.
+type BackendSpec struct {
+	Name, Kind                        string // Kind: the config type (browser, api, sim)
+	HourlyLimit, DeepDailyLimit       int
+	Style                             string
+	Latency, Jitter                   time.Duration // sim backends: the config's; others: by type
+	HourlyResetMinute, DailyResetHour int
+}
+
+// Options of a simulation.
+type Options struct {
+	Days     int
+	Seed     int64
+	Schedule *Schedule
+	Backends []BackendSpec
+	Start    Starter
+	// TickInterval is the config's scheduler tick: while the system works
+	// the clock moves at most this far at a time.
+	TickInterval time.Duration
+	// MaxIdleStep bounds a jump of the clock while nothing happens
+	// (default 1 min): time-based work (a window reset, a retry due) is
+	// never noticed later than this.
+	MaxIdleStep time.Duration
+	// SampleEvery is how often backend states and budgets are sampled
+	// (default 1 min; the clock always stops there).
+	SampleEvery time.Duration
+	// SeedModule takes the schedule's daily questions ("explorer").
+	SeedModule string
+	// Progress, if set, is called at the end of every simulated day.
+	Progress func(day int, d DayReport)
+}
+
+// Epoch is the virtual midnight of day 1 (a Monday): fixed, so a seed
+// gives the same run on any day it is run.
+var Epoch = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+
+// latencyByKind is how long a real backend of each type takes to answer.
+var latencyByKind = map[string][2]time.Duration{
+	"browser": {40 * time.Second, 40 * time.Second},
+	"api":     {6 * time.Second, 6 * time.Second},
+}
+
+type action struct {
+	at    time.Time
+	fault *Fault
+	on    bool
+	seeds int
+	day   int
+}
+
+type driver struct {
+	o        Options
+	clock    *Clock
+	backends []*Backend
+	byName   map[string]*Backend
+	fano     Fano
+	unsub    func()
+	col      *collector
+	diskFull atomic.Bool // read by the health monitor's goroutine
+	faults   []Fault
+
+	inSend    atomic.Int64
+	last      fingerprint
+	timeouts  int
+	relooks   int
+	steps     int64
+	wallStart time.Time
+}
+
+// Run simulates o.Days days and returns the report (not yet written).
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Days <= 0 {
+		return nil, errors.New("simulate: days must be at least 1")
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = 100 * time.Millisecond
+	}
+	if o.MaxIdleStep <= 0 {
+		o.MaxIdleStep = time.Minute
+	}
+	if o.SampleEvery <= 0 {
+		o.SampleEvery = time.Minute
+	}
+	if o.Schedule == nil {
+		o.Schedule = &Schedule{Name: "none"}
+	}
+	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now()}
+	var names []string
+	for i, spec := range o.Backends {
+		lat := [2]time.Duration{spec.Latency, spec.Jitter}
+		if l, ok := latencyByKind[spec.Kind]; ok {
+			lat = l
+		}
+		s := sim.New(sim.Config{
+			Name: spec.Name, Style: spec.Style, Seed: o.Seed*1000 + int64(i) + 1,
+			Latency: lat[0], Jitter: lat[1],
+			HourlyLimit: spec.HourlyLimit, DeepDailyLimit: spec.DeepDailyLimit,
+			HourlyResetMinute: spec.HourlyResetMinute, DailyResetHour: spec.DailyResetHour,
+		}, d.clock)
+		b := NewBackend(s, spec.Kind, d.clock, o.Seed, &d.inSend)
+		d.backends = append(d.backends, b)
+		d.byName[spec.Name] = b
+		names = append(names, spec.Name)
+	}
+	sort.Strings(names)
+	faults, err := o.Schedule.Expand(Epoch, o.Days, names)
+	if err != nil {
+		return nil, err
+	}
+	d.faults = faults
+	end := Epoch.Add(time.Duration(o.Days) * 24 * time.Hour)
+	var plan []action
+	for i := range faults {
+		f := &faults[i]
+		if !f.Start.Before(end) {
+			continue
+		}
+		plan = append(plan, action{at: f.Start, fault: f, on: true})
+		if f.End.After(f.Start) && f.Kind != KindBrowserCrash {
+			plan = append(plan, action{at: f.End, fault: f, on: false})
+		}
+	}
+	if o.Schedule.SeedsPerDay > 0 && o.SeedModule != "" {
+		for day := 1; day <= o.Days; day++ {
+			plan = append(plan, action{at: Epoch.Add(time.Duration(day-1) * 24 * time.Hour), seeds: o.Schedule.SeedsPerDay, day: day})
+		}
+	}
+	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at.Before(plan[j].at) })
+
+	d.col = newCollector(Epoch, o.Days, names, d.byName)
+	if err := d.start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if d.fano != nil {
+			d.unsub()
+			_ = d.fano.Stop()
+		}
+	}()
+	step := o.TickInterval
+	nextMinute := Epoch
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		now := d.clock.Now()
+		for len(plan) > 0 && !plan[0].at.After(now) {
+			a := plan[0]
+			plan = plan[1:]
+			if err := d.do(a); err != nil {
+				return nil, err
+			}
+		}
+		changed := d.settle()
+		if !now.Before(nextMinute) {
+			d.col.sample(now, d.fano.System(), d.o.SampleEvery)
+			if trace && now.Minute() == 0 {
+				fmt.Fprintf(os.Stderr, "simulate: %s steps %d wall %.1fs timeouts %d\n", now.Format("01-02 15:04"), d.steps, time.Since(d.wallStart).Seconds(), d.timeouts)
+			}
+			if since := now.Sub(Epoch); since > 0 && since%(24*time.Hour) == 0 && o.Progress != nil {
+				day := int(since / (24 * time.Hour))
+				o.Progress(day, d.col.dayReport(day))
+			}
+			nextMinute = nextMinute.Add(o.SampleEvery)
+		}
+		if !now.Before(end) {
+			break
+		}
+		// After a change one tick lets the scheduler and modules act on
+		// it; once a tick changed nothing, jump to the next timer.
+		if changed {
+			step = o.TickInterval
+		} else {
+			step = o.MaxIdleStep
+		}
+		next := now.Add(step)
+		if t, ok := d.clock.Next(); ok && t.Before(next) {
+			next = t
+		}
+		if len(plan) > 0 && plan[0].at.Before(next) {
+			next = plan[0].at
+		}
+		if nextMinute.Before(next) {
+			next = nextMinute
+		}
+		if next.After(end) {
+			next = end
+		}
+		// Ticks and timers due at once would race: the ticks that fall
+		// before a timer's deadline go first, on their own.
+		if tick, ok := d.clock.NextTick(); ok && next.After(now.Add(time.Nanosecond)) && !tick.After(next) {
+			if t, ok := d.clock.Next(); ok && !t.After(next) {
+				d.clock.AdvanceTo(next.Add(-time.Nanosecond))
+				d.settle()
+			}
+		}
+		d.clock.AdvanceTo(next)
+		d.steps++
+		if trace && d.steps%200 == 0 {
+			fmt.Fprintf(os.Stderr, "simulate: step %d at %s wall %.1fs last %+v\n", d.steps, next.Format("01-02 15:04:05.000"), time.Since(d.wallStart).Seconds(), d.last)
+		}
+	}
+	return d.finish()
+}
+
+func (d *driver) start() error {
+	for _, b := range d.backends {
+		b.Reopen()
+	}
+	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe})
+	if err != nil {
+		return fmt.Errorf("simulate: start fano: %w", err)
+	}
+	d.fano = f
+	if d.diskFull.Load() {
+		// The disk is still full for the new process.
+		f.Storage().Failed(errDiskFull, 1, d.clock.Now())
+	}
+	// Alerts are notices, not events: they come by subscription (none
+	// is raised before the first step).
+	d.unsub = f.System().Subscribe(d.col.update)
+	d.last = fingerprint{}
+	return nil
+}
+
+// diskFree is what the health monitor reads: plenty, but nothing while
+// the disk is full.
+func (d *driver) diskFree(string) (uint64, error) {
+	if d.diskFull.Load() {
+		return 0, nil
+	}
+	return 500 << 30, nil
+}
+
+func (d *driver) do(a action) error {
+	now := d.clock.Now()
+	switch {
+	case a.seeds > 0:
+		return d.addSeeds(a.day, a.seeds, now)
+	case a.fault.Kind == KindRestart || a.fault.Kind == KindKill:
+		d.unsub()
+		var err error
+		if a.fault.Kind == KindRestart {
+			err = d.fano.Stop()
+		} else {
+			err = d.fano.Kill()
+		}
+		d.fano = nil
+		d.col.event(now, a.fault.Kind, "", err)
+		return d.start()
+	case a.fault.Kind == KindDiskFull:
+		d.diskFull.Store(a.on)
+		if a.on {
+			d.fano.Storage().Failed(errDiskFull, 1, now)
+		} else {
+			d.fano.Storage().Recovered(now.Sub(a.fault.Start), 1)
+		}
+		d.col.event(now, a.fault.Kind, "", nil)
+	default:
+		for _, name := range a.fault.Backends {
+			d.byName[name].Apply(*a.fault, a.on)
+		}
+		if a.on {
+			d.col.event(now, a.fault.Kind, fmt.Sprint(a.fault.Backends), nil)
+		}
+		if a.fault.Kind == KindLogin || a.fault.Kind == KindKeyRestored || !a.on {
+			// A person fixed it (`fano login`, a new key): fano is told, as
+			// the login command and SIGHUP tell it.
+			d.fano.System().RecheckBackends(a.fault.Backends...)
+		}
+	}
+	return nil
+}
+
+var topics = []string{"projective planes of order 9", "the Fano plane's collineations", "Steiner triple systems", "affine planes",
+	"difference sets", "ovals and hyperovals", "Latin squares", "the Hamming code", "block designs", "finite fields",
+	"Desargues' theorem", "the octonions", "generalized quadrangles", "incidence matrices", "spreads and translation planes"}
+var aspects = []string{"What is the smallest open case concerning", "How are automorphisms used to classify", "Which counting arguments bound",
+	"What computational searches settled questions about", "How does coordinatization work for", "What is the link between codes and",
+	"Which conjectures remain open about", "How do polarities act on"}
+
+// addSeeds is the simulated user's new questions of the day.
+func (d *driver) addSeeds(day, n int, now time.Time) error {
+	r := rand.New(rand.NewPCG(uint64(d.o.Seed), uint64(day)))
+	for i := 0; i < n; i++ {
+		text := fmt.Sprintf("%s %s? (question %d of day %d)", aspects[r.IntN(len(aspects))], topics[r.IntN(len(topics))], i+1, day)
+		err := d.fano.System().Command(d.o.SeedModule, func(m modules.Module) ([]*pb.ModuleEvent, error) {
+			st, ok := m.(modules.SeedTaker)
+			if !ok {
+				return nil, fmt.Errorf("module %s takes no questions", m.Name())
+			}
+			return st.DecideAddSeed(text, 0, now)
+		})
+		if err != nil {
+			return fmt.Errorf("simulate: day %d: add question: %w", day, err)
+		}
+	}
+	d.col.seeds(now, n)
+	return nil
+}
+
+// fingerprint is what changes while the system works.
+type fingerprint struct {
+	ops, notices int64
+	seq          uint64
+	running      int
+}
+
+func (d *driver) fingerprint() (fingerprint, int) {
+	sys := d.fano.System()
+	depth := sys.QueuedMessages()
+	return fingerprint{ops: d.clock.Ops(), notices: d.col.count.Load(), seq: sys.Log().LastSeq(), running: sys.Running()}, depth
+}
+
+// settle waits until the system has nothing left to do at this instant:
+// empty mailboxes and nothing changing over a few rounds of yielding.
+// It reports whether anything happened since the last settle.
+func (d *driver) settle() bool {
+	prev, depth := d.fingerprint()
+	stable := 0
+	deadline := time.Now().Add(10 * time.Second)
+	rounds := 0
+	for stable < settleRounds {
+		rounds++
+		for i := 0; i < 8; i++ {
+			runtime.Gosched()
+		}
+		cur, depthNow := d.fingerprint()
+		// Every running task must wait inside a backend call (on the
+		// clock): one between two calls is still working.
+		waiting := int64(cur.running) <= d.inSend.Load()
+		if cur == prev && depth == 0 && depthNow == 0 && waiting {
+			stable++
+		} else {
+			stable = 0
+		}
+		prev, depth = cur, depthNow
+		if time.Now().After(deadline) {
+			if trace {
+				fmt.Fprintf(os.Stderr, "simulate: settle timeout at %s: %+v depth %d\n", d.clock.Now().Format("01-02 15:04:05.000"), cur, depthNow)
+			}
+			d.timeouts++
+			break
+		}
+	}
+	if prev != d.last {
+		// Something happened: look again a few times after the OS had a
+		// chance to run what a busy machine held back (a WAL write in a
+		// syscall, a goroutine not yet scheduled).
+		for i := 0; i < confirmLooks; i++ {
+			time.Sleep(50 * time.Microsecond)
+			if cur, depthNow := d.fingerprint(); cur != prev || depthNow != 0 || int64(cur.running) > d.inSend.Load() {
+				d.relooks++
+				return d.settle()
+			}
+		}
+	}
+	changed := prev != d.last
+	d.last = prev
+	if trace && d.steps < 3 {
+		fmt.Fprintf(os.Stderr, "settle %d (%d rounds) at %s took %s: %+v\n", d.steps, rounds, d.clock.Now().Format("15:04:05.000"), time.Since(deadline.Add(-10*time.Second)), prev)
+	}
+	return changed
+}
+
+const settleRounds = 3
+
+// confirmLooks is how many times a step with activity is looked at again.
+const confirmLooks = 3
+
+// trace prints the virtual time every hour (FANO_SIMULATE_TRACE=1).
+var trace = os.Getenv("FANO_SIMULATE_TRACE") != ""
+
+var errDiskFull = fmt.Errorf("write: %w (simulated full disk)", syscall.ENOSPC)
+
+// markOutages flags the days a one-off fault touched: an entry for one
+// day, or a login wall or revoked key until it was fixed.
+func markOutages(days []DayReport, faults []Fault, dayOf func(time.Time) int) {
+	mark := func(from, to int) {
+		for i := max(from, 1); i <= min(to, len(days)); i++ {
+			days[i-1].Outage = true
+		}
+	}
+	walls := map[string]int{} // backend+kind -> day it began
+	for _, f := range faults {
+		switch f.Kind {
+		case KindLoginExpired, KindKeyRevoked:
+			for _, b := range f.Backends {
+				walls[b+f.Kind] = dayOf(f.Start)
+			}
+			if f.End.After(f.Start) {
+				mark(dayOf(f.Start), dayOf(f.End))
+			}
+		case KindLogin, KindKeyRestored:
+			was := KindLoginExpired
+			if f.Kind == KindKeyRestored {
+				was = KindKeyRevoked
+			}
+			for _, b := range f.Backends {
+				if from, ok := walls[b+was]; ok {
+					mark(from, dayOf(f.Start))
+					delete(walls, b+was)
+				}
+			}
+		default:
+			if f.Day != 0 {
+				mark(dayOf(f.Start), dayOf(f.End))
+			}
+		}
+	}
+	for _, from := range walls {
+		mark(from, len(days)) // never fixed
+	}
+}
+
+// finish compacts the WAL, stops fano and assembles the report.
+func (d *driver) finish() (*Report, error) {
+	sys := d.fano.System()
+	var wf WALFigures
+	if err := sys.Checkpoint(); err != nil {
+		return nil, fmt.Errorf("simulate: final checkpoint: %w", err)
+	}
+	res, err := sys.Log().Compact()
+	if err != nil {
+		return nil, fmt.Errorf("simulate: final compaction: %w", err)
+	}
+	wf.Dropped = res.EntriesDeleted
+	if st, err := sys.Log().Stats(); err == nil {
+		wf.Entries, wf.MB = st.Entries, float64(st.Bytes)/(1<<20)
+	}
+	d.col.sampleRuntime(d.clock.Now(), sys, d.o.Days)
+	d.unsub()
+	err = d.fano.Stop()
+	d.fano = nil
+	if err != nil {
+		return nil, fmt.Errorf("simulate: stop fano: %w", err)
+	}
+	r := d.col.report()
+	r.Seed, r.Start, r.Schedule, r.WAL = d.o.Seed, Epoch, d.o.Schedule.Name, wf
+	markOutages(r.Days, d.faults, d.col.dayOf)
+	wall := time.Since(d.wallStart).Seconds()
+	r.Runtime.WallSeconds, r.Runtime.Steps, r.Runtime.SettleTimeouts, r.Runtime.SettleRelooks = wall, d.steps, d.timeouts, d.relooks
+	r.Runtime.SimSecondsPerWall = float64(d.o.Days*24*3600) / wall
+	r.CheckGoals()
+	return r, nil
+}

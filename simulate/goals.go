@@ -1,0 +1,141 @@
+package simulate
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Goal names (the goals on the default schedule).
+const (
+	goalHuman    = "no human action but the login alert"
+	goalFailed   = "0 tasks FAILED for backend-level reasons"
+	goalBlessed  = "blessed insights per day within 10 % of day 1 on days without an outage"
+	goalRecover  = "outage days recover within a day"
+	goalQuota    = "usable quota used >= 95 % on days with work available"
+	goalFlat     = "heap and goroutines flat after day 2"
+	goalVerify   = "fano verify and fano doc check clean at the end"
+	goalSameSeed = "the same seed gives the same report"
+)
+
+// GoalVerify and GoalSameSeed are checked outside the driver.
+const (
+	GoalVerify   = goalVerify
+	GoalSameSeed = goalSameSeed
+)
+
+// CheckGoals adds the goals the report itself can tell.
+func (r *Report) CheckGoals() {
+	r.Goals = nil
+	var bad []string
+	for _, a := range r.Alerts {
+		if a.Action && a.State != "login" {
+			bad = append(bad, fmt.Sprintf("day %d %s %s", a.Day, a.Kind, a.Backend))
+		}
+	}
+	r.goal(goalHuman, len(bad) == 0, listOr(bad, "only login alerts asked for a person"))
+
+	bad = nil
+	for _, f := range r.Failed {
+		if f.BackendLevel {
+			bad = append(bad, fmt.Sprintf("day %d %s: %s", f.Day, f.Task, f.Reason))
+		}
+	}
+	r.goal(goalFailed, len(bad) == 0, listOr(bad, fmt.Sprintf("%d tasks failed, none for a backend", len(r.Failed))))
+
+	if len(r.Days) > 0 {
+		base := r.Days[0].Blessed
+		within := func(d DayReport) bool {
+			diff := d.Blessed - base
+			return 10*abs(diff) <= base
+		}
+		bad = nil
+		var rec []string
+		for i, d := range r.Days[1:] {
+			if d.Outage {
+				continue
+			}
+			if !within(d) {
+				bad = append(bad, fmt.Sprintf("day %d: %d", d.Day, d.Blessed))
+			}
+			if r.Days[i].Outage && !within(d) { // r.Days[i] is the day before d
+				rec = append(rec, fmt.Sprintf("day %d after the outage: %d", d.Day, d.Blessed))
+			}
+		}
+		r.goal(goalBlessed, len(bad) == 0, listOr(bad, fmt.Sprintf("day 1: %d; every other day without an outage within 10 %%", base))+fmt.Sprintf(" (day 1: %d)", base))
+		r.goal(goalRecover, len(rec) == 0, listOr(rec, "every outage was followed by a day within 10 % of day 1"))
+	}
+
+	bad = nil
+	checked := 0
+	for _, d := range r.Days {
+		if !d.WorkAllDay() {
+			continue
+		}
+		checked++
+		if d.UsedPercent() < 95 {
+			bad = append(bad, fmt.Sprintf("day %d: %.1f %%", d.Day, d.UsedPercent()))
+		}
+	}
+	detail := listOr(bad, fmt.Sprintf("%d days with work waiting all day, each >= 95 %%", checked))
+	if checked == 0 {
+		detail = "no day had work waiting all day: the quota outlasted the work (nothing to check)"
+	}
+	r.goal(goalQuota, len(bad) == 0, detail)
+	r.checkFlat()
+}
+
+func (r *Report) checkFlat() {
+	ds := r.Runtime.Days
+	if len(ds) < 3 {
+		r.goal(goalFlat, true, "fewer than 3 days: nothing to compare")
+		return
+	}
+	ref := ds[1]
+	var bad []string
+	for _, d := range ds[2:] {
+		// Flat: no more than a quarter above day 2 (plus a little slack
+		// for a small heap and the goroutines of calls in flight).
+		if d.HeapMB > ref.HeapMB*1.25+4 {
+			bad = append(bad, fmt.Sprintf("day %d heap %.1f MB (day 2: %.1f)", d.Day, d.HeapMB, ref.HeapMB))
+		}
+		if float64(d.Goroutines) > float64(ref.Goroutines)*1.25+10 {
+			bad = append(bad, fmt.Sprintf("day %d %d goroutines (day 2: %d)", d.Day, d.Goroutines, ref.Goroutines))
+		}
+	}
+	r.goal(goalFlat, len(bad) == 0, listOr(bad, fmt.Sprintf("day 2: %.1f MB, %d goroutines; later days within 25 %%", ref.HeapMB, ref.Goroutines)))
+}
+
+// AddGoal records a goal checked outside the report (verify, determinism).
+func (r *Report) AddGoal(name string, ok bool, detail string) { r.goal(name, ok, detail) }
+
+func (r *Report) goal(name string, ok bool, detail string) {
+	r.Goals = append(r.Goals, Goal{Name: name, OK: ok, Detail: detail})
+}
+
+// GoalsMet reports whether every goal holds, and names those that fail.
+func (r *Report) GoalsMet() (bool, []string) {
+	var failed []string
+	for _, g := range r.Goals {
+		if !g.OK {
+			failed = append(failed, g.Name+": "+g.Detail)
+		}
+	}
+	return len(failed) == 0, failed
+}
+
+func listOr(bad []string, ok string) string {
+	if len(bad) == 0 {
+		return ok
+	}
+	if len(bad) > 8 {
+		bad = append(bad[:8], fmt.Sprintf("and %d more", len(bad)-8))
+	}
+	return strings.Join(bad, "; ")
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
