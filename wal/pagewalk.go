@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 )
 
 // bbolt's page layout (go.etcd.io/bbolt/internal/common): a 16-byte
@@ -237,4 +239,55 @@ func (w *pageWalk) inline(page []byte, depth int, what string) string {
 		}
 		return page[off : off+n], nil
 	})
+}
+
+// PageKinds lists the first pages of the file's tree by kind ("branch",
+// "leaf", "freelist") as the open check reaches them, with the page size
+// and the meta page (0 or 1) bbolt uses: for tools and damage tests. The
+// file is only read.
+func PageKinds(path string) (pageSize int64, newestMeta int, kinds map[string][]uint64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("wal: pages of %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("wal: pages of %s: %w", path, err)
+	}
+	buf := make([]byte, pageHeaderSize+metaSize)
+	_, _ = f.ReadAt(buf, 0)
+	m0, err := parseMeta(buf)
+	if err != nil {
+		return 0, 0, nil, &DamagedError{Path: path, Problem: fmt.Sprintf("meta page 0 is unreadable (%v)", err)}
+	}
+	_, _ = f.ReadAt(buf, int64(m0.pageSize))
+	m1, err := parseMeta(buf)
+	if err != nil {
+		return 0, 0, nil, &DamagedError{Path: path, Problem: fmt.Sprintf("meta page 1 is unreadable (%v)", err)}
+	}
+	m := m0
+	if m1.txid > m0.txid {
+		m, newestMeta = m1, 1
+	}
+	w, problem := walkTree(f, m, fi.Size())
+	if problem != "" {
+		return 0, 0, nil, &DamagedError{Path: path, Problem: problem}
+	}
+	kinds = map[string][]uint64{}
+	hdr := make([]byte, pageHeaderSize)
+	for id := range w.seen {
+		if _, err := f.ReadAt(hdr, int64(id)*int64(m.pageSize)); err != nil {
+			return 0, 0, nil, fmt.Errorf("wal: pages of %s: %w", path, err)
+		}
+		if binary.LittleEndian.Uint64(hdr) != id {
+			continue // an overflow page
+		}
+		kind := map[uint16]string{branchPageFlag: "branch", leafPageFlag: "leaf", freelistPageFlag: "freelist"}[binary.LittleEndian.Uint16(hdr[8:])]
+		kinds[kind] = append(kinds[kind], id)
+	}
+	for _, ids := range kinds {
+		slices.Sort(ids)
+	}
+	return int64(m.pageSize), newestMeta, kinds, nil
 }
