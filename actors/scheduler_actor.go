@@ -35,7 +35,11 @@ type schedulerActor struct {
 	stopping   bool
 
 	lastForget time.Time // finished tasks past retention are archived now and then
-	forgetting bool      // an archive write is under way
+	forgetting bool      // an archive write or its events are under way
+	// resuming holds tasks whose resume is written but not yet applied:
+	// a tick meanwhile (a slow fsync, a WAL fault being retried) must not
+	// decide it again, or it is written twice.
+	resuming map[string]bool
 }
 
 // archived reports that finished tasks are on disk and may leave memory.
@@ -75,18 +79,24 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		a.state.Recompute(now, a.sys.schedulerEnv())
 		// While stopping, tasks paused by the shutdown stay paused: a
 		// resume now would only be undone by the next start.
-		if evs := a.state.DecideResume(now); len(evs) > 0 && !a.stopping {
-			a.j.persist(evs, nil)
+		if evs := a.unlessResuming(a.state.DecideResume(now)); len(evs) > 0 && !a.stopping {
+			a.j.persist(evs, func([]uint64, error) {
+				for _, ev := range evs {
+					delete(a.resuming, ev.GetTaskResumed().GetTaskId())
+				}
+			})
 		}
 		a.forget(ctx, now)
 		a.dispatch(ctx)
 	case *archived:
-		a.forgetting = false
 		if m.err != nil {
+			a.forgetting = false
 			a.sys.logger.Error().Err(m.err).Str("event", "actors.scheduler.archive_failed").Msg("finished tasks stay in memory")
 			return
 		}
-		a.j.persist(m.events, nil)
+		// Until the events are applied the tasks are still in memory: a
+		// forget meanwhile would pick them again.
+		a.j.persist(m.events, func([]uint64, error) { a.forgetting = false })
 	case *freeSlots:
 		a.free = *m
 		a.dispatch(ctx)
@@ -170,6 +180,22 @@ func (a *schedulerActor) forget(ctx actor.Context, now time.Time) {
 }
 
 func archiveKey(taskID string) string { return "task/" + taskID }
+
+// unlessResuming drops the resumes already under way and records the rest.
+func (a *schedulerActor) unlessResuming(evs []*pb.Event) []*pb.Event {
+	if a.resuming == nil {
+		a.resuming = map[string]bool{}
+	}
+	out := evs[:0]
+	for _, ev := range evs {
+		id := ev.GetTaskResumed().GetTaskId()
+		if !a.resuming[id] {
+			a.resuming[id] = true
+			out = append(out, ev)
+		}
+	}
+	return out
+}
 
 func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 	respond := func(r *pb.TaskSubmitReply) {
