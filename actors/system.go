@@ -48,8 +48,10 @@ type System struct {
 	finished  chan struct{} // closed and replaced each time an executor ends
 	execDone  chan struct{} // a signal per finished executor (non-blocking)
 	accepting atomic.Bool
-	// storageHalted: WAL writes fail (see onStorage); no new work starts.
+	// storageHalted: WAL writes fail (see onStorage); no new work starts
+	// and the storage gate holds running tasks.
 	storageHalted atomic.Bool
+	storageGate   *storageGate
 	quota         atomic.Pointer[map[string]quotaView]
 
 	mu          sync.Mutex
@@ -96,6 +98,7 @@ func newSystem(opts Options) (*System, error) {
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
 		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}),
 		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}), finished: make(chan struct{}),
+		storageGate: newStorageGate(),
 	}
 	s.blank = map[string][]byte{}
 	for _, m := range opts.Modules {
@@ -160,8 +163,9 @@ func Start(opts Options) (*System, error) {
 	// A fault that began before the start holds work from the first
 	// message on: the tree may dispatch as soon as it runs.
 	if s.opts.Storage != nil {
-		if _, _, err := s.opts.Storage.Fault(); err != nil {
+		if since, _, err := s.opts.Storage.Fault(); err != nil {
 			s.storageHalted.Store(true)
+			s.storageGate.shut(err, since)
 		}
 	}
 	ready := make(chan struct{})
@@ -181,8 +185,13 @@ func Start(opts Options) (*System, error) {
 	if s.opts.Storage != nil {
 		s.opts.Storage.Subscribe(s.onStorage)
 		// The fault may have begun or ended before we subscribed.
-		_, _, err := s.opts.Storage.Fault()
+		since, _, err := s.opts.Storage.Fault()
 		s.storageHalted.Store(err != nil)
+		if err != nil {
+			s.storageGate.shut(err, since)
+		} else {
+			s.storageGate.reopen()
+		}
 	}
 	s.startLoops()
 	return s, nil
@@ -610,7 +619,7 @@ func (s *System) Task(id string) (*pb.Task, bool) {
 	var ok bool
 	s.withScheduler(func(st *scheduler.State) { t, ok = st.Task(id) })
 	if ok {
-		return t, true
+		return s.storageGate.shown(t), true
 	}
 	data, found, err := s.log.Archived(archiveKey(id))
 	if err != nil || !found {
@@ -623,17 +632,34 @@ func (s *System) Task(id string) (*pb.Task, bool) {
 	return &at, true
 }
 
-// Tasks returns copies of the tasks that match.
+// Tasks returns copies of the tasks that match, as people see them: a
+// running task held by a WAL fault is PAUSED (see storageGate).
 func (s *System) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 	var out []*pb.Task
+	if held, _ := s.storageGate.fault(); held != nil && filter != nil {
+		inner := filter
+		filter = func(t *pb.Task) bool { return inner(s.storageGate.shown(t)) }
+	}
 	s.withScheduler(func(st *scheduler.State) { out = st.Tasks(filter, limit) })
+	for i, t := range out {
+		out[i] = s.storageGate.shown(t)
+	}
 	return out
 }
 
-// Counts returns module -> state -> number of tasks.
+// Counts returns module -> state -> number of tasks (running tasks held
+// by a WAL fault count as paused).
 func (s *System) Counts() map[string]map[pb.TaskState]int {
 	var out map[string]map[pb.TaskState]int
 	s.withScheduler(func(st *scheduler.State) { out = st.Counts() })
+	if held, _ := s.storageGate.fault(); held != nil {
+		for _, byState := range out {
+			if n := byState[pb.TaskState_TASK_STATE_RUNNING]; n > 0 {
+				byState[pb.TaskState_TASK_STATE_PAUSED] += n
+				delete(byState, pb.TaskState_TASK_STATE_RUNNING)
+			}
+		}
+	}
 	return out
 }
 
@@ -739,7 +765,14 @@ wait:
 	}
 	close(s.stopLoops)
 	s.loopsDone.Wait()
-	cpErr := s.Checkpoint()
+	var cpErr error
+	if s.storageHalted.Load() {
+		// It would wait for the disk like every write now; the log holds
+		// everything acknowledged and recovery replays it.
+		s.logger.Warn().Str("event", "actors.orchestrator.no_checkpoint").Msg("WAL writes fail: stopping without a checkpoint")
+	} else {
+		cpErr = s.Checkpoint()
+	}
 	_ = s.root.StopFuture(s.orchestratorPID).Wait()
 	close(s.dead)
 	s.as.Shutdown()
