@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"fano/actors/allocator"
 	"fano/actors/scheduler"
 	"fano/gateway"
@@ -28,36 +26,36 @@ type cancelledByUser struct{ reason string }
 func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
 
 // executor runs one task (spec §6.1.3) in a goroutine bound to a context
-// that shutdown, cancellation and the per-call timeout really cancel. The
-// actor only starts it and turns messages into cancellation.
+// that shutdown, cancellation and the per-call timeout really cancel. It
+// is no actor: the orchestrator starts it and turns messages into
+// cancellation, so a task's run leaves no process id behind (protoactor's
+// registry keeps the memory of every id it ever held).
 type executor struct {
 	sys    *System
 	task   *pb.Task // our copy, kept equal to the scheduler's by applying the same events
 	cancel context.CancelCauseFunc
 }
 
-func (e *executor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		runCtx, cancel := context.WithCancelCause(e.sys.baseCtx)
-		e.cancel = cancel
-		self := ctx.Self()
-		go func() {
-			res := e.runSafely(runCtx)
-			e.finish(res)
-			e.sys.root.Stop(self)
-		}()
-	case *cancelRun:
-		switch m.reason {
-		case errShutdown.Error():
-			e.cancel(errShutdown)
-		case errPreempted.Error():
-			e.cancel(errPreempted)
-		default:
-			e.cancel(&cancelledByUser{reason: m.reason})
-		}
-	case *actor.Stopping:
+// start runs the task in its own goroutine.
+func (e *executor) start() {
+	runCtx, cancel := context.WithCancelCause(e.sys.baseCtx)
+	e.cancel = cancel
+	go func() {
+		defer cancel(nil)
+		e.finish(e.runSafely(runCtx))
+	}()
+}
+
+// stop cancels the run for reason: a shutdown or a preemption pauses the
+// task, anything else is a person's cancel.
+func (e *executor) stop(reason string) {
+	switch reason {
+	case errShutdown.Error():
 		e.cancel(errShutdown)
+	case errPreempted.Error():
+		e.cancel(errPreempted)
+	default:
+		e.cancel(&cancelledByUser{reason: reason})
 	}
 }
 

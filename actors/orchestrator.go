@@ -15,13 +15,13 @@ import (
 type orchestrator struct {
 	sys       *System
 	ready     chan struct{}
-	executors map[string]*actor.PID // task id -> executor
+	executors map[string]*executor // task id -> its running executor
 }
 
 func (o *orchestrator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		o.executors = map[string]*actor.PID{}
+		o.executors = map[string]*executor{}
 		o.spawnChildren(ctx)
 		if o.ready != nil {
 			close(o.ready)
@@ -32,14 +32,18 @@ func (o *orchestrator) Receive(ctx actor.Context) {
 	case *executorDone:
 		delete(o.executors, m.taskID)
 	case *cancelTask:
-		pid, ok := o.executors[m.id]
+		e, ok := o.executors[m.id]
 		if !ok {
 			// It finished between the scheduler's look and ours.
 			m.reply <- nil
 			return
 		}
-		ctx.Send(pid, &cancelRun{reason: m.reason})
+		e.stop(m.reason)
 		m.reply <- nil
+	case *actor.Stopping:
+		for _, e := range o.executors {
+			e.stop(errShutdown.Error())
+		}
 	}
 }
 
@@ -65,7 +69,7 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 
 func (o *orchestrator) spawnExecutor(ctx actor.Context, t *pb.Task) {
 	s := o.sys
-	props := actor.PropsFromProducer(func() actor.Actor { return &executor{sys: s, task: t} })
-	pid := ctx.Spawn(props)
-	o.executors[t.Id] = pid
+	e := &executor{sys: s, task: t}
+	o.executors[t.Id] = e
+	e.start()
 }

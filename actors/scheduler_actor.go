@@ -42,6 +42,14 @@ type schedulerActor struct {
 	resuming map[string]bool
 }
 
+// submitCall is System.Submit's request: the reply comes on a channel,
+// not through a future (each future is a process id, and protoactor's
+// registry keeps the memory of every id it ever held).
+type submitCall struct {
+	submit *pb.TaskSubmit
+	reply  chan *pb.TaskSubmitReply
+}
+
 // archived reports that finished tasks are on disk and may leave memory.
 type archived struct {
 	events []*pb.Event
@@ -60,7 +68,14 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		a.sys.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
 		a.dispatch(ctx) // new, resumed or requeued tasks may run now
 	case *pb.TaskSubmit:
-		a.submit(ctx, m)
+		sender := ctx.Sender()
+		a.submit(m, func(r *pb.TaskSubmitReply) {
+			if sender != nil {
+				a.sys.root.Send(sender, r)
+			}
+		})
+	case *submitCall:
+		a.submit(m.submit, func(r *pb.TaskSubmitReply) { m.reply <- r })
 	case *taskEvents:
 		a.persistTaskEvents(m)
 	case *tick:
@@ -197,12 +212,9 @@ func (a *schedulerActor) unlessResuming(evs []*pb.Event) []*pb.Event {
 	return out
 }
 
-func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
-	respond := func(r *pb.TaskSubmitReply) {
-		if ctx.Sender() != nil {
-			ctx.Respond(r)
-		}
-	}
+// submit decides a task's submission and answers through respond, at
+// once when refused, once durable when accepted.
+func (a *schedulerActor) submit(m *pb.TaskSubmit, respond func(*pb.TaskSubmitReply)) {
 	t := m.GetTask()
 	if err := a.sys.checkTask(t); err != nil {
 		respond(&pb.TaskSubmitReply{TaskId: t.GetId(), Reason: err.Error()})
@@ -215,16 +227,12 @@ func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 		respond(&pb.TaskSubmitReply{TaskId: t.GetId(), Duplicate: dup, Reason: err.Error()})
 		return
 	}
-	sender := ctx.Sender()
 	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-		if sender == nil {
-			return
-		}
 		r := &pb.TaskSubmitReply{TaskId: t.GetId(), Accepted: err == nil}
 		if err != nil {
 			r.Reason = err.Error()
 		}
-		a.sys.root.Send(sender, r)
+		respond(r)
 	})
 }
 

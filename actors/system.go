@@ -580,11 +580,12 @@ func (s *System) Command(module string, decide func(m modules.Module) ([]*pb.Mod
 
 // Submit queues a task (idempotent by its id) and waits until it is durable.
 func (s *System) Submit(t *pb.Task) (*pb.TaskSubmitReply, error) {
-	res, err := s.root.RequestFuture(s.schedulerPID, &pb.TaskSubmit{Task: t}, 30*time.Second).Result()
+	reply := make(chan *pb.TaskSubmitReply, 1)
+	r, err := ask(s, s.schedulerPID, &submitCall{submit: &pb.TaskSubmit{Task: t}, reply: reply}, reply)
 	if err != nil {
 		return nil, fmt.Errorf("submit %s: %w", t.GetId(), err)
 	}
-	return res.(*pb.TaskSubmitReply), nil
+	return r, nil
 }
 
 // Cancel cancels a task: at once if it waits, through its executor if it runs.
