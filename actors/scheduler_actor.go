@@ -11,6 +11,7 @@ import (
 
 	"fano/actors/scheduler"
 	"fano/pb"
+	"fano/wal"
 )
 
 // schedulerActor owns every task through a scheduler.State. It is the only
@@ -180,6 +181,9 @@ func (a *schedulerActor) forget(ctx actor.Context, now time.Time) {
 	}
 	items := make(map[string][]byte, len(tasks))
 	for _, t := range tasks {
+		if t.Archived {
+			continue // archived whole at its completion; this copy is the light one
+		}
 		data, err := proto.Marshal(t)
 		if err != nil {
 			return
@@ -237,9 +241,40 @@ func (a *schedulerActor) submit(m *pb.TaskSubmit, respond func(*pb.TaskSubmitRep
 }
 
 func (a *schedulerActor) persistTaskEvents(m *taskEvents) {
-	a.j.persist(m.events, func(seqs []uint64, err error) {
+	a.j.persistArchiving(m.events, a.archiveOnCompletion(m.taskID, m.events), func(seqs []uint64, err error) {
 		m.reply <- taskEventsReply{seqs: seqs, err: err}
 	})
+}
+
+// archiveOnCompletion: when events complete a task, the whole task as it
+// will then be (conversation included) is written to the archive with
+// them, and the completion says so: applying it, the scheduler keeps
+// only what lists, counts and dedup need, and readers of the
+// conversation take it from the archive (DESIGN.md §3: weeks of work
+// must not grow the heap).
+func (a *schedulerActor) archiveOnCompletion(id string, events []*pb.Event) *wal.ArchiveRecord {
+	for i, ev := range events {
+		done := ev.GetTaskCompleted()
+		if done == nil {
+			continue
+		}
+		t, ok := a.state.Task(id)
+		if !ok {
+			return nil
+		}
+		for _, prev := range events[:i+1] {
+			if err := scheduler.ApplyToTask(t, prev, a.sys.opts.Scheduler.MessageLimit); err != nil {
+				return nil // apply will refuse it too; nothing leaves memory
+			}
+		}
+		data, err := proto.Marshal(t)
+		if err != nil {
+			return nil
+		}
+		done.Archived = true
+		return &wal.ArchiveRecord{Key: archiveKey(id), Value: data}
+	}
+	return nil
 }
 
 // dispatch picks as many tasks as there are free slots and asks the

@@ -619,18 +619,29 @@ func (s *System) Task(id string) (*pb.Task, bool) {
 	var t *pb.Task
 	var ok bool
 	s.withScheduler(func(st *scheduler.State) { t, ok = st.Task(id) })
-	if ok {
+	if ok && !t.Archived {
 		return s.storageGate.shown(t), true
 	}
-	data, found, err := s.log.Archived(archiveKey(id))
+	at, found, err := ArchivedTask(s.log, id)
 	if err != nil || !found {
-		return nil, false
+		return t, ok
+	}
+	return at, true
+}
+
+// ArchivedTask reads a finished task back from the WAL's archive: one
+// archived at its completion (conversation included) or forgotten after
+// its retention.
+func ArchivedTask(log *wal.Log, id string) (*pb.Task, bool, error) {
+	data, found, err := log.Archived(archiveKey(id))
+	if err != nil || !found {
+		return nil, false, err
 	}
 	var at pb.Task
-	if proto.Unmarshal(data, &at) != nil {
-		return nil, false
+	if err := proto.Unmarshal(data, &at); err != nil {
+		return nil, false, fmt.Errorf("archived task %s: %w", id, err)
 	}
-	return &at, true
+	return &at, true, nil
 }
 
 // Tasks returns copies of the tasks that match, as people see them: a
