@@ -165,11 +165,11 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 		t.CompletedAt = e.At
 		if b.TaskCompleted.Archived {
 			// The whole task went to the archive with this event: what is
-			// left in memory is what lists, counts and dedup read.
+			// left in memory is what lists, counts and dedup read (the
+			// conversation and the module's context are read back from
+			// the archive).
 			t.Archived = true
-			if c := t.Conversation; c != nil {
-				t.Conversation = &pb.ConversationState{Llm: c.Llm, TurnCount: c.TurnCount}
-			}
+			t.Conversation, t.Context = nil, nil
 		}
 	case *pb.Event_TaskFailed:
 		t.State = pb.TaskState_TASK_STATE_FAILED
