@@ -622,7 +622,11 @@ func (s *System) Task(id string) (*pb.Task, bool) {
 	if ok && !t.Archived {
 		return s.storageGate.shown(t), true
 	}
-	at, found, err := ArchivedTask(s.log, id)
+	var light *pb.Task
+	if ok {
+		light = t
+	}
+	at, found, err := ArchivedTask(s.log, light, id)
 	if err != nil || !found {
 		return t, ok
 	}
@@ -630,10 +634,17 @@ func (s *System) Task(id string) (*pb.Task, bool) {
 }
 
 // ArchivedTask reads a finished task back from the WAL's archive: one
-// archived at its completion (conversation included) or forgotten after
-// its retention.
-func ArchivedTask(log *wal.Log, id string) (*pb.Task, bool, error) {
-	data, found, err := log.Archived(archiveKey(id))
+// archived at its completion (conversation included; light is its copy
+// in memory, if any) or forgotten after its retention.
+func ArchivedTask(log *wal.Log, light *pb.Task, id string) (*pb.Task, bool, error) {
+	key := archiveKey(id)
+	if light.GetArchived() {
+		key = completedKey(light)
+	}
+	data, found, err := log.Archived(key)
+	if err == nil && found && len(data) > 0 && data[0] == archiveRef {
+		data, found, err = log.Archived(string(data[1:]))
+	}
 	if err != nil || !found {
 		return nil, false, err
 	}

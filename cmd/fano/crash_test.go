@@ -71,7 +71,7 @@ func readWAL(t *testing.T, dataDir string) walFacts {
 	// facts hold the whole task.
 	f.archived = map[string]*pb.Task{}
 	for _, light := range f.tasks.Tasks(func(t *pb.Task) bool { return t.GetArchived() }, 0) {
-		at, ok, err := actors.ArchivedTask(log, light.Id)
+		at, ok, err := actors.ArchivedTask(log, light, light.Id)
 		require.NoError(t, err)
 		require.True(t, ok, "%s completed as archived but is not in the archive", light.Id)
 		f.archived[light.Id] = at

@@ -314,7 +314,7 @@ func offlineTasks(g *globals, p *panelConn, module, state string, limit int, ids
 		t, ok := st.Task(ids[0])
 		if ok && t.GetArchived() {
 			// Finished: its conversation is in the archive.
-			if at, found, err := actors.ArchivedTask(a.log, ids[0]); err == nil && found {
+			if at, found, err := actors.ArchivedTask(a.log, t, ids[0]); err == nil && found {
 				t = at
 			}
 		}
