@@ -69,3 +69,23 @@ func TestDamagedWALPagesAreOneClearError(t *testing.T) {
 		})
 	}
 }
+
+// A completed task keeps no conversation in memory (it is archived with
+// its completion); `fano tasks ID` on a stopped directory reads it back
+// and shows every answer.
+func TestTasksShowsArchivedConversation(t *testing.T) {
+	cfg, dataDir := finishedDataDir(t)
+	facts := readWAL(t, dataDir)
+	require.NotEmpty(t, facts.archived)
+	for id, whole := range facts.archived {
+		light, ok := facts.tasks.Task(id)
+		require.True(t, ok)
+		require.Empty(t, light.GetConversation().GetMessages(), "left memory")
+		out, errOut, code := runCmd("tasks", id, "--config", cfg, "--data-dir", dataDir)
+		require.Equal(t, 0, code, errOut)
+		require.NotEmpty(t, whole.GetConversation().GetMessages())
+		for _, m := range whole.GetConversation().GetMessages() {
+			require.Contains(t, out, m.GetContent())
+		}
+	}
+}
