@@ -166,10 +166,13 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 		if b.TaskCompleted.Archived {
 			// The whole task went to the archive with this event: what is
 			// left in memory is what lists, counts and dedup read (the
-			// conversation and the module's context are read back from
-			// the archive).
+			// conversation's messages and the module's context are read
+			// back from the archive).
 			t.Archived = true
-			t.Conversation, t.Context = nil, nil
+			t.Context = nil
+			if c := t.Conversation; c != nil {
+				t.Conversation = &pb.ConversationState{Llm: c.Llm, TurnCount: c.TurnCount}
+			}
 		}
 	case *pb.Event_TaskFailed:
 		t.State = pb.TaskState_TASK_STATE_FAILED
