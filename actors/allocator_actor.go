@@ -27,6 +27,7 @@ type allocatorActor struct {
 	// rechecked is when each backend was last re-checked and found ready
 	// (see pb.BackendCondition.sent).
 	rechecked map[string]time.Time
+	ticking   bool // a tick's events are written but not yet applied
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
@@ -55,8 +56,15 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		a.sys.applyPersisted(ownerAllocator, &a.last, m, a.book.Apply)
 		a.publish(ctx)
 	case *pb.Tick:
+		// One tick's decisions at a time: until they are applied a later
+		// tick would decide (and write) the same window resets again.
+		if a.ticking {
+			a.publish(ctx)
+			return
+		}
 		if evs := a.book.DecideTick(timeOf(m.Now)); len(evs) > 0 {
-			a.j.persist(evs, nil)
+			a.ticking = true
+			a.j.persist(evs, func([]uint64, error) { a.ticking = false })
 		}
 		a.publish(ctx)
 	case *pb.Allocate:

@@ -76,7 +76,9 @@ func TestShutdownMidAnswerResumesFromPage(t *testing.T) {
 		require.Len(t, a, 2)
 		assert.Equal(t, "Answer 2 to: "+sent[1].Prompt+" "+fakechat.Tail, a[1])
 	}
-	tk := b2.sys.Tasks(nil, 0)[0]
+	// A finished task's conversation is read back from the archive.
+	tk, ok := b2.sys.Task(b2.sys.Tasks(nil, 0)[0].Id)
+	require.True(t, ok)
 	assert.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, tk.State)
 	assert.EqualValues(t, 2, tk.Conversation.Backends["chatgpt"].Answers)
 }

@@ -74,7 +74,7 @@ func TestConversationGoneStartsFreshWithHistory(t *testing.T) {
 	assert.Len(t, reqs[2].History, 2, "the new conversation carries the task's history")
 	assert.NotEmpty(t, reqs[3].ConversationURL) // (the sim names a task's conversations alike)
 
-	tk := b.sys.Tasks(nil, 0)[0]
+	tk, _ := b.sys.Task(b.sys.Tasks(nil, 0)[0].Id) // the conversation of a finished task is in the archive
 	assert.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, tk.State)
 	assert.Zero(t, tk.Attempts)
 	assert.Equal(t, reqs[3].ConversationURL, tk.Conversation.Backends["chatgpt"].Url)
@@ -117,7 +117,7 @@ func TestLoginWalledBackendIsNotAsked(t *testing.T) {
 	b.waitEvent("the login wall recorded", func(n Notice) bool {
 		return n.Event.GetBackendConditionRecorded().GetState() == "login"
 	})
-	tk := b.sys.Tasks(nil, 0)[0]
+	tk, _ := b.sys.Task(b.sys.Tasks(nil, 0)[0].Id) // the conversation of a finished task is in the archive
 	assert.Zero(t, tk.RequestCount)
 	assert.Zero(t, l.sends.Load())
 	for _, q := range b.sys.Quotas() {

@@ -123,6 +123,9 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		if cause := context.Cause(ctx); cause != nil {
 			return e.stopped(cause)
 		}
+		if res := e.held(ctx); res != nil {
+			return res
+		}
 		act, err := e.sys.moduleNextAction(e.task)
 		if err != nil {
 			return e.fail(fmt.Sprintf("next action: %v", err))
@@ -208,6 +211,12 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		return e.pause("quota", time.Time{})
 	}
 
+	// The intent is durable; if writes fail now the call waits for them
+	// (its answer could not be saved). A shutdown meanwhile leaves the
+	// intent open: recovery asks the request once, it was never sent.
+	if err := e.sys.storageGate.wait(ctx); errors.Is(err, errShutdown) {
+		return e.unwritten(err)
+	}
 	callCtx, cancel := context.WithCancelCause(ctx)
 	timer := e.sys.clock.AfterFunc(e.sys.opts.RequestTimeout, func() { cancel(errTimeout) })
 	start := e.sys.clock.Now()
@@ -304,6 +313,30 @@ func (e *executor) stopped(cause error) *pb.TaskResult {
 		reason = "preempted"
 	}
 	return e.pause(reason, time.Time{})
+}
+
+// held parks the run while WAL writes fail (the storage gate is shut),
+// writing nothing, and returns nil to go on once they succeed. A
+// shutdown meanwhile ends the run unwritten; a person's cancel or a
+// preemption is carried out once writes go through.
+func (e *executor) held(ctx context.Context) *pb.TaskResult {
+	err := e.sys.storageGate.wait(ctx)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errShutdown) {
+		return e.unwritten(err)
+	}
+	if werr := e.sys.storageGate.wait(e.sys.baseCtx); werr != nil {
+		return e.unwritten(werr)
+	}
+	return e.stopped(err)
+}
+
+// unwritten ends a run held by a WAL fault without writing: the log
+// still says RUNNING and recovery pauses the task at the next start.
+func (e *executor) unwritten(cause error) *pb.TaskResult {
+	return &pb.TaskResult{Paused: true, Reason: "shutdown", Error: fmt.Sprintf("%v while WAL writes fail: nothing written", cause)}
 }
 
 func (e *executor) pause(reason string, until time.Time) *pb.TaskResult {

@@ -43,10 +43,11 @@ type pending struct {
 
 // batch is one decision's events and what to do once they are applied.
 type batch struct {
-	events []*pb.Event
-	seqs   []uint64
-	err    error
-	then   func(seqs []uint64, err error) // runs in the actor after apply
+	events  []*pb.Event
+	archive *wal.ArchiveRecord // written in the same transaction as the events
+	seqs    []uint64
+	err     error
+	then    func(seqs []uint64, err error) // runs in the actor after apply
 }
 
 // outbox holds the groups of batches a journal delivered until the owning
@@ -111,8 +112,14 @@ func newJournal(s *System, owner string, self *actor.PID) *journal {
 // with the error if they could not be written, in which case nothing was
 // applied).
 func (j *journal) persist(events []*pb.Event, then func([]uint64, error)) {
+	j.persistArchiving(events, nil, then)
+}
+
+// persistArchiving is persist with an archive record that is written
+// exactly when the events are.
+func (j *journal) persistArchiving(events []*pb.Event, archive *wal.ArchiveRecord, then func([]uint64, error)) {
 	j.mu.Lock()
-	j.queue = append(j.queue, &batch{events: events, then: then})
+	j.queue = append(j.queue, &batch{events: events, archive: archive, then: then})
 	j.mu.Unlock()
 	select {
 	case j.wake <- struct{}{}:
@@ -187,6 +194,9 @@ func (j *journal) flush() {
 			enc = append(enc, ent)
 		}
 		if b.err == nil {
+			if len(enc) > 0 {
+				enc[len(enc)-1].Archive = b.archive
+			}
 			ok = append(ok, b)
 			entries = append(entries, enc...)
 		}

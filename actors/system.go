@@ -49,7 +49,8 @@ type System struct {
 	finished  chan struct{} // closed and replaced each time an executor ends
 	execDone  chan struct{} // a signal per finished executor (non-blocking)
 	accepting atomic.Bool
-	// storageHalted: WAL writes fail (see onStorage); no new work starts.
+	// storageHalted: WAL writes fail (see onStorage); no new work starts
+	// and the storage gate holds running tasks.
 	storageHalted atomic.Bool
 	quota         atomic.Pointer[map[string]*pb.BackendFree]
 
@@ -62,6 +63,7 @@ type System struct {
 	desks sync.Map
 	// mailboxes: actor id -> *mailboxCount (see Mailboxes).
 	mailboxes sync.Map
+	storageGate   *storageGate
 
 	mu          sync.Mutex
 	initSched   *schedState
@@ -108,6 +110,7 @@ func newSystem(opts Options) (*System, error) {
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
 		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}),
 		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}), finished: make(chan struct{}),
+		storageGate: newStorageGate(),
 	}
 	s.blank = map[string][]byte{}
 	for _, m := range opts.Modules {
@@ -172,8 +175,9 @@ func Start(opts Options) (*System, error) {
 	// A fault that began before the start holds work from the first
 	// message on: the tree may dispatch as soon as it runs.
 	if s.opts.Storage != nil {
-		if _, _, err := s.opts.Storage.Fault(); err != nil {
+		if since, _, err := s.opts.Storage.Fault(); err != nil {
 			s.storageHalted.Store(true)
+			s.storageGate.shut(err, since)
 		}
 	}
 	ready := make(chan struct{})
@@ -197,8 +201,13 @@ func Start(opts Options) (*System, error) {
 	if s.opts.Storage != nil {
 		s.opts.Storage.Subscribe(s.onStorage)
 		// The fault may have begun or ended before we subscribed.
-		_, _, err := s.opts.Storage.Fault()
+		since, _, err := s.opts.Storage.Fault()
 		s.storageHalted.Store(err != nil)
+		if err != nil {
+			s.storageGate.shut(err, since)
+		} else {
+			s.storageGate.reopen()
+		}
 	}
 	s.startLoops()
 	return s, nil
@@ -619,31 +628,70 @@ func (s *System) Task(id string) (*pb.Task, bool) {
 	var t *pb.Task
 	var ok bool
 	s.withScheduler(func(st *scheduler.State) { t, ok = st.Task(id) })
+	if ok && !t.Archived {
+		return s.storageGate.shown(t), true
+	}
+	var light *pb.Task
 	if ok {
-		return t, true
+		light = t
 	}
-	data, found, err := s.log.Archived(archiveKey(id))
+	at, found, err := ArchivedTask(s.log, light, id)
 	if err != nil || !found {
-		return nil, false
+		return t, ok
 	}
-	var at pb.Task
-	if proto.Unmarshal(data, &at) != nil {
-		return nil, false
-	}
-	return &at, true
+	return at, true
 }
 
-// Tasks returns copies of the tasks that match.
+// ArchivedTask reads a finished task back from the WAL's archive: one
+// archived at its completion (conversation included; light is its copy
+// in memory, if any) or forgotten after its retention.
+func ArchivedTask(log *wal.Log, light *pb.Task, id string) (*pb.Task, bool, error) {
+	key := archiveKey(id)
+	if light.GetArchived() {
+		key = completedKey(light)
+	}
+	data, found, err := log.Archived(key)
+	if err == nil && found && len(data) > 0 && data[0] == archiveRef {
+		data, found, err = log.Archived(string(data[1:]))
+	}
+	if err != nil || !found {
+		return nil, false, err
+	}
+	var at pb.Task
+	if err := proto.Unmarshal(data, &at); err != nil {
+		return nil, false, fmt.Errorf("archived task %s: %w", id, err)
+	}
+	return &at, true, nil
+}
+
+// Tasks returns copies of the tasks that match, as people see them: a
+// running task held by a WAL fault is PAUSED (see storageGate).
 func (s *System) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 	var out []*pb.Task
+	if held, _ := s.storageGate.fault(); held != nil && filter != nil {
+		inner := filter
+		filter = func(t *pb.Task) bool { return inner(s.storageGate.shown(t)) }
+	}
 	s.withScheduler(func(st *scheduler.State) { out = st.Tasks(filter, limit) })
+	for i, t := range out {
+		out[i] = s.storageGate.shown(t)
+	}
 	return out
 }
 
-// Counts returns module -> state -> number of tasks.
+// Counts returns module -> state -> number of tasks (running tasks held
+// by a WAL fault count as paused).
 func (s *System) Counts() map[string]map[pb.TaskState]int {
 	var out map[string]map[pb.TaskState]int
 	s.withScheduler(func(st *scheduler.State) { out = st.Counts() })
+	if held, _ := s.storageGate.fault(); held != nil {
+		for _, byState := range out {
+			if n := byState[pb.TaskState_TASK_STATE_RUNNING]; n > 0 {
+				byState[pb.TaskState_TASK_STATE_PAUSED] += n
+				delete(byState, pb.TaskState_TASK_STATE_RUNNING)
+			}
+		}
+	}
 	return out
 }
 
@@ -747,7 +795,14 @@ wait:
 	}
 	close(s.stopLoops)
 	s.loopsDone.Wait()
-	cpErr := s.Checkpoint()
+	var cpErr error
+	if s.storageHalted.Load() {
+		// It would wait for the disk like every write now; the log holds
+		// everything acknowledged and recovery replays it.
+		s.logger.Warn().Str("event", "actors.orchestrator.no_checkpoint").Msg("WAL writes fail: stopping without a checkpoint")
+	} else {
+		cpErr = s.Checkpoint()
+	}
 	_ = s.root.StopFuture(s.orchestratorPID).Wait()
 	close(s.dead)
 	s.failPending()

@@ -31,7 +31,13 @@ func TestRunToCompletion(t *testing.T) {
 			require.NotEmpty(t, s)
 		}
 	}
-	for _, tk := range b.sys.Tasks(nil, 0) {
+	for _, light := range b.sys.Tasks(nil, 0) {
+		// In memory a finished task keeps no messages; its conversation
+		// is read back from the archive.
+		require.True(t, light.Archived, light.Id)
+		require.Empty(t, light.Conversation.GetMessages(), light.Id)
+		tk, ok := b.sys.Task(light.Id)
+		require.True(t, ok)
 		require.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, tk.State, tk.Id)
 		require.EqualValues(t, 3, tk.RequestCount)
 		require.EqualValues(t, 3, tk.Conversation.TurnCount)

@@ -993,8 +993,12 @@ func (x *TaskResumed) GetTaskId() string {
 }
 
 type TaskCompleted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The finished task, conversation included, was written to the WAL's
+	// archive in the same transaction as this event: its conversation
+	// leaves memory and readers take it from the archive.
+	Archived      bool `protobuf:"varint,400,opt,name=archived,proto3" json:"archived,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1034,6 +1038,13 @@ func (x *TaskCompleted) GetTaskId() string {
 		return x.TaskId
 	}
 	return ""
+}
+
+func (x *TaskCompleted) GetArchived() bool {
+	if x != nil {
+		return x.Archived
+	}
+	return false
 }
 
 type TaskFailed struct {
@@ -1993,9 +2004,10 @@ const file_events_proto_rawDesc = "" +
 	"not_before\x18\x03 \x01(\x03R\tnotBefore\x12\x1b\n" +
 	"\tavoid_llm\x18d \x01(\tR\bavoidLlm\"&\n" +
 	"\vTaskResumed\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\"(\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\"E\n" +
 	"\rTaskCompleted\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\";\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\barchived\x18\x90\x03 \x01(\bR\barchived\";\n" +
 	"\n" +
 	"TaskFailed\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x14\n" +

@@ -340,8 +340,11 @@ type Task struct {
 	BasePriority       int32                  `protobuf:"varint,24,opt,name=base_priority,json=basePriority,proto3" json:"base_priority,omitempty"`                    // 0: from the task type's BASE_PRIORITIES
 	ValidationAttempts int32                  `protobuf:"varint,100,opt,name=validation_attempts,json=validationAttempts,proto3" json:"validation_attempts,omitempty"` // answers that failed validation (own budget)
 	AvoidLlm           string                 `protobuf:"bytes,101,opt,name=avoid_llm,json=avoidLlm,proto3" json:"avoid_llm,omitempty"`                                // backend to use only if no other is free (it failed this task last)
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The finished task, conversation included, is in the WAL's archive;
+	// the conversation's messages left memory (TaskCompleted.archived).
+	Archived      bool `protobuf:"varint,400,opt,name=archived,proto3" json:"archived,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -556,6 +559,13 @@ func (x *Task) GetAvoidLlm() string {
 	return ""
 }
 
+func (x *Task) GetArchived() bool {
+	if x != nil {
+		return x.Archived
+	}
+	return false
+}
+
 var File_task_proto protoreflect.FileDescriptor
 
 const file_task_proto_rawDesc = "" +
@@ -581,7 +591,7 @@ const file_task_proto_rawDesc = "" +
 	"\x13BackendConversation\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
 	"\aanswers\x18\x02 \x01(\x05R\aanswers\x12-\n" +
-	"\x12interrupted_prompt\x18\x03 \x01(\tR\x11interruptedPrompt\"\xca\a\n" +
+	"\x12interrupted_prompt\x18\x03 \x01(\tR\x11interruptedPrompt\"\xe7\a\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06module\x18\x02 \x01(\tR\x06module\x12\x1b\n" +
@@ -614,7 +624,8 @@ const file_task_proto_rawDesc = "" +
 	"\rmessage_limit\x18\x17 \x01(\x05R\fmessageLimit\x12#\n" +
 	"\rbase_priority\x18\x18 \x01(\x05R\fbasePriority\x12/\n" +
 	"\x13validation_attempts\x18d \x01(\x05R\x12validationAttempts\x12\x1b\n" +
-	"\tavoid_llm\x18e \x01(\tR\bavoidLlm\x1a:\n" +
+	"\tavoid_llm\x18e \x01(\tR\bavoidLlm\x12\x1b\n" +
+	"\barchived\x18\x90\x03 \x01(\bR\barchived\x1a:\n" +
 	"\fContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01*\xcf\x01\n" +

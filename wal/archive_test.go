@@ -41,3 +41,29 @@ func TestArchiveSurvivesCompaction(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "two", string(v))
 }
+
+// An entry's archive record is written in the entry's own transaction:
+// after the append it is there, and a failed append leaves neither.
+func TestEntryArchiveRecordIsWrittenWithIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	e := ent("scheduler", "task_completed", "done")
+	e.Archive = &ArchiveRecord{Key: "task/a", Value: []byte("the whole task")}
+	appendT(t, l, e, ent("scheduler", "x", "y"))
+	got, ok, err := l.Archived("task/a")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "the whole task", string(got))
+	replayed := replayAll(t, l, 1)
+	require.Len(t, replayed, 2)
+	require.Nil(t, replayed[0].Archive)
+
+	l.hookBeforeCommit = func(int) { panic("disk on fire") }
+	e2 := ent("scheduler", "task_completed", "never")
+	e2.Archive = &ArchiveRecord{Key: "task/b", Value: []byte("never")}
+	_, err = l.Append(context.Background(), e2)
+	require.Error(t, err)
+	_, ok, err = l.Archived("task/b")
+	require.NoError(t, err)
+	require.False(t, ok, "no record without its entry")
+}

@@ -15,6 +15,16 @@ type Entry struct {
 	Owner   string    // caller's owner name, e.g. "scheduler", "module/explorer"
 	Intent  bool      // an intent (spec §7.1): listed by Uncommitted until Commit(seq)
 	Payload []byte
+	// Archive, if set on input, is put in the archive (see Log.Archive)
+	// in the same transaction as the entry: a record that exists exactly
+	// when the entry does. Not read back by Replay.
+	Archive *ArchiveRecord
+}
+
+// ArchiveRecord is one key and value of the archive.
+type ArchiveRecord struct {
+	Key   string
+	Value []byte
 }
 
 // Entry encoding. Every entry is self-delimiting and carries its own CRC,

@@ -123,8 +123,20 @@ func CheckFile(path string) error {
 		}
 		return &DamagedError{Path: path, Problem: fmt.Sprintf("both meta pages are unreadable (first: %v; second: %v)", err0, err1)}
 	}
+	if size < 2*pageSize {
+		return &DamagedError{Path: path, Problem: fmt.Sprintf("the file is %d bytes, shorter than its two meta pages of %d bytes: it was cut short", size, pageSize)}
+	}
+	// bbolt would fall back to the other meta page, i.e. to an older
+	// transaction, and silently drop the newest one: that is a decision
+	// for a person (salvage or restore), never for an open.
+	if err0 != nil {
+		return &DamagedError{Path: path, Problem: fmt.Sprintf("meta page 0 is unreadable (%v)", err0)}
+	}
+	if err1 != nil {
+		return &DamagedError{Path: path, Problem: fmt.Sprintf("meta page 1 is unreadable (%v)", err1)}
+	}
 	m := m0
-	if err0 != nil || (err1 == nil && m1.txid > m0.txid) {
+	if m1.txid > m0.txid {
 		m = m1
 	}
 	if m.pageSize < 512 || m.pageSize&(m.pageSize-1) != 0 {
@@ -140,6 +152,9 @@ func CheckFile(path string) error {
 	}
 	if m.root >= m.pgid || (m.freelist >= m.pgid && m.freelist != noFreelistPgid) {
 		return &DamagedError{Path: path, Problem: fmt.Sprintf("the meta page points past its %d pages (root page %d, freelist page %d)", m.pgid, m.root, m.freelist)}
+	}
+	if problem := walkPages(f, m, size); problem != "" {
+		return &DamagedError{Path: path, Problem: problem}
 	}
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // Request states: the writer takes a pending request (pendingState ->
@@ -299,9 +301,20 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 	}
 	intents := tx.Bucket(bucketIntents)
 	cps := tx.Bucket(bucketCheckpoints)
+	var archive *bolt.Bucket
 	var key [8]byte
 	for _, r := range reqs {
 		for i := range r.entries {
+			if a := r.entries[i].Archive; a != nil {
+				if archive == nil {
+					if archive, err = tx.CreateBucketIfNotExists(bucketArchive); err != nil {
+						return err
+					}
+				}
+				if err := archive.Put([]byte(a.Key), a.Value); err != nil {
+					return fmt.Errorf("archive %q: %w", a.Key, err)
+				}
+			}
 			if r.entries[i].Intent {
 				binary.BigEndian.PutUint64(key[:], r.first+uint64(i))
 				if err := intents.Put(key[:], []byte{}); err != nil {

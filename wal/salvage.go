@@ -70,12 +70,20 @@ func Salvage(src, dst string) (SalvageReport, error) {
 	}
 	defer sdb.Close()
 
-	out, err := Open(dst, Options{LockTimeout: defaultLockTimeout})
+	// The new file is written without a sync per block (one per block made
+	// a large salvage take minutes) and synced once when complete: until
+	// then it is nobody's log.
+	out, err := Open(dst, Options{LockTimeout: defaultLockTimeout, NoSync: true})
 	if err != nil {
 		return rep, fmt.Errorf("wal: salvage %s: create %s: %w", src, dst, err)
 	}
 	s := &salvager{src: sdb, dst: out, rep: &rep}
 	werr := s.run()
+	if werr == nil {
+		if err := out.db.Sync(); err != nil {
+			werr = fmt.Errorf("sync: %w", err)
+		}
+	}
 	if cerr := out.Close(); cerr != nil && werr == nil {
 		werr = cerr
 	}
@@ -207,6 +215,21 @@ func (s *salvager) blocks() ([]SeqRange, error) {
 			s.problem("block %d: %v", first, err)
 		} else if derr != nil {
 			s.problem("block %d: %v", first, derr)
+		}
+		// A damaged key or offset can make a block repeat seqs already
+		// copied: the first copy stands.
+		if len(copied) > 0 {
+			done := copied[len(copied)-1].To
+			kept := entries[:0]
+			for _, e := range entries {
+				if e.Seq > done {
+					kept = append(kept, e)
+				}
+			}
+			if n := len(entries) - len(kept); n > 0 {
+				s.problem("block %d: %d entries repeat seqs already copied (damaged key?); skipped", first, n)
+			}
+			entries = kept
 		}
 		if len(entries) > 0 {
 			if err := s.writeBlock(entries); err != nil {

@@ -163,6 +163,17 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 	case *pb.Event_TaskCompleted:
 		t.State = pb.TaskState_TASK_STATE_COMPLETED
 		t.CompletedAt = e.At
+		if b.TaskCompleted.Archived {
+			// The whole task went to the archive with this event: what is
+			// left in memory is what lists, counts and dedup read (the
+			// conversation's messages and the module's context are read
+			// back from the archive).
+			t.Archived = true
+			t.Context = nil
+			if c := t.Conversation; c != nil {
+				t.Conversation = &pb.ConversationState{Llm: c.Llm, TurnCount: c.TurnCount}
+			}
+		}
 	case *pb.Event_TaskFailed:
 		t.State = pb.TaskState_TASK_STATE_FAILED
 		t.Error = b.TaskFailed.Error

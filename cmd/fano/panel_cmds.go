@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
+	"fano/actors"
 	"fano/actors/scheduler"
 	"fano/config"
 	"fano/control"
@@ -304,6 +305,12 @@ func offlineTasks(g *globals, p *panelConn, module, state string, limit int, ids
 	}
 	if len(ids) == 1 {
 		t, ok := st.Task(ids[0])
+		if ok && t.GetArchived() {
+			// Finished: its conversation is in the archive.
+			if at, found, err := actors.ArchivedTask(a.log, t, ids[0]); err == nil && found {
+				t = at
+			}
+		}
 		if !ok {
 			return offlineList{}, fmt.Errorf("task %q not found in %s", ids[0], a.dataDir)
 		}
