@@ -14,7 +14,9 @@ import (
 	"fano/wal"
 )
 
-// bundle is the shared test bundle with the explorer under test.
+// bundle is the shared test bundle with the explorer under test. The log
+// is in memory: these tests are about the module's flow and its replay,
+// not the file (crash_test.go runs fano on the real WAL and kills it).
 type bundle struct {
 	*testbundle.Bundle
 	t   *testing.T
@@ -62,8 +64,8 @@ func setup(t *testing.T, so setupOpts) *bundle {
 	b := &bundle{t: t, cfg: cfg}
 	b.mod = b.newModule()
 	b.Bundle = testbundle.Setup(t, testbundle.Options{
-		Sims:        fanotest.Sims{Names: so.backends, Deep: deep, Malformed: so.malformed},
-		MaxRequests: maxReq, Modules: []modules.Module{b.mod},
+		Sims:   fanotest.Sims{Names: so.backends, Deep: deep, Malformed: so.malformed},
+		Memory: true, MaxRequests: maxReq, Modules: []modules.Module{b.mod},
 	})
 	return b
 }
