@@ -3,7 +3,9 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,6 +109,36 @@ var storeContract = []struct {
 		seqs, err := s.AppendAsync()()
 		require.NoError(t, err)
 		require.Empty(t, seqs)
+	}},
+	{"concurrent appends get distinct contiguous seqs", func(t *testing.T, s Store, _ func() error) {
+		const writers, each = 8, 20
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range each {
+					if _, err := s.AppendAsync(entry(fmt.Sprint("w", w), "t", true, "x"))(); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		got := replayAll(t, s, 1)
+		require.Len(t, got, writers*each)
+		for i, e := range got {
+			require.Equal(t, uint64(i+1), e.Seq)
+		}
+		open, err := s.Uncommitted()
+		require.NoError(t, err)
+		require.Len(t, open, writers*each)
 	}},
 	{"replay stops at the callback's error, wrapped", func(t *testing.T, s Store, _ func() error) {
 		_, err := s.Append(context.Background(), entry("a", "t", false, "1"), entry("a", "t", false, "2"))
