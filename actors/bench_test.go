@@ -106,7 +106,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.ReportMetric(float64(st.Entries)/float64(st.Blocks), "entries/commit")
 			}
 			_ = sys.Stop()
-			_ = bu.log.Close()
+			_ = bu.file.Close()
 			os.RemoveAll(bu.dir)
 		}
 	})

@@ -13,7 +13,7 @@ import (
 // Each checkpoint written is published, owner by owner, for the metrics to
 // count (fano_checkpoints counts writes, not the owners that have one).
 func TestCheckpointsArePublished(t *testing.T) {
-	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(1), Turns: 1}, noSync: true})
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(1), Turns: 1}, memory: true})
 	sys := b.start()
 	b.waitCompleted(1)
 	owners := make(chan string, 16)

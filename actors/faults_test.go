@@ -76,7 +76,7 @@ func fakeRig(t *testing.T, backends ...string) (*bundle, *clockwork.FakeClock) {
 	if len(backends) == 0 {
 		backends = []string{"a"}
 	}
-	b := setup(t, setupOpts{clock: clock, backends: backends, noSync: true, probe: probe.Config{NoPropose: true, Turns: 2},
+	b := setup(t, setupOpts{clock: clock, backends: backends, memory: true, probe: probe.Config{NoPropose: true, Turns: 2},
 		mutate: func(o *Options) { o.TickInterval = time.Hour; o.RequestTimeout = time.Minute }})
 	return b, clock
 }
@@ -268,7 +268,7 @@ func TestErrorTable(t *testing.T) {
 // the request is counted or charged, and the task goes elsewhere.
 func TestOpenCircuitIsNotChargedAndFailsOver(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC))
-	b := setup(t, setupOpts{clock: clock, backends: []string{"a", "b"}, noSync: true, probe: probe.Config{NoPropose: true, Turns: 1},
+	b := setup(t, setupOpts{clock: clock, backends: []string{"a", "b"}, memory: true, probe: probe.Config{NoPropose: true, Turns: 1},
 		mutate: func(o *Options) {
 			o.TickInterval = time.Hour
 			o.Backends[0] = breaker.Wrap(o.Backends[0], breaker.Config{FailureThreshold: 1, RecoveryTimeout: 300 * time.Second, Clock: clock})

@@ -20,7 +20,7 @@ import (
 // its applied state is always a prefix of its log, while several of its
 // appends share the WAL's group commits.
 type journal struct {
-	log   *wal.Log
+	log   Store
 	owner string
 	root  *actor.RootContext
 	self  *actor.PID
@@ -210,7 +210,7 @@ func (j *journal) flush() {
 
 // commitAnswered marks the request intents that the persisted answers and
 // failures close (spec §7.1 intent/commit).
-func commitAnswered(log *wal.Log, batches []*batch) {
+func commitAnswered(log Store, batches []*batch) {
 	var done []uint64
 	for _, b := range batches {
 		for _, e := range b.events {

@@ -13,7 +13,7 @@ import (
 // The dump's mailbox depths count what waits: a scheduler held busy with
 // ten ticks behind it shows them, and is listed first.
 func TestMailboxesCountWaitingMessages(t *testing.T) {
-	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), probe: probe.Config{NoPropose: true}, noSync: true})
+	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), probe: probe.Config{NoPropose: true}, memory: true})
 	sys := b.start()
 	require.NoError(t, sys.barrier(sys.schedulerPID))
 

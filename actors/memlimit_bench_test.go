@@ -90,7 +90,7 @@ func BenchmarkMemoryCurve(b *testing.B) {
 				runtime.ReadMemStats(&ms)
 				b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-heap-MB")
 				_ = sys.Stop()
-				_ = bu.log.Close()
+				_ = bu.file.Close()
 				os.RemoveAll(bu.dir)
 			}
 		})

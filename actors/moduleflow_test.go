@@ -17,12 +17,11 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
 	"fano/actors/scheduler"
 	"fano/gateway"
-	"fano/gateway/sim"
+	"fano/internal/fanotest"
 	"fano/modules"
 	"fano/modules/dedup"
 	"fano/modules/documenter"
@@ -65,9 +64,9 @@ func newFlowRig(t testing.TB, dir string, o flowRigOpts) *flowRig {
 	if o.clock == nil {
 		o.clock = clockwork.NewRealClock()
 	}
-	log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{LockTimeout: 5 * time.Second})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = log.Close() })
+	// Restarts reopen dir: the rig keeps the real file.
+	log := fanotest.OpenWAL(t, dir, false)
+	var err error
 	r := &flowRig{t: t, dir: dir, log: log, clock: o.clock, wake: make(chan struct{}, 1)}
 	checker := dedup.New(dedup.Config{Threshold: 0.6, BorderlineLow: 0.4})
 	var mods []modules.Module
@@ -102,11 +101,7 @@ func newFlowRig(t testing.TB, dir string, o flowRigOpts) *flowRig {
 	var backends []gateway.Backend
 	var ac allocator.Config
 	if o.llm {
-		ac.BufferPercent = 10
-		for i, name := range flowBackends {
-			backends = append(backends, sim.New(sim.Config{Name: name, Style: "api", Seed: int64(i + 1), HourlyLimit: 10000, DeepDailyLimit: 100}, o.clock))
-			ac.Backends = append(ac.Backends, allocator.BackendConfig{Name: name, Kind: "sim", HourlyLimit: 10000, DeepDailyLimit: 100, MaxConcurrency: 1})
-		}
+		backends, _, ac = fanotest.Sims{Names: flowBackends, Hourly: 10000, DeepAll: 100}.Build(o.clock)
 	}
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	if o.logger != nil {
@@ -190,20 +185,14 @@ func (r *flowRig) opportunities() map[string]documenter.Opportunity {
 
 // moduleEvents lists the WAL's module events of module (with their
 // times), of type typ when typ is not "".
-func moduleEvents(t testing.TB, log *wal.Log, module, typ string) []*pb.Event {
+func moduleEvents(t testing.TB, log fanotest.Replayer, module, typ string) []*pb.Event {
 	t.Helper()
 	var out []*pb.Event
-	require.NoError(t, log.Replay(1, func(ent wal.Entry) error {
-		if ent.Owner != moduleOwner(module) {
-			return nil
-		}
-		var e pb.Event
-		require.NoError(t, proto.Unmarshal(ent.Payload, &e), "wal entry %d", ent.Seq)
+	for _, e := range fanotest.Events(t, log, moduleOwner(module)) {
 		if typ == "" || e.GetModuleEvent().GetType() == typ {
-			out = append(out, &e)
+			out = append(out, e)
 		}
-		return nil
-	}))
+	}
 	return out
 }
 

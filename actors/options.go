@@ -13,13 +13,12 @@ import (
 	"fano/gateway"
 	"fano/modules"
 	"fano/pb"
-	"fano/wal"
 )
 
 // Options is everything the actor system needs; cmd/fano builds it from
 // the config, tests build it directly.
 type Options struct {
-	Log    *wal.Log
+	Log    Store
 	Clock  clockwork.Clock
 	Logger zerolog.Logger
 

@@ -53,7 +53,7 @@ type owned struct {
 // replay rebuilds owners from their checkpoints and the entries after them
 // in one pass over the log. An entry that does not decode stops recovery
 // with its sequence number; entries of owners nobody knows are reported.
-func replay(log *wal.Log, owners map[string]*owned, rep *RecoveryReport) error {
+func replay(log Store, owners map[string]*owned, rep *RecoveryReport) error {
 	from := uint64(math.MaxUint64)
 	for _, o := range owners {
 		if o.last+1 < from {
@@ -153,7 +153,7 @@ func replay(log *wal.Log, owners map[string]*owned, rep *RecoveryReport) error {
 	return nil
 }
 
-func loadSnapshot(log *wal.Log, owner string, msg proto.Message) (uint64, bool, error) {
+func loadSnapshot(log Store, owner string, msg proto.Message) (uint64, bool, error) {
 	cp, ok, err := log.LoadCheckpoint(owner)
 	if err != nil {
 		return 0, false, fmt.Errorf("recover: checkpoint of %s: %w", owner, err)

@@ -15,18 +15,24 @@ import (
 	"fano/actors/scheduler"
 	"fano/gateway"
 	"fano/gateway/sim"
+	"fano/internal/fanotest"
+	"fano/internal/memwal"
 	"fano/modules"
 	"fano/modules/probe"
 	"fano/pb"
 	"fano/wal"
 )
 
-// bundle is one test's fano: a real WAL file, sim backends, a probe
-// module, and a feed of applied events.
+// bundle is one test's fano: a real WAL file (or, for tests of logic, the
+// in-memory store), sim backends, a probe module, and a feed of applied
+// events. It is built from the pieces every package's tests share
+// (internal/fanotest; modules use internal/testbundle, which this package
+// cannot import).
 type bundle struct {
 	t      testing.TB
 	dir    string
-	log    *wal.Log
+	log    Store
+	file   *wal.Log // the bbolt WAL; nil with setupOpts.memory
 	clock  clockwork.Clock
 	opts   Options
 	sys    *System
@@ -45,7 +51,8 @@ type setupOpts struct {
 	latency   time.Duration
 	probe     probe.Config
 	mutate    func(*Options)
-	noSync    bool // tests of logic, not durability, skip fsync
+	noSync    bool // benchmarks: the bbolt file without fsync
+	memory    bool // tests of logic, not storage: the in-memory store
 }
 
 func setup(t testing.TB, so setupOpts) *bundle {
@@ -53,34 +60,24 @@ func setup(t testing.TB, so setupOpts) *bundle {
 	if so.clock == nil {
 		so.clock = clockwork.NewRealClock()
 	}
-	if len(so.backends) == 0 {
-		so.backends = []string{"chatgpt", "claude", "gemini"}
-	}
-	if so.hourly == 0 {
-		so.hourly = 1000
-	}
-	if so.conc == 0 {
-		so.conc = 1
-	}
 	dir := t.TempDir()
-	log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{LockTimeout: time.Second, NoSync: so.noSync})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = log.Close() })
-	b := &bundle{t: t, dir: dir, log: log, clock: so.clock, events: make(chan Notice, 100000)}
-	var backends []gateway.Backend
-	ac := allocator.Config{BufferPercent: 10}
-	for i, name := range so.backends {
-		simHourly := so.simHourly
-		if simHourly == 0 {
-			simHourly = so.hourly
-		}
-		s := sim.New(sim.Config{Name: name, Style: "api", Seed: int64(i + 1), Latency: so.latency, HourlyLimit: simHourly, DeepDailyLimit: so.deep}, so.clock)
-		b.sims = append(b.sims, s)
-		backends = append(backends, s)
-		ac.Backends = append(ac.Backends, allocator.BackendConfig{Name: name, Kind: "sim", HourlyLimit: so.hourly, DeepDailyLimit: so.deep, MaxConcurrency: so.conc})
+	b := &bundle{t: t, dir: dir, clock: so.clock, events: make(chan Notice, 100000)}
+	if so.memory {
+		mem := memwal.New(so.clock.Now)
+		t.Cleanup(func() { _ = mem.Close() })
+		b.log = mem
+	} else {
+		b.file = fanotest.OpenWAL(t, dir, so.noSync)
+		b.log = b.file
 	}
+	var (
+		backends []gateway.Backend
+		ac       allocator.Config
+	)
+	backends, b.sims, ac = fanotest.Sims{Names: so.backends, Hourly: so.hourly, SimHourly: so.simHourly,
+		DeepAll: so.deep, Conc: so.conc, Latency: so.latency}.Build(so.clock)
 	b.opts = Options{
-		Log: log, Clock: so.clock, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+		Log: b.log, Clock: so.clock, Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 		Scheduler: scheduler.Config{PreemptionThreshold: 20, MaxPending: 100000, MessageLimit: 50},
 		Allocator: ac, Backends: backends,
 		TickInterval: 10 * time.Millisecond, MaxRunning: 64,

@@ -26,7 +26,7 @@ func simulateDay(t testing.TB) dayResult {
 	start := time.Date(2026, 1, 5, 0, 0, 30, 0, time.UTC)
 	clock := clockwork.NewFakeClockAt(start)
 	deepLimits := map[string]int{"chatgpt": 100, "gemini": 20, "claude": 100}
-	b := setup(t, setupOpts{clock: clock, hourly: 50, deep: 100, noSync: true,
+	b := setup(t, setupOpts{clock: clock, hourly: 50, deep: 100, memory: true,
 		probe: probe.Config{Questions: questions(4000), Turns: 1, DeepQuestions: 400},
 		mutate: func(o *Options) {
 			for i := range o.Allocator.Backends {

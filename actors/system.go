@@ -21,14 +21,13 @@ import (
 	"fano/metrics"
 	"fano/modules"
 	"fano/pb"
-	"fano/wal"
 )
 
 // System is a running fano: the actor tree over one WAL. Its methods are
 // safe for concurrent use; each turns a call into messages to the actors.
 type System struct {
 	opts   Options
-	log    *wal.Log
+	log    Store
 	clock  clockwork.Clock
 	logger zerolog.Logger
 
@@ -354,7 +353,7 @@ func (s *System) ModuleNames() []string {
 func (s *System) Clock() clockwork.Clock { return s.clock }
 
 // Log is the system's WAL (read-only uses: stats).
-func (s *System) Log() *wal.Log { return s.log }
+func (s *System) Log() Store { return s.log }
 
 func (s *System) setQuotaView(v map[string]*pb.BackendFree) { s.quota.Store(&v) }
 

@@ -112,7 +112,7 @@ func crash(sys *System, owner string, pid *actor.PID) {
 // lost nor counted twice.
 func TestRestartedAllocatorKeepsSlotsInUse(t *testing.T) {
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC))
-	b := setup(t, setupOpts{clock: clock, backends: []string{"a"}, conc: 2, latency: time.Hour, noSync: true,
+	b := setup(t, setupOpts{clock: clock, backends: []string{"a"}, conc: 2, latency: time.Hour, memory: true,
 		probe: probe.Config{NoPropose: true, Turns: 1}, mutate: func(o *Options) { o.TickInterval = time.Hour }})
 	sys := b.start()
 	_, err := sys.Submit(probeTask(1, 0))

@@ -121,7 +121,7 @@ func TestCancelCauses(t *testing.T) {
 // A request open when fano stops, and one made after, fail at once
 // instead of waiting for an actor that is gone.
 func TestRequestsAtStopFail(t *testing.T) {
-	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), probe: probe.Config{NoPropose: true}, noSync: true})
+	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), probe: probe.Config{NoPropose: true}, memory: true})
 	sys := b.start()
 	// An actor that never answers stands for one that stopped with the
 	// request still in its mailbox.

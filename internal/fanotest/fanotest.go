@@ -1,6 +1,7 @@
-// Package fanotest is test support for packages that run real `fano`
-// subprocesses: it builds the binary once per test package and reads the
-// JSON log those processes write.
+// Package fanotest is test support shared by fano's packages: the pieces
+// of an in-process fano (a WAL, sim backends, the persisted events; see
+// pieces.go) and, for tests that run real `fano` subprocesses, the binary
+// built once per test package and the JSON log those processes write.
 package fanotest
 
 import (

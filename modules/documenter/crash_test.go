@@ -116,7 +116,7 @@ wait:
 	assert.NotEmpty(t, m.SectionIDs(), "sections were written")
 	assert.Empty(t, m.Verify(), "each insight incorporated at most once")
 	incorporated := map[string]int{}
-	for _, e := range walEvents(t, log, "module/"+Name) {
+	for _, e := range fanotest.Events(t, log, "module/"+Name) {
 		if me := e.GetModuleEvent(); me.Type == evIncorporated {
 			d, err := decode[incorporatedData](me)
 			require.NoError(t, err)

@@ -126,7 +126,7 @@ wait:
 	require.NoError(t, err)
 	defer log.Close()
 	submitted := map[string]int{}
-	for _, e := range walEvents(t, log, "scheduler") {
+	for _, e := range fanotest.Events(t, log, "scheduler") {
 		if s := e.GetTaskSubmitted(); s != nil {
 			submitted[s.Task.Id]++
 		}
@@ -139,7 +139,7 @@ wait:
 		}
 	}
 	verdicts := map[string]int{}
-	for _, e := range walEvents(t, log, "module/"+Name) {
+	for _, e := range fanotest.Events(t, log, "module/"+Name) {
 		if me := e.GetModuleEvent(); me.Type == evReview {
 			d, err := decode[reviewData](me)
 			require.NoError(t, err)
@@ -181,7 +181,7 @@ func runningTasks(t *testing.T, data string) []string {
 	require.NoError(t, err)
 	defer log.Close()
 	st := scheduler.New(scheduler.Config{})
-	for _, e := range walEvents(t, log, "scheduler") {
+	for _, e := range fanotest.Events(t, log, "scheduler") {
 		_ = st.Apply(e)
 	}
 	var out []string

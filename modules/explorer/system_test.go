@@ -7,9 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,7 +33,7 @@ func TestExplorationToBlessing(t *testing.T) {
 
 	var blessed Insight
 	var thread Thread
-	require.NoError(t, b.sys.WithModule(Name, func(mm modules.Module) {
+	require.NoError(t, b.Sys.WithModule(Name, func(mm modules.Module) {
 		m := mm.(*Module)
 		blessed = m.Blessed()[0]
 		thread = m.Threads()[0]
@@ -44,7 +42,7 @@ func TestExplorationToBlessing(t *testing.T) {
 	assert.NotEmpty(t, blessed.Text)
 	assert.GreaterOrEqual(t, len(blessed.Reviews), 3)
 
-	data, err := os.ReadFile(filepath.Join(b.dir, "output", "blessed", blessed.ID+".json"))
+	data, err := os.ReadFile(filepath.Join(b.Dir, "output", "blessed", blessed.ID+".json"))
 	require.NoError(t, err, "the blessed store's file is written")
 	var f BlessedFile
 	require.NoError(t, json.Unmarshal(data, &f))
@@ -79,7 +77,7 @@ func TestSameInsightPhrasedTwiceIsBlessedOnce(t *testing.T) {
 	b.waitFor("both threads extracted and every insight decided", settled)
 
 	var all []Insight
-	require.NoError(t, b.sys.WithModule(Name, func(m modules.Module) { all = m.(*Module).Insights() }))
+	require.NoError(t, b.Sys.WithModule(Name, func(m modules.Module) { all = m.(*Module).Insights() }))
 	require.Len(t, all, 2)
 	var blessed, dup []Insight
 	for _, ins := range all {
@@ -94,7 +92,7 @@ func TestSameInsightPhrasedTwiceIsBlessedOnce(t *testing.T) {
 	require.Len(t, dup, 1)
 	assert.Equal(t, blessed[0].ID, dup[0].DuplicateOf, "the duplicate names what it duplicates")
 	assert.GreaterOrEqual(t, dup[0].Similarity, 0.6)
-	files, err := os.ReadDir(filepath.Join(b.dir, "output", "blessed"))
+	files, err := os.ReadDir(filepath.Join(b.Dir, "output", "blessed"))
 	require.NoError(t, err)
 	assert.Len(t, files, 1)
 }
@@ -111,7 +109,7 @@ func TestReviewPanelIsThreeDifferentBackendsAndReplayRebuildsState(t *testing.T)
 	b.waitFor("every insight decided", settled)
 
 	var ins []Insight
-	require.NoError(t, b.sys.WithModule(Name, func(m modules.Module) { ins = m.(*Module).Insights() }))
+	require.NoError(t, b.Sys.WithModule(Name, func(m modules.Module) { ins = m.(*Module).Insights() }))
 	reviewed := 0
 	for _, in := range ins {
 		for round := 1; round <= in.Round; round++ {
@@ -128,7 +126,7 @@ func TestReviewPanelIsThreeDifferentBackendsAndReplayRebuildsState(t *testing.T)
 				if r.Verdict != VerdictAbstain {
 					assert.Equal(t, r.Reviewer, r.LLM, "the reviewer's task ran on its backend")
 				}
-				task, ok := b.sys.Task(r.Task)
+				task, ok := b.Sys.Task(r.Task)
 				require.True(t, ok, r.Task)
 				assert.Equal(t, r.Reviewer, task.LlmPreference)
 				assert.Equal(t, r.Reviewer, task.LlmAssigned)
@@ -137,7 +135,7 @@ func TestReviewPanelIsThreeDifferentBackendsAndReplayRebuildsState(t *testing.T)
 		}
 	}
 	require.Positive(t, reviewed)
-	tasks := b.sys.Tasks(func(t *pb.Task) bool { return t.TaskType == TypeSynthesis }, 0)
+	tasks := b.Sys.Tasks(func(t *pb.Task) bool { return t.TaskType == TypeSynthesis }, 0)
 	require.Len(t, tasks, 2)
 	for _, tk := range tasks {
 		assert.True(t, tk.RequiresDeepMode)
@@ -147,12 +145,9 @@ func TestReviewPanelIsThreeDifferentBackendsAndReplayRebuildsState(t *testing.T)
 	// Replay of the module's events rebuilds the same state.
 	live := b.snapshot()
 	b.stop()
-	assert.Equal(t, live, snapshot(t, replayModule(t, b.log, b.cfg)), "replay from seq 1")
+	assert.Equal(t, live, snapshot(t, replayModule(t, b.Log, b.cfg)), "replay from seq 1")
 	// And a restart (checkpoint + replay) too.
-	b.mod = b.newModule()
-	b.opts.Modules[0] = b.mod
-	b.sys, b.stopMu = nil, sync.Once{}
-	b.start()
+	b.restart()
 	assert.Equal(t, live, b.snapshot(), "after a restart")
 }
 
@@ -169,23 +164,15 @@ func TestExtractionNotJSONIsRetriedThenFailedWithRawKept(t *testing.T) {
 		return len(ths) == 1 && ths[0].Status == ThreadFailed
 	})
 	var ch Chunk
-	require.NoError(t, b.sys.WithModule(Name, func(m modules.Module) { ch = m.(*Module).Chunks()[0] }))
+	require.NoError(t, b.Sys.WithModule(Name, func(m modules.Module) { ch = m.(*Module).Chunks()[0] }))
 	id := "explorer/" + TypeExtraction + "/" + ch.ID
 	var task *pb.Task
-	deadline := time.After(30 * time.Second)
-	for {
-		tk, ok := b.sys.Task(id)
+	b.WaitFor("task "+id+" to fail", func() bool {
+		tk, ok := b.Sys.Task(id)
 		require.True(t, ok)
-		if tk.State == pb.TaskState_TASK_STATE_FAILED {
-			task = tk
-			break
-		}
-		select {
-		case <-b.wake:
-		case <-deadline:
-			t.Fatalf("task %s is %s", id, tk.State)
-		}
-	}
+		task = tk
+		return tk.State == pb.TaskState_TASK_STATE_FAILED
+	})
 	assert.Equal(t, int32(3), task.ValidationAttempts, "three retries, on the validation budget")
 	assert.Zero(t, task.Attempts, "no request failed")
 	assert.Contains(t, task.Error, "gave up after 4 answers failed validation")

@@ -12,12 +12,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
 	"fano/app"
 	"fano/config"
+	"fano/internal/fanotest"
 	"fano/modules/researcher"
-	"fano/pb"
 	"fano/wal"
 )
 
@@ -61,19 +60,6 @@ func runFano(t *testing.T, dir, sources string) (app.Result, *wal.Log) {
 	return m.Result(), log
 }
 
-func moduleEvents(t *testing.T, log *wal.Log, owner string) []*pb.Event {
-	var out []*pb.Event
-	require.NoError(t, log.Replay(1, func(ent wal.Entry) error {
-		if ent.Owner == owner {
-			var e pb.Event
-			require.NoError(t, proto.Unmarshal(ent.Payload, &e))
-			out = append(out, &e)
-		}
-		return nil
-	}))
-	return out
-}
-
 // The researcher turns a source file into an explorer seed: `fano run`
 // evaluates, extracts and synthesizes the source, the finding's question
 // reaches the explorer as a module message and becomes a seed (an
@@ -91,7 +77,7 @@ func TestSourceFileBecomesSeed(t *testing.T) {
 	require.NoError(t, err)
 	m, err := researcher.New(researcher.Config{Sources: srcs})
 	require.NoError(t, err)
-	for _, e := range moduleEvents(t, log, "module/"+researcher.Name) {
+	for _, e := range fanotest.Events(t, log, "module/"+researcher.Name) {
 		require.NoError(t, m.Apply(e.GetModuleEvent(), time.Unix(0, e.At)))
 	}
 	fs := m.Findings()
@@ -100,7 +86,7 @@ func TestSourceFileBecomesSeed(t *testing.T) {
 	assert.Equal(t, srcs[0].ID, fs[0].From)
 
 	var seeds []string
-	for _, e := range moduleEvents(t, log, "module/explorer") {
+	for _, e := range fanotest.Events(t, log, "module/explorer") {
 		if me := e.GetModuleEvent(); me.Type == "seed_added" {
 			var d struct{ Text string }
 			require.NoError(t, json.Unmarshal(me.Data, &d))
@@ -122,7 +108,7 @@ func TestMissingSourcesDirAffectsNothingElse(t *testing.T) {
 	assert.Contains(t, string(logText), "modules.researcher.source_problem")
 	assert.Contains(t, string(logText), missing)
 	threads := 0
-	for _, e := range moduleEvents(t, log, "module/explorer") {
+	for _, e := range fanotest.Events(t, log, "module/explorer") {
 		if e.GetModuleEvent().Type == "thread_started" {
 			threads++
 		}
