@@ -104,7 +104,7 @@ func requireShownPaused(t *testing.T, sys *System, n int, fault string) {
 // requireWrittenOnce replays the WAL: each task was submitted, started and
 // completed once, asked each turn once and got one answer per turn, and
 // was never paused, resumed or failed in the log (the pause was in memory).
-func requireWrittenOnce(t *testing.T, log *wal.Log, tasks, turns int) {
+func requireWrittenOnce(t *testing.T, log Store, tasks, turns int) {
 	t.Helper()
 	seen := map[string]int{}
 	byType := map[string]int{}

@@ -71,6 +71,19 @@ var storeContract = []struct {
 	name string
 	run  func(t *testing.T, s Store, closeFn func() error)
 }{
+	{"an entry's archive record is stored with it and not replayed", func(t *testing.T, s Store, _ func() error) {
+		e := entry("scheduler", "task_completed", false, "done")
+		e.Archive = &wal.ArchiveRecord{Key: "task/a", Value: []byte("the whole task")}
+		_, err := s.Append(context.Background(), e, entry("scheduler", "x", false, "y"))
+		require.NoError(t, err)
+		got, ok, err := s.Archived("task/a")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "the whole task", string(got))
+		replayed := replayAll(t, s, 1)
+		require.Len(t, replayed, 2)
+		require.Nil(t, replayed[0].Archive)
+	}},
 	{"append assigns contiguous seqs and replay returns entries as written", func(t *testing.T, s Store, _ func() error) {
 		ctx := context.Background()
 		at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("x", 3600))

@@ -644,7 +644,7 @@ func (s *System) Task(id string) (*pb.Task, bool) {
 // ArchivedTask reads a finished task back from the WAL's archive: one
 // archived at its completion (conversation included; light is its copy
 // in memory, if any) or forgotten after its retention.
-func ArchivedTask(log *wal.Log, light *pb.Task, id string) (*pb.Task, bool, error) {
+func ArchivedTask(log ArchiveStore, light *pb.Task, id string) (*pb.Task, bool, error) {
 	key := archiveKey(id)
 	if light.GetArchived() {
 		key = completedKey(light)

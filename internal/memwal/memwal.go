@@ -103,6 +103,12 @@ func (l *Log) append(entries []wal.Entry) ([]uint64, error) {
 		if block[i].Intent {
 			l.intents[l.lastSeq] = true
 		}
+		// As in the file: the record exists exactly when the entry does,
+		// and Replay does not carry it.
+		if a := block[i].Archive; a != nil {
+			l.archive[a.Key] = slices.Clone(a.Value)
+			block[i].Archive = nil
+		}
 	}
 	l.blocks = append(l.blocks, block)
 	return seqs, nil
