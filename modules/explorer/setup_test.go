@@ -137,9 +137,9 @@ func (b *bundle) stop() {
 // addSeed adds a seed through the running module host.
 func (b *bundle) addSeed(text string, priority int) {
 	b.t.Helper()
-	require.NoError(b.t, b.sys.Command(Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-		return m.(modules.SeedTaker).DecideAddSeed(text, priority, time.Now())
-	}))
+	_, err := b.sys.Command(&pb.ModuleCommand{Module: Name,
+		Command: &pb.ModuleCommand_AddSeed{AddSeed: &pb.AddSeed{Text: text, Priority: int32(priority)}}})
+	require.NoError(b.t, err)
 }
 
 // waitFor waits until cond holds on the explorer's state (read inside its
