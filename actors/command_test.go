@@ -66,3 +66,26 @@ func TestCommandPersistsExactlyItsEvents(t *testing.T) {
 	require.Equal(t, last, b.log.LastSeq(), "a refused command writes nothing")
 	require.Len(t, moduleEvents(t, b.log, explorer.Name, ""), 1)
 }
+
+// A read the control panel makes is a pb query answered by the module's
+// host with a pb view of the state as it is after every earlier message.
+func TestQueryAnswersWithTheModulesView(t *testing.T) {
+	ex, err := explorer.New(explorer.Config{})
+	require.NoError(t, err)
+	b := setup(t, setupOpts{noSync: true, mutate: func(o *Options) { o.Modules = append(o.Modules, ex) }})
+	sys := b.start()
+	sys.SetAccepting(false)
+
+	v, err := sys.Query(&pb.ModuleQuery{Module: explorer.Name, Report: true, Document: true})
+	require.NoError(t, err)
+	require.Equal(t, explorer.Name, v.GetModule())
+	require.Equal(t, []string{modules.CapSeeds}, v.GetCapabilities())
+	require.Empty(t, v.GetDocumentMarkdown(), "the explorer renders no document")
+
+	v, err = sys.Query(&pb.ModuleQuery{Module: b.probe.Name()})
+	require.NoError(t, err)
+	require.Empty(t, v.GetCapabilities())
+
+	_, err = sys.Query(&pb.ModuleQuery{Module: "nowhere"})
+	require.ErrorContains(t, err, `no module "nowhere"`)
+}

@@ -83,6 +83,8 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		h.persist(ctx, evs, err)
 	case *pb.ModuleCommand:
 		h.command(ctx, m)
+	case *pb.ModuleQuery:
+		respond(ctx, modules.View(h.mod, m))
 	case *pb.Barrier:
 		respond(ctx, &pb.BarrierReply{})
 	case *pb.Checkpoint:

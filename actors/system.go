@@ -548,7 +548,9 @@ func (s *System) withAllocator(fn func(*allocator.Book)) {
 }
 
 // WithModule runs fn on a module's state between two messages of its
-// host, after every message sent to it before. fn must only read.
+// host, after every message sent to it before. fn must only read. It is
+// for in-process tooling only (the pipeline CLI's progress and summary,
+// tests): a reader that could be elsewhere uses Query.
 func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	pid, ok := s.modulePIDs[name]
 	if !ok {
@@ -614,6 +616,20 @@ func (s *System) Command(cmd *pb.ModuleCommand) (*pb.ModuleCommandReply, error) 
 		return r, fmt.Errorf("module %s: command %s: %w", cmd.GetModule(), name, errorFromWire(r.Error))
 	}
 	return r, nil
+}
+
+// Query asks a module's host for a view of the module's current state,
+// after every message sent to the host before.
+func (s *System) Query(q *pb.ModuleQuery) (*pb.ModuleView, error) {
+	pid, ok := s.modulePIDs[q.GetModule()]
+	if !ok {
+		return nil, fmt.Errorf("query: no module %q", q.GetModule())
+	}
+	v, err := request[*pb.ModuleView](s, context.Background(), pid, q)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: query: %w", q.GetModule(), err)
+	}
+	return v, nil
 }
 
 // Deliver hands a flow message to the host of the module it is for, as

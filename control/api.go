@@ -302,11 +302,9 @@ func (s *Server) status() Status {
 		if mv.Tasks == nil {
 			mv.Tasks = map[string]int{}
 		}
-		_ = s.sys.WithModule(m.Name, func(mod modules.Module) {
-			if r, ok := mod.(modules.Reporter); ok {
-				mv.Report = r.Report()
-			}
-		})
+		if v, err := s.sys.Query(&pb.ModuleQuery{Module: m.Name, Report: true}); err == nil && len(v.GetReportJson()) > 0 {
+			mv.Report = json.RawMessage(v.GetReportJson())
+		}
 		st.Modules = append(st.Modules, mv)
 	}
 	st.WAL = s.walStats()
@@ -625,18 +623,13 @@ func (s *Server) handleDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := Document{Module: module, Sections: []string{}}
-	err := s.sys.WithModule(module, func(m modules.Module) {
-		if d, ok := m.(modules.DocumentReader); ok {
-			doc.Markdown = d.DocumentMarkdown()
-		}
-		if sl, ok := m.(sectionLister); ok {
-			doc.Sections = append(doc.Sections, sl.SectionIDs()...)
-		}
-	})
+	v, err := s.sys.Query(&pb.ModuleQuery{Module: module, Document: true})
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "document: %v", err)
 		return
 	}
+	doc.Markdown = v.GetDocumentMarkdown()
+	doc.Sections = append(doc.Sections, v.GetSectionIds()...)
 	if r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json") {
 		writeJSON(w, http.StatusOK, doc)
 		return

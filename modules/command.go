@@ -1,7 +1,9 @@
 package modules
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"fano/pb"
@@ -67,4 +69,55 @@ func DecideCommand(m Module, cmd *pb.ModuleCommand, now time.Time) ([]*pb.Module
 		return cm.DecideCommand(cmd, now)
 	}
 	return nil, nil, unsupported
+}
+
+// SectionLister is implemented by a document module so that people (and
+// the control panel's comment form) can name a section: the ids
+// DecideAddComment accepts.
+type SectionLister interface {
+	SectionIDs() []string
+}
+
+// Capabilities a ModuleView names.
+const (
+	CapSeeds    = "seeds"    // SeedTaker
+	CapComments = "comments" // Commenter
+	CapDocument = "document" // DocumentReader
+	CapSections = "sections" // SectionLister
+)
+
+// View answers q from m's current state.
+func View(m Module, q *pb.ModuleQuery) *pb.ModuleView {
+	v := &pb.ModuleView{Module: m.Name(), Capabilities: []string{}}
+	if _, ok := m.(SeedTaker); ok {
+		v.Capabilities = append(v.Capabilities, CapSeeds)
+	}
+	if _, ok := m.(Commenter); ok {
+		v.Capabilities = append(v.Capabilities, CapComments)
+	}
+	d, isDoc := m.(DocumentReader)
+	if isDoc {
+		v.Capabilities = append(v.Capabilities, CapDocument)
+	}
+	sl, hasSections := m.(SectionLister)
+	if hasSections {
+		v.Capabilities = append(v.Capabilities, CapSections)
+	}
+	if q.GetDocument() {
+		if isDoc {
+			v.DocumentMarkdown = d.DocumentMarkdown()
+		}
+		if hasSections {
+			v.SectionIds = sl.SectionIDs()
+		}
+	}
+	if r, ok := m.(Reporter); ok && q.GetReport() {
+		data, err := json.Marshal(r.Report())
+		if err != nil {
+			v.Error = fmt.Sprintf("module %s: report: %v", m.Name(), err)
+		} else {
+			v.ReportJson = data
+		}
+	}
+	return v
 }

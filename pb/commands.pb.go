@@ -653,6 +653,154 @@ func (x *ModuleCommandReply) GetError() *ActorError {
 	return nil
 }
 
+// ModuleQuery asks a module's host for a view of its module's state
+// (the control panel's reads); the host answers with a ModuleView.
+type ModuleQuery struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Module        string                 `protobuf:"bytes,1,opt,name=module,proto3" json:"module,omitempty"`
+	Document      bool                   `protobuf:"varint,2,opt,name=document,proto3" json:"document,omitempty"` // include the rendered document and its section ids
+	Report        bool                   `protobuf:"varint,3,opt,name=report,proto3" json:"report,omitempty"`     // include the module's progress report
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModuleQuery) Reset() {
+	*x = ModuleQuery{}
+	mi := &file_commands_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModuleQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModuleQuery) ProtoMessage() {}
+
+func (x *ModuleQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModuleQuery.ProtoReflect.Descriptor instead.
+func (*ModuleQuery) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ModuleQuery) GetModule() string {
+	if x != nil {
+		return x.Module
+	}
+	return ""
+}
+
+func (x *ModuleQuery) GetDocument() bool {
+	if x != nil {
+		return x.Document
+	}
+	return false
+}
+
+func (x *ModuleQuery) GetReport() bool {
+	if x != nil {
+		return x.Report
+	}
+	return false
+}
+
+// ModuleView is what a module shows of itself.
+type ModuleView struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Module string                 `protobuf:"bytes,1,opt,name=module,proto3" json:"module,omitempty"`
+	// capabilities: "seeds", "comments", "document", "sections".
+	Capabilities     []string `protobuf:"bytes,2,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	DocumentMarkdown string   `protobuf:"bytes,3,opt,name=document_markdown,json=documentMarkdown,proto3" json:"document_markdown,omitempty"`
+	SectionIds       []string `protobuf:"bytes,4,rep,name=section_ids,json=sectionIds,proto3" json:"section_ids,omitempty"`
+	ReportJson       []byte   `protobuf:"bytes,5,opt,name=report_json,json=reportJson,proto3" json:"report_json,omitempty"` // modules.Reporter's report, JSON-encoded
+	Error            string   `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`                             // the report could not be encoded
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ModuleView) Reset() {
+	*x = ModuleView{}
+	mi := &file_commands_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModuleView) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModuleView) ProtoMessage() {}
+
+func (x *ModuleView) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModuleView.ProtoReflect.Descriptor instead.
+func (*ModuleView) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ModuleView) GetModule() string {
+	if x != nil {
+		return x.Module
+	}
+	return ""
+}
+
+func (x *ModuleView) GetCapabilities() []string {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *ModuleView) GetDocumentMarkdown() string {
+	if x != nil {
+		return x.DocumentMarkdown
+	}
+	return ""
+}
+
+func (x *ModuleView) GetSectionIds() []string {
+	if x != nil {
+		return x.SectionIds
+	}
+	return nil
+}
+
+func (x *ModuleView) GetReportJson() []byte {
+	if x != nil {
+		return x.ReportJson
+	}
+	return nil
+}
+
+func (x *ModuleView) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_commands_proto protoreflect.FileDescriptor
 
 const file_commands_proto_rawDesc = "" +
@@ -699,7 +847,21 @@ const file_commands_proto_rawDesc = "" +
 	"\x06result\x18\x02 \x01(\v2\x16.fano.v1.CommandResultR\x06result\x12\x18\n" +
 	"\arefused\x18\x03 \x01(\tR\arefused\x12 \n" +
 	"\vunsupported\x18\x04 \x01(\bR\vunsupported\x12)\n" +
-	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05errorB\tZ\afano/pbb\x06proto3"
+	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"Y\n" +
+	"\vModuleQuery\x12\x16\n" +
+	"\x06module\x18\x01 \x01(\tR\x06module\x12\x1a\n" +
+	"\bdocument\x18\x02 \x01(\bR\bdocument\x12\x16\n" +
+	"\x06report\x18\x03 \x01(\bR\x06report\"\xcd\x01\n" +
+	"\n" +
+	"ModuleView\x12\x16\n" +
+	"\x06module\x18\x01 \x01(\tR\x06module\x12\"\n" +
+	"\fcapabilities\x18\x02 \x03(\tR\fcapabilities\x12+\n" +
+	"\x11document_markdown\x18\x03 \x01(\tR\x10documentMarkdown\x12\x1f\n" +
+	"\vsection_ids\x18\x04 \x03(\tR\n" +
+	"sectionIds\x12\x1f\n" +
+	"\vreport_json\x18\x05 \x01(\fR\n" +
+	"reportJson\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05errorB\tZ\afano/pbb\x06proto3"
 
 var (
 	file_commands_proto_rawDescOnce sync.Once
@@ -713,7 +875,7 @@ func file_commands_proto_rawDescGZIP() []byte {
 	return file_commands_proto_rawDescData
 }
 
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_commands_proto_goTypes = []any{
 	(*ModuleCommand)(nil),      // 0: fano.v1.ModuleCommand
 	(*AddSeed)(nil),            // 1: fano.v1.AddSeed
@@ -725,7 +887,9 @@ var file_commands_proto_goTypes = []any{
 	(*Revalidation)(nil),       // 7: fano.v1.Revalidation
 	(*CommandResult)(nil),      // 8: fano.v1.CommandResult
 	(*ModuleCommandReply)(nil), // 9: fano.v1.ModuleCommandReply
-	(*ActorError)(nil),         // 10: fano.v1.ActorError
+	(*ModuleQuery)(nil),        // 10: fano.v1.ModuleQuery
+	(*ModuleView)(nil),         // 11: fano.v1.ModuleView
+	(*ActorError)(nil),         // 12: fano.v1.ActorError
 }
 var file_commands_proto_depIdxs = []int32{
 	1,  // 0: fano.v1.ModuleCommand.add_seed:type_name -> fano.v1.AddSeed
@@ -736,7 +900,7 @@ var file_commands_proto_depIdxs = []int32{
 	6,  // 5: fano.v1.ModuleCommand.revalidate:type_name -> fano.v1.Revalidate
 	7,  // 6: fano.v1.CommandResult.revalidation:type_name -> fano.v1.Revalidation
 	8,  // 7: fano.v1.ModuleCommandReply.result:type_name -> fano.v1.CommandResult
-	10, // 8: fano.v1.ModuleCommandReply.error:type_name -> fano.v1.ActorError
+	12, // 8: fano.v1.ModuleCommandReply.error:type_name -> fano.v1.ActorError
 	9,  // [9:9] is the sub-list for method output_type
 	9,  // [9:9] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
@@ -764,7 +928,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
