@@ -562,14 +562,9 @@ func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	g := &s.desk(moduleOwner(name)).guard
 	g.Lock()
 	defer g.Unlock()
-	fn(s.moduleOf(name))
-	return nil
-}
-
-func (s *System) moduleOf(name string) modules.Module {
 	for _, m := range s.opts.Modules {
 		if m.Name() == name {
-			return m
+			fn(m)
 		}
 	}
 	return nil
