@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -80,10 +81,10 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 			evs, err = h.mod.DecideCompletion(m.Task, now)
 		}
 		h.persist(ctx, evs, err)
-	case *pb.ModuleEvents:
-		// Decided by System.Command on the state as it was between two
-		// messages; persisted in the order they come.
-		h.persist(ctx, m.Events, nil)
+	case *pb.ModuleCommand:
+		h.command(ctx, m)
+	case *pb.ModuleQuery:
+		respond(ctx, modules.View(h.mod, m))
 	case *pb.Barrier:
 		respond(ctx, &pb.BarrierReply{})
 	case *pb.Checkpoint:
@@ -131,14 +132,34 @@ func (h *moduleHost) persist(ctx actor.Context, evs []*pb.ModuleEvent, err error
 		respond(ctx, doneOf(err))
 		return
 	}
-	at := nanos(h.sys.clock.Now())
-	events := make([]*pb.Event, len(evs))
-	for i, me := range evs {
-		me.Module = h.mod.Name()
-		events[i] = &pb.Event{At: at, Body: &pb.Event_ModuleEvent{ModuleEvent: me}}
+	sender := ctx.Sender()
+	h.persistEvents(evs, func(err error) { h.sys.respondLater(sender, doneOf(err)) })
+}
+
+// command has the module decide a command's events on its current state,
+// persists and applies them, and answers with their types. A refusal
+// (bad input, or a command the module does not take) is answered at
+// once, with nothing written.
+func (h *moduleHost) command(ctx actor.Context, cmd *pb.ModuleCommand) {
+	evs, result, err := modules.DecideCommand(h.mod, cmd, h.sys.clock.Now())
+	reply := &pb.ModuleCommandReply{Result: result}
+	if err != nil {
+		reply.Refused, reply.Unsupported = err.Error(), errors.Is(err, modules.ErrUnsupportedCommand)
+		respond(ctx, reply)
+		return
+	}
+	if len(evs) == 0 {
+		respond(ctx, reply)
+		return
+	}
+	for _, e := range evs {
+		reply.EventTypes = append(reply.EventTypes, e.GetType())
 	}
 	sender := ctx.Sender()
-	h.j.persist(events, func(_ []uint64, err error) { h.sys.respondLater(sender, doneOf(err)) })
+	h.persistEvents(evs, func(err error) {
+		reply.Error = errorToWire(err)
+		h.sys.respondLater(sender, reply)
+	})
 }
 
 // propose submits the tasks the module wants that it has not offered yet.

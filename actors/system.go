@@ -556,7 +556,9 @@ func (s *System) withAllocator(fn func(*allocator.Book)) {
 }
 
 // WithModule runs fn on a module's state between two messages of its
-// host, after every message sent to it before. fn must only read.
+// host, after every message sent to it before. fn must only read. It is
+// for in-process tooling only (the pipeline CLI's progress and summary,
+// tests): a reader that could be elsewhere uses Query.
 func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	pid, ok := s.modulePIDs[name]
 	if !ok {
@@ -568,33 +570,81 @@ func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	g := &s.desk(moduleOwner(name)).guard
 	g.Lock()
 	defer g.Unlock()
-	fn(s.moduleOf(name))
-	return nil
-}
-
-func (s *System) moduleOf(name string) modules.Module {
 	for _, m := range s.opts.Modules {
 		if m.Name() == name {
-			return m
+			fn(m)
 		}
 	}
 	return nil
 }
 
-// Command has a module decide events (e.g. add a seed) on its current
-// state and persists them through its host; it returns once they are
-// applied. A decision error (e.g. a *modules.ValidationError) is returned
-// with nothing written.
-func (s *System) Command(module string, decide func(m modules.Module) ([]*pb.ModuleEvent, error)) error {
-	var evs []*pb.ModuleEvent
-	var err error
-	if werr := s.WithModule(module, func(m modules.Module) { evs, err = decide(m) }); werr != nil {
-		return werr
+// CommandError says a module refused a command: bad input (Reason is
+// the module's own message) or, with Unsupported, a command it does not
+// take. Nothing was written.
+type CommandError struct {
+	Module, Command, Reason string
+	Unsupported             bool
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("module %s: command %s: %s", e.Module, e.Command, e.Reason)
+}
+
+// Unwrap makes an unsupported command match modules.ErrUnsupportedCommand.
+func (e *CommandError) Unwrap() error {
+	if e.Unsupported {
+		return modules.ErrUnsupportedCommand
 	}
-	if err != nil || len(evs) == 0 {
-		return err
+	return nil
+}
+
+// Command sends a command to its module's host, which has the module
+// decide events on its current state and persists them; it returns once
+// they are applied, with their types and the command's result. A
+// refusal is a *CommandError, with nothing written.
+func (s *System) Command(cmd *pb.ModuleCommand) (*pb.ModuleCommandReply, error) {
+	name := modules.CommandName(cmd)
+	pid, ok := s.modulePIDs[cmd.GetModule()]
+	if !ok {
+		return nil, fmt.Errorf("command %s: no module %q", name, cmd.GetModule())
 	}
-	return s.requestDone(s.modulePIDs[module], &pb.ModuleEvents{Events: evs})
+	r, err := request[*pb.ModuleCommandReply](s, context.Background(), pid, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: command %s: %w", cmd.GetModule(), name, err)
+	}
+	if r.Refused != "" || r.Unsupported {
+		return r, &CommandError{Module: cmd.GetModule(), Command: name, Reason: r.Refused, Unsupported: r.Unsupported}
+	}
+	if r.Error != nil {
+		return r, fmt.Errorf("module %s: command %s: %w", cmd.GetModule(), name, errorFromWire(r.Error))
+	}
+	return r, nil
+}
+
+// Query asks a module's host for a view of the module's current state,
+// after every message sent to the host before.
+func (s *System) Query(q *pb.ModuleQuery) (*pb.ModuleView, error) {
+	pid, ok := s.modulePIDs[q.GetModule()]
+	if !ok {
+		return nil, fmt.Errorf("query: no module %q", q.GetModule())
+	}
+	v, err := request[*pb.ModuleView](s, context.Background(), pid, q)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: query: %w", q.GetModule(), err)
+	}
+	return v, nil
+}
+
+// Deliver hands a flow message to the host of the module it is for, as
+// the sender's host would (a sender elsewhere, tests of one module). The
+// receiver's acknowledgment goes to the sender's host, if it runs here.
+func (s *System) Deliver(msg *pb.ModuleMessage) error {
+	pid, ok := s.modulePIDs[msg.GetTo()]
+	if !ok {
+		return fmt.Errorf("flow message %q: no module %q", msg.GetId(), msg.GetTo())
+	}
+	s.root.Send(pid, msg)
+	return nil
 }
 
 // Submit queues a task (idempotent by its id) and waits until it is durable.

@@ -38,18 +38,16 @@ type Reconnector interface {
 // Accepting reports whether new work may start (see SetAccepting).
 func (s *System) Accepting() bool { return s.acceptingWork() }
 
-// BackendHealth asks every gateway host for its backend's Health, in the
-// order of Options.Backends. A host that does not answer before ctx ends
-// is reported unhealthy with the reason.
-func (s *System) BackendHealth(ctx context.Context) []BackendHealth {
-	names := make([]string, 0, len(s.opts.Backends))
-	for _, b := range s.opts.Backends {
-		names = append(names, b.Name())
+// BackendHealth asks the named gateway hosts (all, in the order of
+// Options.Backends, when none is named) for their backend's Health. A
+// host that does not answer before ctx ends is reported unhealthy with
+// the reason.
+func (s *System) BackendHealth(ctx context.Context, names ...string) []BackendHealth {
+	if len(names) == 0 {
+		for _, b := range s.opts.Backends {
+			names = append(names, b.Name())
+		}
 	}
-	return s.backendHealth(ctx, names)
-}
-
-func (s *System) backendHealth(ctx context.Context, names []string) []BackendHealth {
 	// All asked at once: one slow backend does not delay the others.
 	replies := make([]actor.Future, len(names))
 	for i, name := range names {
@@ -97,7 +95,7 @@ func (s *System) ReconnectBackends(ctx context.Context, names []string) []Backen
 			failed[b.Name()] = "reconnect: " + err.Error()
 		}
 	}
-	out := s.backendHealth(ctx, names)
+	out := s.BackendHealth(ctx, names...)
 	for i := range out {
 		if msg, ok := failed[out[i].Name]; ok && !out[i].Healthy && out[i].Error == "" {
 			out[i].Error = msg

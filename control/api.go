@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"fano/actors"
 	"fano/actors/allocator"
 	"fano/actors/scheduler"
 	"fano/modules"
@@ -303,11 +304,9 @@ func (s *Server) status() Status {
 		if mv.Tasks == nil {
 			mv.Tasks = map[string]int{}
 		}
-		_ = s.sys.WithModule(m.Name, func(mod modules.Module) {
-			if r, ok := mod.(modules.Reporter); ok {
-				mv.Report = r.Report()
-			}
-		})
+		if v, err := s.sys.Query(&pb.ModuleQuery{Module: m.Name, Report: true}); err == nil && len(v.GetReportJson()) > 0 {
+			mv.Report = json.RawMessage(v.GetReportJson())
+		}
 		st.Modules = append(st.Modules, mv)
 	}
 	st.WAL = s.walStats()
@@ -473,16 +472,6 @@ type commentRequest struct {
 	Module    string `json:"module,omitempty"`
 }
 
-// decideError marks an error of a module's decision (bad input: 400), as
-// opposed to a failure to persist it (500).
-type decideError struct{ err error }
-
-func (e *decideError) Error() string { return e.err.Error() }
-func (e *decideError) Unwrap() error { return e.err }
-
-// errNoCapability says the module does not implement the interface.
-var errNoCapability = errors.New("module lacks the capability")
-
 func (s *Server) handleSeed(w http.ResponseWriter, r *http.Request) {
 	var req seedRequest
 	if err := decodeBody(w, r, &req, false); err != nil {
@@ -497,13 +486,8 @@ func (s *Server) handleSeed(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	s.command(w, module, "seed_added", func(m modules.Module) ([]*pb.ModuleEvent, error) {
-		st, ok := m.(modules.SeedTaker)
-		if !ok {
-			return nil, errNoCapability
-		}
-		return st.DecideAddSeed(req.Text, req.Priority, s.sys.Clock().Now())
-	})
+	s.command(w, "seed_added", &pb.ModuleCommand{Module: module,
+		Command: &pb.ModuleCommand_AddSeed{AddSeed: &pb.AddSeed{Text: req.Text, Priority: int32(req.Priority)}}})
 }
 
 func (s *Server) handleComment(w http.ResponseWriter, r *http.Request) {
@@ -535,17 +519,10 @@ func (s *Server) handleComment(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, CommandResult{Status: "duplicate", Module: module, Events: []string{}})
 		return
 	}
-	s.command(w, module, "comment_added", func(m modules.Module) ([]*pb.ModuleEvent, error) {
-		c, ok := m.(modules.Commenter)
-		if !ok {
-			return nil, errNoCapability
-		}
-		evs, err := c.DecideAddComment(req.SectionID, req.Text, s.sys.Clock().Now())
-		if err == nil {
-			s.comments.remember(key, s.sys.Clock().Now())
-		}
-		return evs, err
-	})
+	if s.command(w, "comment_added", &pb.ModuleCommand{Module: module,
+		Command: &pb.ModuleCommand_AddComment{AddComment: &pb.AddComment{SectionId: req.SectionID, Text: req.Text}}}) {
+		s.comments.remember(key, s.sys.Clock().Now())
+	}
 }
 
 // pickModule finds the module for a capability: the one named, else the
@@ -571,38 +548,32 @@ func (s *Server) pickModule(w http.ResponseWriter, named, c, preferred, what str
 	return m, true
 }
 
-// command has module decide events and persists them; the module's own
-// refusal (empty text, unknown section) is a 400 with its message.
-func (s *Server) command(w http.ResponseWriter, module, action string, decide func(modules.Module) ([]*pb.ModuleEvent, error)) {
-	var types []string
-	err := s.sys.Command(module, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-		evs, err := decide(m)
-		if err != nil {
-			return nil, &decideError{err}
-		}
-		for _, e := range evs {
-			types = append(types, e.GetType())
-		}
-		return evs, nil
-	})
-	var de *decideError
+// command sends a command to its module and answers with the events it
+// persisted; the module's own refusal (empty text, unknown section) is a
+// 400 with its message. It reports whether the command was taken.
+func (s *Server) command(w http.ResponseWriter, action string, cmd *pb.ModuleCommand) bool {
+	module := cmd.GetModule()
+	r, err := s.sys.Command(cmd)
+	var ce *actors.CommandError
 	switch {
-	case errors.Is(err, errNoCapability):
+	case errors.Is(err, modules.ErrUnsupportedCommand):
 		writeError(w, http.StatusConflict, "module %q cannot do this", module)
-		return
-	case errors.As(err, &de):
-		writeError(w, http.StatusBadRequest, "%s: %v", module, de.err)
-		return
+		return false
+	case errors.As(err, &ce):
+		writeError(w, http.StatusBadRequest, "%s: %s", module, ce.Reason)
+		return false
 	case err != nil:
 		s.logger.Error().Err(err).Str("event", "control."+module+".command_failed").Str("action", action).Msg("module command")
-		writeError(w, http.StatusInternalServerError, "%s: %v", module, err)
-		return
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return false
 	}
+	types := r.GetEventTypes()
 	s.logger.Info().Str("event", "control."+module+"."+action).Strs("module_events", types).Msg(action)
 	if types == nil {
 		types = []string{}
 	}
 	writeJSON(w, http.StatusOK, CommandResult{Status: "added", Module: module, Events: types})
+	return true
 }
 
 type pauseRequest struct {
@@ -654,18 +625,13 @@ func (s *Server) handleDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	doc := Document{Module: module, Sections: []string{}}
-	err := s.sys.WithModule(module, func(m modules.Module) {
-		if d, ok := m.(modules.DocumentReader); ok {
-			doc.Markdown = d.DocumentMarkdown()
-		}
-		if sl, ok := m.(sectionLister); ok {
-			doc.Sections = append(doc.Sections, sl.SectionIDs()...)
-		}
-	})
+	v, err := s.sys.Query(&pb.ModuleQuery{Module: module, Document: true})
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, "document: %v", err)
 		return
 	}
+	doc.Markdown = v.GetDocumentMarkdown()
+	doc.Sections = append(doc.Sections, v.GetSectionIds()...)
 	if r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json") {
 		writeJSON(w, http.StatusOK, doc)
 		return

@@ -30,6 +30,7 @@ import (
 	"fano/actors"
 	"fano/gateway"
 	"fano/modules"
+	"fano/pb"
 )
 
 // HealthSource reports the health monitor's view (disk, memory, backends,
@@ -118,20 +119,13 @@ type moduleInfo struct {
 	Capabilities []string // "seeds", "comments", "document", "sections"
 }
 
-// Capability names.
+// Capability names (a module's pb.ModuleView lists them).
 const (
-	capSeeds    = "seeds"
-	capComments = "comments"
-	capDocument = "document"
-	capSections = "sections"
+	capSeeds    = modules.CapSeeds
+	capComments = modules.CapComments
+	capDocument = modules.CapDocument
+	capSections = modules.CapSections
 )
-
-// sectionLister is what a document module may offer so that people (and
-// the page's comment form) can name a section: the ids DecideAddComment
-// accepts.
-type sectionLister interface {
-	SectionIDs() []string
-}
 
 // New builds a Server and subscribes it to the system's events. Call
 // Close to unsubscribe and drop the websocket clients.
@@ -256,27 +250,11 @@ func (s *Server) modules() []moduleInfo {
 	sort.Strings(names)
 	mods := []moduleInfo{}
 	for _, name := range names {
-		var caps []string
-		err := s.sys.WithModule(name, func(m modules.Module) {
-			if _, ok := m.(modules.SeedTaker); ok {
-				caps = append(caps, capSeeds)
-			}
-			if _, ok := m.(modules.Commenter); ok {
-				caps = append(caps, capComments)
-			}
-			if _, ok := m.(modules.DocumentReader); ok {
-				caps = append(caps, capDocument)
-			}
-			if _, ok := m.(sectionLister); ok {
-				caps = append(caps, capSections)
-			}
-		})
+		v, err := s.sys.Query(&pb.ModuleQuery{Module: name})
 		if err != nil {
 			continue // not configured
 		}
-		if caps == nil {
-			caps = []string{}
-		}
+		caps := append([]string{}, v.GetCapabilities()...)
 		mods = append(mods, moduleInfo{Name: name, Capabilities: caps})
 	}
 	s.mods = mods

@@ -1647,52 +1647,6 @@ func (x *ModuleEnd) GetReason() string {
 	return ""
 }
 
-// ModuleEvents persists events a module decided on a command (answered by
-// Done once they are applied).
-type ModuleEvents struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*ModuleEvent         `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ModuleEvents) Reset() {
-	*x = ModuleEvents{}
-	mi := &file_actors_proto_msgTypes[29]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ModuleEvents) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ModuleEvents) ProtoMessage() {}
-
-func (x *ModuleEvents) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[29]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ModuleEvents.ProtoReflect.Descriptor instead.
-func (*ModuleEvents) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{29}
-}
-
-func (x *ModuleEvents) GetEvents() []*ModuleEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
 // Persisted tells an owner of state that a group of its journal's batches
 // is durable (or failed); the batches wait in its journal's outbox.
 type Persisted struct {
@@ -1704,7 +1658,7 @@ type Persisted struct {
 
 func (x *Persisted) Reset() {
 	*x = Persisted{}
-	mi := &file_actors_proto_msgTypes[30]
+	mi := &file_actors_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +1670,7 @@ func (x *Persisted) String() string {
 func (*Persisted) ProtoMessage() {}
 
 func (x *Persisted) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[30]
+	mi := &file_actors_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +1683,7 @@ func (x *Persisted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Persisted.ProtoReflect.Descriptor instead.
 func (*Persisted) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{30}
+	return file_actors_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Persisted) GetGroup() uint64 {
@@ -1750,7 +1704,7 @@ type Archived struct {
 
 func (x *Archived) Reset() {
 	*x = Archived{}
-	mi := &file_actors_proto_msgTypes[31]
+	mi := &file_actors_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1716,7 @@ func (x *Archived) String() string {
 func (*Archived) ProtoMessage() {}
 
 func (x *Archived) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[31]
+	mi := &file_actors_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,7 +1729,7 @@ func (x *Archived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Archived.ProtoReflect.Descriptor instead.
 func (*Archived) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{31}
+	return file_actors_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Archived) GetEvents() []*Event {
@@ -1810,7 +1764,7 @@ type LLMError struct {
 
 func (x *LLMError) Reset() {
 	*x = LLMError{}
-	mi := &file_actors_proto_msgTypes[32]
+	mi := &file_actors_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1822,7 +1776,7 @@ func (x *LLMError) String() string {
 func (*LLMError) ProtoMessage() {}
 
 func (x *LLMError) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[32]
+	mi := &file_actors_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1835,7 +1789,7 @@ func (x *LLMError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMError.ProtoReflect.Descriptor instead.
 func (*LLMError) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{32}
+	return file_actors_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LLMError) GetMessage() string {
@@ -1906,7 +1860,7 @@ type LLMCancel struct {
 
 func (x *LLMCancel) Reset() {
 	*x = LLMCancel{}
-	mi := &file_actors_proto_msgTypes[33]
+	mi := &file_actors_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +1872,7 @@ func (x *LLMCancel) String() string {
 func (*LLMCancel) ProtoMessage() {}
 
 func (x *LLMCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[33]
+	mi := &file_actors_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +1885,7 @@ func (x *LLMCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMCancel.ProtoReflect.Descriptor instead.
 func (*LLMCancel) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{33}
+	return file_actors_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *LLMCancel) GetRequestId() uint64 {
@@ -1958,7 +1912,7 @@ type LLMCallDone struct {
 
 func (x *LLMCallDone) Reset() {
 	*x = LLMCallDone{}
-	mi := &file_actors_proto_msgTypes[34]
+	mi := &file_actors_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1970,7 +1924,7 @@ func (x *LLMCallDone) String() string {
 func (*LLMCallDone) ProtoMessage() {}
 
 func (x *LLMCallDone) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[34]
+	mi := &file_actors_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1983,7 +1937,7 @@ func (x *LLMCallDone) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMCallDone.ProtoReflect.Descriptor instead.
 func (*LLMCallDone) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{34}
+	return file_actors_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *LLMCallDone) GetRequestId() uint64 {
@@ -2002,7 +1956,7 @@ type BackendHealthQuery struct {
 
 func (x *BackendHealthQuery) Reset() {
 	*x = BackendHealthQuery{}
-	mi := &file_actors_proto_msgTypes[35]
+	mi := &file_actors_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +1968,7 @@ func (x *BackendHealthQuery) String() string {
 func (*BackendHealthQuery) ProtoMessage() {}
 
 func (x *BackendHealthQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[35]
+	mi := &file_actors_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +1981,7 @@ func (x *BackendHealthQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendHealthQuery.ProtoReflect.Descriptor instead.
 func (*BackendHealthQuery) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{35}
+	return file_actors_proto_rawDescGZIP(), []int{34}
 }
 
 type BackendHealthReply struct {
@@ -2042,7 +1996,7 @@ type BackendHealthReply struct {
 
 func (x *BackendHealthReply) Reset() {
 	*x = BackendHealthReply{}
-	mi := &file_actors_proto_msgTypes[36]
+	mi := &file_actors_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2008,7 @@ func (x *BackendHealthReply) String() string {
 func (*BackendHealthReply) ProtoMessage() {}
 
 func (x *BackendHealthReply) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[36]
+	mi := &file_actors_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2021,7 @@ func (x *BackendHealthReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendHealthReply.ProtoReflect.Descriptor instead.
 func (*BackendHealthReply) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{36}
+	return file_actors_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BackendHealthReply) GetName() string {
@@ -2209,9 +2163,7 @@ const file_actors_proto_rawDesc = "" +
 	"\tModuleEnd\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06failed\x18\x02 \x01(\bR\x06failed\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"<\n" +
-	"\fModuleEvents\x12,\n" +
-	"\x06events\x18\x01 \x03(\v2\x14.fano.v1.ModuleEventR\x06events\"!\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"!\n" +
 	"\tPersisted\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\x04R\x05group\"H\n" +
 	"\bArchived\x12&\n" +
@@ -2252,7 +2204,7 @@ func file_actors_proto_rawDescGZIP() []byte {
 	return file_actors_proto_rawDescData
 }
 
-var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_actors_proto_goTypes = []any{
 	(*Tick)(nil),               // 0: fano.v1.Tick
 	(*Barrier)(nil),            // 1: fano.v1.Barrier
@@ -2283,39 +2235,36 @@ var file_actors_proto_goTypes = []any{
 	(*NextActionReply)(nil),    // 26: fano.v1.NextActionReply
 	(*ModuleAnswer)(nil),       // 27: fano.v1.ModuleAnswer
 	(*ModuleEnd)(nil),          // 28: fano.v1.ModuleEnd
-	(*ModuleEvents)(nil),       // 29: fano.v1.ModuleEvents
-	(*Persisted)(nil),          // 30: fano.v1.Persisted
-	(*Archived)(nil),           // 31: fano.v1.Archived
-	(*LLMError)(nil),           // 32: fano.v1.LLMError
-	(*LLMCancel)(nil),          // 33: fano.v1.LLMCancel
-	(*LLMCallDone)(nil),        // 34: fano.v1.LLMCallDone
-	(*BackendHealthQuery)(nil), // 35: fano.v1.BackendHealthQuery
-	(*BackendHealthReply)(nil), // 36: fano.v1.BackendHealthReply
-	nil,                        // 37: fano.v1.FreeSlots.BackendsEntry
-	(*Event)(nil),              // 38: fano.v1.Event
-	(*Task)(nil),               // 39: fano.v1.Task
-	(*ModuleEvent)(nil),        // 40: fano.v1.ModuleEvent
+	(*Persisted)(nil),          // 29: fano.v1.Persisted
+	(*Archived)(nil),           // 30: fano.v1.Archived
+	(*LLMError)(nil),           // 31: fano.v1.LLMError
+	(*LLMCancel)(nil),          // 32: fano.v1.LLMCancel
+	(*LLMCallDone)(nil),        // 33: fano.v1.LLMCallDone
+	(*BackendHealthQuery)(nil), // 34: fano.v1.BackendHealthQuery
+	(*BackendHealthReply)(nil), // 35: fano.v1.BackendHealthReply
+	nil,                        // 36: fano.v1.FreeSlots.BackendsEntry
+	(*Event)(nil),              // 37: fano.v1.Event
+	(*Task)(nil),               // 38: fano.v1.Task
 }
 var file_actors_proto_depIdxs = []int32{
 	3,  // 0: fano.v1.Done.error:type_name -> fano.v1.ActorError
-	38, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
+	37, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
 	3,  // 2: fano.v1.TaskEventsReply.error:type_name -> fano.v1.ActorError
-	39, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
-	37, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
-	39, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
-	39, // 6: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
-	39, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	38, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
+	36, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
+	38, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
+	38, // 6: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
+	38, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
 	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
-	39, // 9: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	39, // 10: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	40, // 11: fano.v1.ModuleEvents.events:type_name -> fano.v1.ModuleEvent
-	38, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 13: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	38, // 9: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	38, // 10: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	37, // 11: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 12: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }
@@ -2331,7 +2280,7 @@ func file_actors_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_proto_rawDesc), len(file_actors_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

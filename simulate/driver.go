@@ -19,7 +19,6 @@ import (
 
 	"fano/actors"
 	"fano/gateway/sim"
-	"fano/modules"
 	"fano/pb"
 )
 
@@ -337,13 +336,9 @@ func (d *driver) addSeeds(day, n int, now time.Time) error {
 	r := rand.New(rand.NewPCG(uint64(d.o.Seed), uint64(day)))
 	for i := 0; i < n; i++ {
 		text := fmt.Sprintf("%s %s? (question %d of day %d)", aspects[r.IntN(len(aspects))], topics[r.IntN(len(topics))], i+1, day)
-		err := d.fano.System().Command(d.o.SeedModule, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-			st, ok := m.(modules.SeedTaker)
-			if !ok {
-				return nil, fmt.Errorf("module %s takes no questions", m.Name())
-			}
-			return st.DecideAddSeed(text, 0, now)
-		})
+		// The host stamps the seed with the system's clock: this virtual now.
+		_, err := d.fano.System().Command(&pb.ModuleCommand{Module: d.o.SeedModule,
+			Command: &pb.ModuleCommand_AddSeed{AddSeed: &pb.AddSeed{Text: text}}})
 		if err != nil {
 			return fmt.Errorf("simulate: day %d: add question: %w", day, err)
 		}

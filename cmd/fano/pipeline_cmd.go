@@ -300,9 +300,8 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	a.logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
 		Int("pid", os.Getpid()).Str("run_dir", a.dataDir).Msg("pipeline running")
 	if f.retryFailed {
-		if err := sys.Command(pipeline.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-			return m.(*pipeline.Module).DecideRetryFailed(f.retryStep)
-		}); err != nil {
+		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,
+			Command: &pb.ModuleCommand_RetryFailed{RetryFailed: &pb.RetryFailed{Step: f.retryStep}}}); err != nil {
 			_ = sys.Stop()
 			return err
 		}
@@ -379,9 +378,7 @@ loop:
 	{
 		// The output files, from the state, under a WAL intent and commit:
 		// also after a Ctrl-C, so the partial results are there to read.
-		if err := sys.Command(pipeline.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-			return m.(*pipeline.Module).DecideRunFinished()
-		}); err != nil {
+		if _, err := sys.Command(finishRun()); err != nil {
 			a.logger.Error().Err(err).Str("event", "modules.pipeline.export_failed").Msg("output files not written; fano pipeline export writes them")
 		}
 	}
@@ -637,15 +634,13 @@ func pipelineVerifyCmd(g *globals, repair bool) *cobra.Command {
 						if p.Kind == "output_stale" {
 							continue
 						}
-						if err := sys.Command(pipeline.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-							return m.(*pipeline.Module).DecideRepair(p, time.Now())
-						}); err != nil {
+						if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name, Command: &pb.ModuleCommand_RepairProblem{
+							RepairProblem: &pb.RepairProblem{Kind: p.Kind, Id: p.ID, Detail: p.Detail}}}); err != nil {
 							return err
 						}
 					}
-					return sys.Command(pipeline.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-						return m.(*pipeline.Module).DecideRunFinished()
-					})
+					_, err := sys.Command(finishRun())
+					return err
 				})
 				if err != nil {
 					return err
@@ -689,11 +684,11 @@ func pipelineRevalidateCmd(g *globals) *cobra.Command {
 				if err := actors.WriteFileAtomic(filepath.Join(ps.cfg.DataDir, pipelineSnapshot), ps.def.Source, 0o644); err != nil {
 					return err
 				}
-				return sys.Command(pipeline.Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-					evs, r, err := m.(*pipeline.Module).DecideRevalidate()
-					rv = r
-					return evs, err
-				})
+				r, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name, Command: &pb.ModuleCommand_Revalidate{Revalidate: &pb.Revalidate{}}})
+				if res := r.GetResult().GetRevalidation(); res != nil {
+					rv = pipeline.Revalidation{Checked: int(res.Checked), Promoted: res.Promoted}
+				}
+				return err
 			})
 			if err != nil {
 				return err
@@ -775,4 +770,9 @@ func (u *usageBook) Take(taskID string) (int64, int64, bool) {
 	}
 	t := v.([2]int64)
 	return t[0], t[1], true
+}
+
+// finishRun has the pipeline write its output files from its state.
+func finishRun() *pb.ModuleCommand {
+	return &pb.ModuleCommand{Module: pipeline.Name, Command: &pb.ModuleCommand_FinishRun{FinishRun: &pb.FinishRun{}}}
 }

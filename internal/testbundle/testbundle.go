@@ -146,10 +146,13 @@ func (b *Bundle) WaitModule(name, what string, cond func(modules.Module) bool) {
 	})
 }
 
-// Command runs decide inside module name's host and persists its events.
-func (b *Bundle) Command(name string, decide func(modules.Module) ([]*pb.ModuleEvent, error)) {
+// Command sends cmd to its module's host and fails the test unless the
+// module's events are durable and applied.
+func (b *Bundle) Command(cmd *pb.ModuleCommand) *pb.ModuleCommandReply {
 	b.T.Helper()
-	require.NoError(b.T, b.Sys.Command(name, decide))
+	r, err := b.Sys.Command(cmd)
+	require.NoError(b.T, err)
+	return r
 }
 
 // Events decodes the log's events of owner ("" = all), in seq order.

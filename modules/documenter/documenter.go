@@ -165,6 +165,7 @@ var (
 	_ modules.Module         = (*Module)(nil)
 	_ modules.Exporter       = (*Module)(nil)
 	_ modules.Commenter      = (*Module)(nil)
+	_ modules.SectionLister  = (*Module)(nil)
 	_ modules.DocumentReader = (*Module)(nil)
 	_ modules.Verifier       = (*Module)(nil)
 	_ modules.Backlogger     = (*Module)(nil)

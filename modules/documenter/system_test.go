@@ -46,13 +46,11 @@ func setup(t *testing.T, cfg Config) *bundle {
 	return b
 }
 
-func (b *bundle) command(decide func(m *Module) ([]*pb.ModuleEvent, error)) {
-	b.t.Helper()
-	b.Command(Name, func(m modules.Module) ([]*pb.ModuleEvent, error) { return decide(m.(*Module)) })
-}
-
+// note hands the documenter a blessed insight as the explorer's host would.
 func (b *bundle) note(id, text string) {
-	b.command(func(m *Module) ([]*pb.ModuleEvent, error) { return m.DecideNoteBlessed(id, text, nil, "", time.Now()) })
+	b.t.Helper()
+	require.NoError(b.t, b.Sys.Deliver(&pb.ModuleMessage{Id: "explorer/insight/" + id, From: "explorer", To: Name,
+		Body: &pb.ModuleMessage_InsightBlessed{InsightBlessed: &pb.InsightBlessed{InsightId: id, Text: text}}}))
 }
 
 // waitFor waits until cond holds inside the documenter's host.
@@ -88,9 +86,8 @@ func TestCommentAddressedBeforePendingIncorporation(t *testing.T) {
 	b.Sys.SetAccepting(false)
 	b.note("in-2", factGroup)
 	b.note("in-3", factOrder6)
-	b.command(func(m *Module) ([]*pb.ModuleEvent, error) {
-		return m.DecideAddComment(sec, "Please add a picture of the plane.", time.Now())
-	})
+	b.Command(&pb.ModuleCommand{Module: Name,
+		Command: &pb.ModuleCommand_AddComment{AddComment: &pb.AddComment{SectionId: sec, Text: "Please add a picture of the plane."}}})
 	b.Sys.SetAccepting(true)
 	b.waitFor("everything incorporated and the comment addressed", func(m *Module) bool {
 		return settled(m) && len(m.Opportunities()) == 3 // each in a section of its own or extending one

@@ -94,9 +94,8 @@ func (b *bundle) restart() {
 // addSeed adds a seed through the running module host.
 func (b *bundle) addSeed(text string, priority int) {
 	b.t.Helper()
-	b.Command(Name, func(m modules.Module) ([]*pb.ModuleEvent, error) {
-		return m.(modules.SeedTaker).DecideAddSeed(text, priority, time.Now())
-	})
+	b.Command(&pb.ModuleCommand{Module: Name,
+		Command: &pb.ModuleCommand_AddSeed{AddSeed: &pb.AddSeed{Text: text, Priority: int32(priority)}}})
 }
 
 // waitFor waits until cond holds on the explorer's state (read inside its

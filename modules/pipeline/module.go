@@ -1012,3 +1012,23 @@ func (m *Module) Waiting() (why string, until time.Time, ok bool) {
 // SetNow gives the module the time when no task or proposal has (a
 // command that only reads the state).
 func (m *Module) SetNow(now time.Time) { m.now = now }
+
+// DecideCommand takes the pipeline's own commands (modules.Commander):
+// retry_failed, finish_run and revalidate.
+func (m *Module) DecideCommand(cmd *pb.ModuleCommand, _ time.Time) ([]*pb.ModuleEvent, *pb.CommandResult, error) {
+	switch c := cmd.GetCommand().(type) {
+	case *pb.ModuleCommand_RetryFailed:
+		evs, err := m.DecideRetryFailed(c.RetryFailed.GetStep())
+		return evs, nil, err
+	case *pb.ModuleCommand_FinishRun:
+		evs, err := m.DecideRunFinished()
+		return evs, nil, err
+	case *pb.ModuleCommand_Revalidate:
+		evs, rv, err := m.DecideRevalidate()
+		if err != nil {
+			return nil, nil, err
+		}
+		return evs, &pb.CommandResult{Revalidation: &pb.Revalidation{Checked: int32(rv.Checked), Promoted: rv.Promoted}}, nil
+	}
+	return nil, nil, modules.ErrUnsupportedCommand
+}
