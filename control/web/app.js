@@ -177,13 +177,32 @@
     return b;
   }
 
+  // Each backend's card and its pause button stay in the page across
+  // re-renders (events re-render several times a second); only the
+  // figures inside are replaced. A button taken out of the page between
+  // mousedown and mouseup loses the click.
+  const backendCards = new Map(); // backend name -> { card, info, btn, b }
   function renderBackends(st) {
     const box = $("backends");
-    box.replaceChildren();
+    const names = st.backends.map((b) => b.name);
+    for (const [name, c] of backendCards) {
+      if (!names.includes(name)) { c.card.remove(); backendCards.delete(name); }
+    }
     for (const b of st.backends) {
-      const pauseBtn = el("button", { class: "secondary", text: b.paused ? "Resume" : "Pause", "data-action": b.paused ? "resume" : "pause" });
-      pauseBtn.addEventListener("click", () => togglePause(b, pauseBtn));
-      const card = el("div", { class: "backend", "data-backend": b.name, "data-state": b.state },
+      let c = backendCards.get(b.name);
+      if (!c) {
+        c = { info: el("div"), btn: el("button", { class: "secondary" }) };
+        c.card = el("div", { class: "backend", "data-backend": b.name }, c.info, c.btn);
+        const cc = c;
+        c.btn.addEventListener("click", () => togglePause(cc.b, cc.btn));
+        backendCards.set(b.name, c);
+        box.append(c.card);
+      }
+      c.b = b;
+      c.card.setAttribute("data-state", b.state);
+      c.btn.textContent = b.paused ? "Resume" : "Pause";
+      c.btn.setAttribute("data-action", b.paused ? "resume" : "pause");
+      c.info.replaceChildren(...[
         el("header", null,
           el("span", { class: "name", text: b.name }),
           el("span", { class: "badge bstate-" + b.state, text: b.state.replace("_", " ") }),
@@ -197,8 +216,7 @@
           (b.running_tasks.length ? " — " + b.running_tasks.join(", ") : "") }),
         b.paused ? el("div", { class: "muted", text: "paused: " + (b.pause_reason || "") }) : null,
         b.rate_limited_until ? el("div", { class: "muted", text: "rate limited until " + fmtTime(b.rate_limited_until) }) : null,
-        pauseBtn);
-      box.append(card);
+      ].filter(Boolean));
     }
   }
 
@@ -209,6 +227,7 @@
       await refreshStatus();
     } catch (e) {
       alertFeed("pause " + b.name + ": " + e.message);
+    } finally {
       btn.disabled = false;
     }
   }
