@@ -264,6 +264,7 @@
   }
 
   // ---- tasks
+  const taskRows = new Map(); // task id -> { row, figures, action, cancel }
   async function refreshTasks() {
     const q = new URLSearchParams();
     if ($("filter-module").value) q.set("module", $("filter-module").value);
@@ -271,26 +272,42 @@
     q.set("limit", $("filter-limit").value);
     const tasks = await api("GET", "/api/orchestrator/tasks?" + q.toString());
     const body = $("tasks-body");
-    body.replaceChildren();
-    for (const t of tasks) {
-      const idLink = el("a", { text: t.id, href: "#", title: "show the conversation" });
-      idLink.addEventListener("click", (e) => { e.preventDefault(); showTask(t.id); });
-      let action = null;
-      if (!FINISHED.has(t.state)) {
-        action = el("button", { class: "danger cancel-btn", text: "Cancel", title: "cancel this task" });
-        action.addEventListener("click", () => cancelTask(t.id, action));
-      }
-      body.append(el("tr", { "data-task-id": t.id, "data-state": t.state, "data-task-type": t.task_type, "data-module": t.module },
-        el("td", { class: "id" }, idLink),
-        el("td", { text: t.module }),
-        el("td", { text: t.task_type }),
-        el("td", null, el("span", { class: "badge state-" + t.state, text: t.state })),
-        el("td", { text: t.llm_assigned || "" }),
-        el("td", { text: t.request_count + "/" + t.max_requests }),
-        el("td", { text: String(t.priority) }),
-        el("td", { class: "muted", text: fmtTime(t.created_at) }),
-        el("td", null, action)));
+    // As with the backend cards: a task's row, link and cancel button stay
+    // in the page while it is listed; only its figures are replaced, and a
+    // row moves only when the order changes.
+    const shown = new Set(tasks.map((t) => t.id));
+    for (const [id, r] of taskRows) {
+      if (!shown.has(id)) { r.row.remove(); taskRows.delete(id); }
     }
+    let next = body.firstChild;
+    for (const t of tasks) {
+      let r = taskRows.get(t.id);
+      if (!r) {
+        const idLink = el("a", { text: t.id, href: "#", title: "show the conversation" });
+        idLink.addEventListener("click", (e) => { e.preventDefault(); showTask(t.id); });
+        const cancel = el("button", { class: "danger cancel-btn", text: "Cancel", title: "cancel this task" });
+        cancel.addEventListener("click", () => cancelTask(t.id, cancel));
+        r = { cancel, figures: [], action: el("td") };
+        for (let i = 0; i < 7; i++) r.figures.push(el("td"));
+        r.row = el("tr", { "data-task-id": t.id }, el("td", { class: "id" }, idLink), ...r.figures, r.action);
+        taskRows.set(t.id, r);
+      }
+      for (const [k, v] of [["data-state", t.state], ["data-task-type", t.task_type], ["data-module", t.module]]) r.row.setAttribute(k, v);
+      const f = r.figures;
+      f[0].textContent = t.module;
+      f[1].textContent = t.task_type;
+      f[2].replaceChildren(el("span", { class: "badge state-" + t.state, text: t.state }));
+      f[3].textContent = t.llm_assigned || "";
+      f[4].textContent = t.request_count + "/" + t.max_requests;
+      f[5].textContent = String(t.priority);
+      f[6].className = "muted";
+      f[6].textContent = fmtTime(t.created_at);
+      if (FINISHED.has(t.state)) r.action.replaceChildren();
+      else if (r.cancel.parentNode !== r.action) r.action.append(r.cancel);
+      if (r.row === next) next = next.nextSibling;
+      else body.insertBefore(r.row, next);
+    }
+    while (next) { const n = next.nextSibling; next.remove(); next = n; }
   }
 
   async function cancelTask(id, btn) {
