@@ -1,6 +1,7 @@
 package control
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/playwright-community/playwright-go"
@@ -9,11 +10,12 @@ import (
 	"fano/pb"
 )
 
-// Events re-render the backend cards several times a second. A click
-// whose mousedown and mouseup fall on either side of a re-render still
-// pauses the backend: the button is kept, not rebuilt (a rebuilt one lost
-// the click, and the end-to-end test waited for a pause that never came).
-func TestPauseClickSurvivesRerender(t *testing.T) {
+// Events re-render the backend cards and the tasks table several times a
+// second. A click whose mousedown and mouseup fall on either side of a
+// re-render still pauses the backend or cancels the task: the page keeps
+// its buttons in place (a rebuilt button lost the click, and the
+// end-to-end test waited for a pause that never came).
+func TestClicksSurviveRerenders(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Chromium; run without -short")
 	}
@@ -57,4 +59,21 @@ func TestPauseClickSurvivesRerender(t *testing.T) {
 	for _, q := range f.sys.Quotas() {
 		require.Equal(t, "paused", q.State, q.Name)
 	}
+
+	// The same for a task's cancel button while the tasks table re-renders.
+	row := fmt.Sprintf(`#tasks-body tr[data-task-id=%q]`, q1)
+	cancel := page.Locator(row + " button.cancel-btn")
+	require.NoError(t, expect.Locator(cancel).ToBeVisible())
+	require.NoError(t, cancel.ScrollIntoViewIfNeeded())
+	box, err = cancel.BoundingBox()
+	require.NoError(t, err)
+	require.NoError(t, page.Mouse().Move(box.X+box.Width/2, box.Y+box.Height/2))
+	require.NoError(t, page.Mouse().Down())
+	_, err = page.Evaluate(`sel => document.querySelector(sel).setAttribute("data-before", "")`, row+" .badge")
+	require.NoError(t, err)
+	f.sys.Publish(&pb.StateUpdate{Component: "health", UpdateType: "disk_ok"})
+	require.NoError(t, expect.Locator(page.Locator(row+" .badge[data-before]")).ToHaveCount(0), "the table was re-rendered")
+	require.NoError(t, expect.Locator(page.Locator(row+" .badge")).ToHaveCount(1))
+	require.NoError(t, page.Mouse().Up())
+	require.NoError(t, expect.Locator(page.Locator(row)).ToHaveAttribute("data-state", "CANCELLED"), "the click cancelled %s", q1)
 }
