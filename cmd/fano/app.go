@@ -23,17 +23,19 @@ type app struct {
 	modules func() []modules.Module
 }
 
+// readConfig reads --config, or the built-in demo without it.
+func readConfig(g *globals) (*config.Config, error) {
+	if g.configPath == "" {
+		return config.Default(), nil
+	}
+	return config.Load(g.configPath)
+}
+
 // loadConfig reads --config (or the built-in demo) and applies --data-dir.
 func loadConfig(g *globals) (*config.Config, error) {
-	var cfg *config.Config
-	if g.configPath == "" {
-		cfg = config.Default()
-	} else {
-		c, err := config.Load(g.configPath)
-		if err != nil {
-			return nil, err
-		}
-		cfg = c
+	cfg, err := readConfig(g)
+	if err != nil {
+		return nil, err
 	}
 	if g.dataDir != "" {
 		cfg.DataDir = g.dataDir

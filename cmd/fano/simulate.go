@@ -132,15 +132,9 @@ func runSimulate(ctx context.Context, g *globals, f simulateFlags, out io.Writer
 // temporary one (never the config's data_dir: a simulation must not touch
 // a real fano's state).
 func newSimulation(g *globals, f simulateFlags) (*simulation, error) {
-	var cfg *config.Config
-	if g.configPath == "" {
-		cfg = config.Default()
-	} else {
-		c, err := config.Load(g.configPath)
-		if err != nil {
-			return nil, err
-		}
-		cfg = c
+	cfg, err := readConfig(g)
+	if err != nil {
+		return nil, err
 	}
 	if g.dataDir != "" {
 		cfg.DataDir = g.dataDir
