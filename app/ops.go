@@ -53,6 +53,11 @@ type ops struct {
 	metrics *metrics.Metrics
 	trace   *traceLog
 	beat    *heartbeat
+	// beatMu makes a heartbeat's taking of the interval's changes and its
+	// log line one step: two heartbeats at once (the 60 s loop and a
+	// caller) would otherwise log the changes out of order, or one after
+	// the other has returned.
+	beatMu  sync.Mutex
 	started time.Time
 
 	notices     chan actors.Notice
@@ -275,6 +280,8 @@ func (o *ops) refreshWAL() {
 
 // heartbeat prints the console heartbeat and refreshes ops-status.json.
 func (o *ops) heartbeat() {
+	o.beatMu.Lock()
+	defer o.beatMu.Unlock()
 	now := o.rc.Clock.Now()
 	o.refreshWAL()
 	counts := o.sys.Counts()
