@@ -62,7 +62,8 @@ type System struct {
 	desks sync.Map
 	// mailboxes: actor id -> *mailboxCount (see Mailboxes).
 	mailboxes sync.Map
-	storageGate   *storageGate
+	// storageGate holds running tasks while WAL writes fail.
+	storageGate *storageGate
 
 	mu          sync.Mutex
 	initSched   *schedState

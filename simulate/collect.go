@@ -33,7 +33,6 @@ type collector struct {
 	failed   []FailedTask
 	events   []FaultEvent
 	lastQ    map[string]allocator.BackendStatus
-	hourWork []bool // per hour: work waiting
 }
 
 func newCollector(start time.Time, days int, names []string, byName map[string]*Backend) *collector {
