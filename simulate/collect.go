@@ -26,13 +26,13 @@ type collector struct {
 	byName map[string]*Backend
 	count  atomic.Int64 // notices seen: the driver's sign of activity
 
-	mu       sync.Mutex
-	days     []DayReport
-	runtime  []RuntimeDay
-	alerts   []Alert
-	failed   []FailedTask
-	events   []FaultEvent
-	lastQ    map[string]allocator.BackendStatus
+	mu      sync.Mutex
+	days    []DayReport
+	runtime []RuntimeDay
+	alerts  []Alert
+	failed  []FailedTask
+	events  []FaultEvent
+	lastQ   map[string]allocator.BackendStatus
 }
 
 func newCollector(start time.Time, days int, names []string, byName map[string]*Backend) *collector {
