@@ -209,9 +209,14 @@ func TestSites2026Login(t *testing.T) {
 			assert.Empty(t, f.site.Sent(), "nothing is sent as a guest or to a login page")
 			assert.Equal(t, gateway.StateLogin, b.Condition().State, "a guest page wants a login, as a login page does")
 
-			// Once logged in, the backend comes back at the next check.
+			// Once logged in, the backend comes back at its own next check
+			// (which holds the browser while it runs: wait for it, not for
+			// a Health call that would find the browser busy).
 			f.site.SetControl(fakechat.Control{})
+			up := b.upSignal()
+			f.clock.BlockUntil(1)
 			f.clock.Advance(10 * time.Minute)
+			waitUp(t, up)
 			require.NoError(t, b.Health(context.Background()))
 		})
 	}
