@@ -278,8 +278,9 @@ func (o *ops) refreshWAL() {
 	}
 }
 
-// heartbeat prints the console heartbeat and refreshes ops-status.json.
-func (o *ops) heartbeat() {
+// heartbeat prints the console heartbeat and refreshes ops-status.json;
+// it returns the line it logged.
+func (o *ops) heartbeat() string {
 	o.beatMu.Lock()
 	defer o.beatMu.Unlock()
 	now := o.rc.Clock.Now()
@@ -296,6 +297,7 @@ func (o *ops) heartbeat() {
 	if err := o.writeStatus(now); err != nil {
 		o.rc.Logger.Warn().Err(err).Str("event", "cmd.fano.ops_status_failed").Msg("could not write " + OpsStatusFile)
 	}
+	return line
 }
 
 // OpsStatus is what a running fano leaves in ops-status.json.
