@@ -135,7 +135,6 @@ type Log struct {
 	closing     chan struct{} // closed by Close or StopRetrying: a retry gives up
 	closingOnce sync.Once
 	done        chan struct{}
-	closeErr    error
 
 	// Test hooks, set before the first write.
 	hookEnqueued     func()          // after a request is queued

@@ -164,14 +164,6 @@ func snapshot(t *testing.T, m *Module) string {
 	return string(b)
 }
 
-func taskIDs(ts []*pb.Task) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.Id
-	}
-	return out
-}
-
 func byType(ts []*pb.Task, typ string) []*pb.Task {
 	var out []*pb.Task
 	for _, t := range ts {
