@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"fano/actors/allocator"
+	"fano/actors/scheduler"
 	"fano/pb"
 )
 
@@ -134,6 +135,7 @@ type TaskView struct {
 	Subject          string            `json:"subject,omitempty"`
 	State            string            `json:"state"`
 	Priority         int32             `json:"priority"`
+	Overdue          bool              `json:"overdue,omitempty"` // waited past max_wait_hours: ordered before every other task
 	LLMAssigned      string            `json:"llm_assigned,omitempty"`
 	LLMPreference    string            `json:"llm_preference,omitempty"`
 	RequiresDeepMode bool              `json:"requires_deep_mode,omitempty"`
@@ -231,7 +233,7 @@ func timePtr(ns int64) *time.Time {
 func taskView(t *pb.Task, withMessages bool) TaskView {
 	v := TaskView{
 		ID: t.GetId(), Module: t.GetModule(), TaskType: t.GetTaskType(), Subject: t.GetSubject(),
-		State: StateName(t.GetState()), Priority: t.GetPriority(),
+		State:       StateName(t.GetState()),
 		LLMAssigned: t.GetLlmAssigned(), LLMPreference: t.GetLlmPreference(), RequiresDeepMode: t.GetRequiresDeepMode(),
 		RequestCount: t.GetRequestCount(), MaxRequests: t.GetMaxRequests(), Attempts: t.GetAttempts(),
 		Error: t.GetError(), PauseReason: t.GetPauseReason(),
@@ -239,6 +241,7 @@ func taskView(t *pb.Task, withMessages bool) TaskView {
 		StartedAt: timePtr(t.GetStartedAt()), CompletedAt: timePtr(t.GetCompletedAt()),
 		NotBefore: timePtr(t.GetNotBefore()), Context: t.GetContext(),
 	}
+	v.Priority, v.Overdue = scheduler.ShownPriority(t.GetPriority())
 	if c := t.GetConversation(); c != nil {
 		cv := &ConversationView{LLM: c.GetLlm(), TurnCount: c.GetTurnCount(), URL: c.GetUrl(), AwaitingResponse: c.GetAwaitingResponse()}
 		if withMessages {

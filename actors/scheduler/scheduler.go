@@ -65,6 +65,16 @@ const (
 	CommentTaskType = "address_comment"
 )
 
+// ShownPriority splits a task's priority into the spec's figure (what a
+// person compares with the BASE_PRIORITIES table) and whether the task is
+// past MaxWait: OverdueBoost is an ordering device, not a number to show.
+func ShownPriority(p int32) (priority int32, overdue bool) {
+	if p >= OverdueBoost/2 {
+		return p - OverdueBoost, true
+	}
+	return p, false
+}
+
 // BasePriorities is the spec's BASE_PRIORITIES table.
 var BasePriorities = map[string]int{
 	// explorer

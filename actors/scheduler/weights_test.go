@@ -101,6 +101,12 @@ func TestMaxWaitIsAHardBound(t *testing.T) {
 				subjects = append(subjects, tk.Subject)
 				if bound > 0 && (tk.Subject == "old" || tk.Subject == "older") {
 					assert.Greater(t, tk.Priority, int32(OverdueBoost), "an overdue task says so in its priority")
+					shown, overdue := ShownPriority(tk.Priority)
+					assert.True(t, overdue)
+					assert.Equal(t, map[string]int32{"old": 40 + 4*5, "older": 30 + 5*5}[tk.Subject], shown, "shown: the spec's figure, without the ordering boost")
+				} else {
+					_, overdue := ShownPriority(tk.Priority)
+					assert.False(t, overdue, tk.Subject)
 				}
 			}
 			if bound == 0 {

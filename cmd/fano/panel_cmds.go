@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -416,15 +417,23 @@ func printTasks(w io.Writer, tasks []control.TaskView) error {
 		if t.CreatedAt != nil {
 			created = t.CreatedAt.Local().Format("01-02 15:04:05")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\t%s\n", t.State, t.Module, t.TaskType, cmp.Or(t.LLMAssigned, "-"),
-			t.RequestCount, t.MaxRequests, t.Priority, created, t.ID)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", t.State, t.Module, t.TaskType, cmp.Or(t.LLMAssigned, "-"),
+			t.RequestCount, t.MaxRequests, shownPriority(t), created, t.ID)
 	}
 	return tw.Flush()
 }
 
+// shownPriority is a task's priority as a person reads it.
+func shownPriority(t control.TaskView) string {
+	if t.Overdue {
+		return fmt.Sprintf("%d (overdue)", t.Priority)
+	}
+	return strconv.Itoa(int(t.Priority))
+}
+
 func printTask(w io.Writer, t control.TaskView) error {
 	fmt.Fprintf(w, "%s  %s  (%s/%s)\n", t.ID, t.State, t.Module, t.TaskType)
-	fmt.Fprintf(w, "  requests %d/%d, priority %d, attempts %d, llm %s\n", t.RequestCount, t.MaxRequests, t.Priority, t.Attempts, cmp.Or(t.LLMAssigned, "-"))
+	fmt.Fprintf(w, "  requests %d/%d, priority %s, attempts %d, llm %s\n", t.RequestCount, t.MaxRequests, shownPriority(t), t.Attempts, cmp.Or(t.LLMAssigned, "-"))
 	if t.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", t.Error)
 	}

@@ -299,7 +299,7 @@
       f[2].replaceChildren(el("span", { class: "badge state-" + t.state, text: t.state }));
       f[3].textContent = t.llm_assigned || "";
       f[4].textContent = t.request_count + "/" + t.max_requests;
-      f[5].textContent = String(t.priority);
+      f[5].textContent = t.overdue ? t.priority + " (overdue)" : String(t.priority);
       f[6].className = "muted";
       f[6].textContent = fmtTime(t.created_at);
       if (FINISHED.has(t.state)) r.action.replaceChildren();
