@@ -53,6 +53,7 @@ type Backend struct {
 	cb       *gobreaker.CircuitBreaker[gateway.Response]
 	clock    clockwork.Clock
 	timeout  time.Duration
+	probes   uint32 // requests let through while half-open
 	onChange func(backend, from, to string)
 
 	mu        sync.Mutex
@@ -68,6 +69,10 @@ type Backend struct {
 var _ gateway.Conditioner = (*Backend)(nil)
 
 var _ gateway.Backend = (*Backend)(nil)
+
+// probeWait is how long a request refused while the half-open probes are
+// in flight waits before the backend is tried again.
+const probeWait = 10 * time.Second
 
 // errOpen marks a request gobreaker admitted although our clock still
 // holds the circuit open; it is excluded from the counts.
@@ -87,7 +92,7 @@ func Wrap(inner gateway.Backend, cfg Config) *Backend {
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
-	b := &Backend{inner: inner, clock: cfg.Clock, timeout: cfg.RecoveryTimeout, onChange: cfg.OnStateChange}
+	b := &Backend{inner: inner, clock: cfg.Clock, timeout: cfg.RecoveryTimeout, onChange: cfg.OnStateChange, probes: uint32(cfg.HalfOpenRequests)}
 	threshold := uint32(cfg.FailureThreshold)
 	b.cb = gobreaker.NewCircuitBreaker[gateway.Response](gobreaker.Settings{
 		Name:        inner.Name(),
@@ -147,9 +152,17 @@ func (b *Backend) halfOpenDue() {
 
 // Condition is circuit_open until the half-open time while the circuit
 // is open, else what the wrapped backend says of itself.
+//
+// While half-open with every probe in flight it is circuit_open for a
+// short while too: a request refused then is no news of the backend (its
+// circuit is known to be on trial), so it must not park it as down.
 func (b *Backend) Condition() gateway.Condition {
 	if until, open := b.openedUntil(); open {
 		return gateway.Condition{State: gateway.StateCircuitOpen, Reason: "circuit open after repeated failures", Until: until}
+	}
+	if b.cb.State() == gobreaker.StateHalfOpen && b.cb.Counts().Requests >= b.probes {
+		return gateway.Condition{State: gateway.StateCircuitOpen, Reason: "circuit half-open: its probe requests are in flight",
+			Until: b.clock.Now().Add(probeWait)}
 	}
 	if c, ok := b.inner.(gateway.Conditioner); ok {
 		return c.Condition()

@@ -220,11 +220,17 @@ func TestHalfOpenAdmitsThreeProbes(t *testing.T) {
 	err := send(b)
 	require.ErrorIs(t, err, gateway.ErrUnavailable)
 	assert.Contains(t, err.Error(), "half-open")
+	// What the refused request's task sees: the circuit on trial, not a
+	// backend that went down.
+	c := b.Condition()
+	assert.Equal(t, gateway.StateCircuitOpen, c.State)
+	assert.Equal(t, clock.Now().Add(probeWait), c.Until)
 	close(release)
 	for range 3 {
 		require.NoError(t, <-errs)
 	}
 	assert.Equal(t, Closed, b.State())
+	assert.Equal(t, gateway.StateReady, b.Condition().State)
 }
 
 func TestPassesThroughNameUnwrapAndErrors(t *testing.T) {
