@@ -51,6 +51,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		if a.j != nil {
 			a.j.close()
+			a.sys.applyLeft(ownerAllocator, &a.last, a.book.Apply)
 		}
 	case *pb.Persisted:
 		a.sys.applyPersisted(ownerAllocator, &a.last, m, a.book.Apply)

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -77,6 +78,23 @@ func (o *outbox) take(group uint64) []*batch {
 	b := o.groups[group]
 	delete(o.groups, group)
 	return b
+}
+
+// takeAll takes every group still held, in the order they were delivered.
+func (o *outbox) takeAll() [][]*batch {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ids := make([]uint64, 0, len(o.groups))
+	for id := range o.groups {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([][]*batch, len(ids))
+	for i, id := range ids {
+		out[i] = o.groups[id]
+		delete(o.groups, id)
+	}
+	return out
 }
 
 // desk is what an owner of state keeps beyond one actor instance: the
@@ -273,8 +291,24 @@ func eventType(e *pb.Event) string {
 // (after a restart) and are skipped. It returns the events of the batches
 // that were written.
 func (s *System) applyPersisted(owner string, last *uint64, m *pb.Persisted, apply func(*pb.Event) error) []*pb.Event {
+	return s.applyBatches(owner, last, s.desk(owner).box.take(m.Group), apply, true)
+}
+
+// applyLeft applies what owner's journal delivered and its stopping actor
+// will not take: the pb.Persisted messages still in its mailbox are
+// dropped with it, and the live state would lag the WAL it wrote (a
+// checkpoint or a look at the state after the stop would miss them).
+// Call it after the journal is closed. The batches' continuations do not
+// run: whoever waits for them is told fano is stopping.
+func (s *System) applyLeft(owner string, last *uint64, apply func(*pb.Event) error) {
+	for _, group := range s.desk(owner).box.takeAll() {
+		s.applyBatches(owner, last, group, apply, false)
+	}
+}
+
+func (s *System) applyBatches(owner string, last *uint64, batches []*batch, apply func(*pb.Event) error, then bool) []*pb.Event {
 	var written []*pb.Event
-	for _, b := range s.desk(owner).box.take(m.Group) {
+	for _, b := range batches {
 		if b.err == nil {
 			written = append(written, b.events...)
 			for i, e := range b.events {
@@ -291,7 +325,7 @@ func (s *System) applyPersisted(owner string, last *uint64, m *pb.Persisted, app
 				s.observe(owner, e)
 			}
 		}
-		if b.then != nil {
+		if then && b.then != nil {
 			b.then(b.seqs, b.err)
 		}
 	}

@@ -37,9 +37,14 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		h.start(ctx)
-	case *actor.Restarting, *actor.Stopping:
+	case *actor.Restarting:
+		if h.j != nil {
+			h.j.close() // the next instance takes what it delivered
+		}
+	case *actor.Stopping:
 		if h.j != nil {
 			h.j.close()
+			h.sys.applyLeft(h.owner, &h.last, h.apply)
 		}
 	case *pb.Persisted:
 		applied := h.sys.applyPersisted(h.owner, &h.last, m, h.apply)

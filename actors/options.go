@@ -57,6 +57,10 @@ type Options struct {
 	Observe func(owner string, e *pb.Event)
 	// Dry makes recovery report without writing (fano recover --dry-run).
 	Dry bool
+	// HoldWork starts the system with new work held back (SetAccepting
+	// false): the run found the disk below its minimum before starting,
+	// and the health check that sees space again lets work start.
+	HoldWork bool
 	// Storage, if set, reports the WAL's write faults (the same watch fed
 	// by wal.Options.OnWriteFault/OnWriteRecovered): while writes fail no
 	// new work starts, and it starts again by itself when they succeed.

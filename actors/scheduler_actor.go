@@ -50,9 +50,14 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.start(ctx)
-	case *actor.Restarting, *actor.Stopping:
+	case *actor.Restarting:
+		if a.j != nil {
+			a.j.close() // the next instance takes what it delivered
+		}
+	case *actor.Stopping:
 		if a.j != nil {
 			a.j.close()
+			a.sys.applyLeft(ownerScheduler, &a.last, a.state.Apply)
 		}
 	case *pb.Persisted:
 		a.sys.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)

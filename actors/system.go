@@ -140,7 +140,7 @@ func newSystem(opts Options) (*System, error) {
 			return nil, fmt.Errorf("actors: allocator names backend %q that has no gateway", bc.Name)
 		}
 	}
-	s.accepting.Store(true)
+	s.accepting.Store(!opts.HoldWork)
 	empty := map[string]*pb.BackendFree{}
 	s.quota.Store(&empty)
 	return s, nil

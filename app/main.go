@@ -187,6 +187,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	earlier := d.Log.LastSeq() // > 0: this data directory has earlier runs
+	// Below the disk minimum already: no work starts, not even until the
+	// health service's first check (a short batch could finish before it).
+	opts.HoldWork = diskLow(m.cfg, d.Dir, o.Disk)
 	sys, err := actors.Start(opts)
 	if err != nil {
 		return err
@@ -198,7 +201,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.panelL = nil // the panel service owns (and closes) the listener from here
 	m.services, err = StartServices(ServiceEnv{Cfg: m.cfg, DataDir: d.Dir, Sys: sys, Log: d.Log, PanelListener: panelL,
 		Logger: d.Logger, Clock: m.clock, Stop: requestStop, Out: o.Stdout, UntilIdle: o.UntilIdle, Disk: o.Disk,
-		NoPanel: o.NoPanel, NoBackups: o.NoBackups})
+		NoPanel: o.NoPanel, NoBackups: o.NoBackups, IntakeHeld: opts.HoldWork})
 	if err != nil {
 		_ = sys.Stop()
 		return err
@@ -318,8 +321,10 @@ func (m *Main) Run(ctx context.Context) error {
 				m.result.Reason = "halted"
 				return fmt.Errorf("stopped with work left: %s", why)
 			}
-			// Idle three times in a row: the modules had ticks to propose more.
-			if sys.Idle() {
+			// Idle three times in a row: the modules had ticks to propose
+			// more. Held-back work is not idle (modules propose nothing
+			// meanwhile): the halt above says why once it lasts.
+			if sys.Idle() && sys.Accepting() {
 				idleSeen++
 			} else {
 				idleSeen = 0
@@ -439,6 +444,21 @@ func anyCredentialsParked(sys *actors.System) bool {
 		}
 	}
 	return false
+}
+
+// diskLow says whether dir's file system has less free space than
+// health.min_disk_space_gb (false when it cannot tell: the health checks
+// report that).
+func diskLow(cfg *config.Config, dir string, disk health.DiskUsage) bool {
+	least := health.FromConfig(cfg, dir).MinFreeBytes
+	if least == 0 {
+		return false
+	}
+	if disk == nil {
+		disk = health.StatFS
+	}
+	free, err := disk(dir)
+	return err == nil && free < least
 }
 
 // untilIdleHaltLimit is how long an until-idle run waits for held-back

@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"fano/config"
 	"fano/gateway"
 	"fano/gateway/sim"
+	"fano/pb"
 	"fano/wal"
 )
 
@@ -181,12 +183,29 @@ func TestMainWALHookRunsBeforeTheWALOpens(t *testing.T) {
 func TestMainUntilIdleHaltsOnLowDisk(t *testing.T) {
 	cfg := mainConfig(t, 5)
 	cfg.Orchestrator.Health.MinDiskSpaceGB = 1
+	var started atomic.Int32
+	firstStart := make(chan struct{})
 	m := NewMain(Options{Config: cfg, DataDir: filepath.Join(t.TempDir(), "data"), UntilIdle: true, NoPanel: true, Console: "off",
-		Disk:      func(string) (uint64, error) { return 1 << 20, nil },
-		HaltLimit: 500 * time.Millisecond})
+		Disk: func(string) (uint64, error) {
+			// A slow disk reading (a busy machine): it waits for a task
+			// to start, a while at most, so work that does not wait for
+			// the disk check shows here.
+			select {
+			case <-firstStart:
+			case <-time.After(time.Second):
+			}
+			return 1 << 20, nil
+		},
+		HaltLimit: 500 * time.Millisecond,
+		Observe: func(_ string, e *pb.Event) {
+			if e.GetTaskStarted() != nil && started.Add(1) == 1 {
+				close(firstStart)
+			}
+		}})
 	require.NoError(t, m.Open(context.Background()))
 	err := m.Run(context.Background())
 	require.NoError(t, m.Close())
+	require.Zero(t, started.Load(), "no task starts below the disk minimum, not even before the first health check")
 	require.ErrorContains(t, err, "stopped with work left")
 	require.ErrorContains(t, err, "low disk space")
 	require.Equal(t, "halted", m.Result().Reason)

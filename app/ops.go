@@ -110,7 +110,8 @@ func newOps(rc *ServiceEnv) (*ops, error) {
 	}
 	o.health = health.NewService(health.FromConfig(rc.Cfg, rc.DataDir), health.ServiceOptions{
 		Clock: rc.Clock, Target: sysTarget{sys: rc.Sys}, Disk: rc.Disk, Logger: rc.Logger,
-		Storage: func() error { _, err := rc.Sys.StorageFault(); return err },
+		Storage:    func() error { _, err := rc.Sys.StorageFault(); return err },
+		IntakeHeld: rc.IntakeHeld,
 	})
 	return o, nil
 }

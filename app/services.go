@@ -37,6 +37,9 @@ type ServiceEnv struct {
 	UntilIdle bool
 	// Disk reads the data directory's free space (nil: health.StatFS).
 	Disk health.DiskUsage
+	// IntakeHeld: Sys was started with new work held back (low disk before
+	// the start); the health checks let it start once space is fine.
+	IntakeHeld bool
 	// NoPanel and NoBackups leave those services out although the
 	// config enables them.
 	NoPanel, NoBackups bool

@@ -196,6 +196,9 @@ type Monitor struct {
 
 	lowDisk, diskErr, queueHigh, noLLM bool
 	reconnectArmed                     bool
+	// intakeHeld: new work was held back before the first reading (see
+	// ServiceOptions.IntakeHeld); cleared by the first reading.
+	intakeHeld bool
 
 	status Status
 }
@@ -361,6 +364,8 @@ func (m *Monitor) Check(s Sample) Plan {
 			p.Alerts = append(p.Alerts, Alert{Kind: AlertLowDisk,
 				Message: fmt.Sprintf("free disk space %s is below the minimum %s: no new work starts until space returns", bytesOf(s.DiskFree), bytesOf(m.cfg.MinFreeBytes)),
 				Data:    map[string]string{"free_bytes": fmt.Sprint(s.DiskFree), "min_bytes": fmt.Sprint(m.cfg.MinFreeBytes)}})
+		case !low && m.intakeHeld:
+			p.ResumeIntake = true // held at the start, and space is fine now
 		case !low && m.lowDisk:
 			m.lowDisk = false
 			p.ResumeIntake = true
@@ -368,6 +373,7 @@ func (m *Monitor) Check(s Sample) Plan {
 				Message: fmt.Sprintf("free disk space %s is back above the minimum %s: new work starts again", bytesOf(s.DiskFree), bytesOf(m.cfg.MinFreeBytes)),
 				Data:    map[string]string{"free_bytes": fmt.Sprint(s.DiskFree), "min_bytes": fmt.Sprint(m.cfg.MinFreeBytes)}})
 		}
+		m.intakeHeld = false
 		if low {
 			issues = append(issues, fmt.Sprintf("low disk space: %s free, minimum %s", bytesOf(s.DiskFree), bytesOf(m.cfg.MinFreeBytes)))
 		}

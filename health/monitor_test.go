@@ -122,6 +122,41 @@ func TestLowDiskStopsThenResumesIntake(t *testing.T) {
 	require.True(t, m.Status().Healthy)
 }
 
+// A run that started with work held back (the disk was low before the
+// start): the first reading lets work start if space is fine, silently;
+// if it is still low it raises the alert once and space coming back lets
+// work start, as for a disk that filled while running.
+func TestIntakeHeldAtStart(t *testing.T) {
+	m := New(Config{MinFreeBytes: 1e9})
+	m.intakeHeld = true
+	s := sample(t0)
+	s.DiskFree = 2e9
+	p := m.Check(s)
+	require.True(t, p.ResumeIntake, "space is fine by the first check")
+	require.Empty(t, p.Alerts)
+	s.At = t0.Add(time.Minute)
+	require.False(t, m.Check(s).ResumeIntake, "once")
+
+	m = New(Config{MinFreeBytes: 1e9})
+	m.intakeHeld = true
+	s.At, s.DiskFree = t0, 5e8
+	p = m.Check(s)
+	require.False(t, p.ResumeIntake)
+	require.Len(t, p.Alerts, 1)
+	require.Equal(t, AlertLowDisk, p.Alerts[0].Kind)
+	s.At, s.DiskFree = t0.Add(time.Minute), 2e9
+	p = m.Check(s)
+	require.True(t, p.ResumeIntake)
+	require.True(t, p.Alerts[0].Resolved)
+
+	m = New(Config{MinFreeBytes: 1e9})
+	m.intakeHeld = true
+	s.At, s.DiskErr = t0, errors.New("statfs: gone")
+	require.False(t, m.Check(s).ResumeIntake, "held until a reading says space is fine")
+	s.At, s.DiskErr = t0.Add(time.Minute), nil
+	require.True(t, m.Check(s).ResumeIntake)
+}
+
 func TestDiskUnreadableIsAnIssueNotAStop(t *testing.T) {
 	m := New(Config{MinFreeBytes: 1e9})
 	s := sample(t0)

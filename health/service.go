@@ -49,6 +49,10 @@ type ServiceOptions struct {
 	OnCheck func(Status)
 	// Storage, if set, returns the WAL write fault going on (nil: none).
 	Storage func() error
+	// IntakeHeld: the target started with new work held back (the disk
+	// was low before the start); the first reading that is not low lets
+	// it start, as the end of a low-disk period does.
+	IntakeHeld bool
 }
 
 // Service runs a Monitor every CheckInterval on its clock and carries out
@@ -82,7 +86,9 @@ func NewService(cfg Config, opts ServiceOptions) *Service {
 		opts.ActionTimeout = 5 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Service{opts: opts, mon: New(cfg), ctx: ctx, cancel: cancel}
+	mon := New(cfg)
+	mon.intakeHeld = opts.IntakeHeld
+	return &Service{opts: opts, mon: mon, ctx: ctx, cancel: cancel}
 }
 
 // Start runs a first check at once (so the status means something from
