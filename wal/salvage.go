@@ -2,11 +2,13 @@ package wal
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -32,12 +34,16 @@ type SalvageReport struct {
 	// entries lost for good. Unaccounted are missing seqs at or below the
 	// newest checkpoint: compaction may have dropped them (then the
 	// checkpoints cover them) or they were lost.
-	Lost         []SeqRange
-	Unaccounted  []SeqRange
-	LostOwners   []string // checkpoints that could not be read
-	LostArchive  bool     // some archive records could not be read
-	Problems     []string // what went wrong where, one line each
-	FirstCopied  uint64   // lowest seq copied (0 if none)
+	Lost        []SeqRange
+	Unaccounted []SeqRange
+	LostOwners  []string // checkpoints that could not be read
+	LostArchive bool     // some archive records could not be read
+	Problems    []string // what went wrong where, one line each
+	// Scanned counts the entries (in Entries) that the walk of the tree
+	// could not reach and a scan of every page found: blocks under a
+	// damaged branch page.
+	Scanned      int
+	FirstCopied  uint64 // lowest seq copied (0 if none)
 	SourceBytes  int64
 	SourceIntact bool // nothing was lost
 }
@@ -77,7 +83,7 @@ func Salvage(src, dst string) (SalvageReport, error) {
 	if err != nil {
 		return rep, fmt.Errorf("wal: salvage %s: create %s: %w", src, dst, err)
 	}
-	s := &salvager{src: sdb, dst: out, rep: &rep}
+	s := &salvager{path: src, src: sdb, dst: out, rep: &rep}
 	werr := s.run()
 	if werr == nil {
 		if err := out.db.Sync(); err != nil {
@@ -96,9 +102,10 @@ func Salvage(src, dst string) (SalvageReport, error) {
 }
 
 type salvager struct {
-	src *bolt.DB
-	dst *Log
-	rep *SalvageReport
+	path string // of the source, for the page scan
+	src  *bolt.DB
+	dst  *Log
+	rep  *SalvageReport
 	// metaRead: the source's own last seq was read. Without it, in a file
 	// with problems, the end of the walk is not the end of the log: a cut
 	// file can lose the tree's later pages with no fault on the way.
@@ -148,6 +155,11 @@ func (s *salvager) run() error {
 	// New appends must never reuse a seq a checkpoint or a lost entry had.
 	s.rep.LastSeq = max(s.rep.LastSeq, newestCP)
 	s.missing(copied, newestCP)
+	if len(s.rep.Lost) > 0 || !s.rep.LastSeqKnown {
+		if err := s.scanned(copied, newestCP); err != nil {
+			return err
+		}
+	}
 	if err := s.dst.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketMeta).Put(keyLastSeq, be64(s.rep.LastSeq))
 	}); err != nil {
@@ -272,6 +284,74 @@ func (s *salvager) writeBlock(entries []Entry) error {
 	return nil
 }
 
+// scanned copies the lost entries that a scan of the source's pages finds
+// (blocks under a damaged branch page, which the walk of the tree cannot
+// reach; past the last seq it knows when the walk could not find the
+// end) with their open intents, and sorts what is still missing again.
+// Only seqs above every checkpoint are taken: below, a freed page may
+// hold what compaction dropped on purpose.
+func (s *salvager) scanned(copied []SeqRange, newestCP uint64) error {
+	known, last := s.rep.LastSeqKnown, s.rep.LastSeq
+	found, err := scanBlocks(s.path, func(seq uint64) bool {
+		return seq > newestCP && !covered(copied, seq) && (!known || seq <= last)
+	})
+	if err != nil {
+		s.problem("page scan: %v", err)
+		return nil
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	seqs := make([]uint64, 0, len(found))
+	for seq := range found {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	var added []SeqRange
+	var run []Entry
+	flush := func() error {
+		if len(run) == 0 {
+			return nil
+		}
+		if err := s.writeBlock(run); err != nil {
+			return err
+		}
+		added = append(added, SeqRange{run[0].Seq, run[len(run)-1].Seq})
+		run = run[:0]
+		return nil
+	}
+	for _, seq := range seqs {
+		if len(run) > 0 && seq != run[len(run)-1].Seq+1 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		run = append(run, found[seq])
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	s.rep.Scanned = len(seqs)
+	s.problem("%d entries the tree no longer reaches were found by a scan of the file's pages", len(seqs))
+	if err := s.intents(added); err != nil {
+		return err
+	}
+	all := append(slices.Clone(copied), added...)
+	slices.SortFunc(all, func(a, b SeqRange) int { return cmp.Compare(a.From, b.From) })
+	merged := all[:0]
+	for _, r := range all {
+		if n := len(merged); n > 0 && r.From <= merged[n-1].To+1 {
+			merged[n-1].To = max(merged[n-1].To, r.To)
+			continue
+		}
+		merged = append(merged, r)
+	}
+	s.rep.LastSeq = max(s.rep.LastSeq, seqs[len(seqs)-1])
+	s.rep.Lost, s.rep.Unaccounted = nil, nil
+	s.missing(merged, newestCP)
+	return nil
+}
+
 // missing sorts the seqs not copied into lost and unaccounted ranges.
 func (s *salvager) missing(copied []SeqRange, newestCP uint64) {
 	var gaps []SeqRange
@@ -324,7 +404,7 @@ func (s *salvager) intents(copied []SeqRange) error {
 	if len(seqs) == 0 {
 		return nil
 	}
-	s.rep.Intents = len(seqs)
+	s.rep.Intents += len(seqs)
 	return s.dst.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketIntents)
 		for _, seq := range seqs {
