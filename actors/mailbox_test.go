@@ -2,6 +2,7 @@ package actors
 
 import (
 	"testing"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
@@ -24,7 +25,10 @@ func TestMailboxesCountWaitingMessages(t *testing.T) {
 		sys.root.Send(sys.schedulerPID, &pb.Tick{Now: nanos(b.clock.Now())})
 	}
 	boxes := sys.Mailboxes()
+	held := sys.QueuedMessages()
 	sys.desk(ownerScheduler).guard.Unlock()
+	require.GreaterOrEqual(t, held, 10, "the simulator's clock must not move while they wait")
+	require.Eventually(t, func() bool { return sys.QueuedMessages() == 0 }, 10*time.Second, time.Millisecond, "handled: none wait")
 
 	require.NotEmpty(t, boxes)
 	require.Equal(t, sys.schedulerPID.Id, boxes[0].Actor, "deepest first: %v", boxes)
