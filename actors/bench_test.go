@@ -92,6 +92,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
 			b.ReportMetric(rssMB(), "rss-MB")
 			b.ReportMetric(procStatusMB("RssFile:"), "rss-file-MB")
+			b.ReportMetric(procStatusMB("RssAnon:"), "rss-anon-MB")
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
