@@ -413,11 +413,6 @@ func (s *State) track(en *entry, st pb.TaskState, delta int) {
 	}
 	id := en.t.Id
 	if !IsFinished(st) {
-		if delta > 0 {
-			s.open[id] = en
-		} else {
-			delete(s.open, id)
-		}
 		if p := en.t.LlmPreference; p != "" {
 			k := quotaKey{p, en.t.RequiresDeepMode}
 			if s.prefOpen[k] += delta; s.prefOpen[k] == 0 {

@@ -95,6 +95,8 @@ func TestArchivedTaskKeptEncoded(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, r.tasks[id].t)
 	require.True(t, proto.Equal(snap, r.Snapshot()), "restore of a snapshot changed it")
+	checkInvariants(t, s)
+	checkInvariants(t, r)
 
 	// Retention: it is chosen by when it finished, and its forgetting
 	// event removes it.

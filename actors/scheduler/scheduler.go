@@ -163,7 +163,6 @@ type State struct {
 	cfg Config
 
 	tasks     map[string]*entry   // every task in memory, by id
-	open      map[string]*entry   // the unfinished ones: what a tick walks
 	forgotten map[string]struct{} // ids of finished tasks that left memory
 	decided   map[string]struct{} // submits decided, not yet applied
 	running   map[string]*entry
@@ -209,7 +208,6 @@ func New(cfg Config) *State {
 	s := &State{
 		cfg:       cfg.withDefaults(),
 		tasks:     map[string]*entry{},
-		open:      map[string]*entry{},
 		forgotten: map[string]struct{}{},
 		decided:   map[string]struct{}{},
 		running:   map[string]*entry{},
