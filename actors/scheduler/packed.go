@@ -41,11 +41,20 @@ func (en *entry) view() *pb.Task {
 	if en.t != nil {
 		return en.t
 	}
-	t := &pb.Task{}
-	if err := proto.Unmarshal(en.packed, t); err != nil {
+	return en.viewInto(&pb.Task{})
+}
+
+// viewInto is view decoding a packed task into scratch (reset first):
+// a scan over many tasks allocates one task, not one each.
+func (en *entry) viewInto(scratch *pb.Task) *pb.Task {
+	if en.t != nil {
+		return en.t
+	}
+	proto.Reset(scratch)
+	if err := proto.Unmarshal(en.packed, scratch); err != nil {
 		panic(fmt.Errorf("scheduler: decode a task it encoded itself: %w", err)) // only a bug gets here
 	}
-	return t
+	return scratch
 }
 
 // clone is a copy of en's task, its priority as stored.

@@ -123,3 +123,30 @@ func TestEventOnEncodedTask(t *testing.T) {
 	require.True(t, proto.Equal(want, got), "want %v\ngot  %v", want, got)
 	require.Nil(t, s.tasks[want.Id].t, "still encoded")
 }
+
+// A scan decodes encoded tasks into one scratch task: what it returns are
+// still separate copies, each the right task.
+func TestTasksScanOfEncodedTasks(t *testing.T) {
+	s := New(Config{})
+	want := map[string]*pb.Task{}
+	for _, subj := range []string{"a", "b", "c", "d"} {
+		tk := runArchived(t, s, subj, t0)
+		want[tk.Id] = tk
+	}
+	seen := 0
+	got := s.Tasks(func(tk *pb.Task) bool {
+		seen++
+		return tk.Subject != "b"
+	}, 0)
+	require.Equal(t, 4, seen)
+	require.Len(t, got, 3)
+	for i, tk := range got {
+		w := proto.Clone(want[tk.Id]).(*pb.Task)
+		w.Priority = tk.Priority
+		require.True(t, proto.Equal(w, tk), "want %v\ngot  %v", w, tk)
+		for _, other := range got[:i] {
+			require.NotSame(t, other, tk)
+		}
+	}
+	require.Equal(t, []string{"a", "c", "d"}, []string{got[0].Subject, got[1].Subject, got[2].Subject})
+}

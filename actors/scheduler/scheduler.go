@@ -439,18 +439,26 @@ func (s *State) copyOf(en *entry) *pb.Task {
 }
 
 // Tasks returns copies of the tasks for which filter (nil: all) is true, in
-// id order, at most limit (<= 0: no limit). filter must not modify the task.
+// id order, at most limit (<= 0: no limit). filter must not modify or keep the task (its fields it may keep).
 func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 	ids := slices.Sorted(maps.Keys(s.tasks))
-	var out []*pb.Task
+	var (
+		out     []*pb.Task
+		scratch *pb.Task
+	)
 	for _, id := range ids {
 		en := s.tasks[id]
 		s.refresh(en)
-		t := en.view() // a packed task: already a copy
+		if scratch == nil {
+			scratch = &pb.Task{}
+		}
+		t := en.viewInto(scratch) // a packed task: decoded into scratch
 		if filter != nil && !filter(t) {
 			continue
 		}
-		if en.t != nil {
+		if t == scratch {
+			scratch = nil // handed out
+		} else {
 			t = proto.Clone(t).(*pb.Task)
 		}
 		out = append(out, t)
