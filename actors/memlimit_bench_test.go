@@ -56,6 +56,7 @@ func BenchmarkMemoryCurve(b *testing.B) {
 					b.Fatal(err)
 				}
 				start := time.Now()
+				peak := heapPeak()
 				var wg sync.WaitGroup
 				for w := range 64 {
 					wg.Add(1)
@@ -85,6 +86,8 @@ func BenchmarkMemoryCurve(b *testing.B) {
 				wg.Wait()
 				b.ReportMetric(float64(n)/elapsed.Seconds(), "tasks/s")
 				b.ReportMetric(rssMB(), "rss-MB")
+				b.ReportMetric(procStatusMB("RssFile:"), "rss-file-MB")
+				b.ReportMetric(peak(), "peak-heap-MB")
 				runtime.GC()
 				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)

@@ -160,6 +160,7 @@ func Start(opts Options) (*System, error) {
 	}
 	s.baseCtx, s.baseCancel = context.WithCancelCause(context.Background())
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logging.Slog(s.logger) }))
+	shrinkRegistry(s.as, registryTables)
 	s.root = s.as.Root
 	// Every PID is known before any actor starts, so actors read them
 	// without a race: a child of the orchestrator is "orchestrator/<name>".

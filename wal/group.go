@@ -226,7 +226,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 	buf = buf[:0]
 	first := l.lastSeq.Load() + 1
 	next := first
-	nEntries := 0
+	nEntries, archived := 0, 0
 	write := live[:0]
 	for _, r := range live {
 		if len(r.entries) > 0 {
@@ -239,6 +239,9 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 				}
 				next++
 				buf = encodeEntry(buf, &e)
+				if e.Archive != nil {
+					archived += len(e.Archive.Value)
+				}
 			}
 			nEntries += len(r.entries)
 		}
@@ -276,6 +279,9 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 	}
 	for _, r := range write {
 		r.finish(err)
+	}
+	if err == nil {
+		l.noteTouched(len(buf) + archived) // after the answers: no writer waits on it
 	}
 	return buf
 }

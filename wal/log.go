@@ -84,6 +84,10 @@ type Options struct {
 	// write went through. They must not call the Log.
 	OnWriteFault     func(err error, attempt int)
 	OnWriteRecovered func(down time.Duration, attempts int)
+	// ReleasePagesEvery: after this many bytes were written to or read
+	// from the file, the pages of it mapped in memory leave the process's
+	// resident set (see ReleasePages). Default 4 MB; < 0: never.
+	ReleasePagesEvery int
 	// ReadOnly opens an existing log for reading only: the lock is shared,
 	// nothing is written (not even bbolt's meta page, nor PIDFile, which
 	// is only read to name the holder of the lock), every write returns
@@ -101,6 +105,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ReleasePagesEvery == 0 {
+		o.ReleasePagesEvery = defaultReleaseBytes
 	}
 	return o
 }
@@ -125,6 +132,7 @@ type Log struct {
 	ownPID   bool // we wrote opts.PIDFile
 
 	lastSeq atomic.Uint64 // last durable seq
+	touched atomic.Int64  // bytes read or written through the mapping since ReleasePages
 
 	mu          sync.Mutex
 	cond        *sync.Cond // signalled when queue grows or closed is set
@@ -184,6 +192,11 @@ func Open(path string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	l.lastSeq.Store(last)
+	// bbolt read every page at open to rebuild its freelist (it is not
+	// stored: NoFreelistSync).
+	if opts.ReleasePagesEvery > 0 {
+		l.ReleasePages()
+	}
 	if opts.ReadOnly {
 		l.failed = ErrReadOnly // every write is refused at enqueue
 		close(l.done)          // no writer goroutine
@@ -567,6 +580,8 @@ const (
 func (l *Log) Replay(from uint64, fn func(Entry) error) error {
 	upto := l.LastSeq()
 	next := max(from, 1)
+	read := 0
+	defer func() { l.noteTouched(read) }()
 	for next <= upto {
 		var chunk []Entry
 		more := false
@@ -587,6 +602,7 @@ func (l *Log) Replay(from uint64, fn func(Entry) error) error {
 					return nil
 				}
 				bytes += len(v)
+				read += len(v)
 				if err := decodeBlock(first, v, func(e Entry, _ []byte) error {
 					if e.Seq >= next && e.Seq <= upto {
 						chunk = append(chunk, e)

@@ -313,6 +313,8 @@ func (s *State) Apply(e *pb.Event) error {
 		s.forget(en)
 		return nil
 	}
+	en.unpack()
+	defer s.pack(en) // completed and archived by this event, or still
 	if staleResume(en.t, e) {
 		return nil
 	}
@@ -379,10 +381,12 @@ func (s *State) insert(t *pb.Task, now int64) *entry {
 	if t.State == pb.TaskState_TASK_STATE_PENDING {
 		s.place(en, now)
 	}
+	s.pack(en) // restored from a snapshot completed and archived
 	return en
 }
 
 func (s *State) forget(en *entry) {
+	en.unpack()
 	s.q.detach(en)
 	s.track(en, en.t.State, -1)
 	delete(s.tasks, en.t.Id)
@@ -409,11 +413,6 @@ func (s *State) track(en *entry, st pb.TaskState, delta int) {
 	}
 	id := en.t.Id
 	if !IsFinished(st) {
-		if delta > 0 {
-			s.open[id] = en
-		} else {
-			delete(s.open, id)
-		}
 		if p := en.t.LlmPreference; p != "" {
 			k := quotaKey{p, en.t.RequiresDeepMode}
 			if s.prefOpen[k] += delta; s.prefOpen[k] == 0 {

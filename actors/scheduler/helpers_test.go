@@ -141,27 +141,24 @@ func checkInvariants(t testing.TB, s *State) {
 		}
 	}
 	prefOpen := map[quotaKey]int{}
-	for _, en := range s.open {
-		if en.t.LlmPreference != "" {
-			prefOpen[quotaKey{en.t.LlmPreference, en.t.RequiresDeepMode}]++
-		}
-	}
-	require.Equal(t, prefOpen, s.prefOpen)
 	pending, running, paused := 0, 0, 0
-	open := 0
-	defer func() { require.Len(t, s.open, open, "open index holds finished or unknown tasks") }()
 	for id, en := range s.tasks {
-		require.Equal(t, id, en.t.Id)
-		if !IsFinished(en.t.State) {
-			open++
-			require.Same(t, en, s.open[id], "unfinished task %s missing from the open index", id)
+		if en.t == nil {
+			require.NotEmpty(t, en.packed, "task %s neither decoded nor encoded", id)
+			require.Nil(t, en.h, "encoded task %s in a heap", id)
+			require.False(t, inHeap[id], "encoded task %s in a heap", id)
 		}
-		waiting := en.t.State == pb.TaskState_TASK_STATE_PENDING && !en.picked
-		require.Equal(t, waiting, inHeap[id], "task %s state %s picked %v", id, en.t.State, en.picked)
-		if isPendingState(en.t.State) {
+		tk := en.view()
+		require.Equal(t, id, tk.Id)
+		if !IsFinished(tk.State) && tk.LlmPreference != "" {
+			prefOpen[quotaKey{tk.LlmPreference, tk.RequiresDeepMode}]++
+		}
+		waiting := tk.State == pb.TaskState_TASK_STATE_PENDING && !en.picked
+		require.Equal(t, waiting, inHeap[id], "task %s state %s picked %v", id, tk.State, en.picked)
+		if isPendingState(tk.State) {
 			pending++
 		}
-		switch en.t.State {
+		switch tk.State {
 		case pb.TaskState_TASK_STATE_RUNNING:
 			running++
 			require.Contains(t, s.running, id)
@@ -170,9 +167,10 @@ func checkInvariants(t testing.TB, s *State) {
 			require.Contains(t, s.paused, id)
 		}
 		if en.picked {
-			require.Equal(t, pb.TaskState_TASK_STATE_PENDING, en.t.State)
+			require.Equal(t, pb.TaskState_TASK_STATE_PENDING, tk.State)
 		}
 	}
+	require.Equal(t, prefOpen, s.prefOpen)
 	require.Equal(t, pending, s.Pending())
 	require.Len(t, s.running, running)
 	require.Len(t, s.paused, paused)

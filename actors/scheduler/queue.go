@@ -25,10 +25,14 @@ import (
 
 // entry is a task in memory plus its place in the queue.
 type entry struct {
-	t      *pb.Task
-	h      *taskHeap // the heap it sits in; nil when in none
-	idx    int       // index in h.items
-	picked bool      // handed out by Pick, not yet started or unpicked
+	t *pb.Task // nil while packed
+	// packed: a completed, archived task kept encoded (see packed.go),
+	// with when it finished.
+	packed   []byte
+	finished int64
+	h        *taskHeap // the heap it sits in; nil when in none
+	idx      int       // index in h.items
+	picked   bool      // handed out by Pick, not yet started or unpicked
 
 	// While in a ready heap: own priority + starvation boost at s.at, and
 	// when the boost changes next (noStep: never) with the index in the

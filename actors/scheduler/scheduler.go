@@ -173,7 +173,6 @@ type State struct {
 	cfg Config
 
 	tasks     map[string]*entry   // every task in memory, by id
-	open      map[string]*entry   // the unfinished ones: what a tick walks
 	forgotten map[string]struct{} // ids of finished tasks that left memory
 	decided   map[string]struct{} // submits decided, not yet applied
 	running   map[string]*entry
@@ -219,7 +218,6 @@ func New(cfg Config) *State {
 	s := &State{
 		cfg:       cfg.withDefaults(),
 		tasks:     map[string]*entry{},
-		open:      map[string]*entry{},
 		forgotten: map[string]struct{}{},
 		decided:   map[string]struct{}{},
 		running:   map[string]*entry{},
@@ -298,7 +296,7 @@ func (s *State) DecideSubmit(t *pb.Task, now time.Time) (*pb.Event, error) {
 		return nil, invalid("llm_preference %q is also in llm_exclude", t.GetLlmPreference())
 	}
 	if _, ok := s.tasks[id]; ok {
-		return nil, &SubmitError{Code: "duplicate", TaskID: id, Reason: "a task with this key exists (" + stateName(s.tasks[id].t.State) + ")"}
+		return nil, &SubmitError{Code: "duplicate", TaskID: id, Reason: "a task with this key exists (" + stateName(s.tasks[id].state()) + ")"}
 	}
 	if _, ok := s.forgotten[id]; ok {
 		return nil, &SubmitError{Code: "duplicate", TaskID: id, Reason: "a task with this key already finished"}
@@ -344,7 +342,7 @@ func (s *State) DecideCancel(id string, reason string, now time.Time) (*pb.Event
 		}
 		return nil, &NotFoundError{TaskID: id}
 	}
-	switch st := en.t.State; {
+	switch st := en.state(); {
 	case IsFinished(st):
 		return nil, fmt.Errorf("scheduler: cancel %q: %w (%s)", id, ErrFinished, stateName(st))
 	case st == pb.TaskState_TASK_STATE_RUNNING:
@@ -386,17 +384,22 @@ func (s *State) DecideForget(now time.Time, retention time.Duration, max int) ([
 		return nil, nil
 	}
 	cutoff := now.Add(-retention).UnixNano()
-	var old []*entry
-	for _, en := range s.tasks {
-		if IsFinished(en.t.State) && finishedAt(en.t) <= cutoff {
-			old = append(old, en)
+	type oldTask struct {
+		id string
+		at int64
+		en *entry
+	}
+	var old []oldTask
+	for id, en := range s.tasks {
+		if IsFinished(en.state()) && en.finishedAt() <= cutoff {
+			old = append(old, oldTask{id, en.finishedAt(), en})
 		}
 	}
-	slices.SortFunc(old, func(a, b *entry) int {
-		if c := cmp.Compare(finishedAt(a.t), finishedAt(b.t)); c != 0 {
+	slices.SortFunc(old, func(a, b oldTask) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
 			return c
 		}
-		return strings.Compare(a.t.Id, b.t.Id)
+		return strings.Compare(a.id, b.id)
 	})
 	if len(old) > max {
 		old = old[:max]
@@ -404,9 +407,9 @@ func (s *State) DecideForget(now time.Time, retention time.Duration, max int) ([
 	tasks := make([]*pb.Task, len(old))
 	evs := make([]*pb.Event, len(old))
 	at := now.UnixNano()
-	for i, en := range old {
-		tasks[i] = proto.Clone(en.t).(*pb.Task)
-		evs[i] = &pb.Event{At: at, Body: &pb.Event_TaskForgotten{TaskForgotten: &pb.TaskForgotten{TaskId: en.t.Id}}}
+	for i, o := range old {
+		tasks[i] = o.en.clone()
+		evs[i] = &pb.Event{At: at, Body: &pb.Event_TaskForgotten{TaskForgotten: &pb.TaskForgotten{TaskId: o.id}}}
 	}
 	return tasks, evs
 }
@@ -434,7 +437,7 @@ func (s *State) Task(id string) (*pb.Task, bool) {
 // refresh sets an unfinished task's priority field to its priority at the
 // scheduler's clock; a tick does not touch every task, a read does.
 func (s *State) refresh(en *entry) {
-	if !IsFinished(en.t.State) {
+	if en.t != nil && !IsFinished(en.t.State) {
 		en.t.Priority = s.priorityAt(en.t, s.at)
 	}
 }
@@ -442,21 +445,33 @@ func (s *State) refresh(en *entry) {
 // copyOf is a copy of en's task with its priority refreshed.
 func (s *State) copyOf(en *entry) *pb.Task {
 	s.refresh(en)
-	return proto.Clone(en.t).(*pb.Task)
+	return en.clone()
 }
 
 // Tasks returns copies of the tasks for which filter (nil: all) is true, in
-// id order, at most limit (<= 0: no limit). filter must not modify the task.
+// id order, at most limit (<= 0: no limit). filter must not modify or keep the task (its fields it may keep).
 func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 	ids := slices.Sorted(maps.Keys(s.tasks))
-	var out []*pb.Task
+	var (
+		out     []*pb.Task
+		scratch *pb.Task
+	)
 	for _, id := range ids {
 		en := s.tasks[id]
 		s.refresh(en)
-		if filter != nil && !filter(en.t) {
+		if scratch == nil {
+			scratch = &pb.Task{}
+		}
+		t := en.viewInto(scratch) // a packed task: decoded into scratch
+		if filter != nil && !filter(t) {
 			continue
 		}
-		out = append(out, proto.Clone(en.t).(*pb.Task))
+		if t == scratch {
+			scratch = nil // handed out
+		} else {
+			t = proto.Clone(t).(*pb.Task)
+		}
+		out = append(out, t)
 		if limit > 0 && len(out) >= limit {
 			break
 		}
@@ -470,7 +485,7 @@ func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 func (s *State) ForEach(fn func(t *pb.Task)) {
 	for _, en := range s.tasks {
 		s.refresh(en)
-		fn(en.t)
+		fn(en.view())
 	}
 }
 

@@ -30,7 +30,7 @@ func (s *State) Snapshot() *pb.SchedulerSnapshot {
 			snap.Tasks = append(snap.Tasks, &pb.Task{Id: id})
 			continue
 		}
-		t := proto.Clone(en.t).(*pb.Task)
+		t := en.clone()
 		t.Priority = 0
 		snap.Tasks = append(snap.Tasks, t)
 	}

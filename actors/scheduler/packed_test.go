@@ -1,0 +1,152 @@
+package scheduler
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"fano/pb"
+)
+
+func evArchived(id string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: id, Archived: true}}}
+}
+
+// runArchived submits a task, answers it once and completes it archived;
+// it returns the task as ApplyToTask alone leaves it (what every read of
+// the scheduler must give back).
+func runArchived(t *testing.T, s *State, subject string, at time.Time) *pb.Task {
+	t.Helper()
+	tk := task("explorer", "exploration", subject)
+	tk.Context = map[string]string{"question": "q " + subject}
+	tk.LlmPreference = "chatgpt"
+	evs := []*pb.Event{submit(t, s, tk, at)}
+	for _, e := range []*pb.Event{
+		evStarted(tk.Id, "chatgpt", at),
+		evRequest(tk.Id, "chatgpt", "q", at.Add(time.Second)),
+		evResponse(tk.Id, "chatgpt", "an answer", "https://chatgpt/c/1", at.Add(2*time.Second)),
+		evArchived(tk.Id, at.Add(3*time.Second)),
+	} {
+		evs = append(evs, apply(t, s, e))
+	}
+	want := &pb.Task{}
+	for _, e := range evs {
+		require.NoError(t, ApplyToTask(want, e, s.cfg.MessageLimit))
+	}
+	return want
+}
+
+// A completed, archived task is kept encoded, and every read gives back
+// exactly the task the events made.
+func TestArchivedTaskKeptEncoded(t *testing.T) {
+	s := New(Config{})
+	want := runArchived(t, s, "a", t0)
+	id := want.Id
+	live := task("explorer", "exploration", "b")
+	submit(t, s, live, t0)
+
+	en := s.tasks[id]
+	require.Nil(t, en.t, "a completed, archived task is kept encoded")
+	require.NotEmpty(t, en.packed)
+	require.NotNil(t, s.tasks[live.Id].t, "a waiting task is not")
+
+	same := func(got *pb.Task, what string) {
+		t.Helper()
+		want := proto.Clone(want).(*pb.Task)
+		want.Priority = got.Priority // the priority it had when it finished
+		require.True(t, proto.Equal(want, got), "%s:\nwant %v\ngot  %v", what, want, got)
+	}
+	got, ok := s.Task(id)
+	require.True(t, ok)
+	same(got, "Task")
+	require.True(t, got.Archived)
+	require.Nil(t, got.Context, "the archive holds the context")
+	got.Subject = "changed" // a copy: the scheduler's stays
+	got, _ = s.Task(id)
+	same(got, "Task after the caller changed its copy")
+
+	all := s.Tasks(func(t *pb.Task) bool { return t.State == pb.TaskState_TASK_STATE_COMPLETED }, 0)
+	require.Len(t, all, 1)
+	same(all[0], "Tasks")
+	seen := 0
+	s.ForEach(func(t *pb.Task) {
+		if t.Id == id {
+			seen++
+			same(t, "ForEach")
+		}
+	})
+	require.Equal(t, 1, seen)
+	require.Equal(t, 1, s.Counts()["explorer"][pb.TaskState_TASK_STATE_COMPLETED])
+
+	_, err := s.DecideSubmit(task("explorer", "exploration", "a"), t0.Add(time.Hour))
+	var se *SubmitError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, "duplicate", se.Code)
+	require.Contains(t, se.Reason, "COMPLETED")
+	_, err = s.DecideCancel(id, "no", t0.Add(time.Hour))
+	require.True(t, errors.Is(err, ErrFinished), "%v", err)
+
+	// A checkpoint and its restore give the same task, encoded again.
+	snap := s.Snapshot()
+	r, err := Restore(Config{}, snap)
+	require.NoError(t, err)
+	require.Nil(t, r.tasks[id].t)
+	require.True(t, proto.Equal(snap, r.Snapshot()), "restore of a snapshot changed it")
+	checkInvariants(t, s)
+	checkInvariants(t, r)
+
+	// Retention: it is chosen by when it finished, and its forgetting
+	// event removes it.
+	old, evs := s.DecideForget(t0.Add(2*time.Hour), time.Hour, 10)
+	require.Len(t, old, 1)
+	same(old[0], "DecideForget")
+	apply(t, s, evs[0])
+	_, ok = s.Task(id)
+	require.False(t, ok)
+	require.Empty(t, s.Counts()["explorer"][pb.TaskState_TASK_STATE_COMPLETED])
+	checkInvariants(t, s)
+}
+
+// An event for an encoded task (a completion replayed twice) is applied to
+// it as to any task.
+func TestEventOnEncodedTask(t *testing.T) {
+	s := New(Config{})
+	want := runArchived(t, s, "a", t0)
+	again := evArchived(want.Id, t0.Add(time.Minute))
+	apply(t, s, again)
+	require.NoError(t, ApplyToTask(want, again, s.cfg.MessageLimit))
+	got, _ := s.Task(want.Id)
+	want.Priority = got.Priority
+	require.True(t, proto.Equal(want, got), "want %v\ngot  %v", want, got)
+	require.Nil(t, s.tasks[want.Id].t, "still encoded")
+}
+
+// A scan decodes encoded tasks into one scratch task: what it returns are
+// still separate copies, each the right task.
+func TestTasksScanOfEncodedTasks(t *testing.T) {
+	s := New(Config{})
+	want := map[string]*pb.Task{}
+	for _, subj := range []string{"a", "b", "c", "d"} {
+		tk := runArchived(t, s, subj, t0)
+		want[tk.Id] = tk
+	}
+	seen := 0
+	got := s.Tasks(func(tk *pb.Task) bool {
+		seen++
+		return tk.Subject != "b"
+	}, 0)
+	require.Equal(t, 4, seen)
+	require.Len(t, got, 3)
+	for i, tk := range got {
+		w := proto.Clone(want[tk.Id]).(*pb.Task)
+		w.Priority = tk.Priority
+		require.True(t, proto.Equal(w, tk), "want %v\ngot  %v", w, tk)
+		for _, other := range got[:i] {
+			require.NotSame(t, other, tk)
+		}
+	}
+	require.Equal(t, []string{"a", "c", "d"}, []string{got[0].Subject, got[1].Subject, got[2].Subject})
+}

@@ -1,0 +1,82 @@
+//go:build linux
+
+package wal
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// mappedKB is how much of the file at path is resident in this process
+// through its mappings (smaps "Rss"), in kB.
+func mappedKB(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/smaps")
+	require.NoError(t, err)
+	kb, in := 0, false
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			in = len(f) >= 6 && f[5] == path
+			continue
+		}
+		if in && len(f) >= 2 && f[0] == "Rss:" {
+			n, err := strconv.Atoi(f[1])
+			require.NoError(t, err)
+			kb += n
+		}
+	}
+	return kb
+}
+
+// fill appends about mb MB of entries and returns them as replayed.
+func fill(t *testing.T, l *Log, mb int) []Entry {
+	t.Helper()
+	payload := bytes.Repeat([]byte("x"), 4000)
+	for i := 0; i < mb; i++ {
+		batch := make([]Entry, 256)
+		for j := range batch {
+			batch[j] = Entry{Owner: "o", Type: "t", Payload: payload}
+		}
+		_, err := l.Append(context.Background(), batch...)
+		require.NoError(t, err)
+	}
+	return replayAll(t, l, 1)
+}
+
+// The pages of the file a replay read leave the resident set when
+// ReleasePages says so, and what is read afterwards is the same.
+func TestReleasePagesDropsMappedPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	opts := testOptions()
+	opts.ReleasePagesEvery = -1 // only by hand
+	l := openTest(t, path, opts)
+	before := fill(t, l, 16)
+	require.Greater(t, mappedKB(t, path), 8<<10, "a replay of 16 MB maps most of the file")
+
+	l.ReleasePages()
+	require.Less(t, mappedKB(t, path), 1<<10)
+	after := replayAll(t, l, 1)
+	require.Equal(t, before, after)
+}
+
+// By default the log releases the pages itself as it writes and replays,
+// and at open (bbolt reads every page of an existing file then).
+func TestReleasePagesByDefault(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	before := fill(t, l, 24)
+	require.Less(t, mappedKB(t, path), 6<<10, "at most ReleasePagesEvery plus a little stays mapped")
+	require.NoError(t, l.Close())
+
+	l2 := openTest(t, path, testOptions())
+	require.Less(t, mappedKB(t, path), 1<<10, "open releases what bbolt read")
+	require.Equal(t, before, replayAll(t, l2, 1))
+}
