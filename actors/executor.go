@@ -37,7 +37,9 @@ func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
 type executor struct {
 	sys *System
 	// task is the task as the scheduler holds it: given at the start,
-	// taken back after each answer or failed request (see persist).
+	// taken back after each answer or failed request (see persist). A
+	// copy is never changed, only replaced: the module host reads the one
+	// it is sent without cloning it.
 	task   *pb.Task
 	cancel context.CancelCauseFunc
 	self   *actor.PID
@@ -157,7 +159,7 @@ func (e *executor) nextAction() (modules.Action, error) {
 	if err != nil {
 		return modules.Action{}, err
 	}
-	r, err := ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: proto.Clone(e.task).(*pb.Task)})
+	r, err := ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: e.task})
 	if err != nil {
 		return modules.Action{}, err
 	}
@@ -169,7 +171,7 @@ func (e *executor) moduleAnswer(answer string) error {
 	if err != nil {
 		return err
 	}
-	return e.askDone(pid, &pb.ModuleAnswer{Task: proto.Clone(e.task).(*pb.Task), Answer: answer})
+	return e.askDone(pid, &pb.ModuleAnswer{Task: e.task, Answer: answer})
 }
 
 func (e *executor) moduleEnd(failed bool, reason string) error {
@@ -177,7 +179,7 @@ func (e *executor) moduleEnd(failed bool, reason string) error {
 	if err != nil {
 		return err
 	}
-	return e.askDone(pid, &pb.ModuleEnd{Task: proto.Clone(e.task).(*pb.Task), Failed: failed, Reason: reason})
+	return e.askDone(pid, &pb.ModuleEnd{Task: e.task, Failed: failed, Reason: reason})
 }
 
 // send runs one call on backend's gateway host. A cancellation of ctx
