@@ -210,7 +210,9 @@ func (e *executor) finish(res *pb.TaskResult) {
 	e.sys.executorEnded() // first: the scheduler's next dispatch counts the free place
 	e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res}
-	e.sys.root.Send(e.sys.schedulerPID, done)
+	// From this executor: the scheduler stops watching this run, not a
+	// later one of the same task.
+	e.sys.root.RequestWithCustomSender(e.sys.schedulerPID, done, e.self)
 	e.sys.root.Send(e.sys.orchestratorPID, done)
 }
 

@@ -128,7 +128,9 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	case *pb.Allocated:
 		a.onAllocated(ctx, m)
 	case *pb.TaskComplete:
-		delete(a.runs, m.TaskId)
+		if w := a.runs[m.TaskId]; w != nil && w.pid.Equal(ctx.Sender()) {
+			delete(a.runs, m.TaskId)
+		}
 		if reason, ok := a.cancelling[m.TaskId]; ok {
 			delete(a.cancelling, m.TaskId)
 			if !m.Result.GetCancelled() {
