@@ -57,6 +57,10 @@ type System struct {
 	// (see request, failPending); calls numbers LLM calls for LLMCancel.
 	pending sync.Map
 	calls   atomic.Uint64
+	// futures counts the futures ask made: each is a process-registry
+	// insert and a goroutine wake-up, so a task's run makes none (its
+	// executor's replies come to its own PID).
+	futures atomic.Int64
 	// desks: WAL owner (scheduler, allocator, module/<name>) -> *desk,
 	// what it keeps beyond one actor instance (see desk).
 	desks sync.Map
