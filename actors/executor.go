@@ -336,7 +336,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// is parked before any quota is charged or request counted, and the
 	// task goes to another backend.
 	if c := e.sys.backendCondition(llm); !takesWork(c.State) {
-		e.sys.recordCondition(llm, string(c.State), c.Reason, e.sys.recheckAt(c))
+		e.sys.recordCondition(e.askDone, llm, string(c.State), c.Reason, e.sys.recheckAt(c))
 		return e.failover(string(c.State), llm)
 	}
 	seqs, err, qerr := e.intentAndQuota(deep, &pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
@@ -438,7 +438,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
 	case outcomeFailover:
-		e.sys.parkBackend(llm, t.Id, start, route, err)
+		e.sys.parkBackend(e.askDone, llm, t.Id, start, route, err)
 		return e.failover(kind, llm)
 	case outcomeBackoff:
 		// A call that hung past our deadline is offered to another
