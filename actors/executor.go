@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
 	"fano/gateway"
@@ -28,13 +31,29 @@ func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
 
 // executor runs one task (spec §6.1.3) in a goroutine bound to a context
 // that shutdown, cancellation and the per-call timeout really cancel. The
-// actor only starts it and turns messages into cancellation.
+// actor starts it, turns messages into cancellation and hands it the
+// replies to its requests: the loop asks other actors with the executor's
+// own PID as the sender (see ask), so a request costs no future.
 type executor struct {
 	sys *System
 	// task is the task as the scheduler holds it: given at the start,
-	// taken back after each answer or failed request (see persist).
+	// taken back after each answer or failed request (see persist). A
+	// copy is never changed, only replaced: the module host reads the one
+	// it is sent without cloning it.
 	task   *pb.Task
 	cancel context.CancelCauseFunc
+	self   *actor.PID
+
+	// replies carries each reply from Receive to the loop (nil: the actor
+	// asked is gone). The loop has at most two requests open (quota and
+	// request intent), so the buffer never fills.
+	replies  chan proto.Message
+	gone     chan struct{} // closed when the actor stops: no reply will come
+	goneOnce sync.Once
+	// yield is set by the scheduler (PreemptReply, pushed at its ticks)
+	// when a more urgent task waits for this one's backend; the loop reads
+	// it at each safe point.
+	yield atomic.Bool
 }
 
 func (e *executor) Receive(ctx actor.Context) {
@@ -42,12 +61,25 @@ func (e *executor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		runCtx, cancel := context.WithCancelCause(e.sys.baseCtx)
 		e.cancel = cancel
-		self := ctx.Self()
+		e.self = ctx.Self()
+		e.replies = make(chan proto.Message, 4)
+		e.gone = make(chan struct{})
+		// Before the loop's first request: the scheduler knows this
+		// executor before any of its events, so a yield it pushes reaches
+		// the loop ahead of the reply that follows it.
+		ctx.Request(e.sys.schedulerPID, &pb.PreemptQuery{TaskId: e.task.Id, Llm: e.task.LlmAssigned})
+		self := e.self
 		go func() {
 			res := e.runSafely(runCtx)
 			e.finish(res)
 			e.sys.root.Stop(self)
 		}()
+	case *pb.PreemptReply:
+		e.yield.Store(m.Instead != "")
+	case *pb.TaskEventsReply, *pb.NextActionReply, *pb.Done, *pb.LLMResponse:
+		e.deliver(m.(proto.Message))
+	case *actor.DeadLetterResponse:
+		e.deliver(nil) // the actor asked has stopped: fano is stopping
 	case *pb.CancelRun:
 		switch m.Reason {
 		case errShutdown.Error():
@@ -59,7 +91,118 @@ func (e *executor) Receive(ctx actor.Context) {
 		}
 	case *actor.Stopping:
 		e.cancel(errShutdown)
+		e.goneOnce.Do(func() { close(e.gone) })
 	}
+}
+
+func (e *executor) deliver(m proto.Message) {
+	select {
+	case e.replies <- m:
+	default:
+		e.sys.logger.Error().Str("event", "actors.executor.reply_dropped").Str("task", e.task.Id).
+			Str("reply", fmt.Sprintf("%T", m)).Msg("a reply nobody waits for")
+	}
+}
+
+// tell sends msg to pid as a request from this executor: the reply comes
+// back through Receive (see reply).
+func (e *executor) tell(pid *actor.PID, msg proto.Message) {
+	e.sys.root.RequestWithCustomSender(pid, msg, e.self)
+}
+
+// reply waits for the next reply to one of the loop's requests.
+func (e *executor) reply() (proto.Message, error) {
+	select {
+	case r := <-e.replies:
+		if r == nil {
+			return nil, errStopping
+		}
+		return r, nil
+	case <-e.gone:
+		return nil, errStopping
+	}
+}
+
+// ask sends msg to pid and waits for its reply, of type R.
+func ask[R proto.Message](e *executor, pid *actor.PID, msg proto.Message) (R, error) {
+	var zero R
+	e.tell(pid, msg)
+	res, err := e.reply()
+	if err != nil {
+		return zero, err
+	}
+	r, ok := res.(R)
+	if !ok {
+		return zero, fmt.Errorf("task %s: %T to %s: unexpected reply %T", e.task.Id, msg, pid.Id, res)
+	}
+	return r, nil
+}
+
+func (e *executor) askDone(pid *actor.PID, msg proto.Message) error {
+	r, err := ask[*pb.Done](e, pid, msg)
+	if err != nil {
+		return err
+	}
+	return errorFromWire(r.GetError())
+}
+
+func (e *executor) modulePID() (*actor.PID, error) {
+	pid, ok := e.sys.modulePIDs[e.task.Module]
+	if !ok {
+		return nil, fmt.Errorf("task %s: no module %q", e.task.Id, e.task.Module)
+	}
+	return pid, nil
+}
+
+func (e *executor) nextAction() (modules.Action, error) {
+	pid, err := e.modulePID()
+	if err != nil {
+		return modules.Action{}, err
+	}
+	r, err := ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: e.task})
+	if err != nil {
+		return modules.Action{}, err
+	}
+	return actionFromWire(r)
+}
+
+func (e *executor) moduleAnswer(answer string) error {
+	pid, err := e.modulePID()
+	if err != nil {
+		return err
+	}
+	return e.askDone(pid, &pb.ModuleAnswer{Task: e.task, Answer: answer})
+}
+
+func (e *executor) moduleEnd(failed bool, reason string) error {
+	pid, err := e.modulePID()
+	if err != nil {
+		return err
+	}
+	return e.askDone(pid, &pb.ModuleEnd{Task: e.task, Failed: failed, Reason: reason})
+}
+
+// send runs one call on backend's gateway host. A cancellation of ctx
+// reaches the host as an LLMCancel naming the call; the host then ends
+// the call and answers as usual.
+func (e *executor) send(ctx context.Context, backend string, req gateway.Request) (gateway.Response, error) {
+	pid, ok := e.sys.gatewayPIDs[backend]
+	if !ok {
+		return gateway.Response{}, gateway.Unavailable(backend, "no such backend")
+	}
+	id := e.sys.calls.Add(1)
+	e.tell(pid, llmRequestToWire(id, backend, req))
+	// After the request: the host meets the cancel behind it.
+	stop := context.AfterFunc(ctx, func() {
+		e.sys.root.Send(pid, &pb.LLMCancel{RequestId: id, Cause: causeToWire(context.Cause(ctx))})
+	})
+	defer stop()
+	res, err := e.reply()
+	r, ok := res.(*pb.LLMResponse)
+	if err != nil || !ok || r.RequestId != id {
+		return gateway.Response{}, fmt.Errorf("%s: %w", backend, context.Canceled)
+	}
+	return llmResponseFromWire(r)
 }
 
 func (e *executor) finish(res *pb.TaskResult) {
@@ -67,7 +210,9 @@ func (e *executor) finish(res *pb.TaskResult) {
 	e.sys.executorEnded() // first: the scheduler's next dispatch counts the free place
 	e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res}
-	e.sys.root.Send(e.sys.schedulerPID, done)
+	// From this executor: the scheduler stops watching this run, not a
+	// later one of the same task.
+	e.sys.root.RequestWithCustomSender(e.sys.schedulerPID, done, e.self)
 	e.sys.root.Send(e.sys.orchestratorPID, done)
 }
 
@@ -79,23 +224,38 @@ func (e *executor) now() int64 { return nanos(e.sys.clock.Now()) }
 // owner of task state. It waits even when ctx is cancelled: a decided
 // event is written.
 func (e *executor) persist(events ...*pb.Event) ([]uint64, error) {
+	m := e.taskEvents(events)
+	r, err := ask[*pb.TaskEventsReply](e, e.sys.schedulerPID, m)
+	return e.persisted(m, r, err)
+}
+
+// taskEvents stamps events with the time and says whether the loop reads
+// the task back after them.
+func (e *executor) taskEvents(events []*pb.Event) *pb.TaskEvents {
 	at := e.now()
-	read := false
+	m := &pb.TaskEvents{TaskId: e.task.Id, Events: events}
 	for _, ev := range events {
 		ev.At = at
-		read = read || ev.GetLlmResponseReceived() != nil || ev.GetLlmRequestFailed() != nil
+		m.WantTask = m.WantTask || ev.GetLlmResponseReceived() != nil || ev.GetLlmRequestFailed() != nil
 	}
-	seqs, t, err := e.sys.persistTask(e.task.Id, events, read)
+	return m
+}
+
+// persisted takes the scheduler's reply to m.
+func (e *executor) persisted(m *pb.TaskEvents, r *pb.TaskEventsReply, err error) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if read {
-		if t == nil {
-			return seqs, fmt.Errorf("task %s: gone from the scheduler after its events were applied", e.task.Id)
-		}
-		e.task = t
+	if err := errorFromWire(r.GetError()); err != nil {
+		return nil, err
 	}
-	return seqs, nil
+	if m.WantTask {
+		if r.GetTask() == nil {
+			return r.GetSeqs(), fmt.Errorf("task %s: gone from the scheduler after its events were applied", e.task.Id)
+		}
+		e.task = r.Task
+	}
+	return r.GetSeqs(), nil
 }
 
 // runSafely turns a panic in the loop (or a module it calls) into a
@@ -114,7 +274,6 @@ func (e *executor) runSafely(ctx context.Context) (res *pb.TaskResult) {
 // with every write (persist): its id, type and LLM do not.
 func (e *executor) run(ctx context.Context) *pb.TaskResult {
 	t := e.task
-	llm := t.LlmAssigned
 	maxReq := t.MaxRequests
 	if maxReq <= 0 {
 		maxReq = int32(e.sys.opts.MaxRequests(t.TaskType))
@@ -126,7 +285,7 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		if res := e.held(ctx); res != nil {
 			return res
 		}
-		act, err := e.sys.moduleNextAction(e.task)
+		act, err := e.nextAction()
 		if err != nil {
 			return e.fail(fmt.Sprintf("next action: %v", err))
 		}
@@ -134,7 +293,7 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		case modules.ActionDone:
 			return e.complete()
 		case modules.ActionYield:
-			if e.sys.shouldPreempt(t.Id, llm) {
+			if e.yield.Load() {
 				return e.stopped(errPreempted)
 			}
 			continue
@@ -149,7 +308,7 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 			return e.complete()
 		}
 		// Safe point: before a request, a much more urgent task may take the LLM.
-		if e.sys.shouldPreempt(t.Id, llm) {
+		if e.yield.Load() {
 			return e.stopped(errPreempted)
 		}
 		if res := e.request(ctx, act); res != nil {
@@ -177,18 +336,12 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// is parked before any quota is charged or request counted, and the
 	// task goes to another backend.
 	if c := e.sys.backendCondition(llm); !takesWork(c.State) {
-		e.sys.recordCondition(llm, string(c.State), c.Reason, e.sys.recheckAt(c))
+		e.sys.recordCondition(e.askDone, llm, string(c.State), c.Reason, e.sys.recheckAt(c))
 		return e.failover(string(c.State), llm)
 	}
-	// The quota use and the request intent are written at the same time:
-	// both are durable before the request leaves (N5; spec: record usage
-	// first), and neither waits for the other's fsync.
-	quota := make(chan error, 1)
-	go func() { quota <- e.sys.useQuota(llm, deep, t.Id) }()
-	seqs, err := e.persist(&pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
+	seqs, err, qerr := e.intentAndQuota(deep, &pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
 		TaskId: t.Id, Llm: llm, Prompt: act.Prompt, DeepMode: deep, Turn: turn, Images: act.Images,
 	}}})
-	qerr := <-quota
 	if err != nil {
 		return e.pause("wal", time.Time{})
 	}
@@ -220,7 +373,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	callCtx, cancel := context.WithCancelCause(ctx)
 	timer := e.sys.clock.AfterFunc(e.sys.opts.RequestTimeout, func() { cancel(errTimeout) })
 	start := e.sys.clock.Now()
-	resp, err := e.sys.send(callCtx, llm, gateway.Request{
+	resp, err := e.send(callCtx, llm, gateway.Request{
 		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
 		History: history, Images: act.Images, DeepMode: deep,
 		ConversationURL: web.url, KnownAnswers: web.answers, Interrupted: web.interrupted,
@@ -246,7 +399,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		e.sys.noteLearnedRate(llm)
 		e.sys.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
 			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer saved")
-		if err := e.sys.moduleAnswer(e.task, resp.Content); err != nil {
+		if err := e.moduleAnswer(resp.Content); err != nil {
 			if modules.IsValidation(err) {
 				return e.retryValidation("validation: "+err.Error(), "")
 			}
@@ -271,7 +424,8 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		return e.pause("wal", time.Time{})
 	}
 	if notSent {
-		_ = e.sys.requestDone(e.sys.allocatorPID, &pb.ReleaseQuota{Backend: llm, Deep: deep, TaskId: t.Id})
+		// Nobody reads the answer: told, not asked.
+		e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseQuota{Backend: llm, Deep: deep, TaskId: t.Id})
 	}
 	e.sys.reportCall(llm, kind)
 	route := routeFault(kind)
@@ -284,7 +438,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
 	case outcomeFailover:
-		e.sys.parkBackend(llm, t.Id, start, route, err)
+		e.sys.parkBackend(e.askDone, llm, t.Id, start, route, err)
 		return e.failover(kind, llm)
 	case outcomeBackoff:
 		// A call that hung past our deadline is offered to another
@@ -297,12 +451,40 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	}
 }
 
+// intentAndQuota writes the request intent and has the allocator charge
+// the quota at the same time: both are durable before the request leaves
+// (N5; spec: record usage first), and neither waits for the other's fsync.
+// The replies come in either order.
+func (e *executor) intentAndQuota(deep bool, intent *pb.Event) (seqs []uint64, err, quotaErr error) {
+	e.tell(e.sys.allocatorPID, &pb.UseQuota{Backend: e.task.LlmAssigned, Deep: deep, TaskId: e.task.Id})
+	m := e.taskEvents([]*pb.Event{intent})
+	e.tell(e.sys.schedulerPID, m)
+	var evs *pb.TaskEventsReply
+	for range 2 {
+		r, rerr := e.reply()
+		if rerr != nil {
+			return nil, rerr, rerr
+		}
+		switch r := r.(type) {
+		case *pb.Done:
+			quotaErr = errorFromWire(r.Error)
+		case *pb.TaskEventsReply:
+			evs = r
+		default:
+			bad := fmt.Errorf("task %s: unexpected reply %T to the request intent", e.task.Id, r)
+			return nil, bad, bad
+		}
+	}
+	seqs, err = e.persisted(m, evs, nil)
+	return seqs, err, quotaErr
+}
+
 // stopped ends the run for a cancellation cause: a shutdown or preemption
 // pauses the task; a person's cancel cancels it.
 func (e *executor) stopped(cause error) *pb.TaskResult {
 	var cu *cancelledByUser
 	if errors.As(cause, &cu) {
-		_ = e.sys.moduleEnd(e.task, true, "cancelled: "+cu.reason)
+		_ = e.moduleEnd(true, "cancelled: "+cu.reason)
 		if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskCancelled{TaskCancelled: &pb.TaskCancelled{TaskId: e.task.Id, Reason: cu.reason}}}); err != nil {
 			return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
 		}
@@ -399,7 +581,7 @@ func (e *executor) failover(reason, llm string) *pb.TaskResult {
 }
 
 func (e *executor) complete() *pb.TaskResult {
-	if err := e.sys.moduleEnd(e.task, false, ""); err != nil {
+	if err := e.moduleEnd(false, ""); err != nil {
 		return e.fail(fmt.Sprintf("completion: %v", err))
 	}
 	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: e.task.Id}}}); err != nil {
@@ -409,7 +591,7 @@ func (e *executor) complete() *pb.TaskResult {
 }
 
 func (e *executor) fail(msg string) *pb.TaskResult {
-	_ = e.sys.moduleEnd(e.task, true, msg)
+	_ = e.moduleEnd(true, msg)
 	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskFailed{TaskFailed: &pb.TaskFailed{TaskId: e.task.Id, Error: msg}}}); err != nil {
 		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
 	}

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"google.golang.org/protobuf/proto"
+
 	"fano/actors/allocator"
 	"fano/actors/scheduler"
 
@@ -81,29 +84,29 @@ const (
 )
 
 // parkBackend tells the allocator about a backend-level fault and waits
-// until it is recorded, so the task's next allocation already avoids the
-// backend.
+// (through ask: an executor's, or requestDone) until it is recorded, so
+// the task's next allocation already avoids the backend.
 //
 // A credentials failure of a request sent before the backend's last
 // re-check says nothing about the key it uses now: it parks nothing.
-func (s *System) parkBackend(llm, taskID string, sent time.Time, route faultRoute, err error) {
+func (s *System) parkBackend(ask askDone, llm, taskID string, sent time.Time, route faultRoute, err error) {
 	switch route.backend {
 	case string(gateway.StateRateLimited):
 		var rl *gateway.RateLimitedError
 		if !errors.As(err, &rl) {
 			return
 		}
-		_ = s.requestDone(s.allocatorPID, &pb.RateLimited{Backend: llm, TaskId: taskID, RetryAfterNs: int64(rl.RetryAfter),
+		_ = ask(s.allocatorPID, &pb.RateLimited{Backend: llm, TaskId: taskID, RetryAfterNs: int64(rl.RetryAfter),
 			Until: nanos(rl.Until), Cap: rl.Cap, Reason: rl.Reason})
 	case string(gateway.StateCredentials):
-		_ = s.requestDone(s.allocatorPID, &pb.BackendCondition{Backend: llm, State: string(gateway.StateCredentials), Reason: err.Error(),
+		_ = ask(s.allocatorPID, &pb.BackendCondition{Backend: llm, State: string(gateway.StateCredentials), Reason: err.Error(),
 			Until: nanos(s.clock.Now().Add(s.opts.CredentialsRecheck)), Sent: nanos(sent)})
 	case string(gateway.StateDown):
 		c := s.backendCondition(llm)
 		if takesWork(c.State) {
 			c = gateway.Condition{State: gateway.StateDown, Reason: err.Error()}
 		}
-		s.recordCondition(llm, string(c.State), c.Reason, s.recheckAt(c))
+		s.recordCondition(ask, llm, string(c.State), c.Reason, s.recheckAt(c))
 	}
 }
 
@@ -125,8 +128,11 @@ func takesWork(st gateway.State) bool {
 	return st == "" || st == gateway.StateReady || st == gateway.StateStalled
 }
 
-func (s *System) recordCondition(llm, state, reason string, until time.Time) {
-	_ = s.requestDone(s.allocatorPID, &pb.BackendCondition{Backend: llm, State: state, Reason: reason, Until: nanos(until)})
+// askDone sends a request answered by pb.Done and waits for it.
+type askDone func(pid *actor.PID, msg proto.Message) error
+
+func (s *System) recordCondition(ask askDone, llm, state, reason string, until time.Time) {
+	_ = ask(s.allocatorPID, &pb.BackendCondition{Backend: llm, State: state, Reason: reason, Until: nanos(until)})
 }
 
 // backendCondition is what the backend says of itself (a breaker's open
@@ -229,11 +235,11 @@ func (s *System) RecheckBackends(names ...string) []BackendCheck {
 		}
 		c := s.backendCondition(name)
 		if takesWork(c.State) {
-			s.recordCondition(name, allocator.StateReady, "", time.Time{})
+			s.recordCondition(s.requestDone, name, allocator.StateReady, "", time.Time{})
 			out = append(out, BackendCheck{Backend: name, State: string(gateway.StateReady)})
 			continue
 		}
-		s.recordCondition(name, string(c.State), c.Reason, s.recheckAt(c))
+		s.recordCondition(s.requestDone, name, string(c.State), c.Reason, s.recheckAt(c))
 		out = append(out, BackendCheck{Backend: name, State: string(c.State), Reason: c.Reason})
 	}
 	s.tick()

@@ -21,6 +21,8 @@ import (
 var protoactorSystemMessages = map[string]bool{
 	"Started": true, "Stopping": true, "Stopped": true, "Restarting": true,
 	"ReceiveTimeout": true, "Terminated": true,
+	// protoactor's answer to a request whose target is gone (a pb message).
+	"DeadLetterResponse": true,
 }
 
 // receiveCases lists, per actor (the receiver type of a Receive method in

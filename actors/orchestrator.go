@@ -70,7 +70,11 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 
 func (o *orchestrator) spawnExecutor(ctx actor.Context, t *pb.Task) {
 	s := o.sys
-	props, count := counted(func() actor.Actor { return &executor{sys: s, task: t} })
+	// An executor's Receive only hands a reply to its loop or sets a
+	// flag, never blocking: it runs in the sender's goroutine instead of
+	// a new goroutine per message (about ten replies a task).
+	props, count := counted(func() actor.Actor { return &executor{sys: s, task: t} },
+		actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)))
 	pid := ctx.Spawn(props)
 	o.executors[t.Id] = pid
 	s.track(pid.Id, count)

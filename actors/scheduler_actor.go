@@ -41,6 +41,30 @@ type schedulerActor struct {
 	// a tick meanwhile (a slow fsync, a WAL fault being retried) must not
 	// decide it again, or it is written twice.
 	resuming map[string]bool
+	// runs are the running tasks' executors, told when they must yield
+	// their backend to a more urgent task (PreemptQuery): pushed at the
+	// tick, not asked for at every safe point.
+	runs map[string]*runWatch
+}
+
+// runWatch is what the scheduler last told one running task's executor.
+type runWatch struct {
+	pid   *actor.PID
+	llm   string
+	yield string // the task it yields to ("" none)
+}
+
+// tellYield tells the executor when its answer changed.
+func (a *schedulerActor) tellYield(taskID string, w *runWatch) {
+	instead := ""
+	if ok, id := a.state.ShouldPreempt(taskID, w.llm); ok {
+		instead = id
+	}
+	if instead == w.yield || (instead != "" && w.yield != "") || w.pid == nil {
+		return
+	}
+	w.yield = instead
+	a.sys.root.Send(w.pid, &pb.PreemptReply{Instead: instead})
 }
 
 func (a *schedulerActor) Receive(ctx actor.Context) {
@@ -89,6 +113,9 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 				}
 			})
 		}
+		for id, w := range a.runs {
+			a.tellYield(id, w)
+		}
 		a.forget(ctx, now)
 		a.dispatch(ctx)
 	case *pb.Archived:
@@ -106,6 +133,9 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	case *pb.Allocated:
 		a.onAllocated(ctx, m)
 	case *pb.TaskComplete:
+		if w := a.runs[m.TaskId]; w != nil && w.pid.Equal(ctx.Sender()) {
+			delete(a.runs, m.TaskId)
+		}
 		if reason, ok := a.cancelling[m.TaskId]; ok {
 			delete(a.cancelling, m.TaskId)
 			if !m.Result.GetCancelled() {
@@ -114,11 +144,14 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		}
 		a.dispatch(ctx)
 	case *pb.PreemptQuery:
-		r := &pb.PreemptReply{}
-		if ok, id := a.state.ShouldPreempt(m.TaskId, m.Llm); ok {
-			r.Instead = id
+		// A standing query: answered now if the executor must yield
+		// already, and again at each tick whose answer differs.
+		if a.runs == nil {
+			a.runs = map[string]*runWatch{}
 		}
-		respond(ctx, r)
+		w := &runWatch{pid: ctx.Sender(), llm: m.Llm}
+		a.runs[m.TaskId] = w
+		a.tellYield(m.TaskId, w)
 	case *pb.CancelTask:
 		a.cancel(ctx.Sender(), m)
 	case *pb.Barrier:

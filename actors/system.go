@@ -57,6 +57,10 @@ type System struct {
 	// (see request, failPending); calls numbers LLM calls for LLMCancel.
 	pending sync.Map
 	calls   atomic.Uint64
+	// futures counts the futures ask made: each is a process-registry
+	// insert and a goroutine wake-up, so a task's run makes none (its
+	// executor's replies come to its own PID).
+	futures atomic.Int64
 	// desks: WAL owner (scheduler, allocator, module/<name>) -> *desk,
 	// what it keeps beyond one actor instance (see desk).
 	desks sync.Map
@@ -466,56 +470,8 @@ func (s *System) persistTask(taskID string, events []*pb.Event, wantTask bool) (
 	return r.Seqs, r.Task, errorFromWire(r.Error)
 }
 
-func (s *System) moduleNextAction(t *pb.Task) (modules.Action, error) {
-	pid, ok := s.modulePIDs[t.Module]
-	if !ok {
-		return modules.Action{}, fmt.Errorf("task %s: no module %q", t.Id, t.Module)
-	}
-	r, err := request[*pb.NextActionReply](s, context.Background(), pid, &pb.NextAction{Task: proto.Clone(t).(*pb.Task)})
-	if err != nil {
-		return modules.Action{}, err
-	}
-	return actionFromWire(r)
-}
-
-func (s *System) moduleAnswer(t *pb.Task, answer string) error {
-	return s.requestDone(s.modulePIDs[t.Module], &pb.ModuleAnswer{Task: proto.Clone(t).(*pb.Task), Answer: answer})
-}
-
 func (s *System) moduleEnd(t *pb.Task, failed bool, reason string) error {
 	return s.requestDone(s.modulePIDs[t.Module], &pb.ModuleEnd{Task: proto.Clone(t).(*pb.Task), Failed: failed, Reason: reason})
-}
-
-func (s *System) useQuota(backend string, deep bool, taskID string) error {
-	return s.requestDone(s.allocatorPID, &pb.UseQuota{Backend: backend, Deep: deep, TaskId: taskID})
-}
-
-func (s *System) shouldPreempt(taskID, llm string) bool {
-	r, err := request[*pb.PreemptReply](s, context.Background(), s.schedulerPID, &pb.PreemptQuery{TaskId: taskID, Llm: llm})
-	return err == nil && r.Instead != ""
-}
-
-// send runs one call on backend's gateway host. A cancellation of ctx
-// reaches the host as an LLMCancel naming the call; the host then ends
-// the call and answers as usual.
-func (s *System) send(ctx context.Context, backend string, req gateway.Request) (gateway.Response, error) {
-	pid, ok := s.gatewayPIDs[backend]
-	if !ok {
-		return gateway.Response{}, gateway.Unavailable(backend, "no such backend")
-	}
-	id := s.calls.Add(1)
-	msg := llmRequestToWire(id, backend, req)
-	f := s.ask(context.Background(), pid, msg)
-	// After the request: the host meets the cancel behind it.
-	stop := context.AfterFunc(ctx, func() {
-		s.root.Send(pid, &pb.LLMCancel{RequestId: id, Cause: causeToWire(context.Cause(ctx))})
-	})
-	defer stop()
-	r, err := await[*pb.LLMResponse](s, f, pid, msg)
-	if err != nil {
-		return gateway.Response{}, fmt.Errorf("%s: %w", backend, context.Canceled)
-	}
-	return llmResponseFromWire(r)
 }
 
 // reportCall is where call outcomes reach health and metrics.

@@ -37,6 +37,7 @@ func (s *System) ask(ctx context.Context, pid *actor.PID, msg proto.Message) act
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
 	f := s.root.RequestFuture(pid, msg, timeout)
+	s.futures.Add(1)
 	s.pending.Store(f.PID(), struct{}{})
 	select {
 	case <-s.dead:

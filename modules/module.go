@@ -62,6 +62,8 @@ type Module interface {
 	// deterministic (module/type/subject) so proposing twice is harmless.
 	Propose(now time.Time) []*pb.Task
 	// NextAction says what the task does next, from its conversation so far.
+	// NextAction and the Decide methods only read t: it is the executor's
+	// own copy, shared with the module's host.
 	NextAction(t *pb.Task) (Action, error)
 	// DecideResponse turns an answer into module events. A *ValidationError
 	// says the answer did not parse and the request should be retried.

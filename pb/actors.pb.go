@@ -1094,8 +1094,10 @@ func (x *BackendPause) GetPause() bool {
 	return false
 }
 
-// PreemptQuery asks the scheduler whether a more urgent task should take
-// the running task's LLM.
+// PreemptQuery is a standing question an executor asks the scheduler once,
+// at its start: tell me when a more urgent task should take my task's LLM.
+// The scheduler answers with a PreemptReply then and whenever its answer
+// changes at a tick.
 type PreemptQuery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -1148,7 +1150,7 @@ func (x *PreemptQuery) GetLlm() string {
 	return ""
 }
 
-// PreemptReply names the task that should run instead ("" none).
+// PreemptReply names the task that should run instead ("" none: go on).
 type PreemptReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Instead       string                 `protobuf:"bytes,1,opt,name=instead,proto3" json:"instead,omitempty"`
