@@ -64,6 +64,10 @@ func (e *executor) Receive(ctx actor.Context) {
 
 func (e *executor) finish(res *pb.TaskResult) {
 	llm := e.task.LlmAssigned
+	// Between the end of the executor and the messages that tell of it
+	// the system is not idle: the simulator must not move the clock there.
+	e.sys.offActor.Add(1)
+	defer e.sys.offActor.Add(-1)
 	e.sys.executorEnded() // first: the scheduler's next dispatch counts the free place
 	e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res}

@@ -151,3 +151,15 @@ func BenchmarkSimulateFortnight(b *testing.B) {
 		b.ReportMetric(fortnight.Runtime.SimSecondsPerWall/day.Runtime.SimSecondsPerWall, "fortnight/day-rate")
 	}
 }
+
+// The same seed gives the same report: two runs of the short schedule on
+// one seed differ only in their runtime figures (wall time, heap).
+func TestSimulateSameSeedSameReport(t *testing.T) {
+	var reports [2][]byte
+	for i := range reports {
+		rep, err := shortSimulation(t, t.TempDir()).run(context.Background())
+		require.NoError(t, err)
+		reports[i] = rep.Deterministic()
+	}
+	require.Equal(t, string(reports[0]), string(reports[1]), "one seed, two reports")
+}
