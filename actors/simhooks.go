@@ -29,8 +29,13 @@ func CallWaiting(ctx context.Context, waiting bool) {
 	}
 }
 
-// WaitingCalls is the number of task calls that wait (see CallWaiting).
-func (s *System) WaitingCalls() int { return int(s.callsWaiting.Load()) }
+// WaitingCalls is the number of running tasks that wait for something
+// outside the system: a call blocked on the clock (see CallWaiting), or
+// the storage gate held shut by a WAL write fault.
+func (s *System) WaitingCalls() int {
+	parked, _ := s.storageGate.waiting()
+	return int(s.callsWaiting.Load()) + parked
+}
 
 // QueuedMessages is the number of user messages waiting in (or being
 // handled from) the mailboxes of the system's own actors: orchestrator,

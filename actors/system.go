@@ -248,11 +248,7 @@ func (s *System) startLoops() {
 			for {
 				select {
 				case <-t.Chan():
-					// Busy from the tick to the messages it sends: fano
-					// simulate must not move its clock in between.
-					s.offActor.Add(1)
 					fn()
-					s.offActor.Add(-1)
 				case <-s.stopLoops:
 					return
 				}
@@ -264,6 +260,10 @@ func (s *System) startLoops() {
 // tick drives time-based work: window resets, priorities, dispatch,
 // resumption of paused tasks and module proposals.
 func (s *System) tick() {
+	// Busy from the tick to the message it sends: fano simulate must not
+	// move its clock in between.
+	s.offActor.Add(1)
+	defer s.offActor.Add(-1)
 	now := nanos(s.clock.Now())
 	// One chain per tick: the allocator rebuilds the quota view, then the
 	// scheduler reads it (and the modules' backlogs), then the module
