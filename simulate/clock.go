@@ -25,6 +25,15 @@ type Clock struct {
 	// both are done, someone woken by the clock has not yet acted on it.
 	fired map[*trackedTimer]struct{}
 	funcs atomic.Int64
+	watch time.Duration // tickers of this period count in Undelivered
+}
+
+// WatchTickers makes the ticks of tickers of period count in Undelivered
+// until they are taken (the system's tick interval).
+func (c *Clock) WatchTickers(period time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watch = period
 }
 
 // NewClock returns a fake clock at start.
@@ -120,9 +129,15 @@ func (c *Clock) Undelivered() int {
 			delete(c.fired, t)
 		}
 	}
-	// Tickers are left out: a periodic check that takes its time (the
-	// health monitor's) would hold every step; the actors' tick counts
-	// itself busy until its message is sent (actors.System.tick).
+	// Only the tickers of the watched period count (the actors' tick,
+	// which counts itself busy from then on until its message is sent):
+	// a periodic check that takes its time, or whose reader is gone with a
+	// stopped fano, would hold every step.
+	for _, t := range c.tickers {
+		if c.watch > 0 && t.period == c.watch && !t.stopped && len(t.Chan()) > 0 {
+			n++
+		}
+	}
 	return n
 }
 

@@ -32,9 +32,19 @@ func TestClockUndeliveredUntilTaken(t *testing.T) {
 	<-returned
 	require.Eventually(t, func() bool { return c.Undelivered() == 0 }, 5*time.Second, time.Millisecond, "returned")
 
+	// A watched ticker's tick counts until taken; another ticker's not.
+	c.WatchTickers(100 * time.Millisecond)
+	watched, other := c.NewTicker(100*time.Millisecond), c.NewTicker(time.Minute)
+	c.AdvanceTo(Epoch.Add(2*time.Second + 100*time.Millisecond))
+	require.Equal(t, 1, c.Undelivered(), "the watched tick waits")
+	<-watched.Chan()
+	require.Zero(t, c.Undelivered())
+	watched.Stop()
+	other.Stop()
+
 	// A timer stopped after it fired is nobody's to take.
 	stopped := c.NewTimer(time.Second)
-	c.AdvanceTo(Epoch.Add(3 * time.Second))
+	c.AdvanceTo(Epoch.Add(4 * time.Second))
 	require.Equal(t, 1, c.Undelivered())
 	stopped.Stop()
 	require.Zero(t, c.Undelivered())

@@ -136,6 +136,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Schedule = &Schedule{Name: "none"}
 	}
 	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now()}
+	d.clock.WatchTickers(o.TickInterval)
 	var names []string
 	for i, spec := range o.Backends {
 		lat := [2]time.Duration{spec.Latency, spec.Jitter}
