@@ -28,6 +28,9 @@ type allocatorActor struct {
 	// (see pb.BackendCondition.sent).
 	rechecked map[string]time.Time
 	ticking   bool // a tick's events are written but not yet applied
+	// heldTick is the tick whose events were just applied: the scheduler
+	// gets it after the quota view is rebuilt from them.
+	heldTick *pb.Tick
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
@@ -56,23 +59,39 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 	case *pb.Persisted:
 		a.sys.applyPersisted(ownerAllocator, &a.last, m, a.book.Apply)
 		a.publish(ctx)
+		if a.heldTick != nil {
+			ctx.Send(a.sys.schedulerPID, a.heldTick)
+			a.heldTick = nil
+		}
 	case *pb.Tick:
 		// One tick's decisions at a time: until they are applied a later
 		// tick would decide (and write) the same window resets again.
+		// The scheduler's tick reads the quota view this tick rebuilds, so
+		// the allocator hands it on once the view is rebuilt: sent to both
+		// at once, which saw which view was a matter of thread timing.
 		if a.ticking {
 			a.publish(ctx)
+			ctx.Send(a.sys.schedulerPID, m)
 			return
 		}
 		if evs := a.book.DecideTick(timeOf(m.Now)); len(evs) > 0 {
 			a.ticking = true
-			a.j.persist(evs, func([]uint64, error) { a.ticking = false })
+			a.j.persist(evs, func([]uint64, error) {
+				cur := a.sys.allocator.Load()
+				cur.ticking, cur.heldTick = false, m // handed on once published (pb.Persisted)
+			})
+			return
 		}
 		a.publish(ctx)
+		ctx.Send(a.sys.schedulerPID, m)
 	case *pb.Allocate:
 		now := a.sys.clock.Now()
 		llm, ok := a.book.Choose(m.Task, a.book.Free(now), now)
 		if ok && !a.book.Acquire(llm) {
 			ok = false
+		}
+		if ok {
+			a.book.Grant(m.Task.GetId(), llm, m.Task.GetRequiresDeepMode(), now)
 		}
 		if !ok {
 			llm = ""

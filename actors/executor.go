@@ -207,6 +207,10 @@ func (e *executor) send(ctx context.Context, backend string, req gateway.Request
 
 func (e *executor) finish(res *pb.TaskResult) {
 	llm := e.task.LlmAssigned
+	// Between the end of the executor and the messages that tell of it
+	// the system is not idle: the simulator must not move the clock there.
+	e.sys.offActor.Add(1)
+	defer e.sys.offActor.Add(-1)
 	e.sys.executorEnded() // first: the scheduler's next dispatch counts the free place
 	e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res}

@@ -30,7 +30,7 @@ func (g *gatewayHost) Receive(ctx actor.Context) {
 			cancel(errShutdown)
 		}
 	case *pb.LLMRequest:
-		callCtx, cancel := context.WithCancelCause(context.Background())
+		callCtx, cancel := context.WithCancelCause(withWaitCounter(context.Background(), &g.sys.callsWaiting))
 		g.calls[m.RequestId] = cancel
 		self, sender := ctx.Self(), ctx.Sender()
 		go func() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"google.golang.org/protobuf/proto"
@@ -21,11 +22,14 @@ import (
 // its applied state is always a prefix of its log, while several of its
 // appends share the WAL's group commits.
 type journal struct {
-	log   Store
-	owner string
-	root  *actor.RootContext
-	self  *actor.PID
-	box   *outbox
+	// pending counts batches from persist until their pb.Persisted is
+	// posted (the system's offActor).
+	pending *atomic.Int64
+	log     Store
+	owner   string
+	root    *actor.RootContext
+	self    *actor.PID
+	box     *outbox
 
 	mu       sync.Mutex
 	queue    []*batch
@@ -117,7 +121,7 @@ func (s *System) desk(owner string) *desk {
 
 func newJournal(s *System, owner string, self *actor.PID) *journal {
 	j := &journal{
-		log: s.log, owner: owner, root: s.root, self: self, box: &s.desk(owner).box,
+		pending: &s.offActor, log: s.log, owner: owner, root: s.root, self: self, box: &s.desk(owner).box,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		inflight: make(chan pending, 1024),
 	}
@@ -136,6 +140,7 @@ func (j *journal) persist(events []*pb.Event, then func([]uint64, error)) {
 // persistArchiving is persist with an archive record that is written
 // exactly when the events are.
 func (j *journal) persistArchiving(events []*pb.Event, archive *wal.ArchiveRecord, then func([]uint64, error)) {
+	j.pending.Add(1)
 	j.mu.Lock()
 	j.queue = append(j.queue, &batch{events: events, archive: archive, then: then})
 	j.mu.Unlock()
@@ -187,6 +192,7 @@ func (j *journal) deliver() {
 			go commitAnswered(j.log, p.ok) // off the append path; see commitAnswered
 		}
 		j.root.Send(j.self, &pb.Persisted{Group: j.box.put(p.batches)})
+		j.pending.Add(-int64(len(p.batches)))
 	}
 }
 

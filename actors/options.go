@@ -55,6 +55,12 @@ type Options struct {
 	// Observe, if set, sees every event after it is applied, in the
 	// applying actor's goroutine: it must not block.
 	Observe func(owner string, e *pb.Event)
+	// DispatchOnTick starts tasks on the scheduler's tick only, never on
+	// the messages that free a slot or add work (fano simulate): those
+	// reach the scheduler from many goroutines in an order the OS picks,
+	// and what a dispatch started depended on it. It costs a task up to
+	// one tick interval of waiting.
+	DispatchOnTick bool
 	// Dry makes recovery report without writing (fano recover --dry-run).
 	Dry bool
 	// HoldWork starts the system with new work held back (SetAccepting

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -85,12 +86,16 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		}
 	case *pb.Persisted:
 		a.sys.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
-		a.dispatch(ctx) // new, resumed or requeued tasks may run now
+		a.dispatchSoon(ctx) // new, resumed or requeued tasks may run now
 	case *pb.TaskSubmit:
 		a.submit(ctx, m)
 	case *pb.TaskEvents:
 		a.persistTaskEvents(ctx, m)
 	case *pb.Tick:
+		// The module hosts tick after the scheduler has recomputed with
+		// their backlogs as they were: their proposals of this tick come
+		// after, not in the middle (see System.tick).
+		defer a.sys.tickModules(m)
 		if a.stopping {
 			// Once shutdown began nothing is decided any more: a tick that
 			// lands between the executors' pauses and the end of the tick
@@ -129,7 +134,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		a.j.persist(m.Events, func([]uint64, error) { a.forgetting = false })
 	case *pb.FreeSlots:
 		a.free = m
-		a.dispatch(ctx)
+		a.dispatchSoon(ctx)
 	case *pb.Allocated:
 		a.onAllocated(ctx, m)
 	case *pb.TaskComplete:
@@ -142,7 +147,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 				a.cancel(nil, &pb.CancelTask{TaskId: m.TaskId, Reason: reason})
 			}
 		}
-		a.dispatch(ctx)
+		a.dispatchSoon(ctx)
 	case *pb.PreemptQuery:
 		// A standing query: answered now if the executor must yield
 		// already, and again at each tick whose answer differs.
@@ -214,7 +219,9 @@ func (a *schedulerActor) forget(ctx actor.Context, now time.Time) {
 	}
 	a.forgetting = true
 	self := ctx.Self()
+	a.sys.offActor.Add(1)
 	go func() {
+		defer a.sys.offActor.Add(-1)
 		m := &pb.Archived{Events: evs}
 		if err := a.sys.log.Archive(context.Background(), items); err != nil {
 			m.Error = err.Error()
@@ -325,6 +332,14 @@ func (a *schedulerActor) archiveOnCompletion(id string, events []*pb.Event) *wal
 	return nil
 }
 
+// dispatchSoon dispatches now, or at the next tick with
+// Options.DispatchOnTick.
+func (a *schedulerActor) dispatchSoon(ctx actor.Context) {
+	if !a.sys.opts.DispatchOnTick {
+		a.dispatch(ctx)
+	}
+}
+
 // dispatch picks as many tasks as there are free slots and asks the
 // allocator for an LLM for each.
 func (a *schedulerActor) dispatch(ctx actor.Context) {
@@ -345,6 +360,9 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 			}
 		}
 	}
+	// In name order, not the map's: the same state picks the same tasks.
+	slices.Sort(free)
+	slices.Sort(deepFree)
 	if slots < budget {
 		budget = slots
 	}
@@ -369,7 +387,7 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 		}
 		if llm == "" && a.state.Picked(taskID) {
 			a.deferred = append(a.deferred, taskID)
-			a.dispatch(ctx)
+			a.dispatchSoon(ctx)
 			return
 		}
 		a.state.Unpick(taskID)

@@ -1,5 +1,42 @@
 package actors
 
+import (
+	"context"
+	"sync/atomic"
+)
+
+// waitKey marks the context of a task's LLM call with the counter of its
+// system's waiting calls (see CallWaiting).
+type waitKey struct{}
+
+func withWaitCounter(ctx context.Context, n *atomic.Int64) context.Context {
+	return context.WithValue(ctx, waitKey{}, n)
+}
+
+// CallWaiting is told by a simulated backend that the task call in ctx
+// now waits on the clock or on ctx (true) or woke (false); calls that are
+// not a task's (a health probe) are not counted. `fano simulate` moves
+// its clock only while every running task's call waits so.
+func CallWaiting(ctx context.Context, waiting bool) {
+	n, ok := ctx.Value(waitKey{}).(*atomic.Int64)
+	if !ok {
+		return
+	}
+	if waiting {
+		n.Add(1)
+	} else {
+		n.Add(-1)
+	}
+}
+
+// WaitingCalls is the number of running tasks that wait for something
+// outside the system: a call blocked on the clock (see CallWaiting), or
+// the storage gate held shut by a WAL write fault.
+func (s *System) WaitingCalls() int {
+	parked, _ := s.storageGate.waiting()
+	return int(s.callsWaiting.Load()) + parked
+}
+
 // QueuedMessages is the number of user messages waiting in (or being
 // handled from) the mailboxes of the system's own actors: orchestrator,
 // scheduler, allocator, module hosts and gateway hosts, not executors.
@@ -12,7 +49,10 @@ func (s *System) QueuedMessages() int {
 		return 0
 	default:
 	}
-	n := s.queued(s.orchestratorPID.GetId()) + s.queued(s.schedulerPID.GetId()) + s.queued(s.allocatorPID.GetId())
+	// Work handed off the actors (a WAL append, an archive write) comes
+	// back as a message: it counts as waiting from the moment it leaves.
+	n := int(s.offActor.Load())
+	n += s.queued(s.orchestratorPID.GetId()) + s.queued(s.schedulerPID.GetId()) + s.queued(s.allocatorPID.GetId())
 	for _, pid := range s.modulePIDs {
 		n += s.queued(pid.GetId())
 	}

@@ -66,6 +66,12 @@ type System struct {
 	desks sync.Map
 	// mailboxes: actor id -> *mailboxCount (see Mailboxes).
 	mailboxes sync.Map
+	// offActor counts work handed off the actors that will come back as a
+	// message: journal batches not yet delivered, an archive write under
+	// way (see QueuedMessages).
+	offActor atomic.Int64
+	// callsWaiting counts task calls blocked on the clock (CallWaiting).
+	callsWaiting atomic.Int64
 	// storageGate holds running tasks while WAL writes fail.
 	storageGate *storageGate
 
@@ -259,11 +265,22 @@ func (s *System) startLoops() {
 // tick drives time-based work: window resets, priorities, dispatch,
 // resumption of paused tasks and module proposals.
 func (s *System) tick() {
+	// Busy from the tick to the message it sends: fano simulate must not
+	// move its clock in between.
+	s.offActor.Add(1)
+	defer s.offActor.Add(-1)
 	now := nanos(s.clock.Now())
+	// One chain per tick: the allocator rebuilds the quota view, then the
+	// scheduler reads it (and the modules' backlogs), then the module
+	// hosts propose. Sent to all at once, what each saw of the others'
+	// work on the same tick was a matter of thread timing.
 	s.root.Send(s.allocatorPID, &pb.Tick{Now: now})
-	s.root.Send(s.schedulerPID, &pb.Tick{Now: now})
+}
+
+// tickModules hands a tick on to the module hosts (from the scheduler).
+func (s *System) tickModules(t *pb.Tick) {
 	for _, pid := range s.modulePIDs {
-		s.root.Send(pid, &pb.Tick{Now: now})
+		s.root.Send(pid, t)
 	}
 }
 

@@ -77,6 +77,8 @@ type Options struct {
 	// on (actors.Options.Observe; `fano simulate` counts them): it must
 	// not block.
 	Observe func(owner string, e *pb.Event)
+	// DispatchOnTick: see actors.Options.DispatchOnTick (fano simulate).
+	DispatchOnTick bool
 }
 
 // Main is one fano run: Open, then Run until the context is done (or
@@ -182,6 +184,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.memLimit, m.memLimitFrom = memoryLimit(m.cfg.Orchestrator.State.MemoryLimitMB)
 	w := d.Wiring(m.clock)
 	w.NewBackend, w.Modules, w.UntilIdle, w.Observe = o.NewBackend, o.Modules, o.UntilIdle, o.Observe
+	w.DispatchOnTick = o.DispatchOnTick
 	opts, err := w.ActorOptions()
 	if err != nil {
 		return err

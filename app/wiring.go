@@ -46,6 +46,8 @@ type Wiring struct {
 	UntilIdle bool
 	// Observe is actors.Options.Observe (nil: none).
 	Observe func(owner string, e *pb.Event)
+	// DispatchOnTick is actors.Options.DispatchOnTick.
+	DispatchOnTick bool
 }
 
 // ActorOptions builds the actor system's options from the config.
@@ -74,6 +76,7 @@ func (w Wiring) ActorOptions() (actors.Options, error) {
 	}
 	return actors.Options{
 		Log: w.Log, Storage: w.Storage, Clock: w.Clock, Logger: w.Logger, OutputDir: filepath.Join(w.DataDir, "output"), Observe: w.Observe,
+		DispatchOnTick:     w.DispatchOnTick,
 		Scheduler:          scheduler.FromConfig(cfg),
 		Allocator:          allocCfg,
 		Backends:           backends,

@@ -19,7 +19,7 @@ import (
 // a real provider's.
 func TestAPIGatewayInFrontOfTheSimulatedService(t *testing.T) {
 	clock := NewClock(Epoch)
-	sb := NewBackend(sim.New(sim.Config{Name: "or", Style: "api", Seed: 1, HourlyLimit: 100}, clock), "api", clock, 1, nil)
+	sb := NewBackend(sim.New(sim.Config{Name: "or", Style: "api", Seed: 1, HourlyLimit: 100}, clock), "api", clock, 1)
 	gw, err := api.New(api.Config{Name: "or", BaseURL: "http://simulated.invalid/v1", Model: "m", APIKey: "k",
 		Client: &http.Client{Transport: Transport(Handler(sb))}, Clock: clock})
 	require.NoError(t, err)

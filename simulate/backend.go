@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
 
+	"fano/actors"
 	"fano/gateway"
 	"fano/gateway/sim"
 )
@@ -37,17 +37,16 @@ type Backend struct {
 	revoked   bool              // key refused
 	draws     map[string]uint64 // per request (task, turn): how often it drew
 	counts    FaultCounts
-
-	inSend *atomic.Int64 // shared by the driver's backends: calls in progress
 }
 
-// Send is the simulated service's, counted: the driver moves the clock
-// only while every running task waits inside a call.
-func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
-	b.inSend.Add(1)
-	defer b.inSend.Add(-1)
-	return b.Backend.Send(ctx, req)
-}
+// wait tells the system whose task made the call that it is blocked on
+// the clock or on its context (actors.CallWaiting): the driver moves the
+// clock only while every running task waits so. A call counted from its
+// start could be held by the OS between its start and its timer, and the
+// clock jump past a deadline nobody had set yet; a count shared by all
+// calls took a health probe's wait, or one of a stopped fano, for a
+// task's.
+func (b *Backend) wait(ctx context.Context, waiting bool) { actors.CallWaiting(ctx, waiting) }
 
 // FaultCounts are the requests each fault refused.
 type FaultCounts struct {
@@ -55,12 +54,10 @@ type FaultCounts struct {
 }
 
 // NewBackend wraps a simulated backend standing in for a backend of kind.
-func NewBackend(s *sim.Backend, kind string, clock clockwork.Clock, seed int64, inSend *atomic.Int64) *Backend {
-	if inSend == nil {
-		inSend = new(atomic.Int64)
-	}
-	b := &Backend{Backend: s, kind: kind, clock: clock, seed: seed, inSend: inSend}
+func NewBackend(s *sim.Backend, kind string, clock clockwork.Clock, seed int64) *Backend {
+	b := &Backend{Backend: s, kind: kind, clock: clock, seed: seed}
 	s.Inject(b.inject)
+	s.OnWait(b.wait)
 	return b
 }
 
@@ -181,7 +178,9 @@ func (b *Backend) inject(ctx context.Context, req gateway.Request) error {
 	case now.Before(b.hang):
 		b.counts.Hung++
 		b.mu.Unlock()
+		b.wait(ctx, true)
 		<-ctx.Done()
+		b.wait(ctx, false)
 		return fmt.Errorf("%s: no answer (simulated hang): %w", b.Name(), ctx.Err())
 	case now.Before(b.transient) && b.draw(req) < b.rate:
 		b.counts.Transient++

@@ -14,61 +14,131 @@ import (
 type Clock struct {
 	*clockwork.FakeClock
 
+	// mu also serializes AdvanceTo with the making of timers, so every
+	// deadline recorded here is the one clockwork fires at.
 	mu      sync.Mutex
 	timers  map[*trackedTimer]time.Time // live one-shot timers -> deadline
 	tickers []*trackedTicker
 	ops     atomic.Int64 // timers made, reset or stopped: activity
+	// fired holds timers whose tick is in their channel until it is taken;
+	// funcs counts AfterFunc callbacks fired and not yet returned. Until
+	// both are done, someone woken by the clock has not yet acted on it.
+	fired map[*trackedTimer]struct{}
+	funcs atomic.Int64
+	watch time.Duration // tickers of this period count in Undelivered
+}
+
+// WatchTickers makes the ticks of tickers of period count in Undelivered
+// until they are taken (the system's tick interval).
+func (c *Clock) WatchTickers(period time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.watch = period
 }
 
 // NewClock returns a fake clock at start.
 func NewClock(start time.Time) *Clock {
-	return &Clock{FakeClock: clockwork.NewFakeClockAt(start), timers: map[*trackedTimer]time.Time{}}
+	return &Clock{FakeClock: clockwork.NewFakeClockAt(start), timers: map[*trackedTimer]time.Time{}, fired: map[*trackedTimer]struct{}{}}
 }
 
 var _ clockwork.Clock = (*Clock)(nil)
 
 type trackedTimer struct {
 	clockwork.Timer
-	c *Clock
+	c  *Clock
+	fn bool // an AfterFunc: no channel, a callback
 }
 
+// Reset and Stop hold c.mu over clockwork's own call: an AdvanceTo then
+// sees the timer either before or after, never halfway.
 func (t *trackedTimer) Reset(d time.Duration) bool {
 	t.c.mu.Lock()
-	t.c.timers[t] = t.c.Now().Add(d)
-	t.c.mu.Unlock()
+	defer t.c.mu.Unlock()
+	delete(t.c.fired, t)
 	t.c.ops.Add(1)
+	if d <= 0 {
+		t.c.expiresNow(t)
+	} else {
+		t.c.timers[t] = t.c.Now().Add(d)
+	}
 	return t.Timer.Reset(d)
 }
 
 func (t *trackedTimer) Stop() bool {
 	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
 	delete(t.c.timers, t)
-	t.c.mu.Unlock()
+	delete(t.c.fired, t)
 	t.c.ops.Add(1)
 	return t.Timer.Stop()
 }
 
-func (c *Clock) track(d time.Duration, mk func() clockwork.Timer) clockwork.Timer {
-	t := &trackedTimer{c: c}
+// expiresNow notes a timer clockwork fires at once (d <= 0). c.mu held.
+func (c *Clock) expiresNow(t *trackedTimer) {
+	delete(c.timers, t)
+	if t.fn {
+		c.funcs.Add(1)
+	} else {
+		c.fired[t] = struct{}{}
+	}
+}
+
+func (c *Clock) track(t *trackedTimer, d time.Duration, mk func() clockwork.Timer) clockwork.Timer {
 	c.mu.Lock()
-	// The deadline is recorded before the timer exists, so an Advance
-	// that races with its creation can only fire it late, never lose it.
-	due := c.Now().Add(d)
-	t.Timer = mk()
-	c.timers[t] = due
-	c.mu.Unlock()
+	defer c.mu.Unlock()
 	c.ops.Add(1)
+	if d <= 0 {
+		c.expiresNow(t)
+	} else {
+		c.timers[t] = c.Now().Add(d)
+	}
+	t.Timer = mk()
 	return t
 }
 
 // NewTimer is clockwork's, tracked.
 func (c *Clock) NewTimer(d time.Duration) clockwork.Timer {
-	return c.track(d, func() clockwork.Timer { return c.FakeClock.NewTimer(d) })
+	t := &trackedTimer{c: c}
+	return c.track(t, d, func() clockwork.Timer { return c.FakeClock.NewTimer(d) })
 }
 
-// AfterFunc is clockwork's, tracked.
+// AfterFunc is clockwork's, tracked: the callback counts as pending from
+// the moment the clock fires it until it returns.
 func (c *Clock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
-	return c.track(d, func() clockwork.Timer { return c.FakeClock.AfterFunc(d, f) })
+	t := &trackedTimer{c: c, fn: true}
+	return c.track(t, d, func() clockwork.Timer {
+		return c.FakeClock.AfterFunc(d, func() {
+			defer c.funcs.Add(-1)
+			f()
+		})
+	})
+}
+
+// Undelivered counts what the clock fired that nobody has acted on yet:
+// a timer's tick still in its channel, an AfterFunc callback not yet
+// returned. While it is not 0 the system is not idle, whatever
+// its mailboxes say.
+func (c *Clock) Undelivered() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := int(c.funcs.Load())
+	for t := range c.fired {
+		if len(t.Chan()) > 0 {
+			n++
+		} else {
+			delete(c.fired, t)
+		}
+	}
+	// Only the tickers of the watched period count (the actors' tick,
+	// which counts itself busy from then on until its message is sent):
+	// a periodic check that takes its time, or whose reader is gone with a
+	// stopped fano, would hold every step.
+	for _, t := range c.tickers {
+		if c.watch > 0 && t.period == c.watch && !t.stopped && len(t.Chan()) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // After is NewTimer's channel.
@@ -156,9 +226,19 @@ func (c *Clock) Next() (time.Time, bool) {
 // Ops counts timer activity; a change means someone is still working.
 func (c *Clock) Ops() int64 { return c.ops.Load() }
 
-// AdvanceTo moves the clock to t (never back).
+// AdvanceTo moves the clock to t (never back), noting the timers it
+// fires (see Undelivered).
 func (c *Clock) AdvanceTo(t time.Time) {
-	if d := t.Sub(c.Now()); d > 0 {
-		c.Advance(d)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := t.Sub(c.Now())
+	if d <= 0 {
+		return
 	}
+	for tm, due := range c.timers {
+		if !due.After(t) {
+			c.expiresNow(tm)
+		}
+	}
+	c.Advance(d)
 }

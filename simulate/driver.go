@@ -111,7 +111,6 @@ type driver struct {
 	diskFull atomic.Bool // read by the health monitor's goroutine
 	faults   []Fault
 
-	inSend    atomic.Int64
 	last      fingerprint
 	timeouts  int
 	relooks   int
@@ -137,6 +136,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Schedule = &Schedule{Name: "none"}
 	}
 	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now()}
+	d.clock.WatchTickers(o.TickInterval)
 	var names []string
 	for i, spec := range o.Backends {
 		lat := [2]time.Duration{spec.Latency, spec.Jitter}
@@ -149,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			HourlyLimit: spec.HourlyLimit, DeepDailyLimit: spec.DeepDailyLimit,
 			HourlyResetMinute: spec.HourlyResetMinute, DailyResetHour: spec.DailyResetHour,
 		}, d.clock)
-		b := NewBackend(s, spec.Kind, d.clock, o.Seed, &d.inSend)
+		b := NewBackend(s, spec.Kind, d.clock, o.Seed)
 		d.backends = append(d.backends, b)
 		d.byName[spec.Name] = b
 		names = append(names, spec.Name)
@@ -196,14 +196,22 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 		now := d.clock.Now()
+		// What the clock fired is handled before a fault lands: a restart
+		// in the middle of a tick's work would cut it where the OS
+		// happened to be.
+		changed := d.settle()
+		acted := false
 		for len(plan) > 0 && !plan[0].at.After(now) {
 			a := plan[0]
 			plan = plan[1:]
 			if err := d.do(a); err != nil {
 				return nil, err
 			}
+			acted = true
 		}
-		changed := d.settle()
+		if acted {
+			changed = d.settle() || changed
+		}
 		if !now.Before(nextMinute) {
 			d.col.sample(now, d.fano.System(), d.o.SampleEvery)
 			if trace && now.Minute() == 0 {
@@ -354,9 +362,12 @@ type fingerprint struct {
 	running      int
 }
 
+// fingerprint returns what changes while the system works, and how much
+// is still to be handled: messages in mailboxes, and what the clock fired
+// that nobody took yet (a woken goroutine the OS has not run).
 func (d *driver) fingerprint() (fingerprint, int) {
 	sys := d.fano.System()
-	depth := sys.QueuedMessages()
+	depth := sys.QueuedMessages() + d.clock.Undelivered()
 	return fingerprint{ops: d.clock.Ops(), notices: d.col.count.Load(), seq: sys.Log().LastSeq(), running: sys.Running()}, depth
 }
 
@@ -376,7 +387,7 @@ func (d *driver) settle() bool {
 		cur, depthNow := d.fingerprint()
 		// Every running task must wait inside a backend call (on the
 		// clock): one between two calls is still working.
-		waiting := int64(cur.running) <= d.inSend.Load()
+		waiting := cur.running <= d.fano.System().WaitingCalls()
 		if cur == prev && depth == 0 && depthNow == 0 && waiting {
 			stable++
 		} else {
@@ -397,7 +408,7 @@ func (d *driver) settle() bool {
 		// syscall, a goroutine not yet scheduled).
 		for i := 0; i < confirmLooks; i++ {
 			time.Sleep(50 * time.Microsecond)
-			if cur, depthNow := d.fingerprint(); cur != prev || depthNow != 0 || int64(cur.running) > d.inSend.Load() {
+			if cur, depthNow := d.fingerprint(); cur != prev || depthNow != 0 || cur.running > d.fano.System().WaitingCalls() {
 				d.relooks++
 				return d.settle()
 			}

@@ -172,7 +172,8 @@ type quota struct {
 
 	inflight     int // QuotaUsed decided, not yet applied
 	inflightDeep int
-	inUse        int // concurrency slots taken
+	inUse        int              // concurrency slots taken
+	grants       map[string]grant // task -> its reservation (see Grant)
 }
 
 // Book is the allocator's state.

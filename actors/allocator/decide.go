@@ -18,6 +18,7 @@ func (b *Book) DecideUse(backend string, deep bool, taskID string, now time.Time
 	if err != nil {
 		return nil, err
 	}
+	q.charge(taskID) // its own reservation is what it spends now
 	if nq := b.refusal(q, deep, now); nq != nil {
 		return nil, nq
 	}
@@ -81,20 +82,21 @@ func (b *Book) refusal(q *quota, deep bool, now time.Time) *NoQuotaError {
 		}
 		later(t)
 	}
-	if usable := q.configuredUsable(b.cfg.BufferPercent); q.hourlyUsed+q.inflight >= usable {
-		reasons = append(reasons, fmt.Sprintf("hourly budget used (%d+%d of %d)", q.hourlyUsed, q.inflight, usable))
+	granted, grantedDeep := q.reserved(now)
+	if usable := q.configuredUsable(b.cfg.BufferPercent); q.hourlyUsed+q.inflight+granted >= usable {
+		reasons = append(reasons, fmt.Sprintf("hourly budget used (%d+%d of %d)", q.hourlyUsed, q.inflight+granted, usable))
 		later(b.NextHourWindow(now))
 	} else if t, paced := q.pacedUntil(b.cfg.BufferPercent, now); paced {
 		reasons = append(reasons, fmt.Sprintf("paced to %d an hour after a usage cap", q.usable(b.cfg.BufferPercent)))
 		later(t)
 	}
-	if deep && q.deepUsed+q.inflightDeep >= q.cfg.DeepDailyLimit {
+	if deep && q.deepUsed+q.inflightDeep+grantedDeep >= q.cfg.DeepDailyLimit {
 		if q.cfg.DeepDailyLimit == 0 {
 			reasons = append(reasons, "no deep mode")
 			// Until stays as it is: never, unless another reason set it.
 		} else {
 			reasons = append(reasons, fmt.Sprintf("deep-mode budget used (%d+%d of %d)",
-				q.deepUsed, q.inflightDeep, q.cfg.DeepDailyLimit))
+				q.deepUsed, q.inflightDeep+grantedDeep, q.cfg.DeepDailyLimit))
 			later(b.NextDayWindow(now))
 		}
 	}

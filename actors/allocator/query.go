@@ -50,7 +50,8 @@ func (b *Book) Choose(t *pb.Task, free []string, now time.Time) (string, bool) {
 			continue
 		}
 		q := b.backends[name]
-		left := q.usable(b.cfg.BufferPercent) - q.hourlyUsed - q.inflight
+		granted, _ := q.reserved(now)
+		left := q.usable(b.cfg.BufferPercent) - q.hourlyUsed - q.inflight - granted
 		if best == "" || left > bestLeft || (left == bestLeft && name < best) {
 			best, bestLeft = name, left
 		}

@@ -319,6 +319,9 @@ func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
 		// A simulation's WAL need not survive a power cut: no fsync.
 		WAL:     func(o *wal.Options) { o.NoSync = true },
 		Console: "off", NoPanel: true, NoBackups: true, Disk: env.DiskFree, Observe: env.Observe,
+		// One seed, one report: tasks start at ticks, not in the order
+		// concurrent messages happened to reach the scheduler.
+		DispatchOnTick: true,
 	})
 	if err := m.Open(context.Background()); err != nil {
 		return nil, err

@@ -151,3 +151,22 @@ func BenchmarkSimulateFortnight(b *testing.B) {
 		b.ReportMetric(fortnight.Runtime.SimSecondsPerWall/day.Runtime.SimSecondsPerWall, "fortnight/day-rate")
 	}
 }
+
+// The same seed gives the same report: two runs of the short schedule on
+// one seed differ only in their runtime figures (wall time, heap).
+// Opt-in (FANO_SIMULATE_DETERMINISM=1) until the last races are gone: the
+// runs still part now and then (a task's answer handled after the clock
+// moved on; see issue 16), and a test that fails at random in make test
+// would hide every other failure.
+func TestSimulateSameSeedSameReport(t *testing.T) {
+	if os.Getenv("FANO_SIMULATE_DETERMINISM") == "" {
+		t.Skip("FANO_SIMULATE_DETERMINISM not set: the simulation is not yet deterministic")
+	}
+	var reports [2][]byte
+	for i := range reports {
+		rep, err := shortSimulation(t, t.TempDir()).run(context.Background())
+		require.NoError(t, err)
+		reports[i] = rep.Deterministic()
+	}
+	require.Equal(t, string(reports[0]), string(reports[1]), "one seed, two reports")
+}

@@ -67,6 +67,29 @@ type Backend struct {
 	faultRuns map[[2]uint64]uint64
 	inject    func(ctx context.Context, req gateway.Request) error
 	refusal   func(req gateway.Request) (string, bool)
+	onWait    func(ctx context.Context, waiting bool)
+}
+
+// OnWait makes Send call f(true) just before it blocks on the clock or on
+// ctx (the answer's latency, a hang) and f(false) once it wakes: the
+// simulator moves its virtual clock only while every call waits so.
+func (b *Backend) OnWait(f func(ctx context.Context, waiting bool)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.onWait = f
+}
+
+// waiting reports a blocking wait to the OnWait hook and returns the
+// call that ends it.
+func (b *Backend) waiting(ctx context.Context) func() {
+	b.mu.Lock()
+	f := b.onWait
+	b.mu.Unlock()
+	if f == nil {
+		return func() {}
+	}
+	f(ctx, true)
+	return func() { f(ctx, false) }
 }
 
 // Inject makes every Send first call f (nil: no more injection): a
@@ -217,15 +240,20 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	b.mu.Unlock()
 
 	if f == timeoutFault {
+		woke := b.waiting(ctx)
 		<-ctx.Done()
+		woke()
 		return gateway.Response{}, fmt.Errorf("sim %s: no answer (simulated hang): %w", b.cfg.Name, ctx.Err())
 	}
 
 	if d := b.latency(fr); d > 0 {
 		t := b.clock.NewTimer(d)
+		woke := b.waiting(ctx)
 		select {
 		case <-t.Chan():
+			woke()
 		case <-ctx.Done():
+			woke()
 			t.Stop()
 			b.mu.Lock()
 			b.stats.Cancelled++

@@ -1,0 +1,51 @@
+package simulate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// What the clock fired counts as undelivered until it is taken: a timer's
+// tick until it is read from its channel, an AfterFunc callback until it
+// returns. The driver does not move the clock while any is.
+func TestClockUndeliveredUntilTaken(t *testing.T) {
+	c := NewClock(Epoch)
+	timer := c.NewTimer(time.Second)
+	release := make(chan struct{})
+	returned := make(chan struct{})
+	c.AfterFunc(2*time.Second, func() {
+		<-release
+		close(returned)
+	})
+	require.Zero(t, c.Undelivered(), "nothing fired yet")
+
+	c.AdvanceTo(Epoch.Add(time.Second))
+	require.Equal(t, 1, c.Undelivered(), "the timer's tick waits in its channel")
+	<-timer.Chan()
+	require.Zero(t, c.Undelivered(), "taken")
+
+	c.AdvanceTo(Epoch.Add(2 * time.Second))
+	require.Equal(t, 1, c.Undelivered(), "the callback runs")
+	close(release)
+	<-returned
+	require.Eventually(t, func() bool { return c.Undelivered() == 0 }, 5*time.Second, time.Millisecond, "returned")
+
+	// A watched ticker's tick counts until taken; another ticker's not.
+	c.WatchTickers(100 * time.Millisecond)
+	watched, other := c.NewTicker(100*time.Millisecond), c.NewTicker(time.Minute)
+	c.AdvanceTo(Epoch.Add(2*time.Second + 100*time.Millisecond))
+	require.Equal(t, 1, c.Undelivered(), "the watched tick waits")
+	<-watched.Chan()
+	require.Zero(t, c.Undelivered())
+	watched.Stop()
+	other.Stop()
+
+	// A timer stopped after it fired is nobody's to take.
+	stopped := c.NewTimer(time.Second)
+	c.AdvanceTo(Epoch.Add(4 * time.Second))
+	require.Equal(t, 1, c.Undelivered())
+	stopped.Stop()
+	require.Zero(t, c.Undelivered())
+}
