@@ -167,7 +167,7 @@ func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err 
 		return
 	}
 	sender := ctx.Sender()
-	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { a.sys.respondLater(sender, doneOf(err)) })
+	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { a.sys.asks.respondLater(sender, doneOf(err)) })
 }
 
 func (a *allocatorActor) start(ctx actor.Context) {

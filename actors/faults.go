@@ -235,11 +235,11 @@ func (s *System) RecheckBackends(names ...string) []BackendCheck {
 		}
 		c := s.backendCondition(name)
 		if takesWork(c.State) {
-			s.recordCondition(s.requestDone, name, allocator.StateReady, "", time.Time{})
+			s.recordCondition(s.asks.requestDone, name, allocator.StateReady, "", time.Time{})
 			out = append(out, BackendCheck{Backend: name, State: string(gateway.StateReady)})
 			continue
 		}
-		s.recordCondition(s.requestDone, name, string(c.State), c.Reason, s.recheckAt(c))
+		s.recordCondition(s.asks.requestDone, name, string(c.State), c.Reason, s.recheckAt(c))
 		out = append(out, BackendCheck{Backend: name, State: string(c.State), Reason: c.Reason})
 	}
 	s.tick()

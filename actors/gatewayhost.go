@@ -36,7 +36,7 @@ func (g *gatewayHost) Receive(ctx actor.Context) {
 		go func() {
 			resp, err := g.call(callCtx, llmRequestFromWire(m))
 			cancel(nil)
-			g.sys.respondLater(sender, llmResponseToWire(m.RequestId, g.backend.Name(), resp, err))
+			g.sys.asks.respondLater(sender, llmResponseToWire(m.RequestId, g.backend.Name(), resp, err))
 			g.sys.root.Send(self, &pb.LLMCallDone{RequestId: m.RequestId})
 		}()
 	case *pb.LLMCancel:

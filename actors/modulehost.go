@@ -138,7 +138,7 @@ func (h *moduleHost) persist(ctx actor.Context, evs []*pb.ModuleEvent, err error
 		return
 	}
 	sender := ctx.Sender()
-	h.persistEvents(evs, func(err error) { h.sys.respondLater(sender, doneOf(err)) })
+	h.persistEvents(evs, func(err error) { h.sys.asks.respondLater(sender, doneOf(err)) })
 }
 
 // command has the module decide a command's events on its current state,
@@ -163,7 +163,7 @@ func (h *moduleHost) command(ctx actor.Context, cmd *pb.ModuleCommand) {
 	sender := ctx.Sender()
 	h.persistEvents(evs, func(err error) {
 		reply.Error = errorToWire(err)
-		h.sys.respondLater(sender, reply)
+		h.sys.asks.respondLater(sender, reply)
 	})
 }
 

@@ -283,7 +283,7 @@ func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 		if err != nil {
 			r.Reason = err.Error()
 		}
-		a.sys.respondLater(sender, r)
+		a.sys.asks.respondLater(sender, r)
 	})
 }
 
@@ -297,7 +297,7 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		if err == nil && m.WantTask {
 			r.Task, _ = a.current().state.Task(m.TaskId)
 		}
-		a.sys.respondLater(sender, r)
+		a.sys.asks.respondLater(sender, r)
 	})
 }
 
@@ -432,11 +432,11 @@ func (a *schedulerActor) cancel(sender *actor.PID, m *pb.CancelTask) {
 		return
 	}
 	if err != nil {
-		a.sys.respondLater(sender, doneOf(err))
+		a.sys.asks.respondLater(sender, doneOf(err))
 		return
 	}
 	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-		a.sys.respondLater(sender, doneOf(err))
+		a.sys.asks.respondLater(sender, doneOf(err))
 		if err != nil {
 			return
 		}

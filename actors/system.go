@@ -53,14 +53,10 @@ type System struct {
 	storageHalted atomic.Bool
 	quota         atomic.Pointer[map[string]*pb.BackendFree]
 
-	// pending holds the futures of requests still waiting for a reply
-	// (see request, failPending); calls numbers LLM calls for LLMCancel.
-	pending sync.Map
-	calls   atomic.Uint64
-	// futures counts the futures ask made: each is a process-registry
-	// insert and a goroutine wake-up, so a task's run makes none (its
-	// executor's replies come to its own PID).
-	futures atomic.Int64
+	// asks waits for the actors' replies to the facade (see asker);
+	// calls numbers LLM calls for LLMCancel.
+	asks  *asker
+	calls atomic.Uint64
 	// desks: WAL owner (scheduler, allocator, module/<name>) -> *desk,
 	// what it keeps beyond one actor instance (see desk).
 	desks sync.Map
@@ -172,6 +168,7 @@ func Start(opts Options) (*System, error) {
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logging.Slog(s.logger) }))
 	shrinkRegistry(s.as, registryTables)
 	s.root = s.as.Root
+	s.asks = &asker{root: s.root, dead: s.dead}
 	// Every PID is known before any actor starts, so actors read them
 	// without a race: a child of the orchestrator is "orchestrator/<name>".
 	s.orchestratorPID = s.as.NewLocalPID("orchestrator")
@@ -458,7 +455,7 @@ func (s *System) Checkpoint() error {
 	}
 	var errs []error
 	for _, pid := range pids {
-		err := s.requestDone(pid, &pb.Checkpoint{})
+		err := s.asks.requestDone(pid, &pb.Checkpoint{})
 		if errors.Is(err, errStopping) {
 			return errors.New("checkpoint: system stopped")
 		}
@@ -480,7 +477,7 @@ func (s *System) Checkpoint() error {
 // persistTask has the scheduler write and apply task events; with
 // wantTask it answers with the task as it is after them.
 func (s *System) persistTask(taskID string, events []*pb.Event, wantTask bool) ([]uint64, *pb.Task, error) {
-	r, err := request[*pb.TaskEventsReply](s, context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: taskID, Events: events, WantTask: wantTask})
+	r, err := request[*pb.TaskEventsReply](s.asks, context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: taskID, Events: events, WantTask: wantTask})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -488,7 +485,7 @@ func (s *System) persistTask(taskID string, events []*pb.Event, wantTask bool) (
 }
 
 func (s *System) moduleEnd(t *pb.Task, failed bool, reason string) error {
-	return s.requestDone(s.modulePIDs[t.Module], &pb.ModuleEnd{Task: proto.Clone(t).(*pb.Task), Failed: failed, Reason: reason})
+	return s.asks.requestDone(s.modulePIDs[t.Module], &pb.ModuleEnd{Task: proto.Clone(t).(*pb.Task), Failed: failed, Reason: reason})
 }
 
 // reportCall is where call outcomes reach health and metrics.
@@ -498,7 +495,7 @@ func (s *System) reportCall(backend, kind string) {
 
 // barrier returns once pid has handled every message sent to it before.
 func (s *System) barrier(pid *actor.PID) error {
-	_, err := request[*pb.BarrierReply](s, context.Background(), pid, &pb.Barrier{})
+	_, err := request[*pb.BarrierReply](s.asks, context.Background(), pid, &pb.Barrier{})
 	return err
 }
 
@@ -583,7 +580,7 @@ func (s *System) Command(cmd *pb.ModuleCommand) (*pb.ModuleCommandReply, error) 
 	if !ok {
 		return nil, fmt.Errorf("command %s: no module %q", name, cmd.GetModule())
 	}
-	r, err := request[*pb.ModuleCommandReply](s, context.Background(), pid, cmd)
+	r, err := request[*pb.ModuleCommandReply](s.asks, context.Background(), pid, cmd)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: command %s: %w", cmd.GetModule(), name, err)
 	}
@@ -603,7 +600,7 @@ func (s *System) Query(q *pb.ModuleQuery) (*pb.ModuleView, error) {
 	if !ok {
 		return nil, fmt.Errorf("query: no module %q", q.GetModule())
 	}
-	v, err := request[*pb.ModuleView](s, context.Background(), pid, q)
+	v, err := request[*pb.ModuleView](s.asks, context.Background(), pid, q)
 	if err != nil {
 		return nil, fmt.Errorf("module %s: query: %w", q.GetModule(), err)
 	}
@@ -633,7 +630,7 @@ func (s *System) Submit(t *pb.Task) (*pb.TaskSubmitReply, error) {
 
 // Cancel cancels a task: at once if it waits, through its executor if it runs.
 func (s *System) Cancel(id, reason string) error {
-	return s.requestDone(s.schedulerPID, &pb.CancelTask{TaskId: id, Reason: reason})
+	return s.asks.requestDone(s.schedulerPID, &pb.CancelTask{TaskId: id, Reason: reason})
 }
 
 // PauseBackend and ResumeBackend are the operator's switch for one LLM.
@@ -643,7 +640,7 @@ func (s *System) PauseBackend(name, reason string, pause bool) error {
 		// after a key was fixed.
 		s.RecheckBackends(name)
 	}
-	return s.requestDone(s.allocatorPID, &pb.BackendPause{Backend: name, Reason: reason, Pause: pause})
+	return s.asks.requestDone(s.allocatorPID, &pb.BackendPause{Backend: name, Reason: reason, Pause: pause})
 }
 
 // Task returns a copy of one task; a finished task that left memory is
@@ -803,7 +800,7 @@ func (s *System) Stop() error {
 func (s *System) stop() error {
 	start := time.Now()
 	s.accepting.Store(false)
-	_ = s.requestDone(s.schedulerPID, &pb.Shutdown{})
+	_ = s.asks.requestDone(s.schedulerPID, &pb.Shutdown{})
 	s.baseCancel(errShutdown)
 	deadline := time.NewTimer(s.opts.ShutdownTimeout)
 	defer deadline.Stop()
@@ -829,7 +826,7 @@ wait:
 	}
 	_ = s.root.StopFuture(s.orchestratorPID).Wait()
 	close(s.dead)
-	s.failPending()
+	s.asks.failPending()
 	s.as.Shutdown()
 	var errs []error
 	if cpErr != nil {

@@ -52,7 +52,7 @@ func (s *System) BackendHealth(ctx context.Context, names ...string) []BackendHe
 	replies := make([]actor.Future, len(names))
 	for i, name := range names {
 		if pid, ok := s.gatewayPIDs[name]; ok {
-			replies[i] = s.ask(ctx, pid, &pb.BackendHealthQuery{})
+			replies[i] = s.asks.ask(ctx, pid, &pb.BackendHealthQuery{})
 		}
 	}
 	out := make([]BackendHealth, len(names))
@@ -63,7 +63,7 @@ func (s *System) BackendHealth(ctx context.Context, names ...string) []BackendHe
 			out[i].Error = "no such backend"
 			continue
 		}
-		st, err := await[*pb.BackendHealthReply](s, replies[i], pid, &pb.BackendHealthQuery{})
+		st, err := await[*pb.BackendHealthReply](s.asks, replies[i], pid, &pb.BackendHealthQuery{})
 		switch {
 		case errors.Is(err, context.DeadlineExceeded):
 			out[i].Error = "health check did not answer: " + context.DeadlineExceeded.Error()
@@ -171,7 +171,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 			// this task can be persisted (a start needs a resume, then an
 			// allocation round trip, both behind it).
 			if sent.CompareAndSwap(false, true) {
-				written <- s.ask(context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: id, Events: []*pb.Event{followUp()}})
+				written <- s.asks.ask(context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: id, Events: []*pb.Event{followUp()}})
 				signal(StuckByExecutor)
 			}
 		case *pb.Event_TaskCompleted, *pb.Event_TaskFailed, *pb.Event_TaskCancelled:
@@ -180,7 +180,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 	})
 	defer unsubscribe()
 
-	if err := s.requestDone(s.orchestratorPID, &pb.CancelTask{TaskId: id, Reason: errPreempted.Error()}); err != nil {
+	if err := s.asks.requestDone(s.orchestratorPID, &pb.CancelTask{TaskId: id, Reason: errPreempted.Error()}); err != nil {
 		return "", fmt.Errorf("stop stuck task %s: %w", id, err)
 	}
 	var outcome StuckOutcome
@@ -196,7 +196,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 		if cur, ok := s.Task(id); !ok || cur.State != pb.TaskState_TASK_STATE_RUNNING {
 			return StuckNotRunning, nil
 		}
-		written <- s.ask(context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: id, Events: []*pb.Event{followUp()}})
+		written <- s.asks.ask(context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: id, Events: []*pb.Event{followUp()}})
 		outcome = StuckForced
 	case <-s.dead:
 		return "", fmt.Errorf("stop stuck task %s: fano is stopping", id)
@@ -204,7 +204,7 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 	if outcome == StuckNotRunning {
 		return outcome, nil
 	}
-	r, err := await[*pb.TaskEventsReply](s, <-written, s.schedulerPID, &pb.TaskEvents{})
+	r, err := await[*pb.TaskEventsReply](s.asks, <-written, s.schedulerPID, &pb.TaskEvents{})
 	if err == nil {
 		err = errorFromWire(r.Error)
 	}

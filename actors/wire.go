@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,35 +24,52 @@ import (
 
 var errStopping = errors.New("fano is stopping")
 
+// asker is how code outside an actor's Receive (the facade's calls, an
+// actor's continuation) asks an actor and waits for its reply, through
+// protoactor's futures. It tracks every future still open so that a stop
+// fails them all (see failPending): no caller waits for an actor that is
+// gone. Safe for concurrent use from any goroutine; made at Start, once
+// the actor system exists.
+type asker struct {
+	root *actor.RootContext
+	dead <-chan struct{} // closed when the system has stopped
+	// pending holds the futures of requests still waiting for a reply.
+	pending sync.Map
+	// futures counts the futures ask made: each is a process-registry
+	// insert and a goroutine wake-up, so a task's run makes none (its
+	// executor's replies come to its own PID).
+	futures atomic.Int64
+}
+
 // request sends msg to pid and waits for the reply the actor gives with
 // ctx.Respond. ctx's deadline, if any, is the future's timeout; a stop of
 // the system fails every future still waiting (see failPending), so no
 // caller waits for an actor that is gone.
-func request[R proto.Message](s *System, ctx context.Context, pid *actor.PID, msg proto.Message) (R, error) {
-	return await[R](s, s.ask(ctx, pid, msg), pid, msg)
+func request[R proto.Message](a *asker, ctx context.Context, pid *actor.PID, msg proto.Message) (R, error) {
+	return await[R](a, a.ask(ctx, pid, msg), pid, msg)
 }
 
 // ask sends msg to pid as a request; await waits for its reply.
-func (s *System) ask(ctx context.Context, pid *actor.PID, msg proto.Message) actor.Future {
+func (a *asker) ask(ctx context.Context, pid *actor.PID, msg proto.Message) actor.Future {
 	timeout := time.Duration(-1) // no timer: the reply or the stop ends the wait
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(time.Until(dl), time.Millisecond)
 	}
-	f := s.root.RequestFuture(pid, msg, timeout)
-	s.futures.Add(1)
-	s.pending.Store(f.PID(), struct{}{})
+	f := a.root.RequestFuture(pid, msg, timeout)
+	a.futures.Add(1)
+	a.pending.Store(f.PID(), struct{}{})
 	select {
-	case <-s.dead:
-		s.root.Send(f.PID(), &actor.DeadLetterResponse{})
+	case <-a.dead:
+		a.root.Send(f.PID(), &actor.DeadLetterResponse{})
 	default:
 	}
 	return f
 }
 
-func await[R proto.Message](s *System, f actor.Future, pid *actor.PID, msg proto.Message) (R, error) {
+func await[R proto.Message](a *asker, f actor.Future, pid *actor.PID, msg proto.Message) (R, error) {
 	var zero R
 	res, err := f.Result()
-	s.pending.Delete(f.PID())
+	a.pending.Delete(f.PID())
 	switch {
 	case errors.Is(err, actor.ErrDeadLetter):
 		return zero, errStopping
@@ -68,16 +87,16 @@ func await[R proto.Message](s *System, f actor.Future, pid *actor.PID, msg proto
 
 // failPending ends the wait of every request still open: their actors
 // have stopped and would drop the messages in their mailboxes.
-func (s *System) failPending() {
-	s.pending.Range(func(k, _ any) bool {
-		s.root.Send(k.(*actor.PID), &actor.DeadLetterResponse{})
+func (a *asker) failPending() {
+	a.pending.Range(func(k, _ any) bool {
+		a.root.Send(k.(*actor.PID), &actor.DeadLetterResponse{})
 		return true
 	})
 }
 
 // requestDone is request for the replies that only say whether it worked.
-func (s *System) requestDone(pid *actor.PID, msg proto.Message) error {
-	r, err := request[*pb.Done](s, context.Background(), pid, msg)
+func (a *asker) requestDone(pid *actor.PID, msg proto.Message) error {
+	r, err := request[*pb.Done](a, context.Background(), pid, msg)
 	if err != nil {
 		return err
 	}
@@ -93,9 +112,9 @@ func respond(ctx actor.Context, reply proto.Message) {
 
 // respondLater answers sender (captured while its request was handled)
 // from a continuation that runs later.
-func (s *System) respondLater(sender *actor.PID, reply proto.Message) {
+func (a *asker) respondLater(sender *actor.PID, reply proto.Message) {
 	if sender != nil {
-		s.root.Send(sender, reply)
+		a.root.Send(sender, reply)
 	}
 }
 

@@ -126,12 +126,12 @@ func TestRequestsAtStopFail(t *testing.T) {
 	// An actor that never answers stands for one that stopped with the
 	// request still in its mailbox.
 	silent := sys.root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
-	open := sys.ask(context.Background(), silent, &pb.Barrier{})
+	open := sys.asks.ask(context.Background(), silent, &pb.Barrier{})
 	require.NoError(t, sys.Stop())
 
 	done := make(chan error, 4)
 	go func() {
-		_, err := await[*pb.BarrierReply](sys, open, silent, &pb.Barrier{})
+		_, err := await[*pb.BarrierReply](sys.asks, open, silent, &pb.Barrier{})
 		done <- err
 		done <- sys.Cancel("probe/x/1", "test")
 		done <- sys.WithModule(probe.Name, func(modules.Module) {})
@@ -164,7 +164,7 @@ func TestATaskRunAsksNoFuture(t *testing.T) {
 				return &gateway.RateLimitedError{Backend: "a", RetryAfter: time.Minute, Reason: "HTTP 429"}
 			})
 			sys := b.start()
-			before := sys.futures.Load()
+			before := sys.asks.futures.Load()
 			task := probeTask(1, 0)
 			task.LlmPreference = "" // as in TestErrorTable: a is taken first, b after the failover
 			_, err := sys.Submit(task)
@@ -172,14 +172,14 @@ func TestATaskRunAsksNoFuture(t *testing.T) {
 			sys.Tick()
 			if fault {
 				b.waitEvent("the failover", func(n Notice) bool { return n.Event.GetTaskPaused() != nil })
-				assert.Zero(t, sys.futures.Load()-before, "futures asked by the run that met the fault")
+				assert.Zero(t, sys.asks.futures.Load()-before, "futures asked by the run that met the fault")
 				b.waitSlotsFree() // reads the allocator through futures
-				before = sys.futures.Load()
+				before = sys.asks.futures.Load()
 				sys.Tick()
 			}
 			b.waitCompleted(1)
 			assert.True(t, failed, "the fault was met")
-			assert.Zero(t, sys.futures.Load()-before, "futures asked while a task of two requests ran")
+			assert.Zero(t, sys.asks.futures.Load()-before, "futures asked while a task of two requests ran")
 		})
 	}
 }
