@@ -155,7 +155,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 	case *pb.Barrier:
 		respond(ctx, &pb.BarrierReply{})
 	case *pb.Checkpoint:
-		respond(ctx, doneOf(a.sys.saveCheckpoint(ownerAllocator, a.last, a.book.Snapshot())))
+		respond(ctx, doneOf(a.sys.checkpoints.save(ownerAllocator, a.last, a.book.Snapshot())))
 	}
 }
 

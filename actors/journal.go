@@ -328,7 +328,7 @@ func (s *System) applyBatches(owner string, last *uint64, batches []*batch, appl
 					s.logger.Error().Err(err).Str("event", "actors."+owner+".apply_failed").Uint64("seq", b.seqs[i]).Msg("apply")
 				}
 				*last = b.seqs[i]
-				s.observe(owner, e)
+				s.notices.applied(owner, e)
 			}
 		}
 		if then && b.then != nil {

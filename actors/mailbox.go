@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sort"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -35,8 +36,38 @@ func counted(producer actor.Producer, opts ...actor.PropsOption) (*actor.Props, 
 	return actor.PropsFromProducer(producer, opts...), c
 }
 
-func (s *System) track(id string, c *mailboxCount) { s.mailboxes.Store(id, c) }
-func (s *System) untrack(id string)                { s.mailboxes.Delete(id) }
+// mailboxes holds the mailbox counter of every actor alive, by the id it
+// was spawned with. track and untrack are called by whoever spawns and
+// stops an actor (Start, the orchestrator); depths and queued only read
+// the counters, from any goroutine, without sending a message.
+type mailboxes struct{ byActor sync.Map }
+
+func (b *mailboxes) track(id string, c *mailboxCount) { b.byActor.Store(id, c) }
+func (b *mailboxes) untrack(id string)                { b.byActor.Delete(id) }
+
+// queued is the depth of one actor's mailbox (0 for one not tracked).
+func (b *mailboxes) queued(id string) int {
+	if v, ok := b.byActor.Load(id); ok {
+		return int(v.(*mailboxCount).n.Load())
+	}
+	return 0
+}
+
+// depths lists every tracked mailbox, deepest first (ties by name).
+func (b *mailboxes) depths() []MailboxDepth {
+	var out []MailboxDepth
+	b.byActor.Range(func(k, v any) bool {
+		out = append(out, MailboxDepth{Actor: k.(string), Depth: int(v.(*mailboxCount).n.Load())})
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Depth != out[j].Depth {
+			return out[i].Depth > out[j].Depth
+		}
+		return out[i].Actor < out[j].Actor
+	})
+	return out
+}
 
 // MailboxDepth is the number of user messages waiting in one actor's
 // mailbox, the one it is handling included.
@@ -54,16 +85,5 @@ func (s *System) Mailboxes() []MailboxDepth {
 		return nil
 	default:
 	}
-	var out []MailboxDepth
-	s.mailboxes.Range(func(k, v any) bool {
-		out = append(out, MailboxDepth{Actor: k.(string), Depth: int(v.(*mailboxCount).n.Load())})
-		return true
-	})
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Depth != out[j].Depth {
-			return out[i].Depth > out[j].Depth
-		}
-		return out[i].Actor < out[j].Actor
-	})
-	return out
+	return s.mailboxes.depths()
 }

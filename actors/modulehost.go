@@ -98,7 +98,7 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 			respond(ctx, doneOf(fmt.Errorf("%s: snapshot: %w", h.owner, err)))
 			return
 		}
-		respond(ctx, doneOf(h.sys.saveCheckpointBytes(h.owner, h.last, data)))
+		respond(ctx, doneOf(h.sys.checkpoints.saveBytes(h.owner, h.last, data)))
 	}
 }
 

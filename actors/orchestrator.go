@@ -32,7 +32,7 @@ func (o *orchestrator) Receive(ctx actor.Context) {
 		o.spawnExecutor(ctx, m.Task)
 	case *pb.TaskComplete:
 		if pid, ok := o.executors[m.TaskId]; ok {
-			o.sys.untrack(pid.Id)
+			o.sys.mailboxes.untrack(pid.Id)
 		}
 		delete(o.executors, m.TaskId)
 	case *pb.CancelTask:
@@ -53,7 +53,7 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 		if err != nil || pid.Id != want.Id {
 			panic(fmt.Errorf("actors: spawn %s: got %v, %v", name, pid, err)) // only a bug gets here
 		}
-		s.track(pid.Id, count)
+		s.mailboxes.track(pid.Id, count)
 	}
 	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s} })
 	for _, b := range s.opts.Backends {
@@ -77,5 +77,5 @@ func (o *orchestrator) spawnExecutor(ctx actor.Context, t *pb.Task) {
 		actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)))
 	pid := ctx.Spawn(props)
 	o.executors[t.Id] = pid
-	s.track(pid.Id, count)
+	s.mailboxes.track(pid.Id, count)
 }

@@ -162,7 +162,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	case *pb.Barrier:
 		respond(ctx, &pb.BarrierReply{})
 	case *pb.Checkpoint:
-		respond(ctx, doneOf(a.sys.saveCheckpoint(ownerScheduler, a.last, a.state.Snapshot())))
+		respond(ctx, doneOf(a.sys.checkpoints.save(ownerScheduler, a.last, a.state.Snapshot())))
 	case *pb.Shutdown:
 		a.stopping = true
 		respond(ctx, &pb.Done{})

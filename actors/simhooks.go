@@ -52,19 +52,12 @@ func (s *System) QueuedMessages() int {
 	// Work handed off the actors (a WAL append, an archive write) comes
 	// back as a message: it counts as waiting from the moment it leaves.
 	n := int(s.offActor.Load())
-	n += s.queued(s.orchestratorPID.GetId()) + s.queued(s.schedulerPID.GetId()) + s.queued(s.allocatorPID.GetId())
+	n += s.mailboxes.queued(s.orchestratorPID.GetId()) + s.mailboxes.queued(s.schedulerPID.GetId()) + s.mailboxes.queued(s.allocatorPID.GetId())
 	for _, pid := range s.modulePIDs {
-		n += s.queued(pid.GetId())
+		n += s.mailboxes.queued(pid.GetId())
 	}
 	for _, pid := range s.gatewayPIDs {
-		n += s.queued(pid.GetId())
+		n += s.mailboxes.queued(pid.GetId())
 	}
 	return n
-}
-
-func (s *System) queued(id string) int {
-	if v, ok := s.mailboxes.Load(id); ok {
-		return int(v.(*mailboxCount).n.Load())
-	}
-	return 0
 }

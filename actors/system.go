@@ -18,7 +18,6 @@ import (
 	"fano/actors/scheduler"
 	"fano/gateway"
 	"fano/logging"
-	"fano/metrics"
 	"fano/modules"
 	"fano/pb"
 )
@@ -59,9 +58,8 @@ type System struct {
 	calls atomic.Uint64
 	// desks: WAL owner (scheduler, allocator, module/<name>) -> *desk,
 	// what it keeps beyond one actor instance (see desk).
-	desks sync.Map
-	// mailboxes: actor id -> *mailboxCount (see Mailboxes).
-	mailboxes sync.Map
+	desks     sync.Map
+	mailboxes *mailboxes // each actor's mailbox depth (see Mailboxes)
 	// offActor counts work handed off the actors that will come back as a
 	// message: journal batches not yet delivered, an archive write under
 	// way (see QueuedMessages).
@@ -86,8 +84,8 @@ type System struct {
 	// twice on top of the state the crash left behind.
 	blank map[string][]byte
 
-	subsMu sync.Mutex
-	subs   atomic.Pointer[[]*subscriber]
+	notices     *notices     // subscribers to applied events and updates
+	checkpoints *checkpoints // writes the owners' snapshots
 
 	report    *RecoveryReport
 	stopOnce  sync.Once
@@ -116,8 +114,10 @@ func newSystem(opts Options) (*System, error) {
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
 		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}),
 		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}), finished: make(chan struct{}),
-		storageGate: newStorageGate(),
+		storageGate: newStorageGate(), mailboxes: &mailboxes{},
+		notices: &notices{observe: opts.Observe},
 	}
+	s.checkpoints = &checkpoints{log: opts.Log, publish: s.Publish}
 	s.blank = map[string][]byte{}
 	for _, m := range opts.Modules {
 		if _, dup := s.taskTypes[m.Name()]; dup {
@@ -201,7 +201,7 @@ func Start(opts Options) (*System, error) {
 	if pid.Id != s.orchestratorPID.Id {
 		return nil, fmt.Errorf("actors: orchestrator spawned as %q", pid.Id)
 	}
-	s.track(pid.Id, count)
+	s.mailboxes.track(pid.Id, count)
 	<-ready
 	for _, pid := range s.modulePIDs { // every host exists now: flows may start
 		s.root.Send(pid, &pb.SendOutbox{})
@@ -295,13 +295,6 @@ func (s *System) SetAccepting(on bool) {
 	}
 }
 
-func (s *System) observe(owner string, e *pb.Event) {
-	if s.opts.Observe != nil {
-		s.opts.Observe(owner, e)
-	}
-	s.notify(Notice{Owner: owner, Event: e})
-}
-
 // Notice is what subscribers see: an applied event (Owner + Event) or a
 // notification that is not state (Update: health alerts, call timings).
 type Notice struct {
@@ -310,50 +303,20 @@ type Notice struct {
 	Update *pb.StateUpdate
 }
 
-type subscriber struct{ fn func(Notice) }
-
 // Subscribe calls fn for every applied event and published update, in the
 // goroutine of the actor that applied it: fn must not block (hand off to a
 // buffered channel and drop when full). The returned func unsubscribes.
-func (s *System) Subscribe(fn func(Notice)) (cancel func()) {
-	sub := &subscriber{fn: fn}
-	s.subsMu.Lock()
-	defer s.subsMu.Unlock()
-	var cur []*subscriber
-	if p := s.subs.Load(); p != nil {
-		cur = *p
-	}
-	next := append(append([]*subscriber(nil), cur...), sub)
-	s.subs.Store(&next)
-	return func() {
-		s.subsMu.Lock()
-		defer s.subsMu.Unlock()
-		var keep []*subscriber
-		for _, x := range *s.subs.Load() {
-			if x != sub {
-				keep = append(keep, x)
-			}
-		}
-		s.subs.Store(&keep)
-	}
-}
+// The panel's live feed, the metrics, the pipeline CLI's progress and the
+// module flows of app/ subscribe; a func, not a channel, so that a slow
+// reader drops its own notices and never holds an actor.
+func (s *System) Subscribe(fn func(Notice)) (cancel func()) { return s.notices.subscribe(fn) }
 
 // Publish sends a notification that is not a state change to subscribers.
 func (s *System) Publish(u *pb.StateUpdate) {
 	if u.At == 0 {
 		u.At = nanos(s.clock.Now())
 	}
-	s.notify(Notice{Update: u})
-}
-
-func (s *System) notify(n Notice) {
-	p := s.subs.Load()
-	if p == nil {
-		return
-	}
-	for _, sub := range *p {
-		sub.fn(n)
-	}
+	s.notices.notify(Notice{Update: u})
 }
 
 // Backends are the gateways fano runs (status reads their optional
@@ -425,25 +388,6 @@ func (s *System) takeModule(name string) (uint64, bool) {
 	last, ok := s.initModules[name]
 	delete(s.initModules, name)
 	return last, ok
-}
-
-func (s *System) saveCheckpoint(owner string, seq uint64, snap proto.Message) error {
-	data, err := proto.Marshal(snap)
-	if err != nil {
-		return fmt.Errorf("checkpoint %s: encode: %w", owner, err)
-	}
-	return s.saveCheckpointBytes(owner, seq, data)
-}
-
-func (s *System) saveCheckpointBytes(owner string, seq uint64, data []byte) error {
-	if seq == 0 {
-		return nil // nothing applied yet
-	}
-	if err := s.log.SaveCheckpoint(owner, seq, data); err != nil {
-		return fmt.Errorf("checkpoint %s at seq %d: %w", owner, seq, err)
-	}
-	s.Publish(&pb.StateUpdate{Component: metrics.UpdateWAL, UpdateType: metrics.UpdateCheckpoint, Data: map[string]string{"owner": owner}})
-	return nil
 }
 
 // Checkpoint asks every owner of state to save its snapshot, then compacts
