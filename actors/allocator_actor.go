@@ -34,7 +34,7 @@ type allocatorActor struct {
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
-	g := &a.sys.desk(ownerAllocator).guard
+	g := &a.sys.desks.desk(ownerAllocator).guard
 	g.Lock()
 	defer g.Unlock()
 	switch m := ctx.Message().(type) {
@@ -54,10 +54,10 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		if a.j != nil {
 			a.j.close()
-			a.sys.applyLeft(ownerAllocator, &a.last, a.book.Apply)
+			a.sys.desks.applyLeft(ownerAllocator, &a.last, a.book.Apply)
 		}
 	case *pb.Persisted:
-		a.sys.applyPersisted(ownerAllocator, &a.last, m, a.book.Apply)
+		a.sys.desks.applyPersisted(ownerAllocator, &a.last, m, a.book.Apply)
 		a.publish(ctx)
 		if a.heldTick != nil {
 			ctx.Send(a.sys.schedulerPID, a.heldTick)

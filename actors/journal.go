@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/proto"
 
 	"fano/pb"
@@ -110,18 +111,28 @@ type desk struct {
 	box   outbox
 }
 
+// desks holds every owner's desk and applies, in the owner's actor, what
+// its journal delivered. desk is safe from any goroutine (readers outside
+// the actors take a guard from it); applyPersisted and applyLeft run in
+// the owning actor's goroutine only, one owner's calls never overlapping.
+type desks struct {
+	byOwner sync.Map // owner -> *desk
+	logger  zerolog.Logger
+	notices *notices // told of every event applied
+}
+
 // desk is owner's desk.
-func (s *System) desk(owner string) *desk {
-	if d, ok := s.desks.Load(owner); ok {
-		return d.(*desk)
+func (d *desks) desk(owner string) *desk {
+	if x, ok := d.byOwner.Load(owner); ok {
+		return x.(*desk)
 	}
-	d, _ := s.desks.LoadOrStore(owner, &desk{})
-	return d.(*desk)
+	x, _ := d.byOwner.LoadOrStore(owner, &desk{})
+	return x.(*desk)
 }
 
 func newJournal(s *System, owner string, self *actor.PID) *journal {
 	j := &journal{
-		pending: &s.offActor, log: s.log, owner: owner, root: s.root, self: self, box: &s.desk(owner).box,
+		pending: &s.offActor, log: s.log, owner: owner, root: s.root, self: self, box: &s.desks.desk(owner).box,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		inflight: make(chan pending, 1024),
 	}
@@ -296,8 +307,8 @@ func eventType(e *pb.Event) string {
 // their continuations. Events at or below *last were already replayed
 // (after a restart) and are skipped. It returns the events of the batches
 // that were written.
-func (s *System) applyPersisted(owner string, last *uint64, m *pb.Persisted, apply func(*pb.Event) error) []*pb.Event {
-	return s.applyBatches(owner, last, s.desk(owner).box.take(m.Group), apply, true)
+func (d *desks) applyPersisted(owner string, last *uint64, m *pb.Persisted, apply func(*pb.Event) error) []*pb.Event {
+	return d.applyBatches(owner, last, d.desk(owner).box.take(m.Group), apply, true)
 }
 
 // applyLeft applies what owner's journal delivered and its stopping actor
@@ -306,13 +317,13 @@ func (s *System) applyPersisted(owner string, last *uint64, m *pb.Persisted, app
 // checkpoint or a look at the state after the stop would miss them).
 // Call it after the journal is closed. The batches' continuations do not
 // run: whoever waits for them is told fano is stopping.
-func (s *System) applyLeft(owner string, last *uint64, apply func(*pb.Event) error) {
-	for _, group := range s.desk(owner).box.takeAll() {
-		s.applyBatches(owner, last, group, apply, false)
+func (d *desks) applyLeft(owner string, last *uint64, apply func(*pb.Event) error) {
+	for _, group := range d.desk(owner).box.takeAll() {
+		d.applyBatches(owner, last, group, apply, false)
 	}
 }
 
-func (s *System) applyBatches(owner string, last *uint64, batches []*batch, apply func(*pb.Event) error, then bool) []*pb.Event {
+func (d *desks) applyBatches(owner string, last *uint64, batches []*batch, apply func(*pb.Event) error, then bool) []*pb.Event {
 	var written []*pb.Event
 	for _, b := range batches {
 		if b.err == nil {
@@ -325,10 +336,10 @@ func (s *System) applyBatches(owner string, last *uint64, batches []*batch, appl
 					// Apply refuses only events that do not fit the state
 					// (e.g. for a task it does not know); the event stays
 					// in the WAL and verify reports it.
-					s.logger.Error().Err(err).Str("event", "actors."+owner+".apply_failed").Uint64("seq", b.seqs[i]).Msg("apply")
+					d.logger.Error().Err(err).Str("event", "actors."+owner+".apply_failed").Uint64("seq", b.seqs[i]).Msg("apply")
 				}
 				*last = b.seqs[i]
-				s.notices.applied(owner, e)
+				d.notices.applied(owner, e)
 			}
 		}
 		if then && b.then != nil {

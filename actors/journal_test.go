@@ -14,8 +14,8 @@ import (
 // event once; the continuations do not run (their waiters are told fano
 // is stopping).
 func TestApplyLeftAppliesWhatAStoppedActorMissed(t *testing.T) {
-	s := &System{}
-	box := &s.desk("module/x").box
+	s := &System{desks: &desks{notices: &notices{}}}
+	box := &s.desks.desk("module/x").box
 	ev := func(n int64) *pb.Event { return &pb.Event{At: n} }
 	ran := 0
 	then := func([]uint64, error) { ran++ }
@@ -26,15 +26,15 @@ func TestApplyLeftAppliesWhatAStoppedActorMissed(t *testing.T) {
 	var applied []int64
 	apply := func(e *pb.Event) error { applied = append(applied, e.At); return nil }
 	var last uint64
-	s.applyPersisted("module/x", &last, &pb.Persisted{Group: taken}, apply)
+	s.desks.applyPersisted("module/x", &last, &pb.Persisted{Group: taken}, apply)
 	require.Equal(t, []int64{1, 2}, applied)
 	require.Equal(t, 1, ran, "a group taken while running runs its continuation")
 
-	s.applyLeft("module/x", &last, apply)
+	s.desks.applyLeft("module/x", &last, apply)
 	assert.Equal(t, []int64{1, 2, 3, 4}, applied, "the rest in order; a failed batch applies nothing")
 	assert.Equal(t, uint64(4), last)
 	assert.Equal(t, 1, ran, "no continuation runs at the stop")
 
-	s.applyLeft("module/x", &last, apply)
+	s.desks.applyLeft("module/x", &last, apply)
 	assert.Equal(t, []int64{1, 2, 3, 4}, applied, "nothing twice")
 }

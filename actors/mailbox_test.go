@@ -20,13 +20,13 @@ func TestMailboxesCountWaitingMessages(t *testing.T) {
 
 	// The scheduler takes its guard for each message: holding it keeps
 	// the first tick in hand and the rest in the mailbox.
-	sys.desk(ownerScheduler).guard.Lock()
+	sys.desks.desk(ownerScheduler).guard.Lock()
 	for range 10 {
 		sys.root.Send(sys.schedulerPID, &pb.Tick{Now: nanos(b.clock.Now())})
 	}
 	boxes := sys.Mailboxes()
 	held := sys.QueuedMessages()
-	sys.desk(ownerScheduler).guard.Unlock()
+	sys.desks.desk(ownerScheduler).guard.Unlock()
 	require.GreaterOrEqual(t, held, 10, "the simulator's clock must not move while they wait")
 	require.Eventually(t, func() bool { return sys.QueuedMessages() == 0 }, 10*time.Second, time.Millisecond, "handled: none wait")
 

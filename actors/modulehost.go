@@ -30,7 +30,7 @@ type moduleHost struct {
 
 func (h *moduleHost) Receive(ctx actor.Context) {
 	if h.desk == nil {
-		h.desk = h.sys.desk(moduleOwner(h.mod.Name()))
+		h.desk = h.sys.desks.desk(moduleOwner(h.mod.Name()))
 	}
 	h.desk.guard.Lock()
 	defer h.desk.guard.Unlock()
@@ -44,10 +44,10 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		if h.j != nil {
 			h.j.close()
-			h.sys.applyLeft(h.owner, &h.last, h.apply)
+			h.sys.desks.applyLeft(h.owner, &h.last, h.apply)
 		}
 	case *pb.Persisted:
-		applied := h.sys.applyPersisted(h.owner, &h.last, m, h.apply)
+		applied := h.sys.desks.applyPersisted(h.owner, &h.last, m, h.apply)
 		if err := h.sys.writeExports(h.mod, exportsOf(h.mod, applied)); err != nil {
 			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".export_failed").Msg("output file not written; recovery will write it")
 		}

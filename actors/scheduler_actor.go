@@ -69,7 +69,7 @@ func (a *schedulerActor) tellYield(taskID string, w *runWatch) {
 }
 
 func (a *schedulerActor) Receive(ctx actor.Context) {
-	g := &a.sys.desk(ownerScheduler).guard
+	g := &a.sys.desks.desk(ownerScheduler).guard
 	g.Lock()
 	defer g.Unlock()
 	switch m := ctx.Message().(type) {
@@ -82,10 +82,10 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		if a.j != nil {
 			a.j.close()
-			a.sys.applyLeft(ownerScheduler, &a.last, a.state.Apply)
+			a.sys.desks.applyLeft(ownerScheduler, &a.last, a.state.Apply)
 		}
 	case *pb.Persisted:
-		a.sys.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
+		a.sys.desks.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
 		a.dispatchSoon(ctx) // new, resumed or requeued tasks may run now
 	case *pb.TaskSubmit:
 		a.submit(ctx, m)

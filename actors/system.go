@@ -56,9 +56,9 @@ type System struct {
 	// calls numbers LLM calls for LLMCancel.
 	asks  *asker
 	calls atomic.Uint64
-	// desks: WAL owner (scheduler, allocator, module/<name>) -> *desk,
-	// what it keeps beyond one actor instance (see desk).
-	desks     sync.Map
+	// desks: per WAL owner (scheduler, allocator, module/<name>), what
+	// it keeps beyond one actor instance (see desk).
+	desks     *desks
 	mailboxes *mailboxes // each actor's mailbox depth (see Mailboxes)
 	// offActor counts work handed off the actors that will come back as a
 	// message: journal batches not yet delivered, an archive write under
@@ -117,6 +117,7 @@ func newSystem(opts Options) (*System, error) {
 		storageGate: newStorageGate(), mailboxes: &mailboxes{},
 		notices: &notices{observe: opts.Observe},
 	}
+	s.desks = &desks{logger: opts.Logger, notices: s.notices}
 	s.checkpoints = &checkpoints{log: opts.Log, publish: s.Publish}
 	s.blank = map[string][]byte{}
 	for _, m := range opts.Modules {
@@ -449,7 +450,7 @@ func (s *System) withScheduler(fn func(*scheduler.State)) {
 	if s.barrier(s.schedulerPID) != nil {
 		return
 	}
-	g := &s.desk(ownerScheduler).guard
+	g := &s.desks.desk(ownerScheduler).guard
 	g.Lock()
 	defer g.Unlock()
 	if a := s.scheduler.Load(); a != nil && a.state != nil {
@@ -463,7 +464,7 @@ func (s *System) withAllocator(fn func(*allocator.Book)) {
 	if s.barrier(s.allocatorPID) != nil {
 		return
 	}
-	g := &s.desk(ownerAllocator).guard
+	g := &s.desks.desk(ownerAllocator).guard
 	g.Lock()
 	defer g.Unlock()
 	if a := s.allocator.Load(); a != nil && a.book != nil {
@@ -483,7 +484,7 @@ func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	if err := s.barrier(pid); err != nil {
 		return err
 	}
-	g := &s.desk(moduleOwner(name)).guard
+	g := &s.desks.desk(moduleOwner(name)).guard
 	g.Lock()
 	defer g.Unlock()
 	for _, m := range s.opts.Modules {

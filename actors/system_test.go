@@ -103,7 +103,7 @@ func TestReplayEqualsLive(t *testing.T) {
 // crash makes an actor panic, as a bug in its own code would: it is
 // handed a delivered batch whose continuation panics.
 func crash(sys *System, owner string, pid *actor.PID) {
-	group := sys.desk(owner).box.put([]*batch{{then: func([]uint64, error) { panic("test: " + owner + " crash") }}})
+	group := sys.desks.desk(owner).box.put([]*batch{{then: func([]uint64, error) { panic("test: " + owner + " crash") }}})
 	sys.root.Send(pid, &pb.Persisted{Group: group})
 }
 
