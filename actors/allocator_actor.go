@@ -107,7 +107,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 	case *pb.RateLimited:
 		rl := allocator.RateLimit{RetryAfter: time.Duration(m.RetryAfterNs), Until: timeOf(m.Until), Cap: m.Cap, Reason: m.Reason}
 		ev := a.book.DecideRateLimit(m.Backend, rl, m.TaskId, a.sys.clock.Now())
-		a.sys.logRateLimit(m.Backend, ev.GetRateLimitRecorded())
+		a.sys.faults.logRateLimit(m.Backend, ev.GetRateLimitRecorded())
 		a.persistAndRespond(ctx, ev, nil)
 	case *pb.BackendCondition:
 		now := a.sys.clock.Now()
@@ -129,7 +129,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		if a.announced == nil {
 			a.announced = map[string]string{}
 		}
-		a.sys.logCondition(m.Backend, ev.GetBackendConditionRecorded(), a.announced[m.Backend])
+		a.sys.faults.logCondition(m.Backend, ev.GetBackendConditionRecorded(), a.announced[m.Backend])
 		a.announced[m.Backend] = ev.GetBackendConditionRecorded().GetState()
 		a.persistAndRespond(ctx, ev, nil)
 	case *pb.ReleaseQuota:
@@ -171,10 +171,10 @@ func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err 
 }
 
 func (a *allocatorActor) start(ctx actor.Context) {
-	if st := a.sys.takeAllocator(); st != nil {
+	if st := a.sys.recovery.takeAllocator(); st != nil {
 		a.book, a.last = st.book, st.last
 	} else {
-		st, err := a.sys.recoverAllocator()
+		st, err := a.sys.recovery.recoverAllocator()
 		if err != nil {
 			panic(fmt.Errorf("allocator: recover after restart: %w", err))
 		}

@@ -136,8 +136,8 @@ func TestBackendDownSeenThroughBreaker(t *testing.T) {
 		l.walled.Store(true)
 		o.Backends[0] = breaker.Wrap(l, breaker.Config{})
 	}})
-	sys := &System{opts: b.opts, clock: b.clock}
-	assert.False(t, takesWork(sys.backendCondition("chatgpt").State))
+	faults := &backendFaults{backends: b.opts.Backends, clock: b.clock}
+	assert.False(t, takesWork(faults.backendCondition("chatgpt").State))
 	l.walled.Store(false)
-	assert.True(t, takesWork(sys.backendCondition("chatgpt").State))
+	assert.True(t, takesWork(faults.backendCondition("chatgpt").State))
 }

@@ -339,8 +339,8 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// A backend that says it cannot serve (an open circuit, a login wall)
 	// is parked before any quota is charged or request counted, and the
 	// task goes to another backend.
-	if c := e.sys.backendCondition(llm); !takesWork(c.State) {
-		e.sys.recordCondition(e.askDone, llm, string(c.State), c.Reason, e.sys.recheckAt(c))
+	if c := e.sys.faults.backendCondition(llm); !takesWork(c.State) {
+		e.sys.faults.recordCondition(e.askDone, llm, string(c.State), c.Reason, e.sys.faults.recheckAt(c))
 		return e.failover(string(c.State), llm)
 	}
 	seqs, err, qerr := e.intentAndQuota(deep, &pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
@@ -400,7 +400,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
 		}
-		e.sys.noteLearnedRate(llm)
+		e.sys.faults.noteLearnedRate(llm)
 		e.sys.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
 			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer saved")
 		if err := e.moduleAnswer(resp.Content); err != nil {
@@ -442,7 +442,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
 	case outcomeFailover:
-		e.sys.parkBackend(e.askDone, llm, t.Id, start, route, err)
+		e.sys.faults.parkBackend(e.askDone, llm, t.Id, start, route, err)
 		return e.failover(kind, llm)
 	case outcomeBackoff:
 		// A call that hung past our deadline is offered to another

@@ -46,33 +46,33 @@ func exportsOf(m modules.Module, events []*pb.Event) []string {
 // writeExports rewrites a module's output files under a WAL intent and
 // commit (spec M1): the intent is durable before the file changes, the
 // commit after it is durable, so recovery can redo what a crash cut off.
-func (s *System) writeExports(m modules.Module, paths []string) error {
+func (rc *recovery) writeExports(m modules.Module, paths []string) error {
 	ex, ok := m.(modules.Exporter)
-	if !ok || len(paths) == 0 || s.opts.OutputDir == "" {
+	if !ok || len(paths) == 0 || rc.opts.OutputDir == "" {
 		return nil
 	}
 	entries := make([]wal.Entry, len(paths))
 	for i, p := range paths {
-		entries[i] = wal.Entry{Time: s.clock.Now(), Owner: ownerEffects, Type: "file_write", Intent: true,
+		entries[i] = wal.Entry{Time: rc.clock.Now(), Owner: ownerEffects, Type: "file_write", Intent: true,
 			Payload: []byte(m.Name() + "\x00" + p)}
 	}
-	seqs, err := s.log.Append(context.Background(), entries...)
+	seqs, err := rc.log.Append(context.Background(), entries...)
 	if err != nil {
 		return fmt.Errorf("%s: log file intents: %w", m.Name(), err)
 	}
 	for _, p := range paths {
-		if err := s.writeOne(ex, m.Name(), p); err != nil {
+		if err := rc.writeOne(ex, m.Name(), p); err != nil {
 			return err // the intent stays open: recovery writes the file
 		}
 	}
-	if err := s.log.Commit(context.Background(), seqs...); err != nil {
+	if err := rc.log.Commit(context.Background(), seqs...); err != nil {
 		return fmt.Errorf("%s: commit file writes: %w", m.Name(), err)
 	}
 	return nil
 }
 
-func (s *System) writeOne(ex modules.Exporter, module, path string) error {
-	full, err := outputPath(s.opts.OutputDir, path)
+func (rc *recovery) writeOne(ex modules.Exporter, module, path string) error {
+	full, err := outputPath(rc.opts.OutputDir, path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", module, err)
 	}
@@ -98,9 +98,9 @@ func outputPath(dir, rel string) (string, error) {
 
 // redoEffects writes again every output file whose intent has no commit,
 // from the recovered state, then commits those intents.
-func (s *System) redoEffects(open []wal.Entry, rep *RecoveryReport) error {
+func (rc *recovery) redoEffects(open []wal.Entry, rep *RecoveryReport) error {
 	byName := map[string]modules.Module{}
-	for _, m := range s.opts.Modules {
+	for _, m := range rc.opts.Modules {
 		byName[m.Name()] = m
 	}
 	var done []uint64
@@ -115,18 +115,18 @@ func (s *System) redoEffects(open []wal.Entry, rep *RecoveryReport) error {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("file intent %d names an unknown module or path: %q", ent.Seq, ent.Payload))
 			continue
 		}
-		if s.opts.Dry {
+		if rc.opts.Dry {
 			rep.Repairs = append(rep.Repairs, fmt.Sprintf("would rewrite output/%s (intent %d)", path, ent.Seq))
 			continue
 		}
-		if err := s.writeOne(ex, m.Name(), string(path)); err != nil {
+		if err := rc.writeOne(ex, m.Name(), string(path)); err != nil {
 			return fmt.Errorf("recover: redo file intent %d: %w", ent.Seq, err)
 		}
 		done = append(done, ent.Seq)
 		rep.Repairs = append(rep.Repairs, fmt.Sprintf("rewrote output/%s (intent %d had no commit)", path, ent.Seq))
 	}
 	if len(done) > 0 {
-		if err := s.log.Commit(context.Background(), done...); err != nil {
+		if err := rc.log.Commit(context.Background(), done...); err != nil {
 			return fmt.Errorf("recover: commit redone file intents: %w", err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
@@ -77,6 +79,23 @@ func routeFault(kind string) faultRoute {
 	}
 }
 
+// backendFaults routes a backend's faults to the allocator and keeps what
+// fano learns of backends beyond the WAL (their conditions as they state
+// them, their providers' rates). It holds no state of its own: its
+// methods run in whichever goroutine calls them (an executor's loop, the
+// allocator actor for the log lines, the facade for a re-check), and
+// every recorded fact goes to the allocator's book as a message.
+type backendFaults struct {
+	backends           []gateway.Backend
+	clock              clockwork.Clock
+	credentialsRecheck time.Duration
+	logger             zerolog.Logger
+	publish            func(*pb.StateUpdate)
+	// root and allocator are set at Start, before any actor runs.
+	root      *actor.RootContext
+	allocator *actor.PID
+}
+
 // Default re-check periods of parked backends.
 const (
 	credentialsRecheck = 5 * time.Minute
@@ -89,37 +108,37 @@ const (
 //
 // A credentials failure of a request sent before the backend's last
 // re-check says nothing about the key it uses now: it parks nothing.
-func (s *System) parkBackend(ask askDone, llm, taskID string, sent time.Time, route faultRoute, err error) {
+func (f *backendFaults) parkBackend(ask askDone, llm, taskID string, sent time.Time, route faultRoute, err error) {
 	switch route.backend {
 	case string(gateway.StateRateLimited):
 		var rl *gateway.RateLimitedError
 		if !errors.As(err, &rl) {
 			return
 		}
-		_ = ask(s.allocatorPID, &pb.RateLimited{Backend: llm, TaskId: taskID, RetryAfterNs: int64(rl.RetryAfter),
+		_ = ask(f.allocator, &pb.RateLimited{Backend: llm, TaskId: taskID, RetryAfterNs: int64(rl.RetryAfter),
 			Until: nanos(rl.Until), Cap: rl.Cap, Reason: rl.Reason})
 	case string(gateway.StateCredentials):
-		_ = ask(s.allocatorPID, &pb.BackendCondition{Backend: llm, State: string(gateway.StateCredentials), Reason: err.Error(),
-			Until: nanos(s.clock.Now().Add(s.opts.CredentialsRecheck)), Sent: nanos(sent)})
+		_ = ask(f.allocator, &pb.BackendCondition{Backend: llm, State: string(gateway.StateCredentials), Reason: err.Error(),
+			Until: nanos(f.clock.Now().Add(f.credentialsRecheck)), Sent: nanos(sent)})
 	case string(gateway.StateDown):
-		c := s.backendCondition(llm)
+		c := f.backendCondition(llm)
 		if takesWork(c.State) {
 			c = gateway.Condition{State: gateway.StateDown, Reason: err.Error()}
 		}
-		s.recordCondition(ask, llm, string(c.State), c.Reason, s.recheckAt(c))
+		f.recordCondition(ask, llm, string(c.State), c.Reason, f.recheckAt(c))
 	}
 }
 
 // recheckAt is when a backend in condition c is tried again: the end it
 // names, or a few minutes for credentials and login walls, 30 s else.
-func (s *System) recheckAt(c gateway.Condition) time.Time {
+func (f *backendFaults) recheckAt(c gateway.Condition) time.Time {
 	if !c.Until.IsZero() {
 		return c.Until
 	}
 	if c.State == gateway.StateCredentials || c.State == gateway.StateLogin {
-		return s.clock.Now().Add(s.opts.CredentialsRecheck)
+		return f.clock.Now().Add(f.credentialsRecheck)
 	}
-	return s.clock.Now().Add(downRecheck)
+	return f.clock.Now().Add(downRecheck)
 }
 
 // takesWork: a backend in this state of its own can be sent a request
@@ -131,14 +150,14 @@ func takesWork(st gateway.State) bool {
 // askDone sends a request answered by pb.Done and waits for it.
 type askDone func(pid *actor.PID, msg proto.Message) error
 
-func (s *System) recordCondition(ask askDone, llm, state, reason string, until time.Time) {
-	_ = ask(s.allocatorPID, &pb.BackendCondition{Backend: llm, State: state, Reason: reason, Until: nanos(until)})
+func (f *backendFaults) recordCondition(ask askDone, llm, state, reason string, until time.Time) {
+	_ = ask(f.allocator, &pb.BackendCondition{Backend: llm, State: state, Reason: reason, Until: nanos(until)})
 }
 
 // backendCondition is what the backend says of itself (a breaker's open
 // circuit, a browser's login wall); ready when it cannot say.
-func (s *System) backendCondition(llm string) gateway.Condition {
-	for _, b := range s.opts.Backends {
+func (f *backendFaults) backendCondition(llm string) gateway.Condition {
+	for _, b := range f.backends {
 		if b.Name() == llm {
 			if c, ok := gateway.As[gateway.Conditioner](b); ok {
 				return c.Condition()
@@ -159,14 +178,14 @@ type rateLearner interface {
 func learnerOf(b gateway.Backend) (rateLearner, bool) { return gateway.As[rateLearner](b) }
 
 // noteLearnedRate records the rate llm's provider told, if it changed.
-func (s *System) noteLearnedRate(llm string) {
-	for _, b := range s.opts.Backends {
+func (f *backendFaults) noteLearnedRate(llm string) {
+	for _, b := range f.backends {
 		if b.Name() != llm {
 			continue
 		}
 		if l, ok := learnerOf(b); ok {
 			if limit, window := l.LearnedRate(); limit > 0 {
-				s.root.Send(s.allocatorPID, &pb.LearnRate{Backend: llm, Limit: int32(limit), WindowNs: int64(window)})
+				f.root.Send(f.allocator, &pb.LearnRate{Backend: llm, Limit: int32(limit), WindowNs: int64(window)})
 			}
 		}
 	}
@@ -174,8 +193,8 @@ func (s *System) noteLearnedRate(llm string) {
 
 // seedLearnedRates gives every backend the rate its provider told before
 // the restart.
-func (s *System) seedLearnedRates(rates map[string][2]int64) {
-	for _, b := range s.opts.Backends {
+func (f *backendFaults) seedLearnedRates(rates map[string][2]int64) {
+	for _, b := range f.backends {
 		r, ok := rates[b.Name()]
 		if !ok || r[0] <= 0 {
 			continue
@@ -186,29 +205,29 @@ func (s *System) seedLearnedRates(rates map[string][2]int64) {
 	}
 }
 
-func (s *System) logRateLimit(backend string, r *pb.RateLimitRecorded) {
-	ev := s.logger.Info()
+func (f *backendFaults) logRateLimit(backend string, r *pb.RateLimitRecorded) {
+	ev := f.logger.Info()
 	kind := "rate limit"
 	if r.GetCap() {
-		ev, kind = s.logger.Warn(), "usage cap"
+		ev, kind = f.logger.Warn(), "usage cap"
 	}
 	ev.Str("event", "actors.allocator.rate_limited").Str("backend", backend).Bool("cap", r.GetCap()).
 		Time("until", timeOf(r.GetUntil())).Str("reason", r.GetReason()).Msg(backend + ": " + kind + "; paused until the reset")
 }
 
-func (s *System) logCondition(backend string, c *pb.BackendConditionRecorded, was string) {
+func (f *backendFaults) logCondition(backend string, c *pb.BackendConditionRecorded, was string) {
 	switch {
 	case c.GetState() == "" && was == "":
 		// A re-check of a backend that was fine: nothing to say.
 	case c.GetState() == "":
-		s.logger.Info().Str("event", "actors.allocator.backend_ready").Str("backend", backend).Str("was", was).Msg(backend + " takes work again")
+		f.logger.Info().Str("event", "actors.allocator.backend_ready").Str("backend", backend).Str("was", was).Msg(backend + " takes work again")
 	case c.GetState() != was:
 		// The one alert per fault: it names the backend and, for a key,
 		// the variable (the gateway's error does).
-		s.logger.Error().Str("event", "actors.allocator.backend_"+c.GetState()).Str("backend", backend).
+		f.logger.Error().Str("event", "actors.allocator.backend_"+c.GetState()).Str("backend", backend).
 			Str("reason", c.GetReason()).Time("recheck", timeOf(c.GetUntil())).
 			Msg(backend + ": " + c.GetState() + "; its tasks go to other backends")
-		s.Publish(&pb.StateUpdate{Component: "backend", UpdateType: "alert", Data: map[string]string{
+		f.publish(&pb.StateUpdate{Component: "backend", UpdateType: "alert", Data: map[string]string{
 			"backend": backend, "state": c.GetState(), "reason": c.GetReason()}})
 	}
 }
@@ -233,13 +252,13 @@ func (s *System) RecheckBackends(names ...string) []BackendCheck {
 		if r, ok := keyReloaderOf(b); ok {
 			_ = r.ReloadKey() // an unset key shows in the condition below
 		}
-		c := s.backendCondition(name)
+		c := s.faults.backendCondition(name)
 		if takesWork(c.State) {
-			s.recordCondition(s.asks.requestDone, name, allocator.StateReady, "", time.Time{})
+			s.faults.recordCondition(s.asks.requestDone, name, allocator.StateReady, "", time.Time{})
 			out = append(out, BackendCheck{Backend: name, State: string(gateway.StateReady)})
 			continue
 		}
-		s.recordCondition(s.asks.requestDone, name, string(c.State), c.Reason, s.recheckAt(c))
+		s.faults.recordCondition(s.asks.requestDone, name, string(c.State), c.Reason, s.faults.recheckAt(c))
 		out = append(out, BackendCheck{Backend: name, State: string(c.State), Reason: c.Reason})
 	}
 	s.tick()
@@ -309,9 +328,9 @@ func (s *System) Retry(ids []string, module string) ([]string, error) {
 
 // overlayBackendFacts adds what only the backends know to the book's
 // figures: their own condition and their rate limiter's pace and queue.
-func (s *System) overlayBackendFacts(st []allocator.BackendStatus) {
-	byName := make(map[string]gateway.Backend, len(s.opts.Backends))
-	for _, b := range s.opts.Backends {
+func (f *backendFaults) overlayBackendFacts(st []allocator.BackendStatus) {
+	byName := make(map[string]gateway.Backend, len(f.backends))
+	for _, b := range f.backends {
 		byName[b.Name()] = b
 	}
 	for i := range st {
@@ -319,7 +338,7 @@ func (s *System) overlayBackendFacts(st []allocator.BackendStatus) {
 		if !ok {
 			continue
 		}
-		if c := s.backendCondition(st[i].Name); !takesWork(c.State) && st[i].State == allocator.StateReady {
+		if c := f.backendCondition(st[i].Name); !takesWork(c.State) && st[i].State == allocator.StateReady {
 			st[i].State, st[i].Reason, st[i].Until, st[i].Available = string(c.State), c.Reason, c.Until, false
 		}
 		if lim, ok := limiterOf(b); ok {

@@ -32,7 +32,7 @@ type Inspection struct {
 	// owners nobody configured.
 	Problems []string
 
-	sys *System
+	rec *recovery
 }
 
 // Inspect rebuilds the state of opts.Log without writing to it. opts.Modules
@@ -44,19 +44,19 @@ func Inspect(opts Options) (*Inspection, error) {
 	}
 	rep := &RecoveryReport{Checkpoints: map[string]uint64{}}
 	owners := map[string]*owned{}
-	so, sst, err := s.newScheduler()
+	so, sst, err := s.recovery.newScheduler()
 	if err != nil {
 		return nil, err
 	}
 	owners[ownerScheduler] = so
-	ao, _, err := s.newAllocator()
+	ao, _, err := s.recovery.newAllocator()
 	if err != nil {
 		return nil, err
 	}
 	owners[ownerAllocator] = ao
-	in := &Inspection{Modules: map[string]modules.Module{}, TaskTypes: s.taskTypes, sys: s}
+	in := &Inspection{Modules: map[string]modules.Module{}, TaskTypes: s.recovery.taskTypes, rec: s.recovery}
 	for _, m := range s.opts.Modules {
-		mo, err := s.newModule(m)
+		mo, err := s.recovery.newModule(m)
 		if err != nil {
 			return nil, err
 		}
@@ -76,7 +76,7 @@ func Inspect(opts Options) (*Inspection, error) {
 }
 
 // CheckTask says why no configured module runs t (nil: one does).
-func (in *Inspection) CheckTask(t *pb.Task) error { return in.sys.checkTask(t) }
+func (in *Inspection) CheckTask(t *pb.Task) error { return in.rec.checkTask(t) }
 
 // OwnerEffects is the WAL owner of output-file intents (payload
 // "<module>\x00<path>").
@@ -116,7 +116,7 @@ func (in *Inspection) AppendModuleEvents(module string, evs []*pb.ModuleEvent, a
 		}
 		entries[i] = ent
 	}
-	seqs, err := in.sys.log.Append(context.Background(), entries...)
+	seqs, err := in.rec.log.Append(context.Background(), entries...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: persist %d repair events: %w", owner, len(evs), err)
 	}
@@ -136,14 +136,14 @@ func (in *Inspection) WriteOutputs(module string, paths []string) error {
 	if !ok {
 		return fmt.Errorf("no module %q", module)
 	}
-	if in.sys.opts.OutputDir == "" {
+	if in.rec.opts.OutputDir == "" {
 		return fmt.Errorf("%s: no output directory configured", module)
 	}
-	return in.sys.writeExports(m, paths)
+	return in.rec.writeExports(m, paths)
 }
 
 // OutputPath is where a module's relative output path lives on disk; a
 // path that would leave the output directory is an error.
 func (in *Inspection) OutputPath(rel string) (string, error) {
-	return outputPath(in.sys.opts.OutputDir, rel)
+	return outputPath(in.rec.opts.OutputDir, rel)
 }

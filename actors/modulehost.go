@@ -48,7 +48,7 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		}
 	case *pb.Persisted:
 		applied := h.sys.desks.applyPersisted(h.owner, &h.last, m, h.apply)
-		if err := h.sys.writeExports(h.mod, exportsOf(h.mod, applied)); err != nil {
+		if err := h.sys.recovery.writeExports(h.mod, exportsOf(h.mod, applied)); err != nil {
 			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".export_failed").Msg("output file not written; recovery will write it")
 		}
 		if bl, ok := h.mod.(modules.Backlogger); ok {
@@ -106,11 +106,11 @@ func (h *moduleHost) start(ctx actor.Context) {
 	h.owner = moduleOwner(h.mod.Name())
 	h.offers = map[string]bool{}
 	restarted := false
-	if last, ok := h.sys.takeModule(h.mod.Name()); ok {
+	if last, ok := h.sys.recovery.takeModule(h.mod.Name()); ok {
 		h.last = last
 	} else {
 		restarted = true
-		last, err := h.sys.recoverModule(h.mod)
+		last, err := h.sys.recovery.recoverModule(h.mod)
 		if err != nil {
 			panic(fmt.Errorf("%s: recover after restart: %w", h.owner, err))
 		}

@@ -8,6 +8,9 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
+
+	"github.com/jonboulle/clockwork"
 
 	"google.golang.org/protobuf/proto"
 
@@ -32,6 +35,30 @@ type RecoveryReport struct {
 	Problems            []string          `json:"problems"`    // found, not repairable here
 	TaskStates          map[string]int    `json:"task_states"` // after repairs (as recorded, with --dry-run)
 	DryRun              bool              `json:"dry_run"`
+}
+
+// recovery rebuilds the owners of state from their checkpoints and the
+// WAL: all of them at start (recoverAll, spec §9.1, with validation and
+// repair, and the output files whose writes a crash cut off), one of them
+// when its actor restarts after a panic. recoverAll runs before any actor
+// exists; what it rebuilt waits here until the first instance of each
+// owner takes it (takeScheduler, takeAllocator, takeModule, under mu).
+// The per-owner rebuilds and writeExports run in the owner's actor.
+type recovery struct {
+	log       Store
+	opts      Options
+	clock     clockwork.Clock
+	taskTypes map[string]map[string]bool // module -> its task types
+	// blank holds each module's snapshot as constructed: a restarted host
+	// resets its module to it before replaying, so no event is applied
+	// twice on top of the state the crash left behind.
+	blank   map[string][]byte
+	publish func(*pb.StateUpdate)
+
+	mu          sync.Mutex
+	initSched   *schedState
+	initAlloc   *allocState
+	initModules map[string]uint64
 }
 
 type schedState struct {
@@ -169,39 +196,39 @@ func loadSnapshot(log Store, owner string, msg proto.Message) (uint64, bool, err
 	return cp.Seq, true, nil
 }
 
-func (s *System) newScheduler() (*owned, *schedState, error) {
+func (rc *recovery) newScheduler() (*owned, *schedState, error) {
 	var snap pb.SchedulerSnapshot
-	seq, ok, err := loadSnapshot(s.log, ownerScheduler, &snap)
+	seq, ok, err := loadSnapshot(rc.log, ownerScheduler, &snap)
 	if err != nil {
 		return nil, nil, err
 	}
-	st := &schedState{state: scheduler.New(s.opts.Scheduler)}
+	st := &schedState{state: scheduler.New(rc.opts.Scheduler)}
 	if ok {
-		if st.state, err = scheduler.Restore(s.opts.Scheduler, &snap); err != nil {
+		if st.state, err = scheduler.Restore(rc.opts.Scheduler, &snap); err != nil {
 			return nil, nil, fmt.Errorf("recover: scheduler checkpoint at seq %d: %w", seq, err)
 		}
 	}
 	return &owned{last: seq, apply: st.state.Apply}, st, nil
 }
 
-func (s *System) newAllocator() (*owned, *allocState, error) {
+func (rc *recovery) newAllocator() (*owned, *allocState, error) {
 	var snap pb.AllocatorSnapshot
-	seq, ok, err := loadSnapshot(s.log, ownerAllocator, &snap)
+	seq, ok, err := loadSnapshot(rc.log, ownerAllocator, &snap)
 	if err != nil {
 		return nil, nil, err
 	}
-	st := &allocState{book: allocator.New(s.opts.Allocator)}
+	st := &allocState{book: allocator.New(rc.opts.Allocator)}
 	if ok {
-		if st.book, err = allocator.Restore(s.opts.Allocator, &snap); err != nil {
+		if st.book, err = allocator.Restore(rc.opts.Allocator, &snap); err != nil {
 			return nil, nil, fmt.Errorf("recover: allocator checkpoint at seq %d: %w", seq, err)
 		}
 	}
 	return &owned{last: seq, apply: st.book.Apply}, st, nil
 }
 
-func (s *System) newModule(m modules.Module) (*owned, error) {
+func (rc *recovery) newModule(m modules.Module) (*owned, error) {
 	owner := moduleOwner(m.Name())
-	cp, ok, err := s.log.LoadCheckpoint(owner)
+	cp, ok, err := rc.log.LoadCheckpoint(owner)
 	if err != nil {
 		return nil, fmt.Errorf("recover: checkpoint of %s: %w", owner, err)
 	}
@@ -211,7 +238,7 @@ func (s *System) newModule(m modules.Module) (*owned, error) {
 			return nil, fmt.Errorf("recover: checkpoint of %s at seq %d does not decode: %w", owner, cp.Seq, err)
 		}
 		last = cp.Seq
-	} else if err := m.Restore(s.blank[m.Name()]); err != nil {
+	} else if err := m.Restore(rc.blank[m.Name()]); err != nil {
 		return nil, fmt.Errorf("recover: reset %s: %w", owner, err)
 	}
 	return &owned{last: last, apply: func(e *pb.Event) error {
@@ -224,72 +251,72 @@ func (s *System) newModule(m modules.Module) (*owned, error) {
 }
 
 // recoverScheduler rebuilds the scheduler alone (after a panic restart).
-func (s *System) recoverScheduler() (*schedState, error) {
-	o, st, err := s.newScheduler()
+func (rc *recovery) recoverScheduler() (*schedState, error) {
+	o, st, err := rc.newScheduler()
 	if err != nil {
 		return nil, err
 	}
-	if err := replay(s.log, map[string]*owned{ownerScheduler: o}, nil); err != nil {
+	if err := replay(rc.log, map[string]*owned{ownerScheduler: o}, nil); err != nil {
 		return nil, err
 	}
 	st.last = o.last
-	s.recovered(ownerScheduler)
+	rc.recovered(ownerScheduler)
 	return st, nil
 }
 
-func (s *System) recoverAllocator() (*allocState, error) {
-	o, st, err := s.newAllocator()
+func (rc *recovery) recoverAllocator() (*allocState, error) {
+	o, st, err := rc.newAllocator()
 	if err != nil {
 		return nil, err
 	}
-	if err := replay(s.log, map[string]*owned{ownerAllocator: o}, nil); err != nil {
+	if err := replay(rc.log, map[string]*owned{ownerAllocator: o}, nil); err != nil {
 		return nil, err
 	}
 	st.last = o.last
-	s.recovered(ownerAllocator)
+	rc.recovered(ownerAllocator)
 	return st, nil
 }
 
 // recoverModule rebuilds a module in place from its checkpoint and entries.
-func (s *System) recoverModule(m modules.Module) (uint64, error) {
-	o, err := s.newModule(m)
+func (rc *recovery) recoverModule(m modules.Module) (uint64, error) {
+	o, err := rc.newModule(m)
 	if err != nil {
 		return 0, err
 	}
-	if err := replay(s.log, map[string]*owned{moduleOwner(m.Name()): o}, nil); err != nil {
+	if err := replay(rc.log, map[string]*owned{moduleOwner(m.Name()): o}, nil); err != nil {
 		return 0, err
 	}
-	s.recovered(moduleOwner(m.Name()))
+	rc.recovered(moduleOwner(m.Name()))
 	return o.last, nil
 }
 
 // recovered tells the metrics that a restarted actor rebuilt owner's state
 // from the WAL (recovery at start is counted by whoever started it).
-func (s *System) recovered(owner string) {
-	s.Publish(&pb.StateUpdate{Component: metrics.UpdateRecovery, UpdateType: metrics.UpdateRecovered, Data: map[string]string{"owner": owner}})
+func (rc *recovery) recovered(owner string) {
+	rc.publish(&pb.StateUpdate{Component: metrics.UpdateRecovery, UpdateType: metrics.UpdateRecovered, Data: map[string]string{"owner": owner}})
 }
 
 // recoverAll is recovery at start (spec §9.1): checkpoints + one replay
 // pass, then validate and repair. Repairs are events like any other; with
 // opts.Dry they are reported and not written.
-func (s *System) recoverAll() (*RecoveryReport, error) {
+func (rc *recovery) recoverAll() (*RecoveryReport, error) {
 	// Replay makes much short-lived garbage; collecting less often while it
 	// runs roughly halves the time spent in the collector.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	rep := &RecoveryReport{Checkpoints: map[string]uint64{}, DryRun: s.opts.Dry}
+	rep := &RecoveryReport{Checkpoints: map[string]uint64{}, DryRun: rc.opts.Dry}
 	owners := map[string]*owned{}
-	so, sst, err := s.newScheduler()
+	so, sst, err := rc.newScheduler()
 	if err != nil {
 		return nil, err
 	}
 	owners[ownerScheduler] = so
-	ao, ast, err := s.newAllocator()
+	ao, ast, err := rc.newAllocator()
 	if err != nil {
 		return nil, err
 	}
 	owners[ownerAllocator] = ao
-	for _, m := range s.opts.Modules {
-		mo, err := s.newModule(m)
+	for _, m := range rc.opts.Modules {
+		mo, err := rc.newModule(m)
 		if err != nil {
 			return nil, err
 		}
@@ -300,16 +327,16 @@ func (s *System) recoverAll() (*RecoveryReport, error) {
 			rep.Checkpoints[name] = o.last
 		}
 	}
-	if err := replay(s.log, owners, rep); err != nil {
+	if err := replay(rc.log, owners, rep); err != nil {
 		return nil, err
 	}
-	rep.LastSeq = s.log.LastSeq()
+	rep.LastSeq = rc.log.LastSeq()
 
-	repairs, err := s.validate(sst.state, rep)
+	repairs, err := rc.validate(sst.state, rep)
 	if err != nil {
 		return nil, err
 	}
-	if len(repairs) > 0 && !s.opts.Dry {
+	if len(repairs) > 0 && !rc.opts.Dry {
 		entries := make([]wal.Entry, 0, len(repairs))
 		for _, e := range repairs {
 			ent, err := encodeEvent(ownerScheduler, e)
@@ -318,7 +345,7 @@ func (s *System) recoverAll() (*RecoveryReport, error) {
 			}
 			entries = append(entries, ent)
 		}
-		seqs, err := s.log.Append(context.Background(), entries...)
+		seqs, err := rc.log.Append(context.Background(), entries...)
 		if err != nil {
 			return nil, fmt.Errorf("recover: write repairs: %w", err)
 		}
@@ -329,7 +356,7 @@ func (s *System) recoverAll() (*RecoveryReport, error) {
 			so.last = seqs[i]
 		}
 	}
-	if err := s.commitAnsweredIntents(sst.state, rep); err != nil {
+	if err := rc.commitAnsweredIntents(sst.state, rep); err != nil {
 		return nil, err
 	}
 	rep.TaskStates = map[string]int{}
@@ -339,17 +366,17 @@ func (s *System) recoverAll() (*RecoveryReport, error) {
 		}
 	}
 	sst.last, ast.last = so.last, ao.last
-	s.initSched, s.initAlloc = sst, ast
-	s.initModules = map[string]uint64{}
-	for _, m := range s.opts.Modules {
-		s.initModules[m.Name()] = owners[moduleOwner(m.Name())].last
+	rc.initSched, rc.initAlloc = sst, ast
+	rc.initModules = map[string]uint64{}
+	for _, m := range rc.opts.Modules {
+		rc.initModules[m.Name()] = owners[moduleOwner(m.Name())].last
 	}
 	return rep, nil
 }
 
 // validate checks the recovered tasks and returns the repair events.
-func (s *System) validate(st *scheduler.State, rep *RecoveryReport) ([]*pb.Event, error) {
-	now := nanos(s.clock.Now())
+func (rc *recovery) validate(st *scheduler.State, rep *RecoveryReport) ([]*pb.Event, error) {
+	now := nanos(rc.clock.Now())
 	var repairs []*pb.Event
 	var all []*pb.Task
 	st.ForEach(func(t *pb.Task) { all = append(all, t) }) // read only
@@ -372,7 +399,7 @@ func (s *System) validate(st *scheduler.State, rep *RecoveryReport) ([]*pb.Event
 		case t.State == pb.TaskState_TASK_STATE_PAUSED && t.PauseReason != "orphan":
 			rep.TasksToResume++
 		}
-		if err := s.checkTask(t); err != nil && !finished(t) && t.PauseReason != "orphan" {
+		if err := rc.checkTask(t); err != nil && !finished(t) && t.PauseReason != "orphan" {
 			repairs = append(repairs, &pb.Event{At: now, Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: t.Id, Reason: "orphan", NotBefore: math.MaxInt64}}})
 			rep.Repairs = append(rep.Repairs, fmt.Sprintf("task %s paused: %v", t.Id, err))
 		}
@@ -391,15 +418,15 @@ func (s *System) validate(st *scheduler.State, rep *RecoveryReport) ([]*pb.Event
 
 // commitAnsweredIntents closes request intents left open: every request
 // either has its answer in the task or was failed by validate above.
-func (s *System) commitAnsweredIntents(st *scheduler.State, rep *RecoveryReport) error {
-	open, err := s.log.Uncommitted()
+func (rc *recovery) commitAnsweredIntents(st *scheduler.State, rep *RecoveryReport) error {
+	open, err := rc.log.Uncommitted()
 	if err != nil {
 		return fmt.Errorf("recover: list intents: %w", err)
 	}
-	if s.opts.Dry {
-		return s.redoEffects(open, rep) // reports only
+	if rc.opts.Dry {
+		return rc.redoEffects(open, rep) // reports only
 	}
-	if err := s.redoEffects(open, rep); err != nil {
+	if err := rc.redoEffects(open, rep); err != nil {
 		return err
 	}
 	var seqs []uint64
@@ -411,7 +438,7 @@ func (s *System) commitAnsweredIntents(st *scheduler.State, rep *RecoveryReport)
 	if len(seqs) == 0 {
 		return nil
 	}
-	if err := s.log.Commit(context.Background(), seqs...); err != nil {
+	if err := rc.log.Commit(context.Background(), seqs...); err != nil {
 		return fmt.Errorf("recover: commit %d intents: %w", len(seqs), err)
 	}
 	rep.Repairs = append(rep.Repairs, fmt.Sprintf("%d request intents closed", len(seqs)))
@@ -429,8 +456,8 @@ func finished(t *pb.Task) bool {
 var errUnknownTask = errors.New("unknown module or task type")
 
 // checkTask refuses a task no configured module runs.
-func (s *System) checkTask(t *pb.Task) error {
-	types, ok := s.taskTypes[t.GetModule()]
+func (rc *recovery) checkTask(t *pb.Task) error {
+	types, ok := rc.taskTypes[t.GetModule()]
 	if !ok {
 		return fmt.Errorf("task %s: %w: module %q", t.GetId(), errUnknownTask, t.GetModule())
 	}
@@ -438,4 +465,28 @@ func (s *System) checkTask(t *pb.Task) error {
 		return fmt.Errorf("task %s: %w: type %q of module %s", t.GetId(), errUnknownTask, t.GetTaskType(), t.GetModule())
 	}
 	return nil
+}
+
+func (rc *recovery) takeScheduler() *schedState {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	st := rc.initSched
+	rc.initSched = nil
+	return st
+}
+
+func (rc *recovery) takeAllocator() *allocState {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	st := rc.initAlloc
+	rc.initAlloc = nil
+	return st
+}
+
+func (rc *recovery) takeModule(name string) (uint64, bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	last, ok := rc.initModules[name]
+	delete(rc.initModules, name)
+	return last, ok
 }

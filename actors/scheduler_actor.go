@@ -170,11 +170,11 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 }
 
 func (a *schedulerActor) start(ctx actor.Context) {
-	if st := a.sys.takeScheduler(); st != nil {
+	if st := a.sys.recovery.takeScheduler(); st != nil {
 		a.state, a.last = st.state, st.last
 	} else {
 		// A restart after a panic: the state comes back from the WAL.
-		st, err := a.sys.recoverScheduler()
+		st, err := a.sys.recovery.recoverScheduler()
 		if err != nil {
 			panic(fmt.Errorf("scheduler: recover after restart: %w", err))
 		}
@@ -266,7 +266,7 @@ func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 		}
 	}
 	t := m.GetTask()
-	if err := a.sys.checkTask(t); err != nil {
+	if err := a.sys.recovery.checkTask(t); err != nil {
 		respond(&pb.TaskSubmitReply{TaskId: t.GetId(), Reason: err.Error()})
 		return
 	}

@@ -161,7 +161,7 @@ func (b *bundle) rebuildScheduler(fromCheckpoint bool) *scheduler.State {
 	s, err := newSystem(b.opts)
 	require.NoError(b.t, err)
 	if fromCheckpoint {
-		st, err := s.recoverScheduler()
+		st, err := s.recovery.recoverScheduler()
 		require.NoError(b.t, err)
 		return st.state
 	}
@@ -175,7 +175,7 @@ func (b *bundle) rebuildAllocator(fromCheckpoint bool) *allocator.Book {
 	s, err := newSystem(b.opts)
 	require.NoError(b.t, err)
 	if fromCheckpoint {
-		st, err := s.recoverAllocator()
+		st, err := s.recovery.recoverAllocator()
 		require.NoError(b.t, err)
 		return st.book
 	}

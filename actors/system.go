@@ -36,7 +36,6 @@ type System struct {
 	orchestratorPID, schedulerPID, allocatorPID *actor.PID
 	modulePIDs                                  map[string]*actor.PID
 	gatewayPIDs                                 map[string]*actor.PID
-	taskTypes                                   map[string]map[string]bool
 
 	baseCtx    context.Context
 	baseCancel context.CancelCauseFunc
@@ -69,23 +68,17 @@ type System struct {
 	// storageGate holds running tasks while WAL writes fail.
 	storageGate *storageGate
 
-	mu          sync.Mutex
-	initSched   *schedState
-	initAlloc   *allocState
-	initModules map[string]uint64
+	recovery *recovery // at start, and for each actor that restarts
 
 	backlogs sync.Map // module -> int (modules.Backlogger)
 	// scheduler is the live scheduler instance (see schedulerActor.current);
 	// allocator the live allocator's.
 	scheduler atomic.Pointer[schedulerActor]
 	allocator atomic.Pointer[allocatorActor]
-	// blank holds each module's snapshot as constructed: a restarted host
-	// resets its module to it before replaying, so no event is applied
-	// twice on top of the state the crash left behind.
-	blank map[string][]byte
 
 	notices     *notices     // subscribers to applied events and updates
 	checkpoints *checkpoints // writes the owners' snapshots
+	faults      *backendFaults
 
 	report    *RecoveryReport
 	stopOnce  sync.Once
@@ -101,7 +94,7 @@ func Recover(opts Options) (*RecoveryReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.recoverAll()
+	return s.recovery.recoverAll()
 }
 
 func newSystem(opts Options) (*System, error) {
@@ -112,28 +105,31 @@ func newSystem(opts Options) (*System, error) {
 	s := &System{
 		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
-		taskTypes: map[string]map[string]bool{}, dead: make(chan struct{}),
+		dead:     make(chan struct{}),
 		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}), finished: make(chan struct{}),
 		storageGate: newStorageGate(), mailboxes: &mailboxes{},
 		notices: &notices{observe: opts.Observe},
 	}
 	s.desks = &desks{logger: opts.Logger, notices: s.notices}
 	s.checkpoints = &checkpoints{log: opts.Log, publish: s.Publish}
-	s.blank = map[string][]byte{}
+	s.faults = &backendFaults{backends: opts.Backends, clock: opts.Clock, credentialsRecheck: opts.CredentialsRecheck,
+		logger: opts.Logger, publish: s.Publish}
+	s.recovery = &recovery{log: opts.Log, opts: opts, clock: opts.Clock, publish: s.Publish,
+		taskTypes: map[string]map[string]bool{}, blank: map[string][]byte{}}
 	for _, m := range opts.Modules {
-		if _, dup := s.taskTypes[m.Name()]; dup {
+		if _, dup := s.recovery.taskTypes[m.Name()]; dup {
 			return nil, fmt.Errorf("actors: module %q configured twice", m.Name())
 		}
 		blank, err := m.Snapshot()
 		if err != nil {
 			return nil, fmt.Errorf("actors: module %s: snapshot: %w", m.Name(), err)
 		}
-		s.blank[m.Name()] = blank
+		s.recovery.blank[m.Name()] = blank
 		types := map[string]bool{}
 		for _, t := range m.TaskTypes() {
 			types[t] = true
 		}
-		s.taskTypes[m.Name()] = types
+		s.recovery.taskTypes[m.Name()] = types
 	}
 	seen := map[string]bool{}
 	for _, b := range opts.Backends {
@@ -159,11 +155,11 @@ func Start(opts Options) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.report, err = s.recoverAll(); err != nil {
+	if s.report, err = s.recovery.recoverAll(); err != nil {
 		return nil, err
 	}
-	if s.initAlloc != nil {
-		s.seedLearnedRates(s.initAlloc.book.LearnedRates())
+	if s.recovery.initAlloc != nil {
+		s.faults.seedLearnedRates(s.recovery.initAlloc.book.LearnedRates())
 	}
 	s.baseCtx, s.baseCancel = context.WithCancelCause(context.Background())
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logging.Slog(s.logger) }))
@@ -175,6 +171,7 @@ func Start(opts Options) (*System, error) {
 	s.orchestratorPID = s.as.NewLocalPID("orchestrator")
 	s.schedulerPID = s.as.NewLocalPID("orchestrator/scheduler")
 	s.allocatorPID = s.as.NewLocalPID("orchestrator/allocator")
+	s.faults.root, s.faults.allocator = s.root, s.allocatorPID
 	for _, b := range s.opts.Backends {
 		s.gatewayPIDs[b.Name()] = s.as.NewLocalPID("orchestrator/gateway-" + b.Name())
 	}
@@ -365,30 +362,6 @@ func (s *System) backlog(module string) int {
 		return v.(int)
 	}
 	return 0
-}
-
-func (s *System) takeScheduler() *schedState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.initSched
-	s.initSched = nil
-	return st
-}
-
-func (s *System) takeAllocator() *allocState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.initAlloc
-	s.initAlloc = nil
-	return st
-}
-
-func (s *System) takeModule(name string) (uint64, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	last, ok := s.initModules[name]
-	delete(s.initModules, name)
-	return last, ok
 }
 
 // Checkpoint asks every owner of state to save its snapshot, then compacts
@@ -667,7 +640,7 @@ func (s *System) Counts() map[string]map[pb.TaskState]int {
 func (s *System) Quotas() []allocator.BackendStatus {
 	var out []allocator.BackendStatus
 	s.withAllocator(func(b *allocator.Book) { out = b.Status(s.clock.Now()) })
-	s.overlayBackendFacts(out)
+	s.faults.overlayBackendFacts(out)
 	return out
 }
 
