@@ -211,7 +211,7 @@ func (e *executor) finish(res *pb.TaskResult) {
 	// the system is not idle: the simulator must not move the clock there.
 	e.sys.offActor.Add(1)
 	defer e.sys.offActor.Add(-1)
-	e.sys.executorEnded() // first: the scheduler's next dispatch counts the free place
+	e.sys.executors.ended() // first: the scheduler's next dispatch counts the free place
 	e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res}
 	// From this executor: the scheduler stops watching this run, not a

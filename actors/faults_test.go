@@ -307,7 +307,7 @@ func TestOpenCircuitIsNotChargedAndFailsOver(t *testing.T) {
 func (b *bundle) waitSlotsFree() {
 	b.t.Helper()
 	for b.sys.Running() > 0 {
-		<-b.sys.finishSignal()
+		<-b.sys.executors.finishSignal()
 	}
 	for i := 0; ; i++ {
 		busy := 0

@@ -41,10 +41,7 @@ type System struct {
 	baseCancel context.CancelCauseFunc
 	dead       chan struct{} // closed when the system has stopped
 
-	executors atomic.Int64
-	finishMu  sync.Mutex
-	finished  chan struct{} // closed and replaced each time an executor ends
-	execDone  chan struct{} // a signal per finished executor (non-blocking)
+	executors *liveExecutors
 	accepting atomic.Bool
 	// storageHalted: WAL writes fail (see onStorage); no new work starts
 	// and the storage gate holds running tasks.
@@ -105,8 +102,8 @@ func newSystem(opts Options) (*System, error) {
 	s := &System{
 		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
-		dead:     make(chan struct{}),
-		execDone: make(chan struct{}, 1), stopLoops: make(chan struct{}), finished: make(chan struct{}),
+		dead:      make(chan struct{}),
+		stopLoops: make(chan struct{}), executors: newLiveExecutors(),
 		storageGate: newStorageGate(), mailboxes: &mailboxes{},
 		notices: &notices{observe: opts.Observe},
 	}
@@ -671,7 +668,7 @@ func finishedState(st pb.TaskState) bool {
 // until ctx is done.
 func (s *System) WaitIdle(ctx context.Context) error {
 	for {
-		ch := s.finishSignal()
+		ch := s.executors.finishSignal()
 		if s.Idle() {
 			return nil
 		}
@@ -682,25 +679,6 @@ func (s *System) WaitIdle(ctx context.Context) error {
 		case <-s.dead:
 			return errors.New("fano stopped")
 		}
-	}
-}
-
-func (s *System) finishSignal() chan struct{} {
-	s.finishMu.Lock()
-	defer s.finishMu.Unlock()
-	return s.finished
-}
-
-// executorEnded wakes WaitIdle and Stop.
-func (s *System) executorEnded() {
-	s.executors.Add(-1)
-	s.finishMu.Lock()
-	close(s.finished)
-	s.finished = make(chan struct{})
-	s.finishMu.Unlock()
-	select {
-	case s.execDone <- struct{}{}:
-	default:
 	}
 }
 
@@ -725,7 +703,7 @@ func (s *System) stop() error {
 wait:
 	for s.executors.Load() > 0 {
 		select {
-		case <-s.execDone:
+		case <-s.executors.done:
 		case <-deadline.C:
 			s.logger.Warn().Int64("running", s.executors.Load()).Str("event", "actors.orchestrator.shutdown_timeout").
 				Msg("executors did not pause in time; recovery will pause their tasks")

@@ -1,0 +1,42 @@
+package actors
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// liveExecutors counts the executors at work: the scheduler actor adds
+// one as it starts an executor, the executor takes it away as it ends
+// (ended). It wakes whoever waits for an executor to end: WaitIdle
+// through finishSignal, Stop through done. Safe from any goroutine.
+type liveExecutors struct {
+	atomic.Int64
+
+	mu       sync.Mutex
+	finished chan struct{} // closed and replaced each time an executor ends
+	done     chan struct{} // a signal per finished executor (non-blocking)
+}
+
+func newLiveExecutors() *liveExecutors {
+	return &liveExecutors{finished: make(chan struct{}), done: make(chan struct{}, 1)}
+}
+
+// finishSignal is closed when the next executor ends.
+func (x *liveExecutors) finishSignal() chan struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.finished
+}
+
+// ended counts an executor out and wakes WaitIdle and Stop.
+func (x *liveExecutors) ended() {
+	x.Add(-1)
+	x.mu.Lock()
+	close(x.finished)
+	x.finished = make(chan struct{})
+	x.mu.Unlock()
+	select {
+	case x.done <- struct{}{}:
+	default:
+	}
+}
