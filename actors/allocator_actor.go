@@ -77,7 +77,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		if evs := a.book.DecideTick(timeOf(m.Now)); len(evs) > 0 {
 			a.ticking = true
 			a.j.persist(evs, func([]uint64, error) {
-				cur := a.sys.allocator.Load()
+				cur := a.sys.state.allocator.Load()
 				cur.ticking, cur.heldTick = false, m // handed on once published (pb.Persisted)
 			})
 			return
@@ -191,7 +191,7 @@ func (a *allocatorActor) start(ctx actor.Context) {
 		a.sys.logger.Warn().Str("event", "actors.allocator.restarted").Uint64("seq", a.last).Msg("allocator restarted from the WAL")
 	}
 	a.j = newJournal(a.sys, ownerAllocator, ctx.Self())
-	a.sys.allocator.Store(a)
+	a.sys.state.allocator.Store(a)
 }
 
 // publish tells the scheduler which backends can take work now.
@@ -207,7 +207,7 @@ func (a *allocatorActor) publish(ctx actor.Context) {
 			fs.Backends[st.Name] = f
 		}
 	}
-	a.sys.setQuotaView(quota)
+	a.sys.inputs.setQuotaView(quota)
 	ctx.Send(a.sys.schedulerPID, fs)
 }
 

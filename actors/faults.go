@@ -285,7 +285,7 @@ func (e *RetryError) Error() string { return "retry " + e.TaskID + ": " + e.Reas
 func (s *System) Retry(ids []string, module string) ([]string, error) {
 	var chosen []string
 	var bad error
-	s.withScheduler(func(st *scheduler.State) {
+	s.state.withScheduler(func(st *scheduler.State) {
 		if len(ids) == 0 {
 			for _, t := range st.Tasks(func(t *pb.Task) bool {
 				return t.State == pb.TaskState_TASK_STATE_FAILED && (module == "" || t.Module == module)
@@ -314,7 +314,7 @@ func (s *System) Retry(ids []string, module string) ([]string, error) {
 	var done []string
 	for _, id := range chosen {
 		ev := &pb.Event{At: nanos(s.clock.Now()), Body: &pb.Event_TaskRequeued{TaskRequeued: &pb.TaskRequeued{TaskId: id, Reason: "retry"}}}
-		if _, _, err := s.persistTask(id, []*pb.Event{ev}, false); err != nil {
+		if _, _, err := s.state.persistTask(id, []*pb.Event{ev}, false); err != nil {
 			return done, fmt.Errorf("retry %s: %w", id, err)
 		}
 		done = append(done, id)

@@ -157,8 +157,8 @@ func TestMoreUrgentTaskPreempts(t *testing.T) {
 	high := probeTask(2, 500)
 	_, err = b.sys.Submit(high)
 	require.NoError(t, err)
-	b.sys.Tick()                                   // recompute priorities with the urgent task waiting
-	b.sys.withScheduler(func(*scheduler.State) {}) // the tick was handled
+	b.sys.Tick()                                         // recompute priorities with the urgent task waiting
+	b.sys.state.withScheduler(func(*scheduler.State) {}) // the tick was handled
 	close(release)
 	n := b.waitEvent("the low task's end", func(n Notice) bool {
 		return (n.Event.GetTaskPaused() != nil && n.Event.GetTaskPaused().TaskId == low.Id) ||
@@ -238,7 +238,7 @@ func TestErrorTable(t *testing.T) {
 				case "failed":
 					require.NotNil(t, e.GetTaskFailed(), "%v", e)
 				}
-				b.sys.withScheduler(func(*scheduler.State) {})
+				b.sys.state.withScheduler(func(*scheduler.State) {})
 				for _, q := range b.sys.Quotas() {
 					if q.Name == "a" {
 						assert.Equal(t, r.state, q.State, "a's state")
@@ -339,7 +339,7 @@ func TestCredentialsParkBackendNotTask(t *testing.T) {
 	assert.Equal(t, "credentials", p.Event.GetTaskPaused().Reason)
 	b.waitSlotsFree()
 	b.sys.Tick()
-	b.sys.withScheduler(func(*scheduler.State) {})
+	b.sys.state.withScheduler(func(*scheduler.State) {})
 	tk, _ := b.sys.Task(task.Id)
 	assert.NotEqual(t, pb.TaskState_TASK_STATE_FAILED, tk.State)
 	q := b.sys.Quotas()[0]

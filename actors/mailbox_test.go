@@ -16,7 +16,7 @@ import (
 func TestMailboxesCountWaitingMessages(t *testing.T) {
 	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), probe: probe.Config{NoPropose: true}, memory: true})
 	sys := b.start()
-	require.NoError(t, sys.barrier(sys.schedulerPID))
+	require.NoError(t, sys.state.barrier(sys.schedulerPID))
 
 	// The scheduler takes its guard for each message: holding it keeps
 	// the first tick in hand and the rest in the mailbox.

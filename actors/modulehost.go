@@ -52,7 +52,7 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 			h.sys.logger.Error().Err(err).Str("event", "actors."+h.owner+".export_failed").Msg("output file not written; recovery will write it")
 		}
 		if bl, ok := h.mod.(modules.Backlogger); ok {
-			h.sys.backlogs.Store(h.mod.Name(), bl.Backlog())
+			h.sys.inputs.backlogs.Store(h.mod.Name(), bl.Backlog())
 		}
 		h.sendOutbox(ctx, applied)
 		if h.sys.clock.Since(h.lastPropose) >= h.sys.opts.TickInterval {

@@ -108,7 +108,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		}
 		a.deferred = a.deferred[:0]
 		now := timeOf(m.Now)
-		a.state.Recompute(now, a.sys.schedulerEnv())
+		a.state.Recompute(now, a.sys.inputs.schedulerEnv())
 		// While stopping, tasks paused by the shutdown stay paused: a
 		// resume now would only be undone by the next start.
 		if evs := a.unlessResuming(a.state.DecideResume(now)); len(evs) > 0 && !a.stopping {
@@ -182,13 +182,13 @@ func (a *schedulerActor) start(ctx actor.Context) {
 		a.sys.logger.Warn().Str("event", "actors.scheduler.restarted").Uint64("seq", a.last).Msg("scheduler restarted from the WAL")
 	}
 	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
-	a.sys.scheduler.Store(a)
+	a.sys.state.scheduler.Store(a)
 }
 
 // current is the live scheduler instance. A continuation (journal then)
 // runs in the actor's goroutine but may have been created by an instance
 // that has since been restarted: it must read the current one's state.
-func (a *schedulerActor) current() *schedulerActor { return a.sys.scheduler.Load() }
+func (a *schedulerActor) current() *schedulerActor { return a.sys.state.scheduler.Load() }
 
 // forget archives finished tasks older than the retention period, then
 // logs that they left memory (DESIGN.md §3: weeks of running must not grow

@@ -68,7 +68,7 @@ func simulateDay(t testing.TB) dayResult {
 	// Nothing more may run this hour: the allocator refuses a 46th use.
 	for _, q := range b.sys.Quotas() {
 		var ok bool
-		b.sys.withAllocator(func(bk *allocator.Book) { ok = bk.CanUse(q.Name, false, b.clock.Now()) })
+		b.sys.state.withAllocator(func(bk *allocator.Book) { ok = bk.CanUse(q.Name, false, b.clock.Now()) })
 		require.False(t, ok, q.Name)
 	}
 	for _, s := range b.sims {

@@ -46,7 +46,6 @@ type System struct {
 	// storageHalted: WAL writes fail (see onStorage); no new work starts
 	// and the storage gate holds running tasks.
 	storageHalted atomic.Bool
-	quota         atomic.Pointer[map[string]*pb.BackendFree]
 
 	// asks waits for the actors' replies to the facade (see asker);
 	// calls numbers LLM calls for LLMCancel.
@@ -67,11 +66,8 @@ type System struct {
 
 	recovery *recovery // at start, and for each actor that restarts
 
-	backlogs sync.Map // module -> int (modules.Backlogger)
-	// scheduler is the live scheduler instance (see schedulerActor.current);
-	// allocator the live allocator's.
-	scheduler atomic.Pointer[schedulerActor]
-	allocator atomic.Pointer[allocatorActor]
+	inputs *schedulerInputs // what the scheduler reads on its tick
+	state  *stateAccess     // the facade's reads of the owners' state
 
 	notices     *notices     // subscribers to applied events and updates
 	checkpoints *checkpoints // writes the owners' snapshots
@@ -103,7 +99,7 @@ func newSystem(opts Options) (*System, error) {
 		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
 		dead:      make(chan struct{}),
-		stopLoops: make(chan struct{}), executors: newLiveExecutors(),
+		stopLoops: make(chan struct{}), executors: newLiveExecutors(), inputs: newSchedulerInputs(),
 		storageGate: newStorageGate(), mailboxes: &mailboxes{},
 		notices: &notices{observe: opts.Observe},
 	}
@@ -141,8 +137,6 @@ func newSystem(opts Options) (*System, error) {
 		}
 	}
 	s.accepting.Store(!opts.HoldWork)
-	empty := map[string]*pb.BackendFree{}
-	s.quota.Store(&empty)
 	return s, nil
 }
 
@@ -175,6 +169,7 @@ func Start(opts Options) (*System, error) {
 	for _, m := range s.opts.Modules {
 		s.modulePIDs[m.Name()] = s.as.NewLocalPID("orchestrator/module-" + m.Name())
 	}
+	s.state = &stateAccess{asks: s.asks, desks: s.desks, schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, modulePIDs: s.modulePIDs}
 	// A fault that began before the start holds work from the first
 	// message on: the tree may dispatch as soon as it runs.
 	if s.opts.Storage != nil {
@@ -333,34 +328,6 @@ func (s *System) Clock() clockwork.Clock { return s.clock }
 // Log is the system's WAL (read-only uses: stats).
 func (s *System) Log() Store { return s.log }
 
-func (s *System) setQuotaView(v map[string]*pb.BackendFree) { s.quota.Store(&v) }
-
-func (s *System) schedulerEnv() scheduler.Env {
-	q := *s.quota.Load()
-	return scheduler.Env{
-		HasQuota: func(backend string, deep bool) bool {
-			v, ok := q[backend]
-			if !ok {
-				return false
-			}
-			if deep {
-				return v.Deep
-			}
-			return v.Normal
-		},
-		Backlog: s.backlog,
-	}
-}
-
-// backlog is read by the scheduler actor on its tick; module hosts of
-// modules.Backlogger publish it after applying events.
-func (s *System) backlog(module string) int {
-	if v, ok := s.backlogs.Load(module); ok {
-		return v.(int)
-	}
-	return 0
-}
-
 // Checkpoint asks every owner of state to save its snapshot, then compacts
 // the WAL when it has grown past the threshold.
 func (s *System) Checkpoint() error {
@@ -389,57 +356,9 @@ func (s *System) Checkpoint() error {
 	return nil
 }
 
-// persistTask has the scheduler write and apply task events; with
-// wantTask it answers with the task as it is after them.
-func (s *System) persistTask(taskID string, events []*pb.Event, wantTask bool) ([]uint64, *pb.Task, error) {
-	r, err := request[*pb.TaskEventsReply](s.asks, context.Background(), s.schedulerPID, &pb.TaskEvents{TaskId: taskID, Events: events, WantTask: wantTask})
-	if err != nil {
-		return nil, nil, err
-	}
-	return r.Seqs, r.Task, errorFromWire(r.Error)
-}
-
-func (s *System) moduleEnd(t *pb.Task, failed bool, reason string) error {
-	return s.asks.requestDone(s.modulePIDs[t.Module], &pb.ModuleEnd{Task: proto.Clone(t).(*pb.Task), Failed: failed, Reason: reason})
-}
-
 // reportCall is where call outcomes reach health and metrics.
 func (s *System) reportCall(backend, kind string) {
 	s.logger.Debug().Str("event", "gateway."+backend+".call").Str("outcome", kind).Msg("llm call failed")
-}
-
-// barrier returns once pid has handled every message sent to it before.
-func (s *System) barrier(pid *actor.PID) error {
-	_, err := request[*pb.BarrierReply](s.asks, context.Background(), pid, &pb.Barrier{})
-	return err
-}
-
-// withScheduler runs fn on the scheduler's state between two of its
-// messages, after every message sent to it before.
-func (s *System) withScheduler(fn func(*scheduler.State)) {
-	if s.barrier(s.schedulerPID) != nil {
-		return
-	}
-	g := &s.desks.desk(ownerScheduler).guard
-	g.Lock()
-	defer g.Unlock()
-	if a := s.scheduler.Load(); a != nil && a.state != nil {
-		fn(a.state)
-	}
-}
-
-// withAllocator runs fn on the allocator's book between two of its
-// messages, after every message sent to it before.
-func (s *System) withAllocator(fn func(*allocator.Book)) {
-	if s.barrier(s.allocatorPID) != nil {
-		return
-	}
-	g := &s.desks.desk(ownerAllocator).guard
-	g.Lock()
-	defer g.Unlock()
-	if a := s.allocator.Load(); a != nil && a.book != nil {
-		fn(a.book)
-	}
 }
 
 // WithModule runs fn on a module's state between two messages of its
@@ -451,7 +370,7 @@ func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	if !ok {
 		return fmt.Errorf("no module %q", name)
 	}
-	if err := s.barrier(pid); err != nil {
+	if err := s.state.barrier(pid); err != nil {
 		return err
 	}
 	g := &s.desks.desk(moduleOwner(name)).guard
@@ -563,7 +482,7 @@ func (s *System) PauseBackend(name, reason string, pause bool) error {
 func (s *System) Task(id string) (*pb.Task, bool) {
 	var t *pb.Task
 	var ok bool
-	s.withScheduler(func(st *scheduler.State) { t, ok = st.Task(id) })
+	s.state.withScheduler(func(st *scheduler.State) { t, ok = st.Task(id) })
 	if ok && !t.Archived {
 		return s.storageGate.shown(t), true
 	}
@@ -608,7 +527,7 @@ func (s *System) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 		inner := filter
 		filter = func(t *pb.Task) bool { return inner(s.storageGate.shown(t)) }
 	}
-	s.withScheduler(func(st *scheduler.State) { out = st.Tasks(filter, limit) })
+	s.state.withScheduler(func(st *scheduler.State) { out = st.Tasks(filter, limit) })
 	for i, t := range out {
 		out[i] = s.storageGate.shown(t)
 	}
@@ -619,7 +538,7 @@ func (s *System) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 // by a WAL fault count as paused).
 func (s *System) Counts() map[string]map[pb.TaskState]int {
 	var out map[string]map[pb.TaskState]int
-	s.withScheduler(func(st *scheduler.State) { out = st.Counts() })
+	s.state.withScheduler(func(st *scheduler.State) { out = st.Counts() })
 	if held, _ := s.storageGate.fault(); held != nil {
 		for _, byState := range out {
 			if n := byState[pb.TaskState_TASK_STATE_RUNNING]; n > 0 {
@@ -636,7 +555,7 @@ func (s *System) Counts() map[string]map[pb.TaskState]int {
 // an open circuit) shows that state even before a task met it.
 func (s *System) Quotas() []allocator.BackendStatus {
 	var out []allocator.BackendStatus
-	s.withAllocator(func(b *allocator.Book) { out = b.Status(s.clock.Now()) })
+	s.state.withAllocator(func(b *allocator.Book) { out = b.Status(s.clock.Now()) })
 	s.faults.overlayBackendFacts(out)
 	return out
 }
@@ -648,7 +567,7 @@ func (s *System) Idle() bool {
 		return false
 	}
 	idle := true
-	s.withScheduler(func(st *scheduler.State) {
+	s.state.withScheduler(func(st *scheduler.State) {
 		for _, byState := range st.Counts() {
 			for state, n := range byState {
 				if n > 0 && !finishedState(state) {

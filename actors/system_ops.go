@@ -223,12 +223,12 @@ func (s *System) StopStuckTask(ctx context.Context, id string, fail bool, reason
 		if i == 5 {
 			return outcome, fmt.Errorf("stop stuck task %s: it is %s after %d attempts", id, cur.State, i+1)
 		}
-		if _, _, err := s.persistTask(id, []*pb.Event{followUp()}, false); err != nil {
+		if _, _, err := s.state.persistTask(id, []*pb.Event{followUp()}, false); err != nil {
 			return outcome, fmt.Errorf("stop stuck task %s: %w", id, err)
 		}
 	}
 	if fail {
-		if err := s.moduleEnd(t, true, reason); err != nil {
+		if err := s.state.moduleEnd(t, true, reason); err != nil {
 			return outcome, fmt.Errorf("stop stuck task %s: tell module %s: %w", id, t.Module, err)
 		}
 	}

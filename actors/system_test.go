@@ -60,8 +60,8 @@ func TestReplayEqualsLive(t *testing.T) {
 
 	var sched *pb.SchedulerSnapshot
 	var alloc *pb.AllocatorSnapshot
-	sys.withScheduler(func(st *scheduler.State) { sched = st.Snapshot() })
-	sys.withAllocator(func(bk *allocator.Book) { alloc = bk.Snapshot() })
+	sys.state.withScheduler(func(st *scheduler.State) { sched = st.Snapshot() })
+	sys.state.withAllocator(func(bk *allocator.Book) { alloc = bk.Snapshot() })
 	probeSnap, err := b.probe.Snapshot()
 	require.NoError(t, err)
 	// Stop the actors without the final checkpoint, so the checkpoint
@@ -140,14 +140,14 @@ func TestSupervisorRestartsPanickingChild(t *testing.T) {
 	b.waitCompleted(2)
 
 	var before *pb.SchedulerSnapshot
-	sys.withScheduler(func(st *scheduler.State) { before = st.Snapshot() })
+	sys.state.withScheduler(func(st *scheduler.State) { before = st.Snapshot() })
 	crash(sys, ownerScheduler, sys.schedulerPID)
 	crash(sys, ownerAllocator, sys.allocatorPID)
 	crash(sys, moduleOwner(probe.Name), sys.modulePIDs[probe.Name])
 
 	// The restarted scheduler knows every task it knew before.
 	var after *pb.SchedulerSnapshot
-	sys.withScheduler(func(st *scheduler.State) { after = st.Snapshot() })
+	sys.state.withScheduler(func(st *scheduler.State) { after = st.Snapshot() })
 	ids := map[string]bool{}
 	for _, tk := range after.Tasks {
 		ids[tk.Id] = true
