@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
@@ -35,7 +37,7 @@ func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
 // replies to its requests: the loop asks other actors with the executor's
 // own PID as the sender (see ask), so a request costs no future.
 type executor struct {
-	sys *System
+	env *executorEnv
 	// task is the task as the scheduler holds it: given at the start,
 	// taken back after each answer or failed request (see persist). A
 	// copy is never changed, only replaced: the module host reads the one
@@ -56,10 +58,38 @@ type executor struct {
 	yield atomic.Bool
 }
 
+// executorEnv is what an executor may use of the system, and all it
+// holds of it (never the System: the facade is out of its reach): the
+// actors it talks to, the clock and limits, the storage gate, backend
+// fault routing and the counters it keeps up. Made at Start before any
+// executor exists; its fields never change after, and the counters are
+// safe from every executor's goroutine.
+type executorEnv struct {
+	baseCtx context.Context // cancelled by Stop
+	root    *actor.RootContext
+	clock   clockwork.Clock
+	logger  zerolog.Logger
+	opts    *Options // read only
+
+	schedulerPID, allocatorPID, orchestratorPID *actor.PID
+	modulePIDs, gatewayPIDs                     map[string]*actor.PID
+
+	calls       atomic.Uint64 // numbers LLM calls for LLMCancel
+	offActor    *atomic.Int64 // the System's (see QueuedMessages)
+	executors   *liveExecutors
+	faults      *backendFaults
+	storageGate *storageGate
+}
+
+// reportCall is where call outcomes reach health and metrics.
+func (x *executorEnv) reportCall(backend, kind string) {
+	x.logger.Debug().Str("event", "gateway."+backend+".call").Str("outcome", kind).Msg("llm call failed")
+}
+
 func (e *executor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		runCtx, cancel := context.WithCancelCause(e.sys.baseCtx)
+		runCtx, cancel := context.WithCancelCause(e.env.baseCtx)
 		e.cancel = cancel
 		e.self = ctx.Self()
 		e.replies = make(chan proto.Message, 4)
@@ -67,12 +97,12 @@ func (e *executor) Receive(ctx actor.Context) {
 		// Before the loop's first request: the scheduler knows this
 		// executor before any of its events, so a yield it pushes reaches
 		// the loop ahead of the reply that follows it.
-		ctx.Request(e.sys.schedulerPID, &pb.PreemptQuery{TaskId: e.task.Id, Llm: e.task.LlmAssigned})
+		ctx.Request(e.env.schedulerPID, &pb.PreemptQuery{TaskId: e.task.Id, Llm: e.task.LlmAssigned})
 		self := e.self
 		go func() {
 			res := e.runSafely(runCtx)
 			e.finish(res)
-			e.sys.root.Stop(self)
+			e.env.root.Stop(self)
 		}()
 	case *pb.PreemptReply:
 		e.yield.Store(m.Instead != "")
@@ -99,7 +129,7 @@ func (e *executor) deliver(m proto.Message) {
 	select {
 	case e.replies <- m:
 	default:
-		e.sys.logger.Error().Str("event", "actors.executor.reply_dropped").Str("task", e.task.Id).
+		e.env.logger.Error().Str("event", "actors.executor.reply_dropped").Str("task", e.task.Id).
 			Str("reply", fmt.Sprintf("%T", m)).Msg("a reply nobody waits for")
 	}
 }
@@ -107,7 +137,7 @@ func (e *executor) deliver(m proto.Message) {
 // tell sends msg to pid as a request from this executor: the reply comes
 // back through Receive (see reply).
 func (e *executor) tell(pid *actor.PID, msg proto.Message) {
-	e.sys.root.RequestWithCustomSender(pid, msg, e.self)
+	e.env.root.RequestWithCustomSender(pid, msg, e.self)
 }
 
 // reply waits for the next reply to one of the loop's requests.
@@ -147,7 +177,7 @@ func (e *executor) askDone(pid *actor.PID, msg proto.Message) error {
 }
 
 func (e *executor) modulePID() (*actor.PID, error) {
-	pid, ok := e.sys.modulePIDs[e.task.Module]
+	pid, ok := e.env.modulePIDs[e.task.Module]
 	if !ok {
 		return nil, fmt.Errorf("task %s: no module %q", e.task.Id, e.task.Module)
 	}
@@ -186,15 +216,15 @@ func (e *executor) moduleEnd(failed bool, reason string) error {
 // reaches the host as an LLMCancel naming the call; the host then ends
 // the call and answers as usual.
 func (e *executor) send(ctx context.Context, backend string, req gateway.Request) (gateway.Response, error) {
-	pid, ok := e.sys.gatewayPIDs[backend]
+	pid, ok := e.env.gatewayPIDs[backend]
 	if !ok {
 		return gateway.Response{}, gateway.Unavailable(backend, "no such backend")
 	}
-	id := e.sys.calls.Add(1)
+	id := e.env.calls.Add(1)
 	e.tell(pid, llmRequestToWire(id, backend, req))
 	// After the request: the host meets the cancel behind it.
 	stop := context.AfterFunc(ctx, func() {
-		e.sys.root.Send(pid, &pb.LLMCancel{RequestId: id, Cause: causeToWire(context.Cause(ctx))})
+		e.env.root.Send(pid, &pb.LLMCancel{RequestId: id, Cause: causeToWire(context.Cause(ctx))})
 	})
 	defer stop()
 	res, err := e.reply()
@@ -209,18 +239,18 @@ func (e *executor) finish(res *pb.TaskResult) {
 	llm := e.task.LlmAssigned
 	// Between the end of the executor and the messages that tell of it
 	// the system is not idle: the simulator must not move the clock there.
-	e.sys.offActor.Add(1)
-	defer e.sys.offActor.Add(-1)
-	e.sys.executors.ended() // first: the scheduler's next dispatch counts the free place
-	e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+	e.env.offActor.Add(1)
+	defer e.env.offActor.Add(-1)
+	e.env.executors.ended() // first: the scheduler's next dispatch counts the free place
+	e.env.root.Send(e.env.allocatorPID, &pb.ReleaseSlot{Backend: llm})
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res}
 	// From this executor: the scheduler stops watching this run, not a
 	// later one of the same task.
-	e.sys.root.RequestWithCustomSender(e.sys.schedulerPID, done, e.self)
-	e.sys.root.Send(e.sys.orchestratorPID, done)
+	e.env.root.RequestWithCustomSender(e.env.schedulerPID, done, e.self)
+	e.env.root.Send(e.env.orchestratorPID, done)
 }
 
-func (e *executor) now() int64 { return nanos(e.sys.clock.Now()) }
+func (e *executor) now() int64 { return nanos(e.env.clock.Now()) }
 
 // persist writes task events through the scheduler. After an answer or a
 // failed request, whose task the loop reads on, it takes the task back as
@@ -229,7 +259,7 @@ func (e *executor) now() int64 { return nanos(e.sys.clock.Now()) }
 // event is written.
 func (e *executor) persist(events ...*pb.Event) ([]uint64, error) {
 	m := e.taskEvents(events)
-	r, err := ask[*pb.TaskEventsReply](e, e.sys.schedulerPID, m)
+	r, err := ask[*pb.TaskEventsReply](e, e.env.schedulerPID, m)
 	return e.persisted(m, r, err)
 }
 
@@ -267,7 +297,7 @@ func (e *executor) persisted(m *pb.TaskEvents, r *pb.TaskEventsReply, err error)
 func (e *executor) runSafely(ctx context.Context) (res *pb.TaskResult) {
 	defer func() {
 		if r := recover(); r != nil {
-			e.sys.logger.Error().Str("event", "actors.executor.panic").Str("task", e.task.Id).Interface("panic", r).Msg("executor panicked")
+			e.env.logger.Error().Str("event", "actors.executor.panic").Str("task", e.task.Id).Interface("panic", r).Msg("executor panicked")
 			res = e.fail(fmt.Sprintf("executor panicked: %v", r))
 		}
 	}()
@@ -280,7 +310,7 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 	t := e.task
 	maxReq := t.MaxRequests
 	if maxReq <= 0 {
-		maxReq = int32(e.sys.opts.MaxRequests(t.TaskType))
+		maxReq = int32(e.env.opts.MaxRequests(t.TaskType))
 	}
 	for {
 		if cause := context.Cause(ctx); cause != nil {
@@ -339,8 +369,8 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// A backend that says it cannot serve (an open circuit, a login wall)
 	// is parked before any quota is charged or request counted, and the
 	// task goes to another backend.
-	if c := e.sys.faults.backendCondition(llm); !takesWork(c.State) {
-		e.sys.faults.recordCondition(e.askDone, llm, string(c.State), c.Reason, e.sys.faults.recheckAt(c))
+	if c := e.env.faults.backendCondition(llm); !takesWork(c.State) {
+		e.env.faults.recordCondition(e.askDone, llm, string(c.State), c.Reason, e.env.faults.recheckAt(c))
 		return e.failover(string(c.State), llm)
 	}
 	seqs, err, qerr := e.intentAndQuota(deep, &pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
@@ -371,12 +401,12 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// The intent is durable; if writes fail now the call waits for them
 	// (its answer could not be saved). A shutdown meanwhile leaves the
 	// intent open: recovery asks the request once, it was never sent.
-	if err := e.sys.storageGate.wait(ctx); errors.Is(err, errShutdown) {
+	if err := e.env.storageGate.wait(ctx); errors.Is(err, errShutdown) {
 		return e.unwritten(err)
 	}
 	callCtx, cancel := context.WithCancelCause(ctx)
-	timer := e.sys.clock.AfterFunc(e.sys.opts.RequestTimeout, func() { cancel(errTimeout) })
-	start := e.sys.clock.Now()
+	timer := e.env.clock.AfterFunc(e.env.opts.RequestTimeout, func() { cancel(errTimeout) })
+	start := e.env.clock.Now()
 	resp, err := e.send(callCtx, llm, gateway.Request{
 		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
 		History: history, Images: act.Images, DeepMode: deep,
@@ -387,21 +417,21 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	cancel(nil)
 	if err == nil {
 		// A refusal or nothing is no answer: never saved as content.
-		if why, bad := e.sys.opts.Refusals.Bad(resp.Content); bad {
+		if why, bad := e.env.opts.Refusals.Bad(resp.Content); bad {
 			err = gateway.Classified(llm, gateway.ErrBadAnswer, "task %s: %s", t.Id, why)
 		}
 	}
 	if err == nil {
 		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
 			TaskId: t.Id, Llm: llm, Content: resp.Content, Turn: turn, RequestSeq: reqSeq,
-			DurationNs: int64(e.sys.clock.Since(start)), ConversationUrl: resp.ConversationURL,
+			DurationNs: int64(e.env.clock.Since(start)), ConversationUrl: resp.ConversationURL,
 			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
 			PrimedTurns: int32(resp.PrimedTurns), FromPage: resp.FromPage, Incomplete: resp.Incomplete,
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
 		}
-		e.sys.faults.noteLearnedRate(llm)
-		e.sys.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
+		e.env.faults.noteLearnedRate(llm)
+		e.env.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
 			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer saved")
 		if err := e.moduleAnswer(resp.Content); err != nil {
 			if modules.IsValidation(err) {
@@ -429,9 +459,9 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	}
 	if notSent {
 		// Nobody reads the answer: told, not asked.
-		e.sys.root.Send(e.sys.allocatorPID, &pb.ReleaseQuota{Backend: llm, Deep: deep, TaskId: t.Id})
+		e.env.root.Send(e.env.allocatorPID, &pb.ReleaseQuota{Backend: llm, Deep: deep, TaskId: t.Id})
 	}
-	e.sys.reportCall(llm, kind)
+	e.env.reportCall(llm, kind)
 	route := routeFault(kind)
 	switch route.task {
 	case outcomeAgain:
@@ -442,7 +472,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
 	case outcomeFailover:
-		e.sys.faults.parkBackend(e.askDone, llm, t.Id, start, route, err)
+		e.env.faults.parkBackend(e.askDone, llm, t.Id, start, route, err)
 		return e.failover(kind, llm)
 	case outcomeBackoff:
 		// A call that hung past our deadline is offered to another
@@ -460,9 +490,9 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 // (N5; spec: record usage first), and neither waits for the other's fsync.
 // The replies come in either order.
 func (e *executor) intentAndQuota(deep bool, intent *pb.Event) (seqs []uint64, err, quotaErr error) {
-	e.tell(e.sys.allocatorPID, &pb.UseQuota{Backend: e.task.LlmAssigned, Deep: deep, TaskId: e.task.Id})
+	e.tell(e.env.allocatorPID, &pb.UseQuota{Backend: e.task.LlmAssigned, Deep: deep, TaskId: e.task.Id})
 	m := e.taskEvents([]*pb.Event{intent})
-	e.tell(e.sys.schedulerPID, m)
+	e.tell(e.env.schedulerPID, m)
 	var evs *pb.TaskEventsReply
 	for range 2 {
 		r, rerr := e.reply()
@@ -506,14 +536,14 @@ func (e *executor) stopped(cause error) *pb.TaskResult {
 // shutdown meanwhile ends the run unwritten; a person's cancel or a
 // preemption is carried out once writes go through.
 func (e *executor) held(ctx context.Context) *pb.TaskResult {
-	err := e.sys.storageGate.wait(ctx)
+	err := e.env.storageGate.wait(ctx)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, errShutdown) {
 		return e.unwritten(err)
 	}
-	if werr := e.sys.storageGate.wait(e.sys.baseCtx); werr != nil {
+	if werr := e.env.storageGate.wait(e.env.baseCtx); werr != nil {
 		return e.unwritten(werr)
 	}
 	return e.stopped(err)
@@ -538,13 +568,13 @@ func (e *executor) pause(reason string, until time.Time) *pb.TaskResult {
 // resets the run). A flaky backend never fails the task; from the second
 // failure in a row another backend is preferred.
 func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
-	backoff := e.sys.opts.RetryBackoff
+	backoff := e.env.opts.RetryBackoff
 	n := min(int(e.task.Attempts), len(backoff)-1)
 	avoid := ""
 	if e.task.Attempts > 0 || hung {
 		avoid = llm
 	}
-	at := e.sys.clock.Now().Add(backoff[n])
+	at := e.env.clock.Now().Add(backoff[n])
 	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{
 		TaskId: e.task.Id, Error: msg, NotBefore: nanos(at), AvoidLlm: avoid}}}); err != nil {
 		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
@@ -556,10 +586,10 @@ func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
 // no answer at all, on another backend when avoid names the one that gave
 // it; the task fails once its own validation budget is spent.
 func (e *executor) retryValidation(msg, avoid string) *pb.TaskResult {
-	budget := e.sys.opts.ValidationRetries
+	budget := e.env.opts.ValidationRetries
 	switch {
 	case budget == 0:
-		budget = len(e.sys.opts.RetryBackoff)
+		budget = len(e.env.opts.RetryBackoff)
 	case budget < 0:
 		budget = 0 // max_task_retries: 0, the first failed answer fails the task
 	}
@@ -567,7 +597,7 @@ func (e *executor) retryValidation(msg, avoid string) *pb.TaskResult {
 		return e.fail(fmt.Sprintf("gave up after %d answers failed validation: %s", n+1, msg))
 	}
 	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{
-		TaskId: e.task.Id, Error: msg, NotBefore: nanos(e.sys.clock.Now()), Validation: true, AvoidLlm: avoid}}}); err != nil {
+		TaskId: e.task.Id, Error: msg, NotBefore: nanos(e.env.clock.Now()), Validation: true, AvoidLlm: avoid}}}); err != nil {
 		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
 	}
 	return &pb.TaskResult{Paused: true, Reason: "retry", Error: msg}

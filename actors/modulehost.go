@@ -169,7 +169,7 @@ func (h *moduleHost) command(ctx actor.Context, cmd *pb.ModuleCommand) {
 
 // propose submits the tasks the module wants that it has not offered yet.
 func (h *moduleHost) propose(ctx actor.Context) {
-	if !h.sys.acceptingWork() {
+	if !h.sys.Accepting() {
 		return
 	}
 	h.lastPropose = h.sys.clock.Now()

@@ -343,7 +343,7 @@ func (a *schedulerActor) dispatchSoon(ctx actor.Context) {
 // dispatch picks as many tasks as there are free slots and asks the
 // allocator for an LLM for each.
 func (a *schedulerActor) dispatch(ctx actor.Context) {
-	if a.stopping || !a.sys.acceptingWork() {
+	if a.stopping || !a.sys.Accepting() {
 		return
 	}
 	budget := a.sys.opts.MaxRunning - int(a.sys.executors.Load()) - a.allocating

@@ -37,9 +37,8 @@ type System struct {
 	modulePIDs                                  map[string]*actor.PID
 	gatewayPIDs                                 map[string]*actor.PID
 
-	baseCtx    context.Context
-	baseCancel context.CancelCauseFunc
-	dead       chan struct{} // closed when the system has stopped
+	baseCancel context.CancelCauseFunc // cancels every executor's context
+	dead       chan struct{}           // closed when the system has stopped
 
 	executors *liveExecutors
 	accepting atomic.Bool
@@ -47,10 +46,10 @@ type System struct {
 	// and the storage gate holds running tasks.
 	storageHalted atomic.Bool
 
-	// asks waits for the actors' replies to the facade (see asker);
-	// calls numbers LLM calls for LLMCancel.
-	asks  *asker
-	calls atomic.Uint64
+	// asks waits for the actors' replies to the facade (see asker).
+	asks *asker
+	// execEnv is all an executor sees of the system.
+	execEnv *executorEnv
 	// desks: per WAL owner (scheduler, allocator, module/<name>), what
 	// it keeps beyond one actor instance (see desk).
 	desks     *desks
@@ -152,7 +151,8 @@ func Start(opts Options) (*System, error) {
 	if s.recovery.initAlloc != nil {
 		s.faults.seedLearnedRates(s.recovery.initAlloc.book.LearnedRates())
 	}
-	s.baseCtx, s.baseCancel = context.WithCancelCause(context.Background())
+	baseCtx, baseCancel := context.WithCancelCause(context.Background())
+	s.baseCancel = baseCancel
 	s.as = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logging.Slog(s.logger) }))
 	shrinkRegistry(s.as, registryTables)
 	s.root = s.as.Root
@@ -169,6 +169,10 @@ func Start(opts Options) (*System, error) {
 	for _, m := range s.opts.Modules {
 		s.modulePIDs[m.Name()] = s.as.NewLocalPID("orchestrator/module-" + m.Name())
 	}
+	s.execEnv = &executorEnv{baseCtx: baseCtx, root: s.root, clock: s.clock, logger: s.logger, opts: &s.opts,
+		schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, orchestratorPID: s.orchestratorPID,
+		modulePIDs: s.modulePIDs, gatewayPIDs: s.gatewayPIDs, offActor: &s.offActor, executors: s.executors,
+		faults: s.faults, storageGate: s.storageGate}
 	s.state = &stateAccess{asks: s.asks, desks: s.desks, schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, modulePIDs: s.modulePIDs}
 	// A fault that began before the start holds work from the first
 	// message on: the tree may dispatch as soon as it runs.
@@ -274,8 +278,6 @@ func (s *System) tickModules(t *pb.Tick) {
 // Tick runs one tick at once (tests on a fake clock, and after a submit).
 func (s *System) Tick() { s.tick() }
 
-func (s *System) acceptingWork() bool { return s.accepting.Load() && !s.storageHalted.Load() }
-
 // SetAccepting stops (false) or resumes (true) the start of new work, as
 // the health monitor does on low disk. Running tasks go on.
 func (s *System) SetAccepting(on bool) {
@@ -354,11 +356,6 @@ func (s *System) Checkpoint() error {
 		}
 	}
 	return nil
-}
-
-// reportCall is where call outcomes reach health and metrics.
-func (s *System) reportCall(backend, kind string) {
-	s.logger.Debug().Str("event", "gateway."+backend+".call").Str("outcome", kind).Msg("llm call failed")
 }
 
 // WithModule runs fn on a module's state between two messages of its

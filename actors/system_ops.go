@@ -35,8 +35,9 @@ type Reconnector interface {
 	Reconnect(ctx context.Context) error
 }
 
-// Accepting reports whether new work may start (see SetAccepting).
-func (s *System) Accepting() bool { return s.acceptingWork() }
+// Accepting reports whether new work may start: not held (see
+// SetAccepting) and WAL writes go through (see onStorage).
+func (s *System) Accepting() bool { return s.accepting.Load() && !s.storageHalted.Load() }
 
 // BackendHealth asks the named gateway hosts (all, in the order of
 // Options.Backends, when none is named) for their backend's Health. A
