@@ -25,58 +25,50 @@ import (
 // System is a running fano: the actor tree over one WAL. Its methods are
 // safe for concurrent use; each turns a call into messages to the actors.
 type System struct {
+	// What it was started with (defaults filled in).
 	opts   Options
 	log    Store
 	clock  clockwork.Clock
 	logger zerolog.Logger
 
-	as   *actor.ActorSystem
-	root *actor.RootContext
-
+	// The actor tree; every PID is fixed in Start before any actor runs.
+	as                                          *actor.ActorSystem
+	root                                        *actor.RootContext
 	orchestratorPID, schedulerPID, allocatorPID *actor.PID
-	modulePIDs                                  map[string]*actor.PID
-	gatewayPIDs                                 map[string]*actor.PID
+	modulePIDs, gatewayPIDs                     map[string]*actor.PID
 
-	baseCancel context.CancelCauseFunc // cancels every executor's context
-	dead       chan struct{}           // closed when the system has stopped
+	// Each concern owns its facts in a type of its own (see each type's
+	// doc for who calls it from which goroutine); System only holds them.
+	recovery    *recovery        // rebuilds the owners, at start and after a restart
+	desks       *desks           // per owner: the guard and the journal's outbox
+	checkpoints *checkpoints     // writes the owners' snapshots
+	inputs      *schedulerInputs // what the scheduler reads on its tick
+	state       *stateAccess     // the facade's reads of the owners' state
+	asks        *asker           // the facade's requests and their futures
+	faults      *backendFaults   // backend faults to the allocator
+	execEnv     *executorEnv     // all an executor sees of the system
+	executors   *liveExecutors   // executors at work, and who waits for them
+	mailboxes   *mailboxes       // each actor's mailbox depth
+	notices     *notices         // subscribers to applied events and updates
+	storageGate *storageGate     // holds running tasks while WAL writes fail
 
-	executors *liveExecutors
-	accepting atomic.Bool
-	// storageHalted: WAL writes fail (see onStorage); no new work starts
-	// and the storage gate holds running tasks.
-	storageHalted atomic.Bool
-
-	// asks waits for the actors' replies to the facade (see asker).
-	asks *asker
-	// execEnv is all an executor sees of the system.
-	execEnv *executorEnv
-	// desks: per WAL owner (scheduler, allocator, module/<name>), what
-	// it keeps beyond one actor instance (see desk).
-	desks     *desks
-	mailboxes *mailboxes // each actor's mailbox depth (see Mailboxes)
+	// Whether new work starts (see Accepting): held by the operator or
+	// the health monitor (accepting), or by a WAL write fault
+	// (storageHalted, see onStorage).
+	accepting, storageHalted atomic.Bool
 	// offActor counts work handed off the actors that will come back as a
 	// message: journal batches not yet delivered, an archive write under
-	// way (see QueuedMessages).
-	offActor atomic.Int64
-	// callsWaiting counts task calls blocked on the clock (CallWaiting).
-	callsWaiting atomic.Int64
-	// storageGate holds running tasks while WAL writes fail.
-	storageGate *storageGate
+	// way; callsWaiting counts task calls blocked on the clock
+	// (CallWaiting). fano simulate reads both (see QueuedMessages).
+	offActor, callsWaiting atomic.Int64
 
-	recovery *recovery // at start, and for each actor that restarts
-
-	inputs *schedulerInputs // what the scheduler reads on its tick
-	state  *stateAccess     // the facade's reads of the owners' state
-
-	notices     *notices     // subscribers to applied events and updates
-	checkpoints *checkpoints // writes the owners' snapshots
-	faults      *backendFaults
-
-	report    *RecoveryReport
-	stopOnce  sync.Once
-	stopErr   error
-	loopsDone sync.WaitGroup
-	stopLoops chan struct{}
+	report     *RecoveryReport
+	baseCancel context.CancelCauseFunc // cancels every executor's context
+	dead       chan struct{}           // closed when the system has stopped
+	stopOnce   sync.Once
+	stopErr    error
+	loopsDone  sync.WaitGroup
+	stopLoops  chan struct{}
 }
 
 // Recover runs recovery (checkpoints, replay, §9.1 validation and repair)
