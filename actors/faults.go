@@ -2,7 +2,6 @@ package actors
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
-	"fano/actors/scheduler"
 
 	"fano/gateway"
 	"fano/gateway/ratelimit"
@@ -268,63 +266,6 @@ func (s *System) RecheckBackends(names ...string) []BackendCheck {
 type keyReloader interface{ ReloadKey() error }
 
 func keyReloaderOf(b gateway.Backend) (keyReloader, bool) { return gateway.As[keyReloader](b) }
-
-// RetryError says why a task cannot be retried; it names the task.
-type RetryError struct {
-	TaskID string
-	Reason string
-}
-
-func (e *RetryError) Error() string { return "retry " + e.TaskID + ": " + e.Reason }
-
-// Retry puts FAILED tasks back in the queue with fresh retry budgets
-// (seeds/004: retry only the failed units): the tasks named by ids, or,
-// when ids is empty, every FAILED task (of module, if given). It returns
-// the ids requeued. A named task that is unknown or not FAILED is a
-// *RetryError and nothing is requeued.
-func (s *System) Retry(ids []string, module string) ([]string, error) {
-	var chosen []string
-	var bad error
-	s.state.withScheduler(func(st *scheduler.State) {
-		if len(ids) == 0 {
-			for _, t := range st.Tasks(func(t *pb.Task) bool {
-				return t.State == pb.TaskState_TASK_STATE_FAILED && (module == "" || t.Module == module)
-			}, 0) {
-				chosen = append(chosen, t.Id)
-			}
-			return
-		}
-		for _, id := range ids {
-			t, ok := st.Task(id)
-			switch {
-			case !ok:
-				bad = &RetryError{TaskID: id, Reason: "no such task in memory (unknown, or finished and archived)"}
-				return
-			case t.State != pb.TaskState_TASK_STATE_FAILED:
-				bad = &RetryError{TaskID: id, Reason: "not FAILED (" + t.State.String() + ")"}
-				return
-			}
-			chosen = append(chosen, id)
-		}
-	})
-	if bad != nil {
-		return nil, bad
-	}
-	slices.Sort(chosen)
-	var done []string
-	for _, id := range chosen {
-		ev := &pb.Event{At: nanos(s.clock.Now()), Body: &pb.Event_TaskRequeued{TaskRequeued: &pb.TaskRequeued{TaskId: id, Reason: "retry"}}}
-		if _, _, err := s.state.persistTask(id, []*pb.Event{ev}, false); err != nil {
-			return done, fmt.Errorf("retry %s: %w", id, err)
-		}
-		done = append(done, id)
-	}
-	if len(done) > 0 {
-		s.logger.Info().Str("event", "actors.scheduler.retried").Strs("tasks", done).Msg("failed tasks requeued")
-		s.tick()
-	}
-	return done, nil
-}
 
 // overlayBackendFacts adds what only the backends know to the book's
 // figures: their own condition and their rate limiter's pace and queue.

@@ -61,6 +61,29 @@ type recovery struct {
 	initModules map[string]uint64
 }
 
+// newRecovery takes each module's task types and its snapshot as
+// constructed (see blank); a module named twice is an error.
+func newRecovery(opts Options, publish func(*pb.StateUpdate)) (*recovery, error) {
+	rc := &recovery{log: opts.Log, opts: opts, clock: opts.Clock, publish: publish,
+		taskTypes: map[string]map[string]bool{}, blank: map[string][]byte{}}
+	for _, m := range opts.Modules {
+		if _, dup := rc.taskTypes[m.Name()]; dup {
+			return nil, fmt.Errorf("actors: module %q configured twice", m.Name())
+		}
+		blank, err := m.Snapshot()
+		if err != nil {
+			return nil, fmt.Errorf("actors: module %s: snapshot: %w", m.Name(), err)
+		}
+		rc.blank[m.Name()] = blank
+		types := map[string]bool{}
+		for _, t := range m.TaskTypes() {
+			types[t] = true
+		}
+		rc.taskTypes[m.Name()] = types
+	}
+	return rc, nil
+}
+
 type schedState struct {
 	state *scheduler.State
 	last  uint64

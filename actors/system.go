@@ -98,22 +98,9 @@ func newSystem(opts Options) (*System, error) {
 	s.checkpoints = &checkpoints{log: opts.Log, publish: s.Publish}
 	s.faults = &backendFaults{backends: opts.Backends, clock: opts.Clock, credentialsRecheck: opts.CredentialsRecheck,
 		logger: opts.Logger, publish: s.Publish}
-	s.recovery = &recovery{log: opts.Log, opts: opts, clock: opts.Clock, publish: s.Publish,
-		taskTypes: map[string]map[string]bool{}, blank: map[string][]byte{}}
-	for _, m := range opts.Modules {
-		if _, dup := s.recovery.taskTypes[m.Name()]; dup {
-			return nil, fmt.Errorf("actors: module %q configured twice", m.Name())
-		}
-		blank, err := m.Snapshot()
-		if err != nil {
-			return nil, fmt.Errorf("actors: module %s: snapshot: %w", m.Name(), err)
-		}
-		s.recovery.blank[m.Name()] = blank
-		types := map[string]bool{}
-		for _, t := range m.TaskTypes() {
-			types[t] = true
-		}
-		s.recovery.taskTypes[m.Name()] = types
+	var err error
+	if s.recovery, err = newRecovery(opts, s.Publish); err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, b := range opts.Backends {

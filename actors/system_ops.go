@@ -15,9 +15,10 @@ import (
 )
 
 // Operations the health monitor and the operator tools need from a
-// running System: backend connectivity, reconnecting, ending a stuck run
-// (the actors' mailbox depths for a SIGUSR1 dump are in mailbox.go). Like the rest of the
-// System API they are safe for concurrent use.
+// running System: backend connectivity, reconnecting, ending a stuck run,
+// retrying failed tasks (the actors' mailbox depths for a SIGUSR1 dump are
+// in mailbox.go). Like the rest of the System API they are safe for
+// concurrent use.
 
 // BackendHealth is one backend's connectivity as its gateway host sees it.
 type BackendHealth struct {
@@ -246,4 +247,61 @@ func settled(t *pb.Task, fail bool, reason string) bool {
 		return t.State == pb.TaskState_TASK_STATE_FAILED
 	}
 	return t.State == pb.TaskState_TASK_STATE_PAUSED && t.PauseReason == reason || t.State == pb.TaskState_TASK_STATE_FAILED
+}
+
+// RetryError says why a task cannot be retried; it names the task.
+type RetryError struct {
+	TaskID string
+	Reason string
+}
+
+func (e *RetryError) Error() string { return "retry " + e.TaskID + ": " + e.Reason }
+
+// Retry puts FAILED tasks back in the queue with fresh retry budgets
+// (seeds/004: retry only the failed units): the tasks named by ids, or,
+// when ids is empty, every FAILED task (of module, if given). It returns
+// the ids requeued. A named task that is unknown or not FAILED is a
+// *RetryError and nothing is requeued.
+func (s *System) Retry(ids []string, module string) ([]string, error) {
+	var chosen []string
+	var bad error
+	s.state.withScheduler(func(st *scheduler.State) {
+		if len(ids) == 0 {
+			for _, t := range st.Tasks(func(t *pb.Task) bool {
+				return t.State == pb.TaskState_TASK_STATE_FAILED && (module == "" || t.Module == module)
+			}, 0) {
+				chosen = append(chosen, t.Id)
+			}
+			return
+		}
+		for _, id := range ids {
+			t, ok := st.Task(id)
+			switch {
+			case !ok:
+				bad = &RetryError{TaskID: id, Reason: "no such task in memory (unknown, or finished and archived)"}
+				return
+			case t.State != pb.TaskState_TASK_STATE_FAILED:
+				bad = &RetryError{TaskID: id, Reason: "not FAILED (" + t.State.String() + ")"}
+				return
+			}
+			chosen = append(chosen, id)
+		}
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	slices.Sort(chosen)
+	var done []string
+	for _, id := range chosen {
+		ev := &pb.Event{At: nanos(s.clock.Now()), Body: &pb.Event_TaskRequeued{TaskRequeued: &pb.TaskRequeued{TaskId: id, Reason: "retry"}}}
+		if _, _, err := s.state.persistTask(id, []*pb.Event{ev}, false); err != nil {
+			return done, fmt.Errorf("retry %s: %w", id, err)
+		}
+		done = append(done, id)
+	}
+	if len(done) > 0 {
+		s.logger.Info().Str("event", "actors.scheduler.retried").Strs("tasks", done).Msg("failed tasks requeued")
+		s.tick()
+	}
+	return done, nil
 }
