@@ -22,8 +22,11 @@ import (
 	"fano/pb"
 )
 
-// System is a running fano: the actor tree over one WAL. Its methods are
-// safe for concurrent use; each turns a call into messages to the actors.
+// System is a running fano: the actor tree over one WAL, and the facade
+// the CLI, app/, control/, health/ and simulate/ use. Its methods are safe
+// for concurrent use; each turns a call into messages to the actors. What
+// is not the facade lives in the types it holds, one per concern
+// (facade_test.go keeps it so).
 type System struct {
 	// What it was started with (defaults filled in).
 	opts   Options
@@ -264,30 +267,6 @@ func (s *System) SetAccepting(on bool) {
 	if on {
 		s.tick()
 	}
-}
-
-// Notice is what subscribers see: an applied event (Owner + Event) or a
-// notification that is not state (Update: health alerts, call timings).
-type Notice struct {
-	Owner  string
-	Event  *pb.Event
-	Update *pb.StateUpdate
-}
-
-// Subscribe calls fn for every applied event and published update, in the
-// goroutine of the actor that applied it: fn must not block (hand off to a
-// buffered channel and drop when full). The returned func unsubscribes.
-// The panel's live feed, the metrics, the pipeline CLI's progress and the
-// module flows of app/ subscribe; a func, not a channel, so that a slow
-// reader drops its own notices and never holds an actor.
-func (s *System) Subscribe(fn func(Notice)) (cancel func()) { return s.notices.subscribe(fn) }
-
-// Publish sends a notification that is not a state change to subscribers.
-func (s *System) Publish(u *pb.StateUpdate) {
-	if u.At == 0 {
-		u.At = nanos(s.clock.Now())
-	}
-	s.notices.notify(Notice{Update: u})
 }
 
 // Backends are the gateways fano runs (status reads their optional
