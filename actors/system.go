@@ -70,8 +70,8 @@ type System struct {
 	// message: journal batches not yet delivered, an archive write under
 	// way (see QueuedMessages).
 	offActor atomic.Int64
-	// callsWaiting counts task calls blocked on the clock (CallWaiting).
-	callsWaiting atomic.Int64
+	// callsWaiting are the task calls blocked on the clock (CallWaiting).
+	callsWaiting waitingCalls
 	// storageGate holds running tasks while WAL writes fail.
 	storageGate *storageGate
 

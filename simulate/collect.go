@@ -25,6 +25,9 @@ type collector struct {
 	names  []string
 	byName map[string]*Backend
 	count  atomic.Int64 // notices seen: the driver's sign of activity
+	// raised counts alerts recorded: with the WAL's events, what a step
+	// decided (see driver.progress).
+	raised atomic.Int64
 
 	mu      sync.Mutex
 	days    []DayReport
@@ -196,6 +199,7 @@ func (c *collector) update(n actors.Notice) {
 	defer c.mu.Unlock()
 	a.Day = c.dayOf(at)
 	c.alerts = append(c.alerts, a)
+	c.raised.Add(1)
 	if !a.Resolved {
 		c.day(at).Alerts++
 	}

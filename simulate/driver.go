@@ -112,6 +112,7 @@ type driver struct {
 	faults   []Fault
 
 	last      fingerprint
+	decided   progress // at the end of the last settle
 	timeouts  int
 	relooks   int
 	steps     int64
@@ -234,6 +235,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			step = o.MaxIdleStep
 		}
 		next := now.Add(step)
+		if eventTrace != nil {
+			d.col.mu.Lock()
+			fmt.Fprintf(eventTrace, "%s STEP changed=%v acted=%v decided=%+v\n", now.Format("01-02T15:04:05.000000"), changed, acted, d.decided)
+			d.col.mu.Unlock()
+		}
 		if t, ok := d.clock.Next(); ok && t.Before(next) {
 			next = t
 		}
@@ -279,7 +285,7 @@ func (d *driver) start() error {
 	// Alerts are notices, not events: they come by subscription (none
 	// is raised before the first step).
 	d.unsub = f.System().Subscribe(d.col.update)
-	d.last = fingerprint{}
+	d.last, d.decided = fingerprint{}, progress{}
 	return nil
 }
 
@@ -414,12 +420,28 @@ func (d *driver) settle() bool {
 			}
 		}
 	}
-	changed := prev != d.last
 	d.last = prev
+	now := d.progress()
+	changed := now != d.decided
+	d.decided = now
 	if trace && d.steps < 3 {
 		fmt.Fprintf(os.Stderr, "settle %d (%d rounds) at %s took %s: %+v\n", d.steps, rounds, d.clock.Now().Format("15:04:05.000"), time.Since(deadline.Add(-10*time.Second)), prev)
 	}
 	return changed
+}
+
+// progress is what the system decided: the WAL's events and the alerts.
+// Whether a step changed something picks the next step (one tick, or a
+// jump to the next timer), so it must be the same in every run of a seed:
+// the notices and timers of the periodic loops (metrics, health) also
+// show activity, but not at the same steps in every run.
+type progress struct {
+	seq    uint64
+	alerts int64
+}
+
+func (d *driver) progress() progress {
+	return progress{seq: d.fano.System().Log().LastSeq(), alerts: d.col.raised.Load()}
 }
 
 const settleRounds = 3
