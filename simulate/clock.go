@@ -25,11 +25,13 @@ type Clock struct {
 	// both are done, someone woken by the clock has not yet acted on it.
 	fired map[*trackedTimer]struct{}
 	funcs atomic.Int64
-	watch time.Duration // tickers of this period count in Undelivered
+	watch time.Duration // tickers of this period are held (see heldTicker)
+	held  []*heldTicker
 }
 
-// WatchTickers makes the ticks of tickers of period count in Undelivered
-// until they are taken (the system's tick interval).
+// WatchTickers makes the tickers of period (the system's tick interval)
+// held ones: their ticks come only from DeliverTicks, and count in
+// Undelivered until they are taken.
 func (c *Clock) WatchTickers(period time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -129,12 +131,12 @@ func (c *Clock) Undelivered() int {
 			delete(c.fired, t)
 		}
 	}
-	// Only the tickers of the watched period count (the actors' tick,
-	// which counts itself busy from then on until its message is sent):
-	// a periodic check that takes its time, or whose reader is gone with a
-	// stopped fano, would hold every step.
-	for _, t := range c.tickers {
-		if c.watch > 0 && t.period == c.watch && !t.stopped && len(t.Chan()) > 0 {
+	// Only the held tickers count (the actors' tick, which counts itself
+	// busy from then on until its message is sent): a periodic check that
+	// takes its time, or whose reader is gone with a stopped fano, would
+	// hold every step.
+	for _, t := range c.held {
+		if !t.stopped && (t.pending || len(t.ch) > 0) {
 			n++
 		}
 	}
@@ -169,12 +171,98 @@ func (t *trackedTicker) Stop() {
 	t.Ticker.Stop()
 }
 
-// NewTicker is clockwork's; its ticks are known (NextTick) but are not
-// deadlines of work (see Next).
+// heldTicker is a ticker of the watched period: AdvanceTo does not fire
+// it, DeliverTicks does. A timer and a tick due at one instant would race
+// (a task's answer and the tick that reads what the modules saw of it);
+// held back, the tick comes once what the timers woke has been handled.
+type heldTicker struct {
+	c       *Clock
+	ch      chan time.Time
+	period  time.Duration
+	next    time.Time
+	stopped bool
+	pending bool // a tick sent and its reader not yet back (see Chan)
+}
+
+// Chan is asked for again by a reader back at its select (the actors'
+// tick loop asks on every turn): a tick taken counts as undelivered until
+// then, for between its receipt and the message it leads to the reader
+// shows no sign of work.
+func (t *heldTicker) Chan() <-chan time.Time {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if len(t.ch) == 0 {
+		t.pending = false
+	}
+	return t.ch
+}
+
+func (t *heldTicker) Reset(d time.Duration) {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.period, t.next, t.stopped = d, t.c.Now().Add(d), false
+}
+
+func (t *heldTicker) Stop() {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.stopped, t.pending = true, false
+}
+
+// TicksDue reports whether a held ticker has a tick due.
+func (c *Clock) TicksDue() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.Now()
+	for _, t := range c.held {
+		if !t.stopped && !t.next.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// DeliverTicks sends the ticks of the held tickers that are due (one per
+// ticker, however many periods passed, as a ticker drops the ticks its
+// reader missed) and reports whether it sent any.
+func (c *Clock) DeliverTicks() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.Now()
+	sent := false
+	live := c.held[:0]
+	for _, t := range c.held {
+		if t.stopped {
+			continue
+		}
+		live = append(live, t)
+		if t.next.After(now) {
+			continue
+		}
+		for !t.next.After(now) {
+			t.next = t.next.Add(t.period)
+		}
+		select {
+		case t.ch <- now:
+			sent, t.pending = true, true
+		default:
+		}
+	}
+	c.held = live
+	return sent
+}
+
+// NewTicker is clockwork's, or a held one for the watched period; its
+// ticks are known (NextTick) but are not deadlines of work (see Next).
 func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
 	c.ops.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.watch > 0 && d == c.watch {
+		t := &heldTicker{c: c, ch: make(chan time.Time, 1), period: d, next: c.Now().Add(d)}
+		c.held = append(c.held, t)
+		return t
+	}
 	t := &trackedTicker{c: c, period: d, next: c.Now().Add(d), Ticker: c.FakeClock.NewTicker(d)}
 	c.tickers = append(c.tickers, t)
 	return t
@@ -201,6 +289,18 @@ func (c *Clock) NextTick() (time.Time, bool) {
 		}
 	}
 	c.tickers = live
+	for _, t := range c.held {
+		if !t.stopped && (next.IsZero() || t.next.Before(next)) {
+			// Due ticks are caught up by DeliverTicks: the first after now.
+			due := t.next
+			for !due.After(now) {
+				due = due.Add(t.period)
+			}
+			if next.IsZero() || due.Before(next) {
+				next = due
+			}
+		}
+	}
 	return next, !next.IsZero()
 }
 

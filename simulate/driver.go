@@ -111,12 +111,14 @@ type driver struct {
 	diskFull atomic.Bool // read by the health monitor's goroutine
 	faults   []Fault
 
-	last      fingerprint
-	decided   progress // at the end of the last settle
-	timeouts  int
-	relooks   int
-	steps     int64
-	wallStart time.Time
+	last    fingerprint
+	decided progress // at the end of the last settle
+	// settledChange: a settle between the steps (see advance) saw a change.
+	settledChange bool
+	timeouts      int
+	relooks       int
+	steps         int64
+	wallStart     time.Time
 }
 
 // Run simulates o.Days days and returns the report (not yet written).
@@ -200,7 +202,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		// What the clock fired is handled before a fault lands: a restart
 		// in the middle of a tick's work would cut it where the OS
 		// happened to be.
-		changed := d.settle()
+		changed := d.settle() || d.settledChange
+		d.settledChange = false
 		acted := false
 		for len(plan) > 0 && !plan[0].at.After(now) {
 			a := plan[0]
@@ -256,17 +259,28 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		// before a timer's deadline go first, on their own.
 		if tick, ok := d.clock.NextTick(); ok && next.After(now.Add(time.Nanosecond)) && !tick.After(next) {
 			if t, ok := d.clock.Next(); ok && !t.After(next) {
-				d.clock.AdvanceTo(next.Add(-time.Nanosecond))
-				d.settle()
+				d.advance(next.Add(-time.Nanosecond))
+				d.settledChange = d.settle() || d.settledChange
 			}
 		}
-		d.clock.AdvanceTo(next)
+		d.advance(next)
 		d.steps++
 		if trace && d.steps%200 == 0 {
 			fmt.Fprintf(os.Stderr, "simulate: step %d at %s wall %.1fs last %+v\n", d.steps, next.Format("01-02 15:04:05.000"), time.Since(d.wallStart).Seconds(), d.last)
 		}
 	}
 	return d.finish()
+}
+
+// advance moves the clock to t. The timers due fire, and what they woke
+// is handled before the tick of that instant is delivered: in one run the
+// tick would come first, in the next the answer.
+func (d *driver) advance(t time.Time) {
+	d.clock.AdvanceTo(t)
+	if d.clock.TicksDue() {
+		d.settledChange = d.settle() || d.settledChange
+		d.clock.DeliverTicks()
+	}
 }
 
 func (d *driver) start() error {
