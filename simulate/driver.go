@@ -277,9 +277,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // tick would come first, in the next the answer.
 func (d *driver) advance(t time.Time) {
 	d.clock.AdvanceTo(t)
-	if d.clock.TicksDue() {
-		d.settledChange = d.settle() || d.settledChange
-		d.clock.DeliverTicks()
+	// The actors' tick first, then the periodic checks (health, the
+	// checkpoint), each once what came before it at this instant is done.
+	for _, watched := range []bool{true, false} {
+		if d.clock.TicksDue(watched) {
+			d.settledChange = d.settle() || d.settledChange
+			d.clock.DeliverTicks(watched)
+		}
 	}
 }
 
