@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -78,6 +79,10 @@ type Options struct {
 	SampleEvery time.Duration
 	// SeedModule takes the schedule's daily questions ("explorer").
 	SeedModule string
+	// Trace, if set, gets a line per applied event and per step of the
+	// clock (FANO_SIMULATE_EVENTS=file does the same): for finding where
+	// two runs of one seed part.
+	Trace io.Writer
 	// Progress, if set, is called at the end of every simulated day.
 	Progress func(day int, d DayReport)
 }
@@ -183,6 +188,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at.Before(plan[j].at) })
 
 	d.col = newCollector(Epoch, o.Days, names, d.byName)
+	if o.Trace != nil {
+		d.col.trace = o.Trace
+	} else if eventTrace != nil {
+		d.col.trace = eventTrace
+	}
 	if err := d.start(); err != nil {
 		return nil, err
 	}
@@ -238,11 +248,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			step = o.MaxIdleStep
 		}
 		next := now.Add(step)
-		if eventTrace != nil {
-			d.col.mu.Lock()
-			fmt.Fprintf(eventTrace, "%s STEP changed=%v acted=%v decided=%+v\n", now.Format("01-02T15:04:05.000000"), changed, acted, d.decided)
-			d.col.mu.Unlock()
-		}
+		d.col.traceStep(now, changed, acted, d.decided)
 		if t, ok := d.clock.Next(); ok && t.Before(next) {
 			next = t
 		}
@@ -542,4 +548,14 @@ func (d *driver) finish() (*Report, error) {
 	r.Runtime.SimSecondsPerWall = float64(d.o.Days*24*3600) / wall
 	r.CheckGoals()
 	return r, nil
+}
+
+// traceStep writes a step of the clock to the trace: whether it changed
+// something and so which step comes next.
+func (c *collector) traceStep(now time.Time, changed, acted bool, decided progress) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.trace != nil {
+		fmt.Fprintf(c.trace, "%s step changed=%v acted=%v seq=%d alerts=%d\n", now.Format(traceTime), changed, acted, decided.seq, decided.alerts)
+	}
 }
