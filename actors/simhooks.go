@@ -70,8 +70,20 @@ func CallWaiting(ctx context.Context, waiting bool) {
 // outside the system: a call blocked on the clock (see CallWaiting), or
 // the storage gate held shut by a WAL write fault.
 func (s *System) WaitingCalls() int {
-	parked, _ := s.storageGate.waiting()
-	return s.callsWaiting.count() + parked
+	return s.callsWaiting.count() + s.storageGate.held()
+}
+
+// held is the number of runs parked at the gate while it is shut: once it
+// reopens they are busy again, before their goroutines run to unpark.
+func (g *storageGate) held() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+		return 0
+	default:
+		return g.parked
+	}
 }
 
 // QueuedMessages is the number of user messages waiting in (or being

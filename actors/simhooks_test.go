@@ -2,7 +2,9 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -24,4 +26,17 @@ func TestWaitingCallEndsWithItsContext(t *testing.T) {
 	// A call that is not a task's (a health probe) is not counted.
 	CallWaiting(context.Background(), true)
 	require.Zero(t, w.count())
+}
+
+// Runs parked at the shut storage gate wait; the moment it reopens they
+// are busy, before they run again to unpark.
+func TestStorageGateHoldsOnlyWhileShut(t *testing.T) {
+	g := newStorageGate()
+	g.shut(errors.New("no space left on device"), time.Unix(0, 0))
+	g.park(2) // two runs parked (as wait does)
+	require.Equal(t, 2, g.held())
+	g.reopen()
+	require.Zero(t, g.held(), "reopened: the parked runs are busy again")
+	n, _ := g.waiting()
+	require.Equal(t, 2, n, "still parked until they run")
 }
