@@ -448,6 +448,11 @@ func (d *driver) settle() bool {
 	now := d.progress()
 	changed := now != d.decided
 	d.decided = now
+	if sys := d.fano.System(); trace && sys.WaitingCalls() > sys.Running() {
+		// More waits than runs: a wait nobody ends lets the clock move
+		// while a task works.
+		fmt.Fprintf(os.Stderr, "simulate: at %s %d calls wait for %d running tasks\n", d.clock.Now().Format("01-02 15:04:05.000"), sys.WaitingCalls(), sys.Running())
+	}
 	if trace && d.steps < 3 {
 		fmt.Fprintf(os.Stderr, "settle %d (%d rounds) at %s took %s: %+v\n", d.steps, rounds, d.clock.Now().Format("15:04:05.000"), time.Since(deadline.Add(-10*time.Second)), prev)
 	}
