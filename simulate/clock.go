@@ -291,18 +291,20 @@ func (c *Clock) Next() (time.Time, bool) {
 func (c *Clock) Ops() int64 { return c.ops.Load() }
 
 // AdvanceTo moves the clock to t (never back), noting the timers it
-// fires (see Undelivered).
-func (c *Clock) AdvanceTo(t time.Time) {
+// fires (see Undelivered), and returns how many it fired.
+func (c *Clock) AdvanceTo(t time.Time) (fired int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := t.Sub(c.Now())
 	if d <= 0 {
-		return
+		return 0
 	}
 	for tm, due := range c.timers {
 		if !due.After(t) {
 			c.expiresNow(tm)
+			fired++
 		}
 	}
 	c.Advance(d)
+	return fired
 }

@@ -282,13 +282,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // is handled before the tick of that instant is delivered: in one run the
 // tick would come first, in the next the answer.
 func (d *driver) advance(t time.Time) {
-	d.clock.AdvanceTo(t)
 	// The actors' tick first, then the periodic checks (health, the
-	// checkpoint), each once what came before it at this instant is done.
+	// checkpoint), each once what came before it at this instant is done
+	// (nothing, when no timer fired: the system was idle before the step).
+	busy := d.clock.AdvanceTo(t) > 0
 	for _, watched := range []bool{true, false} {
 		if d.clock.TicksDue(watched) {
-			d.settledChange = d.settle() || d.settledChange
-			d.clock.DeliverTicks(watched)
+			if busy {
+				d.settledChange = d.settle() || d.settledChange
+			}
+			busy = d.clock.DeliverTicks(watched) || busy
 		}
 	}
 }
