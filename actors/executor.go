@@ -56,6 +56,10 @@ type executor struct {
 	// when a more urgent task waits for this one's backend; the loop reads
 	// it at each safe point.
 	yield atomic.Bool
+	// answered is closed by the scheduler's first PreemptReply: until
+	// then the loop does not know whether it may send (see yielding).
+	answered     chan struct{}
+	answeredOnce sync.Once
 }
 
 // executorEnv is what an executor may use of the system, and all it
@@ -94,6 +98,7 @@ func (e *executor) Receive(ctx actor.Context) {
 		e.self = ctx.Self()
 		e.replies = make(chan proto.Message, 4)
 		e.gone = make(chan struct{})
+		e.answered = make(chan struct{})
 		// Before the loop's first request: the scheduler knows this
 		// executor before any of its events, so a yield it pushes reaches
 		// the loop ahead of the reply that follows it.
@@ -106,6 +111,7 @@ func (e *executor) Receive(ctx actor.Context) {
 		}()
 	case *pb.PreemptReply:
 		e.yield.Store(m.Instead != "")
+		e.answeredOnce.Do(func() { close(e.answered) })
 	case *pb.TaskEventsReply, *pb.NextActionReply, *pb.Done, *pb.LLMResponse:
 		e.deliver(m.(proto.Message))
 	case *actor.DeadLetterResponse:
@@ -235,6 +241,22 @@ func (e *executor) send(ctx context.Context, backend string, req gateway.Request
 	return llmResponseFromWire(r)
 }
 
+// yielding reads the scheduler's answer at a safe point. With
+// Options.DispatchOnTick (fano simulate) the first safe point waits for
+// the scheduler's first answer to the executor's PreemptQuery: a task
+// started at a tick that also says it must yield would otherwise send its
+// request or yield as the goroutines happened to run.
+func (e *executor) yielding(ctx context.Context) bool {
+	if e.env.opts.DispatchOnTick {
+		select {
+		case <-e.answered:
+		case <-ctx.Done(): // the loop sees the cause next
+		case <-e.gone:
+		}
+	}
+	return e.yield.Load()
+}
+
 func (e *executor) finish(res *pb.TaskResult) {
 	llm := e.task.LlmAssigned
 	// Between the end of the executor and the messages that tell of it
@@ -327,7 +349,7 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		case modules.ActionDone:
 			return e.complete()
 		case modules.ActionYield:
-			if e.yield.Load() {
+			if e.yielding(ctx) {
 				return e.stopped(errPreempted)
 			}
 			continue
@@ -342,7 +364,7 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 			return e.complete()
 		}
 		// Safe point: before a request, a much more urgent task may take the LLM.
-		if e.yield.Load() {
+		if e.yielding(ctx) {
 			return e.stopped(errPreempted)
 		}
 		if res := e.request(ctx, act); res != nil {

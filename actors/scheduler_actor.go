@@ -157,6 +157,11 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		w := &runWatch{pid: ctx.Sender(), llm: m.Llm}
 		a.runs[m.TaskId] = w
 		a.tellYield(m.TaskId, w)
+		if w.yield == "" && w.pid != nil {
+			// The first answer is always given: an executor may wait for
+			// it before its first request (executor.yielding).
+			a.sys.root.Send(w.pid, &pb.PreemptReply{})
+		}
 	case *pb.CancelTask:
 		a.cancel(ctx.Sender(), m)
 	case *pb.Barrier:

@@ -2,30 +2,67 @@ package actors
 
 import (
 	"context"
-	"sync/atomic"
+	"sync"
 )
 
-// waitKey marks the context of a task's LLM call with the counter of its
-// system's waiting calls (see CallWaiting).
+// waitKey marks the context of a task's LLM call with its system's set
+// of waiting calls (see CallWaiting).
 type waitKey struct{}
 
-func withWaitCounter(ctx context.Context, n *atomic.Int64) context.Context {
-	return context.WithValue(ctx, waitKey{}, n)
+func withWaitCounter(ctx context.Context, w *waitingCalls) context.Context {
+	return context.WithValue(ctx, waitKey{}, w)
+}
+
+// waitingCalls are the task calls that said they wait (CallWaiting), by
+// their context. A call counts as waiting only while its context is not
+// done: the moment a cancel or a deadline ends the wait, the call is busy
+// again, before its goroutine has even run; a counter lowered by that
+// goroutine left the clock free to move in between.
+type waitingCalls struct {
+	mu    sync.Mutex
+	calls map[context.Context]int
+}
+
+func (w *waitingCalls) add(ctx context.Context, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.calls == nil {
+		w.calls = map[context.Context]int{}
+	}
+	w.calls[ctx] += n
+	if w.calls[ctx] <= 0 {
+		delete(w.calls, ctx)
+	}
+}
+
+// count is the number of waits whose context is still live.
+func (w *waitingCalls) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for ctx, k := range w.calls {
+		if ctx.Err() == nil {
+			n += k
+		}
+	}
+	return n
 }
 
 // CallWaiting is told by a simulated backend that the task call in ctx
 // now waits on the clock or on ctx (true) or woke (false); calls that are
 // not a task's (a health probe) are not counted. `fano simulate` moves
-// its clock only while every running task's call waits so.
+// its clock only while every running task's call waits so. A wait on the
+// clock must end (false) inside the clock's own callback (an AfterFunc),
+// not in the goroutine it wakes: see waitingCalls.
 func CallWaiting(ctx context.Context, waiting bool) {
-	n, ok := ctx.Value(waitKey{}).(*atomic.Int64)
+	w, ok := ctx.Value(waitKey{}).(*waitingCalls)
 	if !ok {
 		return
 	}
 	if waiting {
-		n.Add(1)
+		w.add(ctx, 1)
 	} else {
-		n.Add(-1)
+		w.add(ctx, -1)
 	}
 }
 
@@ -33,8 +70,20 @@ func CallWaiting(ctx context.Context, waiting bool) {
 // outside the system: a call blocked on the clock (see CallWaiting), or
 // the storage gate held shut by a WAL write fault.
 func (s *System) WaitingCalls() int {
-	parked, _ := s.storageGate.waiting()
-	return int(s.callsWaiting.Load()) + parked
+	return s.callsWaiting.count() + s.storageGate.held()
+}
+
+// held is the number of runs parked at the gate while it is shut: once it
+// reopens they are busy again, before their goroutines run to unpark.
+func (g *storageGate) held() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+		return 0
+	default:
+		return g.parked
+	}
 }
 
 // QueuedMessages is the number of user messages waiting in (or being

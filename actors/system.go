@@ -61,9 +61,10 @@ type System struct {
 	accepting, storageHalted atomic.Bool
 	// offActor counts work handed off the actors that will come back as a
 	// message: journal batches not yet delivered, an archive write under
-	// way; callsWaiting counts task calls blocked on the clock
+	// way; callsWaiting are the task calls blocked on the clock
 	// (CallWaiting). fano simulate reads both (see QueuedMessages).
-	offActor, callsWaiting atomic.Int64
+	offActor     atomic.Int64
+	callsWaiting waitingCalls
 
 	report     *RecoveryReport
 	baseCancel context.CancelCauseFunc // cancels every executor's context

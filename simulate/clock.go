@@ -16,20 +16,20 @@ type Clock struct {
 
 	// mu also serializes AdvanceTo with the making of timers, so every
 	// deadline recorded here is the one clockwork fires at.
-	mu      sync.Mutex
-	timers  map[*trackedTimer]time.Time // live one-shot timers -> deadline
-	tickers []*trackedTicker
-	ops     atomic.Int64 // timers made, reset or stopped: activity
+	mu     sync.Mutex
+	timers map[*trackedTimer]time.Time // live one-shot timers -> deadline
+	ops    atomic.Int64                // timers made, reset or stopped: activity
 	// fired holds timers whose tick is in their channel until it is taken;
 	// funcs counts AfterFunc callbacks fired and not yet returned. Until
 	// both are done, someone woken by the clock has not yet acted on it.
 	fired map[*trackedTimer]struct{}
 	funcs atomic.Int64
-	watch time.Duration // tickers of this period count in Undelivered
+	watch time.Duration // tickers of this period tick first (see DeliverTicks)
+	held  []*heldTicker
 }
 
-// WatchTickers makes the ticks of tickers of period count in Undelivered
-// until they are taken (the system's tick interval).
+// WatchTickers makes the tickers of period (the system's tick interval)
+// the ones whose ticks come first at an instant (see DeliverTicks).
 func (c *Clock) WatchTickers(period time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -129,12 +129,11 @@ func (c *Clock) Undelivered() int {
 			delete(c.fired, t)
 		}
 	}
-	// Only the tickers of the watched period count (the actors' tick,
-	// which counts itself busy from then on until its message is sent):
-	// a periodic check that takes its time, or whose reader is gone with a
-	// stopped fano, would hold every step.
-	for _, t := range c.tickers {
-		if c.watch > 0 && t.period == c.watch && !t.stopped && len(t.Chan()) > 0 {
+	// A ticker's tick counts from its delivery until its reader is back
+	// at its select (see heldTicker.Chan): the actors' tick until its
+	// message is sent, a health check until it is done.
+	for _, t := range c.held {
+		if !t.stopped && (t.pending || len(t.ch) > 0) {
 			n++
 		}
 	}
@@ -147,36 +146,103 @@ func (c *Clock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).C
 // Sleep waits on a tracked timer.
 func (c *Clock) Sleep(d time.Duration) { <-c.After(d) }
 
-type trackedTicker struct {
-	clockwork.Ticker
+// heldTicker is every ticker of this clock: AdvanceTo does not fire it,
+// DeliverTicks does. A timer and a tick due at one instant would race (a
+// task's answer and the tick that reads what the modules saw of it; the
+// actors' tick and a health check that lets work start again); held back,
+// the ticks come in a fixed order once what the timers woke was handled.
+type heldTicker struct {
 	c       *Clock
+	ch      chan time.Time
 	period  time.Duration
 	next    time.Time
 	stopped bool
+	pending bool // a tick sent and its reader not yet back (see Chan)
 }
 
-func (t *trackedTicker) Reset(d time.Duration) {
+// Chan is asked for again by a reader back at its select (the actors'
+// tick loop asks on every turn): a tick taken counts as undelivered until
+// then, for between its receipt and the message it leads to the reader
+// shows no sign of work.
+func (t *heldTicker) Chan() <-chan time.Time {
 	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	if len(t.ch) == 0 {
+		t.pending = false
+	}
+	return t.ch
+}
+
+func (t *heldTicker) Reset(d time.Duration) {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
 	t.period, t.next, t.stopped = d, t.c.Now().Add(d), false
-	t.c.mu.Unlock()
-	t.Ticker.Reset(d)
 }
 
-func (t *trackedTicker) Stop() {
+func (t *heldTicker) Stop() {
 	t.c.mu.Lock()
-	t.stopped = true
-	t.c.mu.Unlock()
-	t.Ticker.Stop()
+	defer t.c.mu.Unlock()
+	t.stopped, t.pending = true, false
 }
 
-// NewTicker is clockwork's; its ticks are known (NextTick) but are not
-// deadlines of work (see Next).
+// TicksDue reports whether a ticker of the watched period (watched true)
+// or of another (false) has a tick due.
+func (c *Clock) TicksDue(watched bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.Now()
+	for _, t := range c.held {
+		if !t.stopped && c.watched(t) == watched && !t.next.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Clock) watched(t *heldTicker) bool { return c.watch > 0 && t.period == c.watch }
+
+// DeliverTicks sends the ticks due of the tickers of the watched period
+// (watched true) or of the others (one per ticker, however many periods
+// passed, as a ticker drops the ticks its reader missed) and reports
+// whether it sent any.
+func (c *Clock) DeliverTicks(watched bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.Now()
+	sent := false
+	live := c.held[:0]
+	for _, t := range c.held {
+		if t.stopped {
+			continue
+		}
+		live = append(live, t)
+		if c.watched(t) != watched || t.next.After(now) {
+			continue
+		}
+		for !t.next.After(now) {
+			t.next = t.next.Add(t.period)
+		}
+		select {
+		case t.ch <- now:
+			sent, t.pending = true, true
+		default:
+		}
+	}
+	c.held = live
+	return sent
+}
+
+// NewTicker is a held ticker (see heldTicker); its ticks are known
+// (NextTick) but are not deadlines of work (see Next).
 func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
+	if d <= 0 {
+		panic("simulate: non-positive interval for NewTicker")
+	}
 	c.ops.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := &trackedTicker{c: c, period: d, next: c.Now().Add(d), Ticker: c.FakeClock.NewTicker(d)}
-	c.tickers = append(c.tickers, t)
+	t := &heldTicker{c: c, ch: make(chan time.Time, 1), period: d, next: c.Now().Add(d)}
+	c.held = append(c.held, t)
 	return t
 }
 
@@ -186,21 +252,19 @@ func (c *Clock) NextTick() (time.Time, bool) {
 	defer c.mu.Unlock()
 	now := c.Now()
 	var next time.Time
-	live := c.tickers[:0]
-	for _, t := range c.tickers {
+	for _, t := range c.held {
 		if t.stopped {
 			continue
 		}
-		live = append(live, t)
-		for !t.next.After(now) {
-			// Catch up as clockwork does: a tick per period passed.
-			t.next = t.next.Add(t.period)
+		// Due ticks are caught up by DeliverTicks: the first after now.
+		due := t.next
+		for !due.After(now) {
+			due = due.Add(t.period)
 		}
-		if next.IsZero() || t.next.Before(next) {
-			next = t.next
+		if next.IsZero() || due.Before(next) {
+			next = due
 		}
 	}
-	c.tickers = live
 	return next, !next.IsZero()
 }
 
@@ -227,18 +291,20 @@ func (c *Clock) Next() (time.Time, bool) {
 func (c *Clock) Ops() int64 { return c.ops.Load() }
 
 // AdvanceTo moves the clock to t (never back), noting the timers it
-// fires (see Undelivered).
-func (c *Clock) AdvanceTo(t time.Time) {
+// fires (see Undelivered), and returns how many it fired.
+func (c *Clock) AdvanceTo(t time.Time) (fired int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := t.Sub(c.Now())
 	if d <= 0 {
-		return
+		return 0
 	}
 	for tm, due := range c.timers {
 		if !due.After(t) {
 			c.expiresNow(tm)
+			fired++
 		}
 	}
 	c.Advance(d)
+	return fired
 }

@@ -32,19 +32,31 @@ func TestClockUndeliveredUntilTaken(t *testing.T) {
 	<-returned
 	require.Eventually(t, func() bool { return c.Undelivered() == 0 }, 5*time.Second, time.Millisecond, "returned")
 
-	// A watched ticker's tick counts until taken; another ticker's not.
+	// Tickers tick only when told, the watched period's first; a tick
+	// counts from its delivery until its reader is back for the next.
 	c.WatchTickers(100 * time.Millisecond)
 	watched, other := c.NewTicker(100*time.Millisecond), c.NewTicker(time.Minute)
-	c.AdvanceTo(Epoch.Add(2*time.Second + 100*time.Millisecond))
+	c.AdvanceTo(Epoch.Add(time.Minute + 2*time.Second))
+	require.Zero(t, c.Undelivered(), "AdvanceTo fires no ticker")
+	require.True(t, c.TicksDue(true))
+	require.True(t, c.TicksDue(false))
+	require.True(t, c.DeliverTicks(true))
 	require.Equal(t, 1, c.Undelivered(), "the watched tick waits")
+	require.False(t, c.TicksDue(true), "one tick however many periods passed")
+	require.Empty(t, other.Chan(), "the other ticker waits its turn")
 	<-watched.Chan()
+	require.Equal(t, 1, c.Undelivered(), "taken, its reader still at work")
+	_ = watched.Chan() // the reader back at its select
 	require.Zero(t, c.Undelivered())
+	require.True(t, c.DeliverTicks(false))
+	<-other.Chan()
 	watched.Stop()
 	other.Stop()
+	require.Zero(t, c.Undelivered(), "a stopped ticker's reader is gone")
 
 	// A timer stopped after it fired is nobody's to take.
 	stopped := c.NewTimer(time.Second)
-	c.AdvanceTo(Epoch.Add(4 * time.Second))
+	c.AdvanceTo(Epoch.Add(time.Minute + 4*time.Second))
 	require.Equal(t, 1, c.Undelivered())
 	stopped.Stop()
 	require.Zero(t, c.Undelivered())

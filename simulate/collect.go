@@ -3,6 +3,7 @@ package simulate
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"sort"
@@ -25,6 +26,9 @@ type collector struct {
 	names  []string
 	byName map[string]*Backend
 	count  atomic.Int64 // notices seen: the driver's sign of activity
+	// raised counts alerts recorded: with the WAL's events, what a step
+	// decided (see driver.progress).
+	raised atomic.Int64
 
 	mu      sync.Mutex
 	days    []DayReport
@@ -33,7 +37,11 @@ type collector struct {
 	failed  []FailedTask
 	events  []FaultEvent
 	lastQ   map[string]allocator.BackendStatus
+	trace   io.Writer // Options.Trace, else FANO_SIMULATE_EVENTS's file; under mu
 }
+
+// traceTime is the virtual time of a trace line.
+const traceTime = "01-02T15:04:05.000000000"
 
 func newCollector(start time.Time, days int, names []string, byName map[string]*Backend) *collector {
 	c := &collector{start: start, names: names, byName: byName, lastQ: map[string]allocator.BackendStatus{}}
@@ -85,8 +93,8 @@ func (c *collector) observe(owner string, e *pb.Event) {
 	at := time.Unix(0, e.At).UTC()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if eventTrace != nil {
-		fmt.Fprintf(eventTrace, "%s %s %s\n", at.Format("01-02T15:04:05.000000"), owner, eventLine(e))
+	if c.trace != nil {
+		fmt.Fprintf(c.trace, "%s %s %s\n", at.Format(traceTime), owner, eventLine(e))
 	}
 	d := c.day(at)
 	switch {
@@ -137,8 +145,8 @@ func (c *collector) observe(owner string, e *pb.Event) {
 	}
 }
 
-// eventTrace, if set (FANO_SIMULATE_EVENTS=file), gets a line per
-// event: for finding where two runs of one seed part.
+// eventTrace, if set (FANO_SIMULATE_EVENTS=file), is the trace of a run
+// without Options.Trace (fano simulate).
 var eventTrace = func() *os.File {
 	if p := os.Getenv("FANO_SIMULATE_EVENTS"); p != "" {
 		if f, err := os.Create(p); err == nil {
@@ -196,6 +204,7 @@ func (c *collector) update(n actors.Notice) {
 	defer c.mu.Unlock()
 	a.Day = c.dayOf(at)
 	c.alerts = append(c.alerts, a)
+	c.raised.Add(1)
 	if !a.Resolved {
 		c.day(at).Alerts++
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -78,6 +79,10 @@ type Options struct {
 	SampleEvery time.Duration
 	// SeedModule takes the schedule's daily questions ("explorer").
 	SeedModule string
+	// Trace, if set, gets a line per applied event and per step of the
+	// clock (FANO_SIMULATE_EVENTS=file does the same): for finding where
+	// two runs of one seed part.
+	Trace io.Writer
 	// Progress, if set, is called at the end of every simulated day.
 	Progress func(day int, d DayReport)
 }
@@ -111,11 +116,14 @@ type driver struct {
 	diskFull atomic.Bool // read by the health monitor's goroutine
 	faults   []Fault
 
-	last      fingerprint
-	timeouts  int
-	relooks   int
-	steps     int64
-	wallStart time.Time
+	last    fingerprint
+	decided progress // at the end of the last settle
+	// settledChange: a settle between the steps (see advance) saw a change.
+	settledChange bool
+	timeouts      int
+	relooks       int
+	steps         int64
+	wallStart     time.Time
 }
 
 // Run simulates o.Days days and returns the report (not yet written).
@@ -180,6 +188,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at.Before(plan[j].at) })
 
 	d.col = newCollector(Epoch, o.Days, names, d.byName)
+	if o.Trace != nil {
+		d.col.trace = o.Trace
+	} else if eventTrace != nil {
+		d.col.trace = eventTrace
+	}
 	if err := d.start(); err != nil {
 		return nil, err
 	}
@@ -199,7 +212,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		// What the clock fired is handled before a fault lands: a restart
 		// in the middle of a tick's work would cut it where the OS
 		// happened to be.
-		changed := d.settle()
+		changed := d.settle() || d.settledChange
+		d.settledChange = false
 		acted := false
 		for len(plan) > 0 && !plan[0].at.After(now) {
 			a := plan[0]
@@ -234,6 +248,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			step = o.MaxIdleStep
 		}
 		next := now.Add(step)
+		d.col.traceStep(now, changed, acted, d.decided)
 		if t, ok := d.clock.Next(); ok && t.Before(next) {
 			next = t
 		}
@@ -250,17 +265,35 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		// before a timer's deadline go first, on their own.
 		if tick, ok := d.clock.NextTick(); ok && next.After(now.Add(time.Nanosecond)) && !tick.After(next) {
 			if t, ok := d.clock.Next(); ok && !t.After(next) {
-				d.clock.AdvanceTo(next.Add(-time.Nanosecond))
-				d.settle()
+				d.advance(next.Add(-time.Nanosecond))
+				d.settledChange = d.settle() || d.settledChange
 			}
 		}
-		d.clock.AdvanceTo(next)
+		d.advance(next)
 		d.steps++
 		if trace && d.steps%200 == 0 {
 			fmt.Fprintf(os.Stderr, "simulate: step %d at %s wall %.1fs last %+v\n", d.steps, next.Format("01-02 15:04:05.000"), time.Since(d.wallStart).Seconds(), d.last)
 		}
 	}
 	return d.finish()
+}
+
+// advance moves the clock to t. The timers due fire, and what they woke
+// is handled before the tick of that instant is delivered: in one run the
+// tick would come first, in the next the answer.
+func (d *driver) advance(t time.Time) {
+	// The actors' tick first, then the periodic checks (health, the
+	// checkpoint), each once what came before it at this instant is done
+	// (nothing, when no timer fired: the system was idle before the step).
+	busy := d.clock.AdvanceTo(t) > 0
+	for _, watched := range []bool{true, false} {
+		if d.clock.TicksDue(watched) {
+			if busy {
+				d.settledChange = d.settle() || d.settledChange
+			}
+			busy = d.clock.DeliverTicks(watched) || busy
+		}
+	}
 }
 
 func (d *driver) start() error {
@@ -279,7 +312,7 @@ func (d *driver) start() error {
 	// Alerts are notices, not events: they come by subscription (none
 	// is raised before the first step).
 	d.unsub = f.System().Subscribe(d.col.update)
-	d.last = fingerprint{}
+	d.last, d.decided = fingerprint{}, progress{}
 	return nil
 }
 
@@ -414,12 +447,33 @@ func (d *driver) settle() bool {
 			}
 		}
 	}
-	changed := prev != d.last
 	d.last = prev
+	now := d.progress()
+	changed := now != d.decided
+	d.decided = now
+	if sys := d.fano.System(); trace && sys.WaitingCalls() > sys.Running() {
+		// More waits than runs: a wait nobody ends lets the clock move
+		// while a task works.
+		fmt.Fprintf(os.Stderr, "simulate: at %s %d calls wait for %d running tasks\n", d.clock.Now().Format("01-02 15:04:05.000"), sys.WaitingCalls(), sys.Running())
+	}
 	if trace && d.steps < 3 {
 		fmt.Fprintf(os.Stderr, "settle %d (%d rounds) at %s took %s: %+v\n", d.steps, rounds, d.clock.Now().Format("15:04:05.000"), time.Since(deadline.Add(-10*time.Second)), prev)
 	}
 	return changed
+}
+
+// progress is what the system decided: the WAL's events and the alerts.
+// Whether a step changed something picks the next step (one tick, or a
+// jump to the next timer), so it must be the same in every run of a seed:
+// the notices and timers of the periodic loops (metrics, health) also
+// show activity, but not at the same steps in every run.
+type progress struct {
+	seq    uint64
+	alerts int64
+}
+
+func (d *driver) progress() progress {
+	return progress{seq: d.fano.System().Log().LastSeq(), alerts: d.col.raised.Load()}
 }
 
 const settleRounds = 3
@@ -502,4 +556,14 @@ func (d *driver) finish() (*Report, error) {
 	r.Runtime.SimSecondsPerWall = float64(d.o.Days*24*3600) / wall
 	r.CheckGoals()
 	return r, nil
+}
+
+// traceStep writes a step of the clock to the trace: whether it changed
+// something and so which step comes next.
+func (c *collector) traceStep(now time.Time, changed, acted bool, decided progress) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.trace != nil {
+		fmt.Fprintf(c.trace, "%s step changed=%v acted=%v seq=%d alerts=%d\n", now.Format(traceTime), changed, acted, decided.seq, decided.alerts)
+	}
 }

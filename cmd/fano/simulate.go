@@ -75,6 +75,7 @@ type simulation struct {
 	progress io.Writer
 	// sampleEvery and maxIdleStep coarsen the driver (tests; 0 = defaults).
 	sampleEvery, maxIdleStep time.Duration
+	trace                    io.Writer // simulate.Options.Trace (tests)
 }
 
 func runSimulate(ctx context.Context, g *globals, f simulateFlags, out io.Writer) error {
@@ -219,7 +220,7 @@ func (s *simulation) run(ctx context.Context) (*simulate.Report, error) {
 		Days: s.days, Seed: s.seed, Schedule: s.schedule, Backends: s.specs(), Start: s.start,
 		TickInterval: time.Duration(s.cfg.Orchestrator.Scheduler.TickIntervalMS) * time.Millisecond,
 		SeedModule:   "explorer",
-		SampleEvery:  s.sampleEvery, MaxIdleStep: s.maxIdleStep,
+		SampleEvery:  s.sampleEvery, MaxIdleStep: s.maxIdleStep, Trace: s.trace,
 	}
 	if s.progress != nil {
 		o.Progress = func(day int, d simulate.DayReport) { fmt.Fprintf(s.progress, "  %s\n", d) }

@@ -343,7 +343,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	start := b.clock.Now()
 	rctx, cancel := ctx, context.CancelFunc(func() {})
 	if b.cfg.Timeout > 0 {
-		rctx, cancel = clockwork.WithTimeout(ctx, b.clock, b.cfg.Timeout)
+		rctx, cancel = withClockTimeout(ctx, b.clock, b.cfg.Timeout)
 	}
 	defer cancel()
 
@@ -625,4 +625,18 @@ func (b *Backend) keyEnvName() string {
 		return "the configured key"
 	}
 	return b.cfg.KeyEnv
+}
+
+// withClockTimeout is ctx ended by clock after d. clockwork.WithTimeout
+// takes a real timer for any clock but its own fake type, so under a
+// wrapped fake clock (fano simulate's) the deadline fell in wall time; and
+// clockwork's own fake deadline is relayed by a goroutine of its own.
+// Here the clock's callback cancels ctx itself.
+func withClockTimeout(ctx context.Context, clock clockwork.Clock, d time.Duration) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	t := clock.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
+	return rctx, func() {
+		t.Stop()
+		cancel(context.Canceled)
+	}
 }

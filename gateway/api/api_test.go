@@ -444,6 +444,31 @@ func TestTimeoutIsTransient(t *testing.T) {
 	<-ended
 }
 
+// wrappedClock is a fake clock behind a type of its own, as fano
+// simulate's is: clockwork.WithTimeout took a real timer for it.
+type wrappedClock struct{ *clockwork.FakeClock }
+
+func TestTimeoutRunsOnAWrappedClock(t *testing.T) {
+	started, ended := make(chan struct{}, 1), make(chan struct{})
+	var clock *clockwork.FakeClock
+	e := setup(t, blockingAPI(started, ended), func(c *Config) {
+		clock = c.Clock.(*clockwork.FakeClock)
+		c.Clock, c.Timeout = wrappedClock{clock}, 10*time.Minute
+	})
+	errc := make(chan error, 1)
+	go func() { _, err := e.send(t); errc <- err }()
+	<-started
+	clock.Advance(10 * time.Minute)
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Contains(t, err.Error(), "timed out")
+	case <-time.After(deadline):
+		t.Fatal("the injected clock's timeout did not end the request")
+	}
+	<-ended
+}
+
 func TestCancelStopsTheHTTPRequest(t *testing.T) {
 	started, ended := make(chan struct{}, 1), make(chan struct{})
 	e := setup(t, blockingAPI(started, ended), nil)

@@ -247,14 +247,20 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	}
 
 	if d := b.latency(fr); d > 0 {
-		t := b.clock.NewTimer(d)
-		woke := b.waiting(ctx)
+		// The wait ends inside the clock's callback, not in this goroutine
+		// once it runs again: a simulator that moves the clock when every
+		// call waits must never see this call waiting with its answer due.
+		wake := sync.OnceFunc(b.waiting(ctx))
+		answered := make(chan struct{})
+		t := b.clock.AfterFunc(d, func() {
+			wake()
+			close(answered)
+		})
 		select {
-		case <-t.Chan():
-			woke()
+		case <-answered:
 		case <-ctx.Done():
-			woke()
 			t.Stop()
+			wake()
 			b.mu.Lock()
 			b.stats.Cancelled++
 			b.mu.Unlock()

@@ -456,3 +456,53 @@ func BenchmarkSendZeroLatency(b *testing.B) {
 		}
 	}
 }
+
+// handClock runs no AfterFunc by itself: the test calls the callbacks.
+type handClock struct {
+	clockwork.Clock
+	fns chan func()
+}
+
+func (c *handClock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
+	c.fns <- f
+	return c.Clock.NewTimer(d) // never advanced: a Stop target only
+}
+
+// The wait for an answer ends inside the clock's callback: once the
+// clock's callback has returned, the call no longer waits, though the
+// goroutine that sent it has not run yet (fano simulate moves its clock
+// only while every call waits).
+func TestAnswerWaitEndsInTheClocksCallback(t *testing.T) {
+	clock := &handClock{Clock: clockwork.NewFakeClock(), fns: make(chan func(), 1)}
+	be := New(Config{Name: "hand", Style: "claude", Seed: 1, Latency: 10 * time.Second}, clock)
+	var mu sync.Mutex
+	waiting := 0
+	be.OnWait(func(_ context.Context, w bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if w {
+			waiting++
+		} else {
+			waiting--
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := be.Send(context.Background(), gateway.Request{TaskID: "t1", Prompt: "What is a projective plane?"})
+		done <- err
+	}()
+	var answer func()
+	select {
+	case answer = <-clock.fns:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the answer's latency is not a callback of the clock")
+	}
+	mu.Lock()
+	require.Equal(t, 1, waiting, "the call waits for its answer")
+	mu.Unlock()
+	answer()
+	mu.Lock()
+	require.Zero(t, waiting, "the wait ended in the callback")
+	mu.Unlock()
+	require.NoError(t, <-done)
+}
