@@ -28,6 +28,8 @@ import (
 type System struct {
 	opts   Options
 	log    Store
+	// checkpointed skips the checkpoints of owners unchanged since their last.
+	checkpointed checkpointMarks
 	clock  clockwork.Clock
 	logger zerolog.Logger
 
@@ -445,6 +447,7 @@ func (s *System) saveCheckpointBytes(owner string, seq uint64, data []byte) erro
 	if err := s.log.SaveCheckpoint(owner, seq, data); err != nil {
 		return fmt.Errorf("checkpoint %s at seq %d: %w", owner, seq, err)
 	}
+	s.checkpointed.saved(owner, seq)
 	s.Publish(&pb.StateUpdate{Component: metrics.UpdateWAL, UpdateType: metrics.UpdateCheckpoint, Data: map[string]string{"owner": owner}})
 	return nil
 }
@@ -468,7 +471,7 @@ func (s *System) Checkpoint() error {
 		return err
 	}
 	if s.opts.CompactThreshold > 0 {
-		if st, err := s.log.Stats(); err == nil && st.Bytes > s.opts.CompactThreshold {
+		if size, err := s.log.Size(); err == nil && size > s.opts.CompactThreshold {
 			if _, err := s.log.Compact(); err != nil {
 				return fmt.Errorf("compact: %w", err)
 			}

@@ -643,6 +643,16 @@ type Stats struct {
 	OldestCheckpoint Checkpoint
 }
 
+// Size is the log file's size in bytes (Stats().Bytes), without walking
+// the log.
+func (l *Log) Size() (int64, error) {
+	fi, err := os.Stat(l.path)
+	if err != nil {
+		return 0, fmt.Errorf("wal: size of %s: %w", l.path, err)
+	}
+	return fi.Size(), nil
+}
+
 // Stats counts entries, blocks, intents and checkpoints. It walks every
 // block (lengths only, no CRC checks).
 func (l *Log) Stats() (Stats, error) {
