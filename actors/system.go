@@ -26,12 +26,13 @@ import (
 // System is a running fano: the actor tree over one WAL. Its methods are
 // safe for concurrent use; each turns a call into messages to the actors.
 type System struct {
-	opts Options
-	log  Store
+	opts   Options
+	log    Store
+	clock  clockwork.Clock
+	logger zerolog.Logger
+
 	// checkpointed skips the checkpoints of owners unchanged since their last.
 	checkpointed checkpointMarks
-	clock        clockwork.Clock
-	logger       zerolog.Logger
 
 	as   *actor.ActorSystem
 	root *actor.RootContext
