@@ -41,7 +41,8 @@ func TestSimulateShortScheduleGoals(t *testing.T) {
 		goals[g.Name] = g
 	}
 	for _, name := range []string{"no human action but the login alert", "0 tasks FAILED for backend-level reasons", simulate.GoalVerify,
-		"blessed insights per day within 10 % of day 1 on days without an outage", "outage days recover within a day"} {
+		"blessed insights per day within 10 % of day 1 on days without an outage", "outage days recover within a day",
+		"usable quota used >= 95 % on days with work available"} {
 		require.True(t, goals[name].OK, "%s: %s", name, goals[name].Detail)
 	}
 
@@ -98,6 +99,31 @@ func TestSimulateShortScheduleGoals(t *testing.T) {
 	}
 	_, err = os.Stat(filepath.Join(dir, "simulation", "report.json"))
 	require.NoError(t, err)
+}
+
+// A day with more work than quota: work waits for every backend all day,
+// and the quota goal holds each to 95 % of its usable budget.
+func TestSimulateQuotaUsedWhenWorkWaits(t *testing.T) {
+	dir := t.TempDir()
+	g := &globals{configPath: "testdata/simulate/backlog.yaml", dataDir: dir}
+	s, err := newSimulation(g, simulateFlags{days: 1, faultsPath: "testdata/simulate/backlog_faults.yaml", seed: 3})
+	require.NoError(t, err)
+	s.sampleEvery, s.maxIdleStep = 15*time.Minute, 15*time.Minute
+	rep, err := s.run(context.Background())
+	require.NoError(t, err)
+	d := rep.Days[0]
+	for _, b := range []string{"chatgpt", "gemini"} {
+		t.Logf("%s: work waiting %d h, %d of %.1f usable", b, d.WorkHoursBy[b], d.QuotaUsed[b], d.Usable[b])
+		require.True(t, d.BackendWorkAllDay(b), "%s: work waited %d h", b, d.WorkHoursBy[b])
+	}
+	var quota simulate.Goal
+	for _, gl := range rep.Goals {
+		if gl.Name == "usable quota used >= 95 % on days with work available" {
+			quota = gl
+		}
+	}
+	require.True(t, quota.OK, quota.Detail)
+	require.Contains(t, quota.Detail, "2 backend-days with work waiting all day")
 }
 
 func TestSimulateRefusesBadInput(t *testing.T) {

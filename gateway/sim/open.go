@@ -52,8 +52,10 @@ var primePowers, primePowerExp = func() ([]int64, map[int64]int64) {
 	return out, exp
 }()
 
-// openMaxOrder bounds the plane orders and design sizes of the space.
-const openMaxOrder = 5000
+// openMaxOrder bounds the plane orders and design sizes of the space:
+// large enough that a fortnight's draws rarely repeat one (about 60 000
+// statements), small enough that every count fits an int64.
+const openMaxOrder = 50000
 
 func pg(q int64) string { return "PG(2," + num(q) + ")" }
 
@@ -180,9 +182,9 @@ func OpenReview(req gateway.Request, r *rand.Rand, style string) string {
 	}
 	var v Verdict
 	switch x := r.IntN(100); {
-	case x < 94:
-		v = Verdict{Verdict: "bless", Rationale: "The statement is correct: the count follows from the standard counting arguments."}
 	case x < 98:
+		v = Verdict{Verdict: "bless", Rationale: "The statement is correct: the count follows from the standard counting arguments."}
+	case x < 99:
 		v = Verdict{Verdict: "revise", Rationale: "The statement is right but should say it is exact.", Revision: strings.TrimSuffix(stmt, ".") + ", exactly."}
 	default:
 		v = Verdict{Verdict: "reject", Rationale: "The statement is stated without the counting argument that supports it."}

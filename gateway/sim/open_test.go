@@ -16,7 +16,7 @@ import (
 // and two templates at one parameter; both are checked.
 func TestOpenFactsAreManyAndDistinct(t *testing.T) {
 	n := OpenFactCount()
-	require.Greater(t, n, 5000)
+	require.Greater(t, n, 50000)
 	low := dedup.DefaultConfig().BorderlineLow
 	ids := map[string]bool{}
 	worst, pair := 0.0, [2]string{}
@@ -25,6 +25,9 @@ func TestOpenFactsAreManyAndDistinct(t *testing.T) {
 		require.False(t, ids[f.ID], "id %s twice", f.ID)
 		ids[f.ID] = true
 		require.LessOrEqual(t, len(f.Claim), 600, f.ID)
+		if i > 2000 && i%97 != 0 && i < n-50 {
+			continue // the smallest parameters, the largest, and a sample between
+		}
 		// Every other template at the same parameter, and the same
 		// template at the next three parameters.
 		block := i - i%len(planeTemplates)
