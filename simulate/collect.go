@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -302,6 +304,13 @@ func serving(state string) bool {
 
 func (c *collector) sampleRuntime(now time.Time, sys *actors.System, day int) {
 	runtime.GC()
+	if dir := os.Getenv("FANO_SIMULATE_HEAPPROFILES"); dir != "" {
+		// For finding what grows: a heap profile at the end of every day.
+		if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-day%02d.prof", day))); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			_ = f.Close()
+		}
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	var walBytes int64

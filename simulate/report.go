@@ -217,6 +217,7 @@ func (r *Report) Markdown() string {
 	p("\nHow to read it: the usable budget of a backend is its usable hourly quota (the limit estimate less the buffer) over the minutes it could serve (ready, exhausted or paced); ")
 	p("work waits in an hour when tasks that need no deep mode are pending or ready at its end, and waits for a backend when one of them could run on it (pinned to it, or to none and not excluding it); ")
 	p("the quota goal holds each backend to 95 %% of its usable budget on the days work waited for it all day; ")
+	p("the day after an outage is held to at least 90 %% of day 1's blessed insights (it also clears what the outage held back), every other day without an outage to within 10 %%; ")
 	p("an outage day is one a one-off fault of the schedule (not a daily one) touches, or a login wall or revoked key lasts into; ")
 	p("a failure is backend-level when its reason names a backend's error, limit, login, key, hang or crash.\n")
 	p("\n## Days\n\n")
