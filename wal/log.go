@@ -673,14 +673,18 @@ func (l *Log) Stats() (Stats, error) {
 			s.Blocks++
 		}
 		s.Uncommitted = tx.Bucket(bucketIntents).Stats().KeyN
-		return forEachCheckpoint(tx, func(cp Checkpoint) error {
+		cps := tx.Bucket(bucketCheckpoints).Cursor()
+		for k, v := cps.First(); k != nil; k, v = cps.Next() {
+			cp, err := checkpointHeader(string(k), v)
+			if err != nil {
+				return err
+			}
 			s.Checkpoints++
 			if s.Checkpoints == 1 || cp.Seq < s.OldestCheckpoint.Seq {
-				cp.Snapshot = nil
 				s.OldestCheckpoint = cp
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return Stats{}, err

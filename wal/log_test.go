@@ -1,11 +1,13 @@
 package wal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -669,4 +671,30 @@ func TestAppendValidation(t *testing.T) {
 	_, err = l.Append(context.Background(), Entry{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
 	require.ErrorContains(t, err, "outside years")
 	require.Error(t, l.SaveCheckpoint("", 0, nil))
+}
+
+// Stats reads checkpoints by their headers: a large snapshot is neither
+// copied nor checked, so a heartbeat's Stats costs little however large
+// the owners' states grow; Size reads the file's size alone.
+func TestStatsSkipsSnapshots(t *testing.T) {
+	l := openTest(t, "", testOptions())
+	appendT(t, l, ent("explorer", "t", "1"), ent("scheduler", "t", "2"))
+	big := bytes.Repeat([]byte("x"), 8<<20)
+	require.NoError(t, l.SaveCheckpoint("explorer", 1, big))
+	require.NoError(t, l.SaveCheckpoint("scheduler", 2, []byte("s")))
+	st, err := l.Stats() // warm the bbolt pages
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Checkpoints)
+	require.Equal(t, Checkpoint{Owner: "explorer", Seq: 1, Time: testTime}, st.OldestCheckpoint)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = l.Stats()
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "Stats copied a snapshot")
+
+	size, err := l.Size()
+	require.NoError(t, err)
+	require.Equal(t, st.Bytes, size)
 }
