@@ -300,9 +300,15 @@ func (o *ops) heartbeat() string {
 	o.refreshWAL(now)
 	counts := o.sys.Counts()
 	var nextResume time.Time
-	for _, t := range o.sys.Tasks(func(t *pb.Task) bool { return t.State == pb.TaskState_TASK_STATE_PAUSED && t.NotBefore > 0 }, 0) {
-		if at := time.Unix(0, t.NotBefore); nextResume.IsZero() || at.Before(nextResume) {
-			nextResume = at
+	paused := 0
+	for _, byState := range counts {
+		paused += byState[pb.TaskState_TASK_STATE_PAUSED]
+	}
+	if paused > 0 { // listing tasks decodes the finished ones kept in memory: only when it can find one
+		for _, t := range o.sys.Tasks(func(t *pb.Task) bool { return t.State == pb.TaskState_TASK_STATE_PAUSED && t.NotBefore > 0 }, 0) {
+			if at := time.Unix(0, t.NotBefore); nextResume.IsZero() || at.Before(nextResume) {
+				nextResume = at
+			}
 		}
 	}
 	line, changed := o.beat.line(now, counts, nextResume, o.rc.UntilIdle)
