@@ -155,6 +155,10 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 	case *pb.Barrier:
 		respond(ctx, &pb.BarrierReply{})
 	case *pb.Checkpoint:
+		if !a.sys.checkpoints.due(ownerAllocator, a.last) {
+			respond(ctx, doneOf(nil))
+			return
+		}
 		respond(ctx, doneOf(a.sys.checkpoints.save(ownerAllocator, a.last, a.book.Snapshot())))
 	}
 }

@@ -93,6 +93,10 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 	case *pb.Barrier:
 		respond(ctx, &pb.BarrierReply{})
 	case *pb.Checkpoint:
+		if !h.sys.checkpoints.due(h.owner, h.last) {
+			respond(ctx, doneOf(nil))
+			return
+		}
 		data, err := h.mod.Snapshot()
 		if err != nil {
 			respond(ctx, doneOf(fmt.Errorf("%s: snapshot: %w", h.owner, err)))

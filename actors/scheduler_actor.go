@@ -167,6 +167,10 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	case *pb.Barrier:
 		respond(ctx, &pb.BarrierReply{})
 	case *pb.Checkpoint:
+		if !a.sys.checkpoints.due(ownerScheduler, a.last) {
+			respond(ctx, doneOf(nil))
+			return
+		}
 		respond(ctx, doneOf(a.sys.checkpoints.save(ownerScheduler, a.last, a.state.Snapshot())))
 	case *pb.Shutdown:
 		a.stopping = true

@@ -18,6 +18,9 @@ type Store interface {
 	// Stats gives the figures the metrics and compaction read; Compact
 	// drops what checkpoints cover.
 	Stats() (wal.Stats, error)
+	// Size is Stats().Bytes without the walk of the log: what the
+	// compaction check after every checkpoint reads.
+	Size() (int64, error)
 	Compact() (wal.CompactResult, error)
 }
 

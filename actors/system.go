@@ -308,7 +308,7 @@ func (s *System) Checkpoint() error {
 		return err
 	}
 	if s.opts.CompactThreshold > 0 {
-		if st, err := s.log.Stats(); err == nil && st.Bytes > s.opts.CompactThreshold {
+		if size, err := s.log.Size(); err == nil && size > s.opts.CompactThreshold {
 			if _, err := s.log.Compact(); err != nil {
 				return fmt.Errorf("compact: %w", err)
 			}

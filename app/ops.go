@@ -64,8 +64,9 @@ type ops struct {
 	dropped     atomic.Int64
 	unsubscribe func()
 
-	walMu    sync.Mutex
-	walStats *wal.Stats
+	walMu     sync.Mutex
+	walStats  *wal.Stats
+	walWalked time.Time // when walStats last came from a walk of the log
 
 	stop       chan struct{} // closes the health and heartbeat loops
 	finish     chan struct{} // closes the notice consumer (after the system stopped)
@@ -268,14 +269,25 @@ func (o *ops) gauges() metrics.Gauges {
 	return g
 }
 
-// refreshWAL reads the WAL's figures (a walk of the log: at heartbeats only).
-func (o *ops) refreshWAL() {
+// walWalkEvery spaces the walks of the log for its entry count: a walk
+// reads every block, and the log holds weeks of them; in between a
+// heartbeat reads only the file's size.
+const walWalkEvery = 15 * time.Minute
+
+// refreshWAL reads the WAL's figures at a heartbeat: its size every time,
+// its entries from a walk at most every walWalkEvery.
+func (o *ops) refreshWAL(now time.Time) {
 	log := o.sys.Log()
-	st, err := log.Stats()
 	o.walMu.Lock()
 	defer o.walMu.Unlock()
-	if err == nil {
-		o.walStats = &st
+	if o.walStats != nil && now.Sub(o.walWalked) < walWalkEvery {
+		if size, err := log.Size(); err == nil {
+			o.walStats.Bytes = size
+		}
+		return
+	}
+	if st, err := log.Stats(); err == nil {
+		o.walStats, o.walWalked = &st, now
 	}
 }
 
@@ -285,12 +297,18 @@ func (o *ops) heartbeat() string {
 	o.beatMu.Lock()
 	defer o.beatMu.Unlock()
 	now := o.rc.Clock.Now()
-	o.refreshWAL()
+	o.refreshWAL(now)
 	counts := o.sys.Counts()
 	var nextResume time.Time
-	for _, t := range o.sys.Tasks(func(t *pb.Task) bool { return t.State == pb.TaskState_TASK_STATE_PAUSED && t.NotBefore > 0 }, 0) {
-		if at := time.Unix(0, t.NotBefore); nextResume.IsZero() || at.Before(nextResume) {
-			nextResume = at
+	paused := 0
+	for _, byState := range counts {
+		paused += byState[pb.TaskState_TASK_STATE_PAUSED]
+	}
+	if paused > 0 { // listing tasks decodes the finished ones kept in memory: only when it can find one
+		for _, t := range o.sys.Tasks(func(t *pb.Task) bool { return t.State == pb.TaskState_TASK_STATE_PAUSED && t.NotBefore > 0 }, 0) {
+			if at := time.Unix(0, t.NotBefore); nextResume.IsZero() || at.Before(nextResume) {
+				nextResume = at
+			}
 		}
 	}
 	line, changed := o.beat.line(now, counts, nextResume, o.rc.UntilIdle)

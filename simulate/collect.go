@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,7 +50,7 @@ func newCollector(start time.Time, days int, names []string, byName map[string]*
 	c := &collector{start: start, names: names, byName: byName, lastQ: map[string]allocator.BackendStatus{}}
 	for d := 1; d <= days; d++ {
 		day := DayReport{Day: d, Requests: map[string]int{}, QuotaUsed: map[string]int{}, Usable: map[string]float64{},
-			StateMinutes: map[string]map[string]int{}, WorkHours: 0}
+			StateMinutes: map[string]map[string]int{}, WorkHoursBy: map[string]int{}}
 		for _, n := range names {
 			day.StateMinutes[n] = map[string]int{}
 		}
@@ -265,24 +268,38 @@ func (c *collector) sample(now time.Time, sys *actors.System, every time.Duratio
 	}
 	c.mu.Unlock()
 	if end := now.Add(every); end.Hour() != now.Hour() {
-		// Work waiting: tasks ready to go that need no deep mode (deep
-		// mode has its own daily budget), paused ones not counted.
-		queue := len(sys.Tasks(func(t *pb.Task) bool {
+		// Work waiting: tasks queued for an LLM that need no deep mode
+		// (deep mode has its own daily budget), paused ones not counted;
+		// per backend, those it could take.
+		waiting := sys.Tasks(func(t *pb.Task) bool {
 			return (t.State == pb.TaskState_TASK_STATE_PENDING || t.State == pb.TaskState_TASK_STATE_READY) && !t.RequiresDeepMode
-		}, 0))
+		}, 0)
 		c.mu.Lock()
-		if queue > d.QueueMax {
-			d.QueueMax = queue
+		if len(waiting) > d.QueueMax {
+			d.QueueMax = len(waiting)
 		}
-		if queue > 0 {
+		if len(waiting) > 0 {
 			d.WorkHours++
 		}
-		d.QueueEnd = queue
+		for _, name := range c.names {
+			if slices.ContainsFunc(waiting, func(t *pb.Task) bool { return couldTake(t, name) }) {
+				d.WorkHoursBy[name]++
+			}
+		}
+		d.QueueEnd = len(waiting)
 		c.mu.Unlock()
 	}
 	if end := now.Add(every); end.Day() != now.Day() {
 		c.sampleRuntime(now, sys, d.Day)
 	}
+}
+
+// couldTake: backend may run t (its pin, or no pin and not excluded).
+func couldTake(t *pb.Task, backend string) bool {
+	if p := t.GetLlmPreference(); p != "" {
+		return p == backend
+	}
+	return !slices.Contains(t.GetLlmExclude(), backend)
 }
 
 // serving: states in which a backend could take work if it had quota.
@@ -296,6 +313,13 @@ func serving(state string) bool {
 
 func (c *collector) sampleRuntime(now time.Time, sys *actors.System, day int) {
 	runtime.GC()
+	if dir := os.Getenv("FANO_SIMULATE_HEAPPROFILES"); dir != "" {
+		// For finding what grows: a heap profile at the end of every day.
+		if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-day%02d.prof", day))); err == nil {
+			_ = pprof.WriteHeapProfile(f)
+			_ = f.Close()
+		}
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	var walBytes int64

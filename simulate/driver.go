@@ -83,6 +83,10 @@ type Options struct {
 	// clock (FANO_SIMULATE_EVENTS=file does the same): for finding where
 	// two runs of one seed part.
 	Trace io.Writer
+	// ConfigSeeds is how many questions the config itself gives the seed
+	// module: they count toward day 1's questions, so every day starts
+	// with the same number of them.
+	ConfigSeeds int
 	// Progress, if set, is called at the end of every simulated day.
 	Progress func(day int, d DayReport)
 }
@@ -156,6 +160,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			Latency: lat[0], Jitter: lat[1],
 			HourlyLimit: spec.HourlyLimit, DeepDailyLimit: spec.DeepDailyLimit,
 			HourlyResetMinute: spec.HourlyResetMinute, DailyResetHour: spec.DailyResetHour,
+			OpenFacts: true, // a fortnight outlasts the built-in facts
 		}, d.clock)
 		b := NewBackend(s, spec.Kind, d.clock, o.Seed)
 		d.backends = append(d.backends, b)
@@ -182,7 +187,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.Schedule.SeedsPerDay > 0 && o.SeedModule != "" {
 		for day := 1; day <= o.Days; day++ {
-			plan = append(plan, action{at: Epoch.Add(time.Duration(day-1) * 24 * time.Hour), seeds: o.Schedule.SeedsPerDay, day: day})
+			n := o.Schedule.SeedsPerDay
+			if day == 1 {
+				n = max(0, n-o.ConfigSeeds)
+			}
+			if n > 0 {
+				plan = append(plan, action{at: Epoch.Add(time.Duration(day-1) * 24 * time.Hour), seeds: n, day: day})
+			}
 		}
 	}
 	sort.SliceStable(plan, func(i, j int) bool { return plan[i].at.Before(plan[j].at) })

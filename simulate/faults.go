@@ -43,8 +43,9 @@ var needsFor = map[string]bool{KindUsageCap: true, KindStorm: true, KindTransien
 type Schedule struct {
 	Name    string
 	Entries []Entry
-	// SeedsPerDay is the workload: new explorer questions the simulated
-	// user adds at the start of every day (0: only the config's seeds).
+	// SeedsPerDay is the workload: the explorer questions every day
+	// starts with, the simulated user's new ones topping up the config's
+	// own on day 1 (0: only the config's seeds).
 	SeedsPerDay int
 }
 

@@ -38,7 +38,7 @@ func TestDefaultScheduleOverAFortnight(t *testing.T) {
 			require.Equal(t, []string{"claude"}, f.Backends, "@2 is the second backend by name")
 		}
 	}
-	require.Equal(t, 6, s.SeedsPerDay)
+	require.Equal(t, 10, s.SeedsPerDay)
 }
 
 func TestScheduleErrorsNameLineAndField(t *testing.T) {

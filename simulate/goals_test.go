@@ -16,8 +16,8 @@ func goalsOf(r *Report) map[string]Goal {
 }
 
 func day(n, blessed int, outage bool, used int, usable float64, workHours int) DayReport {
-	return DayReport{Day: n, Blessed: blessed, Outage: outage, WorkHours: workHours,
-		QuotaUsed: map[string]int{"a": used}, Usable: map[string]float64{"a": usable}}
+	return DayReport{Day: n, Blessed: blessed, Outage: outage, WorkHours: workHours, WorkHoursBy: map[string]int{"a": workHours, "b": 3},
+		QuotaUsed: map[string]int{"a": used, "b": 1}, Usable: map[string]float64{"a": usable, "b": 100}}
 }
 
 func TestGoalsOnAReport(t *testing.T) {
@@ -31,7 +31,8 @@ func TestGoalsOnAReport(t *testing.T) {
 	require.True(t, g[goalBlessed].OK, g[goalBlessed].Detail)
 	require.True(t, g[goalRecover].OK, g[goalRecover].Detail)
 	require.False(t, g[goalQuota].OK, "day 3 had work all day and used 40 %%")
-	require.Contains(t, g[goalQuota].Detail, "day 3: 40.0 %")
+	require.Contains(t, g[goalQuota].Detail, "day 3 a: 40.0 %")
+	require.NotContains(t, g[goalQuota].Detail, " b:", "b had no work waiting all day: its 1 %% is not held against it")
 
 	r.Days[2].Outage = false
 	r.Days[2].Blessed = 17 // 15 % below day 1
@@ -44,6 +45,14 @@ func TestGoalsOnAReport(t *testing.T) {
 	r.Days[2].Outage, r.Days[3].Blessed = true, 12
 	g = goalsOf(r)
 	require.False(t, g[goalRecover].OK, "the day after an outage is not back within 10 %%")
+	require.True(t, g[goalBlessed].OK, "the day after an outage is held by the recovery goal: %s", g[goalBlessed].Detail)
+	r.Days[3].Blessed = 31 // clears the outage's backlog: above day 1 is recovered
+	g = goalsOf(r)
+	require.True(t, g[goalRecover].OK, g[goalRecover].Detail)
+	require.True(t, g[goalBlessed].OK, g[goalBlessed].Detail)
+	r.Days = append(r.Days, day(5, 23, false, 50, 100, 10)) // an ordinary day above 10 %
+	require.False(t, goalsOf(r)[goalBlessed].OK)
+	r.Days = r.Days[:4]
 
 	r.Alerts = []Alert{{Day: 2, Kind: "backend_login", State: "login", Action: true}}
 	require.True(t, goalsOf(r)[goalHuman].OK, "a login alert is the one allowed")

@@ -47,8 +47,12 @@ type DayReport struct {
 	QueueMax           int                       `json:"queue_max"`
 	QueueEnd           int                       `json:"queue_end"`
 	WorkHours          int                       `json:"hours_with_work_waiting"`
-	Alerts             int                       `json:"alerts"`
-	Outage             bool                      `json:"outage"` // a one-off fault (not a daily one) fell on this day
+	// WorkHoursBy: per backend, the hours that ended with work waiting
+	// that it could have taken (pinned to it, or to no backend and not
+	// excluding it; deep-mode work, with its own budget, not counted).
+	WorkHoursBy map[string]int `json:"hours_with_work_waiting_by_backend"`
+	Alerts      int            `json:"alerts"`
+	Outage      bool           `json:"outage"` // a one-off fault (not a daily one) fell on this day
 }
 
 // UsedPercent is the quota used against the usable budget of the day.
@@ -68,6 +72,19 @@ func (d DayReport) UsedPercent() float64 {
 
 // WorkAllDay: work waited at the end of every hour of the day.
 func (d DayReport) WorkAllDay() bool { return d.WorkHours >= 24 }
+
+// BackendWorkAllDay: work backend could take waited at the end of every
+// hour of the day.
+func (d DayReport) BackendWorkAllDay(backend string) bool { return d.WorkHoursBy[backend] >= 24 }
+
+// BackendUsedPercent is backend's quota used against its usable budget
+// of the day.
+func (d DayReport) BackendUsedPercent(backend string) float64 {
+	if d.Usable[backend] == 0 {
+		return 0
+	}
+	return 100 * float64(d.QuotaUsed[backend]) / d.Usable[backend]
+}
 
 // BackendTotals sums a backend over the run.
 type BackendTotals struct {
@@ -198,7 +215,9 @@ func (r *Report) Markdown() string {
 		p("- **%s**: %s — %s\n", g.Name, mark, g.Detail)
 	}
 	p("\nHow to read it: the usable budget of a backend is its usable hourly quota (the limit estimate less the buffer) over the minutes it could serve (ready, exhausted or paced); ")
-	p("work waits in an hour when tasks that need no deep mode are pending or ready at its end; ")
+	p("work waits in an hour when tasks that need no deep mode are pending or ready at its end, and waits for a backend when one of them could run on it (pinned to it, or to none and not excluding it); ")
+	p("the quota goal holds each backend to 95 %% of its usable budget on the days work waited for it all day; ")
+	p("the day after an outage is held to at least 90 %% of day 1's blessed insights (it also clears what the outage held back), every other day without an outage to within 10 %%; ")
 	p("an outage day is one a one-off fault of the schedule (not a daily one) touches, or a login wall or revoked key lasts into; ")
 	p("a failure is backend-level when its reason names a backend's error, limit, login, key, hang or crash.\n")
 	p("\n## Days\n\n")
@@ -211,6 +230,18 @@ func (r *Report) Markdown() string {
 		}
 		p("| %d | %d | %d | %d | %d | %d | %d (%d) | %d | %.1f | %d | %d | %d | %v |\n", d.Day, d.SeedsAdded, d.Blessed, d.SectionsWritten,
 			d.SectionsRevised, d.TasksCompleted, d.TasksFailed, d.TasksFailedBackend, req, d.UsedPercent(), d.WorkHours, d.QueueMax, d.Alerts, d.Outage)
+	}
+	p("\n## Work waiting per backend\n\nHours of each day that ended with work the backend could take, and its quota used %% of its usable budget (24 h: held to >= 95 %%).\n\n| day |")
+	for _, bt := range r.Backends {
+		p(" %s |", bt.Name)
+	}
+	p("\n|---|%s\n", strings.Repeat("---|", len(r.Backends)))
+	for _, d := range r.Days {
+		p("| %d |", d.Day)
+		for _, bt := range r.Backends {
+			p(" %d h, %.1f %% |", d.WorkHoursBy[bt.Name], d.BackendUsedPercent(bt.Name))
+		}
+		p("\n")
 	}
 	p("\n## Backends\n\n| backend | type | requests | quota used | usable budget | refused by faults | time in each state |\n|---|---|---|---|---|---|---|\n")
 	for _, bt := range r.Backends {

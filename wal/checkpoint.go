@@ -127,6 +127,21 @@ func (l *Log) Checkpoints() ([]Checkpoint, error) {
 	return out, nil
 }
 
+// checkpointHeader reads a stored checkpoint's owner, seq and time
+// without its snapshot and without the CRC check (Stats: a checkpoint's
+// snapshot can be megabytes, and Stats runs at every heartbeat).
+func checkpointHeader(owner string, v []byte) (Checkpoint, error) {
+	if len(v) < checkpointFixed+4 || v[0] != checkpointVersion {
+		return Checkpoint{}, &CorruptError{Reason: fmt.Sprintf("checkpoint %q: bad header (%d bytes)", owner, len(v))}
+	}
+	nsec := binary.LittleEndian.Uint32(v[17:])
+	if nsec >= 1e9 {
+		return Checkpoint{}, &CorruptError{Reason: fmt.Sprintf("checkpoint %q: bad nanoseconds %d", owner, nsec)}
+	}
+	return Checkpoint{Owner: owner, Seq: binary.LittleEndian.Uint64(v[1:]),
+		Time: time.Unix(int64(binary.LittleEndian.Uint64(v[9:])), int64(nsec)).UTC()}, nil
+}
+
 func forEachCheckpoint(tx *bolt.Tx, fn func(Checkpoint) error) error {
 	c := tx.Bucket(bucketCheckpoints).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {

@@ -33,6 +33,8 @@ const compactChunkBlocks = 1024
 // freed pages are reused by later appends; the file only shrinks with
 // CompactFile. Compact works in short transactions alongside appends.
 func (l *Log) Compact() (CompactResult, error) {
+	l.blockCounts.invalidate()
+	defer l.blockCounts.invalidate() // blocks were rewritten or deleted
 	var res CompactResult
 	covered := map[string]uint64{}
 	if err := l.view(func(tx *bolt.Tx) error {

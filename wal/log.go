@@ -144,6 +144,8 @@ type Log struct {
 	closingOnce sync.Once
 	done        chan struct{}
 
+	blockCounts blockCountCache // Stats' entries per block
+
 	// Test hooks, set before the first write.
 	hookEnqueued     func()          // after a request is queued
 	hookBeforeCommit func(batch int) // in the writer, before tx.Commit; batch = entries
@@ -643,14 +645,33 @@ type Stats struct {
 	OldestCheckpoint Checkpoint
 }
 
+// Size is the log file's size in bytes (Stats().Bytes), without walking
+// the log.
+func (l *Log) Size() (int64, error) {
+	fi, err := os.Stat(l.path)
+	if err != nil {
+		return 0, fmt.Errorf("wal: size of %s: %w", l.path, err)
+	}
+	return fi.Size(), nil
+}
+
 // Stats counts entries, blocks, intents and checkpoints. It walks every
 // block (lengths only, no CRC checks).
 func (l *Log) Stats() (Stats, error) {
 	s := Stats{LastSeq: l.LastSeq()}
+	counts, gen := l.blockCounts.snapshot()
+	fresh := map[uint64]int{}
 	err := l.view(func(tx *bolt.Tx) error {
 		blocks := tx.Bucket(bucketBlocks)
 		c := blocks.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if len(k) == 8 {
+				if n, ok := counts[binary.BigEndian.Uint64(k)]; ok {
+					s.Entries += n
+					s.Blocks++
+					continue
+				}
+			}
 			first, v, err := blockAt(blocks, k)
 			if err != nil {
 				return err
@@ -659,26 +680,76 @@ func (l *Log) Stats() (Stats, error) {
 			if err != nil {
 				return err
 			}
+			fresh[first] = n
 			s.Entries += n
 			s.Blocks++
 		}
 		s.Uncommitted = tx.Bucket(bucketIntents).Stats().KeyN
-		return forEachCheckpoint(tx, func(cp Checkpoint) error {
+		cps := tx.Bucket(bucketCheckpoints).Cursor()
+		for k, v := cps.First(); k != nil; k, v = cps.Next() {
+			cp, err := checkpointHeader(string(k), v)
+			if err != nil {
+				return err
+			}
 			s.Checkpoints++
 			if s.Checkpoints == 1 || cp.Seq < s.OldestCheckpoint.Seq {
-				cp.Snapshot = nil
 				s.OldestCheckpoint = cp
 			}
-			return nil
-		})
+		}
+		return nil
 	})
 	if err != nil {
 		return Stats{}, err
 	}
+	l.blockCounts.add(fresh, gen)
 	fi, err := os.Stat(l.path)
 	if err != nil {
 		return Stats{}, fmt.Errorf("wal: stats %s: %w", l.path, err)
 	}
 	s.Bytes = fi.Size()
 	return s, nil
+}
+
+// blockCountCache remembers how many entries each block holds, so that
+// Stats (at every heartbeat) opens only the blocks written since its last
+// walk: a block is written once, and only compaction rewrites or deletes
+// blocks, so Compact empties the cache, before and after. A walk that
+// overlapped a compaction (gen moved on) keeps nothing it counted.
+type blockCountCache struct {
+	mu     sync.Mutex
+	gen    uint64
+	counts map[uint64]int // by the block's first seq
+}
+
+// snapshot returns the cached counts (not to be changed) and the
+// generation they belong to.
+func (c *blockCountCache) snapshot() (map[uint64]int, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts, c.gen
+}
+
+// add records counts made by a walk that began at generation gen.
+func (c *blockCountCache) add(counts map[uint64]int, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen || len(counts) == 0 {
+		return
+	}
+	merged := make(map[uint64]int, len(c.counts)+len(counts))
+	for k, n := range c.counts {
+		merged[k] = n
+	}
+	for k, n := range counts {
+		merged[k] = n
+	}
+	c.counts = merged // copy on write: walks read their snapshot unlocked
+}
+
+// invalidate forgets every count (the blocks are being rewritten).
+func (c *blockCountCache) invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.counts = nil
 }

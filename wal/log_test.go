@@ -1,11 +1,13 @@
 package wal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -669,4 +671,64 @@ func TestAppendValidation(t *testing.T) {
 	_, err = l.Append(context.Background(), Entry{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)})
 	require.ErrorContains(t, err, "outside years")
 	require.Error(t, l.SaveCheckpoint("", 0, nil))
+}
+
+// Stats reads checkpoints by their headers: a large snapshot is neither
+// copied nor checked, so a heartbeat's Stats costs little however large
+// the owners' states grow; Size reads the file's size alone.
+func TestStatsSkipsSnapshots(t *testing.T) {
+	l := openTest(t, "", testOptions())
+	appendT(t, l, ent("explorer", "t", "1"), ent("scheduler", "t", "2"))
+	big := bytes.Repeat([]byte("x"), 8<<20)
+	require.NoError(t, l.SaveCheckpoint("explorer", 1, big))
+	require.NoError(t, l.SaveCheckpoint("scheduler", 2, []byte("s")))
+	st, err := l.Stats() // warm the bbolt pages
+	require.NoError(t, err)
+	require.Equal(t, 2, st.Checkpoints)
+	require.Equal(t, Checkpoint{Owner: "explorer", Seq: 1, Time: testTime}, st.OldestCheckpoint)
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = l.Stats()
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "Stats copied a snapshot")
+
+	size, err := l.Size()
+	require.NoError(t, err)
+	require.Equal(t, st.Bytes, size)
+}
+
+// Stats counts the entries of a block once and remembers them; the count
+// stays right as blocks are added and as compaction rewrites and deletes
+// them (a reopened log, with nothing remembered, agrees).
+func TestStatsCountsStayRightAcrossCompaction(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	// Blocks mixing two owners, so that compaction rewrites some.
+	for i := range 20 {
+		appendT(t, l, ent("a", "t", fmt.Sprint(i)), ent("b", "t", fmt.Sprint(i)), ent("a", "t", fmt.Sprint(i)))
+	}
+	st, err := l.Stats()
+	require.NoError(t, err)
+	require.Equal(t, 60, st.Entries)
+	appendT(t, l, ent("b", "t", "more"))
+	st, err = l.Stats()
+	require.NoError(t, err)
+	require.Equal(t, 61, st.Entries, "a new block is counted")
+
+	require.NoError(t, l.SaveCheckpoint("a", 45, []byte("a")))
+	res, err := l.Compact()
+	require.NoError(t, err)
+	require.Positive(t, res.EntriesDeleted)
+	st, err = l.Stats()
+	require.NoError(t, err)
+	require.Equal(t, 61-res.EntriesDeleted, st.Entries)
+	require.NoError(t, l.Close())
+
+	l = openTest(t, path, testOptions())
+	fresh, err := l.Stats()
+	require.NoError(t, err)
+	require.Equal(t, fresh.Entries, st.Entries)
+	require.Equal(t, fresh.Blocks, st.Blocks)
 }

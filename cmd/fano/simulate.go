@@ -18,6 +18,8 @@ import (
 	"fano/config"
 	"fano/gateway"
 	"fano/gateway/api"
+	"fano/modules/explorer"
+	"fano/modules/researcher"
 	"fano/simulate"
 	"fano/verify"
 	"fano/wal"
@@ -215,12 +217,31 @@ func (s *simulation) specs() []simulate.BackendSpec {
 	return out
 }
 
+// configSeeds is how many questions the explorer gets on day 1 without
+// the simulated user: the config's (its seeds file, else the built-in
+// seeds; 0 when they cannot be read: the start then says why) and those
+// the researcher raises from the document's first sections.
+func (s *simulation) configSeeds() int {
+	n := len(explorer.DefaultSeeds())
+	if f := s.cfg.Explorer.SeedsFile; f != "" {
+		seeds, err := explorer.LoadSeeds(f)
+		if err != nil {
+			seeds = nil
+		}
+		n = len(seeds)
+	}
+	if s.cfg.Researcher.Enabled {
+		n += researcher.GapQuestions()
+	}
+	return n
+}
+
 func (s *simulation) run(ctx context.Context) (*simulate.Report, error) {
 	o := simulate.Options{
 		Days: s.days, Seed: s.seed, Schedule: s.schedule, Backends: s.specs(), Start: s.start,
 		TickInterval: time.Duration(s.cfg.Orchestrator.Scheduler.TickIntervalMS) * time.Millisecond,
-		SeedModule:   "explorer",
-		SampleEvery:  s.sampleEvery, MaxIdleStep: s.maxIdleStep, Trace: s.trace,
+		SeedModule:   "explorer", ConfigSeeds: s.configSeeds(),
+		SampleEvery: s.sampleEvery, MaxIdleStep: s.maxIdleStep, Trace: s.trace,
 	}
 	if s.progress != nil {
 		o.Progress = func(day int, d simulate.DayReport) { fmt.Fprintf(s.progress, "  %s\n", d) }

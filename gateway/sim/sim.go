@@ -34,6 +34,10 @@ type Config struct {
 	// Injected faults, each a probability in [0,1]; their sum is the
 	// chance that an attempt fails in some way.
 	TimeoutRate, TransientRate, MalformedRate float64
+	// OpenFacts: insights are extracted from the open fact space (see
+	// open.go), thousands of distinct statements, not from the few
+	// built-in facts: for runs long enough to exhaust those (fano simulate).
+	OpenFacts bool
 }
 
 // Stats counts what a Backend has done since New.
@@ -272,7 +276,11 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 		return gateway.Response{}, gateway.Transient(b.cfg.Name, "simulated server error, please try again")
 	}
 
-	content := formatFor(req.TaskType)(req, rand.New(rand.NewPCG(seed[0], seed[1])), b.cfg.Style)
+	format := formatFor(req.TaskType)
+	if f := openFormat(req.TaskType); f != nil && b.cfg.OpenFacts {
+		format = f
+	}
+	content := format(req, rand.New(rand.NewPCG(seed[0], seed[1])), b.cfg.Style)
 	if f == malformedFault {
 		content = malform(content, fr)
 	}

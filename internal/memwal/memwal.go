@@ -252,6 +252,12 @@ func (l *Log) Archived(key string) ([]byte, bool, error) {
 	return slices.Clone(v), ok, nil
 }
 
+// Size is Stats().Bytes.
+func (l *Log) Size() (int64, error) {
+	st, err := l.Stats()
+	return st.Bytes, err
+}
+
 // Stats counts what the log holds; Bytes is the payloads' size (there is
 // no file).
 func (l *Log) Stats() (wal.Stats, error) {

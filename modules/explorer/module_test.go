@@ -53,7 +53,9 @@ func TestPipelineOnPlainCalls(t *testing.T) {
 	assert.Equal(t, ThreadDone, th.Status)
 	require.Len(t, th.Exchanges, 3)
 	assert.Equal(t, []string{TypeExploration, TypeExploration, TypeCritique}, []string{th.Exchanges[0].Kind, th.Exchanges[1].Kind, th.Exchanges[2].Kind})
-	assert.Contains(t, th.Exchanges[1].Prompt, "What happens next?", "the follow-up is built from the thread")
+	assert.Contains(t, lastMessage(ex[0], "user"), "What happens next?", "the follow-up is built from the thread")
+	assert.Empty(t, th.Exchanges[1].Prompt, "a finished thread keeps no prompts (they repeat its answers)")
+	assert.NotEmpty(t, th.Exchanges[1].Answer)
 	assert.Equal(t, "claude", th.Exchanges[2].LLM)
 
 	blessed := h.m.Blessed()

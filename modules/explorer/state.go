@@ -575,6 +575,15 @@ func (m *Module) setThreadStatus(th *Thread, status, reason string, at time.Time
 	if reason != "" {
 		th.Error = reason
 	}
+	if status == ThreadDone || status == ThreadFailed {
+		// A finished thread keeps its answers but not its prompts: each
+		// prompt repeats the earlier answers, so they were most of a
+		// thread's memory, growing with every thread of a long run; the
+		// WAL's exchange events keep them.
+		for i := range th.Exchanges {
+			th.Exchanges[i].Prompt = ""
+		}
+	}
 	if isActive(status) {
 		m.active[th.ID] = true
 	} else {

@@ -113,6 +113,15 @@ type Config struct {
 	MaxRequests  func(taskType string) int // nil = 3
 }
 
+// GapQuestions is how many questions the default gap rounds raise at
+// most, all within the document's first sections (fano simulate counts
+// them among the first day's).
+func GapQuestions() int {
+	var c Config
+	c.defaults()
+	return c.GapRounds * c.MaxQuestions
+}
+
 func (c *Config) defaults() {
 	if c.GapRounds == 0 {
 		c.GapRounds = 1
