@@ -69,6 +69,9 @@ func (b *Book) Apply(e *pb.Event) error {
 		c := body.BackendConditionRecorded
 		if q := b.lookup(c.GetBackend()); q != nil {
 			q.condState, q.condReason, q.condUntil = c.GetState(), c.GetReason(), c.GetUntil()
+			if d := q.condDecided; d != nil && *d == (condition{c.GetState(), c.GetReason(), c.GetUntil()}) {
+				q.condDecided = nil
+			}
 		}
 
 	case *pb.Event_RateLearned:

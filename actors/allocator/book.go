@@ -167,8 +167,13 @@ type quota struct {
 	condState        string
 	condReason       string
 	condUntil        int64 // unix ns; 0 = until cleared
-	learnedLimit     int
-	learnedWindow    int64 // ns
+	// condDecided is the condition last decided and not yet applied: the
+	// same fault reported again in that gap (several tasks meeting one
+	// open circuit at one instant) is recorded once, whatever the order
+	// of the reports and the journal's apply.
+	condDecided   *condition
+	learnedLimit  int
+	learnedWindow int64 // ns
 
 	inflight     int // QuotaUsed decided, not yet applied
 	inflightDeep int
@@ -335,4 +340,10 @@ func (q *quota) usable(bufferPercent int) int {
 		return 0
 	}
 	return max(1, limit*(100-bufferPercent)/100)
+}
+
+// condition is a backend's recorded condition (state "" is ready).
+type condition struct {
+	state, reason string
+	until         int64 // unix ns; 0 = until cleared
 }

@@ -221,12 +221,19 @@ func (b *Book) DecideCondition(backend, state, reason string, until, now time.Ti
 	if state == StateReady {
 		// Always an event: a fault decided just before may not be
 		// applied yet, and the clear must come after it.
+		q.condDecided = &condition{}
 		return &pb.Event{At: now.UnixNano(), Body: &pb.Event_BackendConditionRecorded{BackendConditionRecorded: &pb.BackendConditionRecorded{
 			Backend: backend}}}, nil
 	}
-	if q.condState == state && q.condReason == reason && q.condUntil == nanosOrZero(until) {
+	next := condition{state, reason, nanosOrZero(until)}
+	last := condition{q.condState, q.condReason, q.condUntil}
+	if q.condDecided != nil {
+		last = *q.condDecided
+	}
+	if next == last {
 		return nil, nil
 	}
+	q.condDecided = &next
 	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_BackendConditionRecorded{BackendConditionRecorded: &pb.BackendConditionRecorded{
 		Backend: backend, State: state, Reason: reason, Until: nanosOrZero(until),
 	}}}, nil

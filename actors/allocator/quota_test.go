@@ -281,6 +281,34 @@ func TestConditionParksBackend(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownBackend)
 }
 
+// Several tasks meeting one open circuit report it at one instant, before
+// the first report's event is applied: it is recorded once, so the WAL does
+// not depend on how the reports and the journal's apply interleave.
+func TestConditionDecidedOnceBeforeItIsApplied(t *testing.T) {
+	r := newRig(t, one(50, 0), at(10, 0))
+	decide := func(state string) *pb.Event {
+		t.Helper()
+		ev, err := r.book.DecideCondition("sim", state, "circuit open", at(10, 5), r.now())
+		require.NoError(t, err)
+		return ev
+	}
+	first := decide("circuit_open")
+	require.NotNil(t, first)
+	assert.Nil(t, decide("circuit_open"), "decided, not yet applied: not again")
+	r.persist(first)
+	assert.Nil(t, decide("circuit_open"), "applied: not again")
+
+	// A clear decided and not yet applied: the fault is news again.
+	clear, err := r.book.DecideCondition("sim", StateReady, "", time.Time{}, r.now())
+	require.NoError(t, err)
+	again := decide("circuit_open")
+	require.NotNil(t, again, "after a clear")
+	r.persist(clear)
+	r.persist(again)
+	assert.Equal(t, "circuit_open", r.status("sim").State)
+	assert.Nil(t, decide("circuit_open"))
+}
+
 func TestPauseAndResume(t *testing.T) {
 	r := newRig(t, one(50, 0), at(10, 0))
 	_, err := r.book.DecidePause("nope", "x", r.now())
