@@ -28,6 +28,16 @@ func newSchedulerInputs() *schedulerInputs {
 
 func (in *schedulerInputs) setQuotaView(v map[string]*pb.BackendFree) { in.quota.Store(&v) }
 
+// canTake is whether backend has quota for normal and for deep-mode tasks
+// in the allocator's last view (a backend not in it has none).
+func (in *schedulerInputs) canTake(backend string) (normal, deep bool) {
+	v, ok := (*in.quota.Load())[backend]
+	if !ok {
+		return false, false
+	}
+	return v.Normal, v.Deep
+}
+
 func (in *schedulerInputs) schedulerEnv() scheduler.Env {
 	q := *in.quota.Load()
 	return scheduler.Env{

@@ -58,7 +58,8 @@ type runWatch struct {
 // tellYield tells the executor when its answer changed.
 func (a *schedulerActor) tellYield(taskID string, w *runWatch) {
 	instead := ""
-	if ok, id := a.state.ShouldPreempt(taskID, w.llm); ok {
+	normal, deep := a.sys.inputs.canTake(w.llm)
+	if ok, id := a.state.ShouldPreemptFor(taskID, w.llm, normal, deep); ok {
 		instead = id
 	}
 	if instead == w.yield || (instead != "" && w.yield != "") || w.pid == nil {

@@ -193,6 +193,35 @@ func TestShouldPreempt(t *testing.T) {
 	assert.False(t, ok, "not running")
 }
 
+// A waiting task the freed backend could not run (its deep-mode budget is
+// spent) does not preempt: the preempted task would be picked again at the
+// next tick and preempted again, every tick (seen in `fano simulate`).
+func TestShouldPreemptForOnlyWhatTheSlotCanRun(t *testing.T) {
+	s := New(Config{})
+	run := task("explorer", "exploration", "run") // 50
+	submit(t, s, run, t0)
+	apply(t, s, evStarted(run.Id, "gemini", t0))
+
+	deep := task("explorer", "exploration", "deep")
+	deep.BasePriority = 100
+	deep.RequiresDeepMode = true
+	submit(t, s, deep, t0)
+	ok, _ := s.ShouldPreemptFor(run.Id, "gemini", true, false)
+	assert.False(t, ok, "a deep task does not preempt for a backend without deep quota")
+	ok, id := s.ShouldPreemptFor(run.Id, "gemini", true, true)
+	assert.True(t, ok)
+	assert.Equal(t, deep.Id, id)
+
+	normal := task("explorer", "exploration", "normal")
+	normal.BasePriority = 90
+	submit(t, s, normal, t0)
+	ok, _ = s.ShouldPreemptFor(run.Id, "gemini", false, false)
+	assert.False(t, ok, "nothing preempts for a backend without quota")
+	ok, id = s.ShouldPreemptFor(run.Id, "gemini", true, false)
+	assert.True(t, ok)
+	assert.Equal(t, normal.Id, id)
+}
+
 // refPick is the brute-force reference: scan every task, each with the
 // spec's priority at now.
 func refPick(s *State, free []string, now int64, picked map[string]bool) *pb.Task {

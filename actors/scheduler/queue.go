@@ -494,11 +494,26 @@ func (s *State) Picked(id string) bool {
 // so that task's id. Both priorities are taken at the scheduler's clock with
 // the figures of the last Recompute.
 func (s *State) ShouldPreempt(runningID, llm string) (bool, string) {
+	return s.ShouldPreemptFor(runningID, llm, true, true)
+}
+
+// ShouldPreemptFor is ShouldPreempt where llm takes normal tasks only if
+// normal and deep-mode tasks only if deep (the allocator's quota view): a
+// waiting task the freed slot could not run must not preempt, or the
+// preempted task is picked again at the next tick and preempted again.
+func (s *State) ShouldPreemptFor(runningID, llm string, normal, deep bool) (bool, string) {
 	cur, ok := s.running[runningID]
 	if !ok {
 		return false, ""
 	}
-	w := s.q.best([]string{llm}, []string{llm})
+	var free, deepFree []string
+	if normal {
+		free = []string{llm}
+	}
+	if deep {
+		deepFree = []string{llm}
+	}
+	w := s.q.best(free, deepFree)
 	if w == nil || w.t.Id == runningID {
 		return false, ""
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -101,9 +102,18 @@ func runSimulate(ctx context.Context, g *globals, f simulateFlags, out io.Writer
 	if p := os.Getenv("FANO_SIMULATE_CPUPROFILE"); p != "" {
 		// For tuning the simulator itself.
 		if f, err := os.Create(p); err == nil {
+			// 15 s by default (the first days); FANO_SIMULATE_CPUPROFILE_SECONDS
+			// for longer, 0 for the whole run.
+			secs := 15
+			if v, err := strconv.Atoi(os.Getenv("FANO_SIMULATE_CPUPROFILE_SECONDS")); err == nil {
+				secs = v
+			}
 			_ = pprof.StartCPUProfile(f)
-			stop := time.AfterFunc(15*time.Second, pprof.StopCPUProfile)
-			defer func() { stop.Stop(); pprof.StopCPUProfile() }()
+			if secs > 0 {
+				stop := time.AfterFunc(time.Duration(secs)*time.Second, pprof.StopCPUProfile)
+				defer stop.Stop()
+			}
+			defer pprof.StopCPUProfile()
 		}
 	}
 	rep, err := s.run(ctx)
