@@ -63,8 +63,10 @@ func TestDraftRepeatingTheDocumentIsRevisedThenPruned(t *testing.T) {
 	require.GreaterOrEqual(t, len(prompts["in-2"]), 2, "the first draft was sent back")
 	require.NotEmpty(t, o.Exposition)
 	assert.Equal(t, reviewerDedup, o.Exposition[0].LLM)
-	assert.Contains(t, o.Exposition[0].Rationale, "exactly 7 points and 7 lines")
-	assert.Contains(t, o.Exposition[0].Rationale, `in section "The size of the Fano plane" (#`+first.ID+")")
+	assert.Empty(t, o.Exposition[0].Rationale, "a decided opportunity keeps its verdicts, not their texts")
+	// The critique reached the second draft's prompt.
+	assert.Contains(t, prompts["in-2"][1], "exactly 7 points and 7 lines")
+	assert.Contains(t, prompts["in-2"][1], `in section "The size of the Fano plane" (#`+first.ID+")")
 	assert.Contains(t, prompts["in-2"][1], "An editor refused the previous draft: These passages already stand elsewhere")
 	assert.Contains(t, prompts["in-2"][1], "The size of the Fano plane (#"+first.ID+")", "the prompt carries the contents")
 

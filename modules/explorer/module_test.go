@@ -54,9 +54,16 @@ func TestPipelineOnPlainCalls(t *testing.T) {
 	require.Len(t, th.Exchanges, 3)
 	assert.Equal(t, []string{TypeExploration, TypeExploration, TypeCritique}, []string{th.Exchanges[0].Kind, th.Exchanges[1].Kind, th.Exchanges[2].Kind})
 	assert.Contains(t, lastMessage(ex[0], "user"), "What happens next?", "the follow-up is built from the thread")
-	assert.Empty(t, th.Exchanges[1].Prompt, "a finished thread keeps no prompts (they repeat its answers)")
-	assert.NotEmpty(t, th.Exchanges[1].Answer)
+	for _, e := range th.Exchanges {
+		assert.Empty(t, e.Prompt, "a finished thread keeps no prompts")
+		assert.Empty(t, e.Answer, "a finished thread keeps no answers (its chunk and insights carry what came of it)")
+		assert.NotEmpty(t, e.Task)
+	}
 	assert.Equal(t, "claude", th.Exchanges[2].LLM)
+	ch := h.m.Chunks()[0]
+	assert.Equal(t, chunkDone, ch.Status)
+	assert.Empty(t, ch.Text, "an extracted chunk keeps its insights' ids, not its text")
+	assert.Len(t, ch.Insights, 2)
 
 	blessed := h.m.Blessed()
 	require.Len(t, blessed, 2)
@@ -166,6 +173,11 @@ func TestRejectAndAbstain(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"gemini": "bless", "claude": "reject", "openrouter": "abstain"}, verdicts)
 	assert.Contains(t, ins.Reason, "1 bless, 0 revise, 1 reject, 1 abstain of 3")
+	for _, r := range ins.Reviews {
+		assert.Empty(t, r.Rationale, "a rejected insight keeps its verdicts, not their texts")
+	}
+	// The same compaction on replay.
+	assert.Equal(t, snapshot(t, h.m), snapshot(t, h.replayed(cfg)))
 }
 
 // Two insights of the same statement pending at once (dedup was off when

@@ -537,7 +537,9 @@ func (m *Module) applyExtracted(d extractedData, at time.Time) error {
 	if th != nil {
 		seed = th.SeedID
 	}
-	ch.Status, ch.Dropped = chunkDone, d.Dropped
+	// The synthesis was read once, by the extraction: its insights are
+	// what stays (ids in ch.Insights); the text would only grow the heap.
+	ch.Status, ch.Dropped, ch.Text = chunkDone, d.Dropped, ""
 	for _, r := range d.Insights {
 		if _, ok := st.Insights[r.ID]; ok {
 			continue
@@ -576,12 +578,13 @@ func (m *Module) setThreadStatus(th *Thread, status, reason string, at time.Time
 		th.Error = reason
 	}
 	if status == ThreadDone || status == ThreadFailed {
-		// A finished thread keeps its answers but not its prompts: each
-		// prompt repeats the earlier answers, so they were most of a
-		// thread's memory, growing with every thread of a long run; the
-		// WAL's exchange events keep them.
+		// A finished thread keeps who answered what and when, not the
+		// text: nothing reads a finished thread's prompts or answers
+		// again (its chunk and insights carry what came of it), and
+		// keeping them grew the heap with every thread of a long run.
+		// The WAL's exchange events hold the text until compaction.
 		for i := range th.Exchanges {
-			th.Exchanges[i].Prompt = ""
+			th.Exchanges[i].Prompt, th.Exchanges[i].Answer = "", ""
 		}
 	}
 	if isActive(status) {
@@ -591,10 +594,29 @@ func (m *Module) setThreadStatus(th *Thread, status, reason string, at time.Time
 	}
 }
 
-// closeInsight takes an insight out of the open set and the checker.
+// closeInsight takes an insight out of the open set and the checker, and
+// compacts what it will not need again.
 func (m *Module) closeInsight(ins *Insight) {
 	delete(m.open, ins.ID)
 	m.checker.Remove(ins.ID)
+	compactClosed(ins)
+}
+
+// compactClosed drops the texts of a closed insight that was never
+// blessed: its reviewers' rationales and revisions, its earlier texts and
+// the borderline match's text. Nothing reads them once it is closed, and
+// most insights end this way, so they grew the heap all run; who gave
+// which verdict in which round stays. A once-blessed insight keeps all:
+// its output file (blessed/<id>.json) shows them and `fano verify`
+// renders it again from the state.
+func compactClosed(ins *Insight) {
+	if !ins.BlessedAt.IsZero() {
+		return
+	}
+	for i := range ins.Reviews {
+		ins.Reviews[i].Rationale, ins.Reviews[i].Revision = "", ""
+	}
+	ins.History, ins.BorderlineText = nil, ""
 }
 
 func (m *Module) reindexBlessed() {
