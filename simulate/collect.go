@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -333,7 +334,26 @@ func (c *collector) sampleRuntime(now time.Time, sys *actors.System, day int) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.runtime[day-1] = RuntimeDay{Day: day, HeapMB: float64(ms.HeapAlloc) / (1 << 20), Goroutines: runtime.NumGoroutine(), WALMB: float64(walBytes) / (1 << 20)}
+	c.runtime[day-1] = RuntimeDay{Day: day, HeapMB: float64(ms.HeapAlloc) / (1 << 20), Goroutines: runtime.NumGoroutine(),
+		WALMB: float64(walBytes) / (1 << 20), OutputMB: float64(treeBytes(sys.OutputDir())) / (1 << 20)}
+}
+
+// treeBytes is the size of the regular files under dir (0 if none).
+func treeBytes(dir string) int64 {
+	if dir == "" {
+		return 0
+	}
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return nil
+		}
+		if fi, err := e.Info(); err == nil {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
 }
 
 func (c *collector) dayReport(day int) DayReport {
