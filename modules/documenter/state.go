@@ -609,19 +609,14 @@ func (m *Module) incorporatedIn(insight string) string {
 	return ""
 }
 
-// compact drops the texts of a decided opportunity: the panel's
-// rationales and the last draft were read only while it was open (the
-// next draft's critique, the incorporation), the section holds what came
-// of it, and keeping them grew the heap with every insight of a long
-// run. Who gave which verdict stays; the WAL holds the texts until
-// compaction.
+// compact drops the verdicts and the draft of a decided opportunity:
+// they were read only while it was open (the decision, the next draft's
+// critique, the incorporation), its Reason keeps the verdict counts and
+// Drafts how many drafts it took, the section holds what came of it, and
+// keeping them grew the heap with every insight of a long run. The WAL
+// holds them until compaction.
 func (o *Opportunity) compact() {
-	for i := range o.Evaluations {
-		o.Evaluations[i].Rationale = ""
-	}
-	for i := range o.Exposition {
-		o.Exposition[i].Rationale = ""
-	}
+	o.Evaluations, o.Exposition = nil, nil
 	o.Draft, o.DraftTitle = "", ""
 }
 

@@ -39,10 +39,13 @@ type Thread struct {
 	Priority  int        `json:"priority"`
 	Status    string     `json:"status"`
 	Exchanges []Exchange `json:"exchanges"`
-	ChunkID   string     `json:"chunk_id,omitempty"`
-	Error     string     `json:"error,omitempty"`
-	StartedAt time.Time  `json:"started_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	// Exchanged is how many exchanges a finished thread had: it keeps
+	// the count, not the exchanges (setThreadStatus).
+	Exchanged int       `json:"exchanged,omitempty"`
+	ChunkID   string    `json:"chunk_id,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Chunk is a thread's synthesis, the text insights are extracted from.
@@ -356,8 +359,8 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if !ok {
 			return fmt.Errorf("explorer: exchange for unknown thread %s (task %s)", d.Thread, e.TaskId)
 		}
-		if d.Index != len(th.Exchanges) {
-			return nil // recorded already (or out of turn): keep what is there
+		if d.Index != len(th.Exchanges) || !isActive(th.Status) {
+			return nil // recorded already, out of turn, or the thread is finished: keep what is there
 		}
 		th.Exchanges = append(th.Exchanges, Exchange{Kind: d.Kind, Task: d.Task, LLM: d.LLM, Prompt: d.Prompt, Answer: d.Answer, At: at})
 		th.UpdatedAt = at
@@ -578,14 +581,12 @@ func (m *Module) setThreadStatus(th *Thread, status, reason string, at time.Time
 		th.Error = reason
 	}
 	if status == ThreadDone || status == ThreadFailed {
-		// A finished thread keeps who answered what and when, not the
-		// text: nothing reads a finished thread's prompts or answers
-		// again (its chunk and insights carry what came of it), and
-		// keeping them grew the heap with every thread of a long run.
-		// The WAL's exchange events hold the text until compaction.
-		for i := range th.Exchanges {
-			th.Exchanges[i].Prompt, th.Exchanges[i].Answer = "", ""
-		}
+		// A finished thread keeps how many exchanges it had, not the
+		// exchanges: nothing reads them again (its chunk and insights
+		// carry what came of it), and keeping them grew the heap with
+		// every thread of a long run. The WAL's exchange events hold
+		// them until compaction.
+		th.Exchanged, th.Exchanges = len(th.Exchanges), []Exchange{}
 	}
 	if isActive(status) {
 		m.active[th.ID] = true
