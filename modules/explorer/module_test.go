@@ -55,6 +55,10 @@ func TestPipelineOnPlainCalls(t *testing.T) {
 	assert.Equal(t, 3, th.Exchanged, "two explorations and a critique")
 	assert.Contains(t, lastMessage(ex[0], "user"), "What happens next?", "the follow-up is built from the thread")
 	assert.Equal(t, "claude", crit[0].LlmAssigned)
+	// A late exchange (a task that completed after the thread finished)
+	// changes nothing: finished stays finished, with no exchanges.
+	require.NoError(t, h.m.Apply(event(evExchange, "late", exchangeData{Thread: th.ID, Index: 0, Kind: TypeExploration, Task: "late", Answer: "late"}), h.now))
+	assert.Empty(t, h.m.Threads()[0].Exchanges)
 	ch := h.m.Chunks()[0]
 	assert.Equal(t, chunkDone, ch.Status)
 	assert.Empty(t, ch.Text, "an extracted chunk keeps its insights' ids, not its text")
