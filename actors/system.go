@@ -289,9 +289,6 @@ func (s *System) Clock() clockwork.Clock { return s.clock }
 // Log is the system's WAL (read-only uses: stats).
 func (s *System) Log() Store { return s.log }
 
-// OutputDir is where the modules' output files go ("" = none).
-func (s *System) OutputDir() string { return s.opts.OutputDir }
-
 // Checkpoint asks every owner of state to save its snapshot, then compacts
 // the WAL when it has grown past the threshold.
 func (s *System) Checkpoint() error {

@@ -340,7 +340,16 @@ func (c *collector) sampleRuntime(now time.Time, sys *actors.System, day int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.runtime[day-1] = RuntimeDay{Day: day, HeapMB: float64(ms.HeapAlloc) / (1 << 20), Goroutines: runtime.NumGoroutine(),
-		WALMB: float64(walBytes) / (1 << 20), OutputMB: float64(treeBytes(sys.OutputDir())) / (1 << 20)}
+		WALMB: float64(walBytes) / (1 << 20), OutputMB: float64(treeBytes(outputDir(sys))) / (1 << 20)}
+}
+
+// outputDir is the run's output directory: "output" beside the WAL in the
+// data directory, as fano lays it out ("" if the WAL has no path).
+func outputDir(sys *actors.System) string {
+	if p, ok := sys.Log().(interface{ Path() string }); ok && p.Path() != "" {
+		return filepath.Join(filepath.Dir(p.Path()), "output")
+	}
+	return ""
 }
 
 // treeBytes is the size of the regular files under dir (0 if none).
