@@ -68,6 +68,16 @@ func TestGoalsOnAReport(t *testing.T) {
 	require.True(t, goalsOf(r)[goalFlat].OK)
 	r.Runtime.Days = append(r.Runtime.Days, RuntimeDay{Day: 4, HeapMB: 40, Goroutines: 20})
 	require.False(t, goalsOf(r)[goalFlat].OK)
+
+	// The heap may grow with the output (the document, the blessed
+	// insights), heapPerOutputMB per MB, and with nothing else.
+	r.Runtime.Days = []RuntimeDay{{Day: 1, HeapMB: 30}, {Day: 2, HeapMB: 20, Goroutines: 20, OutputMB: 1},
+		{Day: 3, HeapMB: 24, Goroutines: 22, OutputMB: 2}, {Day: 4, HeapMB: 40, Goroutines: 20, OutputMB: 6}}
+	require.True(t, goalsOf(r)[goalFlat].OK, goalsOf(r)[goalFlat].Detail) // limit 25+4+3×5 = 44
+	r.Runtime.Days[3].OutputMB = 3
+	flat := goalsOf(r)[goalFlat]
+	require.False(t, flat.OK) // limit 25+4+3×2 = 35
+	require.Contains(t, flat.Detail, "day 4 heap 40.0 MB above 35.0")
 }
 
 func TestDeterministicLeavesOutRuntime(t *testing.T) {

@@ -151,6 +151,10 @@ type RuntimeDay struct {
 	HeapMB     float64 `json:"heap_mb"`
 	Goroutines int     `json:"goroutines"`
 	WALMB      float64 `json:"wal_mb"`
+	// OutputMB is the size of the output files (the document, the
+	// blessed insights): what the run legitimately accumulates, and what
+	// the flat-heap goal allows the heap to grow with.
+	OutputMB float64 `json:"output_mb"`
 }
 
 // Goal is one of the issue's goals, checked on the report.
@@ -283,9 +287,9 @@ func (r *Report) Markdown() string {
 	p("\n## WAL\n\n%d entries, %.1f MB at the end after a checkpoint and a compaction (which dropped %d entries).\n", r.WAL.Entries, r.WAL.MB, r.WAL.Dropped)
 	p("\n## Runtime (varies from run to run)\n\n%.1f s wall, %.0f simulated seconds per wall second, %d clock steps, %d settle timeouts.\n\n",
 		r.Runtime.WallSeconds, r.Runtime.SimSecondsPerWall, r.Runtime.Steps, r.Runtime.SettleTimeouts)
-	p("| day | heap MB | goroutines | WAL MB |\n|---|---|---|---|\n")
+	p("| day | heap MB | goroutines | WAL MB | output MB |\n|---|---|---|---|---|\n")
 	for _, d := range r.Runtime.Days {
-		p("| %d | %.1f | %d | %.1f |\n", d.Day, d.HeapMB, d.Goroutines, d.WALMB)
+		p("| %d | %.1f | %d | %.1f | %.2f |\n", d.Day, d.HeapMB, d.Goroutines, d.WALMB, d.OutputMB)
 	}
 	p("\nCharts: ")
 	for _, d := range r.Days {

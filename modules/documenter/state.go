@@ -344,6 +344,9 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		default:
 			o.Status, o.DecidedAt = StatusRejected, at
 		}
+		if !isOpen(o.Status) {
+			o.compact()
+		}
 
 	case evDrafted:
 		d, err := decode[draftedData](e)
@@ -377,6 +380,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 				o.Status = StatusDrafting // redraft
 			} else {
 				o.Status, o.DecidedAt, o.Reason = StatusRejected, at, "exposition rejected every draft: "+d.Rationale
+				o.compact()
 			}
 		}
 
@@ -436,7 +440,8 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		sec.Insights = append(sec.Insights, d.Insight)
 		sec.Version++
 		sec.UpdatedAt = at
-		o.Status, o.Section, o.DecidedAt, o.Draft = StatusIncorporated, sec.ID, at, ""
+		o.Status, o.Section, o.DecidedAt = StatusIncorporated, sec.ID, at
+		o.compact()
 		st.Work = append(st.Work, Work{Kind: workNew, At: at})
 		m.checker.Add(sectionItem(sec.ID, d.Insight), o.Text, KindSection)
 
@@ -453,6 +458,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			return nil
 		}
 		o.Status, o.Reason, o.DecidedAt = d.Status, d.Reason, at
+		o.compact()
 
 	case evCommentAdded:
 		d, err := decode[commentAddedData](e)
@@ -601,6 +607,17 @@ func (m *Module) incorporatedIn(insight string) string {
 		}
 	}
 	return ""
+}
+
+// compact drops the verdicts and the draft of a decided opportunity:
+// they were read only while it was open (the decision, the next draft's
+// critique, the incorporation), its Reason keeps the verdict counts and
+// Drafts how many drafts it took, the section holds what came of it, and
+// keeping them grew the heap with every insight of a long run. The WAL
+// holds them until compaction.
+func (o *Opportunity) compact() {
+	o.Evaluations, o.Exposition = nil, nil
+	o.Draft, o.DraftTitle = "", ""
 }
 
 func (o *Opportunity) evaluationBy(reviewer string) *Evaluation {

@@ -61,10 +61,13 @@ func TestDraftRepeatingTheDocumentIsRevisedThenPruned(t *testing.T) {
 	h.runAll()
 	o := findOpp(h.m, "in-2")
 	require.GreaterOrEqual(t, len(prompts["in-2"]), 2, "the first draft was sent back")
-	require.NotEmpty(t, o.Exposition)
-	assert.Equal(t, reviewerDedup, o.Exposition[0].LLM)
-	assert.Contains(t, o.Exposition[0].Rationale, "exactly 7 points and 7 lines")
-	assert.Contains(t, o.Exposition[0].Rationale, `in section "The size of the Fano plane" (#`+first.ID+")")
+	assert.Equal(t, StatusIncorporated, o.Status)
+	assert.Equal(t, 2, o.Drafts)
+	assert.Empty(t, o.Exposition, "a decided opportunity keeps its counts, not its verdicts")
+	assert.Empty(t, o.Evaluations, "a decided opportunity keeps its counts, not its verdicts")
+	// The critique reached the second draft's prompt.
+	assert.Contains(t, prompts["in-2"][1], "exactly 7 points and 7 lines")
+	assert.Contains(t, prompts["in-2"][1], `in section "The size of the Fano plane" (#`+first.ID+")")
 	assert.Contains(t, prompts["in-2"][1], "An editor refused the previous draft: These passages already stand elsewhere")
 	assert.Contains(t, prompts["in-2"][1], "The size of the Fano plane (#"+first.ID+")", "the prompt carries the contents")
 

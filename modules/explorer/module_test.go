@@ -51,12 +51,18 @@ func TestPipelineOnPlainCalls(t *testing.T) {
 
 	th := h.m.Threads()[0]
 	assert.Equal(t, ThreadDone, th.Status)
-	require.Len(t, th.Exchanges, 3)
-	assert.Equal(t, []string{TypeExploration, TypeExploration, TypeCritique}, []string{th.Exchanges[0].Kind, th.Exchanges[1].Kind, th.Exchanges[2].Kind})
+	assert.Empty(t, th.Exchanges, "a finished thread keeps no exchanges (its chunk and insights carry what came of it)")
+	assert.Equal(t, 3, th.Exchanged, "two explorations and a critique")
 	assert.Contains(t, lastMessage(ex[0], "user"), "What happens next?", "the follow-up is built from the thread")
-	assert.Empty(t, th.Exchanges[1].Prompt, "a finished thread keeps no prompts (they repeat its answers)")
-	assert.NotEmpty(t, th.Exchanges[1].Answer)
-	assert.Equal(t, "claude", th.Exchanges[2].LLM)
+	assert.Equal(t, "claude", crit[0].LlmAssigned)
+	// A late exchange (a task that completed after the thread finished)
+	// changes nothing: finished stays finished, with no exchanges.
+	require.NoError(t, h.m.Apply(event(evExchange, "late", exchangeData{Thread: th.ID, Index: 0, Kind: TypeExploration, Task: "late", Answer: "late"}), h.now))
+	assert.Empty(t, h.m.Threads()[0].Exchanges)
+	ch := h.m.Chunks()[0]
+	assert.Equal(t, chunkDone, ch.Status)
+	assert.Empty(t, ch.Text, "an extracted chunk keeps its insights' ids, not its text")
+	assert.Len(t, ch.Insights, 2)
 
 	blessed := h.m.Blessed()
 	require.Len(t, blessed, 2)
@@ -166,6 +172,11 @@ func TestRejectAndAbstain(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"gemini": "bless", "claude": "reject", "openrouter": "abstain"}, verdicts)
 	assert.Contains(t, ins.Reason, "1 bless, 0 revise, 1 reject, 1 abstain of 3")
+	for _, r := range ins.Reviews {
+		assert.Empty(t, r.Rationale, "a rejected insight keeps its verdicts, not their texts")
+	}
+	// The same compaction on replay.
+	assert.Equal(t, snapshot(t, h.m), snapshot(t, h.replayed(cfg)))
 }
 
 // Two insights of the same statement pending at once (dedup was off when

@@ -39,10 +39,13 @@ type Thread struct {
 	Priority  int        `json:"priority"`
 	Status    string     `json:"status"`
 	Exchanges []Exchange `json:"exchanges"`
-	ChunkID   string     `json:"chunk_id,omitempty"`
-	Error     string     `json:"error,omitempty"`
-	StartedAt time.Time  `json:"started_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	// Exchanged is how many exchanges a finished thread had: it keeps
+	// the count, not the exchanges (setThreadStatus).
+	Exchanged int       `json:"exchanged,omitempty"`
+	ChunkID   string    `json:"chunk_id,omitempty"`
+	Error     string    `json:"error,omitempty"`
+	StartedAt time.Time `json:"started_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Chunk is a thread's synthesis, the text insights are extracted from.
@@ -356,8 +359,8 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if !ok {
 			return fmt.Errorf("explorer: exchange for unknown thread %s (task %s)", d.Thread, e.TaskId)
 		}
-		if d.Index != len(th.Exchanges) {
-			return nil // recorded already (or out of turn): keep what is there
+		if d.Index != len(th.Exchanges) || !isActive(th.Status) {
+			return nil // recorded already, out of turn, or the thread is finished: keep what is there
 		}
 		th.Exchanges = append(th.Exchanges, Exchange{Kind: d.Kind, Task: d.Task, LLM: d.LLM, Prompt: d.Prompt, Answer: d.Answer, At: at})
 		th.UpdatedAt = at
@@ -537,7 +540,9 @@ func (m *Module) applyExtracted(d extractedData, at time.Time) error {
 	if th != nil {
 		seed = th.SeedID
 	}
-	ch.Status, ch.Dropped = chunkDone, d.Dropped
+	// The synthesis was read once, by the extraction: its insights are
+	// what stays (ids in ch.Insights); the text would only grow the heap.
+	ch.Status, ch.Dropped, ch.Text = chunkDone, d.Dropped, ""
 	for _, r := range d.Insights {
 		if _, ok := st.Insights[r.ID]; ok {
 			continue
@@ -576,13 +581,12 @@ func (m *Module) setThreadStatus(th *Thread, status, reason string, at time.Time
 		th.Error = reason
 	}
 	if status == ThreadDone || status == ThreadFailed {
-		// A finished thread keeps its answers but not its prompts: each
-		// prompt repeats the earlier answers, so they were most of a
-		// thread's memory, growing with every thread of a long run; the
-		// WAL's exchange events keep them.
-		for i := range th.Exchanges {
-			th.Exchanges[i].Prompt = ""
-		}
+		// A finished thread keeps how many exchanges it had, not the
+		// exchanges: nothing reads them again (its chunk and insights
+		// carry what came of it), and keeping them grew the heap with
+		// every thread of a long run. The WAL's exchange events hold
+		// them until compaction.
+		th.Exchanged, th.Exchanges = len(th.Exchanges), []Exchange{}
 	}
 	if isActive(status) {
 		m.active[th.ID] = true
@@ -591,10 +595,29 @@ func (m *Module) setThreadStatus(th *Thread, status, reason string, at time.Time
 	}
 }
 
-// closeInsight takes an insight out of the open set and the checker.
+// closeInsight takes an insight out of the open set and the checker, and
+// compacts what it will not need again.
 func (m *Module) closeInsight(ins *Insight) {
 	delete(m.open, ins.ID)
 	m.checker.Remove(ins.ID)
+	compactClosed(ins)
+}
+
+// compactClosed drops the texts of a closed insight that was never
+// blessed: its reviewers' rationales and revisions, its earlier texts and
+// the borderline match's text. Nothing reads them once it is closed, and
+// most insights end this way, so they grew the heap all run; who gave
+// which verdict in which round stays. A once-blessed insight keeps all:
+// its output file (blessed/<id>.json) shows them and `fano verify`
+// renders it again from the state.
+func compactClosed(ins *Insight) {
+	if !ins.BlessedAt.IsZero() {
+		return
+	}
+	for i := range ins.Reviews {
+		ins.Reviews[i].Rationale, ins.Reviews[i].Revision = "", ""
+	}
+	ins.History, ins.BorderlineText = nil, ""
 }
 
 func (m *Module) reindexBlessed() {
