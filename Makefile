@@ -6,7 +6,7 @@ GO    ?= go
 PLAYWRIGHT_DRIVER_PATH ?= $(HOME)/.cache/fano/playwright-driver
 export PLAYWRIGHT_DRIVER_PATH
 
-.PHONY: run run-fresh test test-short deps bench proto build lint fuzz clean stress crashtest simulate bench-simulate
+.PHONY: run run-fresh test test-short deps bench proto build lint fuzz clean stress crashtest simulate bench-simulate simulate-same-seed
 
 ## run: the offline demo on the built-in simulated LLMs; a second run
 ## continues ./fano-data (fano says so), `make run-fresh` starts over
@@ -46,6 +46,10 @@ deps:
 simulate: build
 	rm -rf ./fano-simulation
 	./bin/fano simulate --days 14 --data-dir ./fano-simulation
+
+## simulate-same-seed: two runs of one seed must give the same trace and report
+simulate-same-seed:
+	FANO_SIMULATE_DETERMINISM=1 $(GO) test -count=1 -run '^TestSimulateSameSeedSameReport$$' -v ./cmd/fano
 
 ## bench-simulate: the simulated fortnight beside a simulated day
 bench-simulate:
