@@ -2,7 +2,8 @@ package simulate
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -70,7 +71,7 @@ func (r *Report) CheckGoals() {
 	bad = nil
 	checked := 0
 	for _, d := range r.Days {
-		for _, b := range sortedKeys(d.WorkHoursBy) {
+		for _, b := range slices.Sorted(maps.Keys(d.WorkHoursBy)) {
 			if !d.BackendWorkAllDay(b) {
 				continue
 			}
@@ -147,15 +148,6 @@ func listOr(bad []string, ok string) string {
 		bad = append(bad[:8], fmt.Sprintf("and %d more", len(bad)-8))
 	}
 	return strings.Join(bad, "; ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func abs(x int) int {
