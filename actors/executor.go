@@ -42,7 +42,11 @@ type executor struct {
 	// taken back after each answer or failed request (see persist). A
 	// copy is never changed, only replaced: the module host reads the one
 	// it is sent without cloning it.
-	task   *pb.Task
+	task *pb.Task
+	// start is the task's TaskStarted, decided by the scheduler and not
+	// yet written: it goes first in the executor's first write (see
+	// taskEvents), so the start shares the request intent's fsync.
+	start  *pb.Event
 	cancel context.CancelCauseFunc
 	self   *actor.PID
 
@@ -289,6 +293,10 @@ func (e *executor) persist(events ...*pb.Event) ([]uint64, error) {
 // the task back after them.
 func (e *executor) taskEvents(events []*pb.Event) *pb.TaskEvents {
 	at := e.now()
+	if e.start != nil {
+		events = append([]*pb.Event{e.start}, events...)
+		e.start = nil
+	}
 	m := &pb.TaskEvents{TaskId: e.task.Id, Events: events}
 	for _, ev := range events {
 		ev.At = at
@@ -636,13 +644,26 @@ func (e *executor) failover(reason, llm string) *pb.TaskResult {
 	return &pb.TaskResult{Paused: true, Reason: reason}
 }
 
+// complete ends the task without waiting for an fsync: the module's
+// completion events are only queued in the WAL when it answers, and the
+// task's completion, queued after them, is handed to the scheduler with no
+// reply asked. A crash can lose the completion but never keep it without
+// the module's events (the log keeps call order); a task whose completion
+// was lost is RUNNING at the next start, is paused by recovery, and its
+// module, which has its answers, ends it again without a request.
 func (e *executor) complete() *pb.TaskResult {
-	if err := e.moduleEnd(false, ""); err != nil {
+	pid, err := e.modulePID()
+	if err == nil {
+		err = e.askDone(pid, &pb.ModuleEnd{Task: e.task, ReplyWhenQueued: true})
+	}
+	if err != nil {
 		return e.fail(fmt.Sprintf("completion: %v", err))
 	}
-	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: e.task.Id}}}); err != nil {
-		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
-	}
+	m := e.taskEvents([]*pb.Event{{Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: e.task.Id}}}})
+	m.NoReply = true
+	// Before finish's TaskComplete, from the same sender: the scheduler
+	// queues the completion before it hears the run ended.
+	e.env.root.RequestWithCustomSender(e.env.schedulerPID, m, e.self)
 	return &pb.TaskResult{Completed: true}
 }
 

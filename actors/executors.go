@@ -21,7 +21,9 @@ func newLiveExecutors() *liveExecutors {
 	return &liveExecutors{finished: make(chan struct{}), done: make(chan struct{}, 1)}
 }
 
-// finishSignal is closed when the next executor ends.
+// finishSignal is closed when the next executor ends, or the next
+// task's end is applied (an executor ends before its task's completion is
+// durable: see executor.complete).
 func (x *liveExecutors) finishSignal() chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -31,12 +33,18 @@ func (x *liveExecutors) finishSignal() chan struct{} {
 // ended counts an executor out and wakes WaitIdle and Stop.
 func (x *liveExecutors) ended() {
 	x.Add(-1)
-	x.mu.Lock()
-	close(x.finished)
-	x.finished = make(chan struct{})
-	x.mu.Unlock()
+	x.taskEnded()
 	select {
 	case x.done <- struct{}{}:
 	default:
 	}
+}
+
+// taskEnded wakes WaitIdle: the scheduler calls it as it applies the end
+// of a task.
+func (x *liveExecutors) taskEnded() {
+	x.mu.Lock()
+	close(x.finished)
+	x.finished = make(chan struct{})
+	x.mu.Unlock()
 }

@@ -54,6 +54,13 @@ type batch struct {
 	seqs    []uint64
 	err     error
 	then    func(seqs []uint64, err error) // runs in the actor after apply
+	// queued, if set, runs once the events are queued in the WAL (err:
+	// they could not be encoded), on the journal's loop goroutine: it may
+	// only send messages. What anyone queues after it can never be
+	// durable without these events (the log keeps call order: a crash
+	// leaves a prefix), so a sender may go on at once with a write that
+	// depends on them, and skip the wait for their fsync.
+	queued func(err error)
 }
 
 // outbox holds the groups of batches a journal delivered until the owning
@@ -151,9 +158,18 @@ func (j *journal) persist(events []*pb.Event, then func([]uint64, error)) {
 // persistArchiving is persist with an archive record that is written
 // exactly when the events are.
 func (j *journal) persistArchiving(events []*pb.Event, archive *wal.ArchiveRecord, then func([]uint64, error)) {
+	j.enqueue(&batch{events: events, archive: archive, then: then})
+}
+
+// persistQueued is persistArchiving with a queued callback (see batch).
+func (j *journal) persistQueued(events []*pb.Event, archive *wal.ArchiveRecord, queued func(error), then func([]uint64, error)) {
+	j.enqueue(&batch{events: events, archive: archive, queued: queued, then: then})
+}
+
+func (j *journal) enqueue(b *batch) {
 	j.pending.Add(1)
 	j.mu.Lock()
-	j.queue = append(j.queue, &batch{events: events, archive: archive, then: then})
+	j.queue = append(j.queue, b)
 	j.mu.Unlock()
 	select {
 	case j.wake <- struct{}{}:
@@ -239,6 +255,11 @@ func (j *journal) flush() {
 	wait := func() ([]uint64, error) { return nil, nil }
 	if len(entries) > 0 {
 		wait = j.log.AppendAsync(entries...)
+	}
+	for _, b := range batches {
+		if b.queued != nil {
+			b.queued(b.err)
+		}
 	}
 	j.inflight <- pending{batches: batches, ok: ok, wait: wait}
 }

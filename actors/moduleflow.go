@@ -195,11 +195,17 @@ func (h *moduleHost) receive(ctx actor.Context, msg *pb.ModuleMessage) {
 // runs in the host once they are applied (or with the error, nothing
 // applied).
 func (h *moduleHost) persistEvents(evs []*pb.ModuleEvent, then func(error)) {
+	h.j.persist(h.events(evs), func(_ []uint64, err error) { then(err) })
+}
+
+// events wraps a decision's module events as WAL events of this module,
+// stamped now.
+func (h *moduleHost) events(evs []*pb.ModuleEvent) []*pb.Event {
 	at := nanos(h.sys.clock.Now())
 	events := make([]*pb.Event, len(evs))
 	for i, me := range evs {
 		me.Module = h.mod.Name()
 		events[i] = &pb.Event{At: at, Body: &pb.Event_ModuleEvent{ModuleEvent: me}}
 	}
-	h.j.persist(events, func(_ []uint64, err error) { then(err) })
+	return events
 }

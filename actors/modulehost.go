@@ -85,6 +85,11 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		} else {
 			evs, err = h.mod.DecideCompletion(m.Task, now)
 		}
+		if m.ReplyWhenQueued && err == nil && len(evs) > 0 {
+			sender := ctx.Sender()
+			h.j.persistQueued(h.events(evs), nil, func(err error) { h.sys.asks.respondLater(sender, doneOf(err)) }, nil)
+			return
+		}
 		h.persist(ctx, evs, err)
 	case *pb.ModuleCommand:
 		h.command(ctx, m)

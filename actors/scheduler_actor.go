@@ -46,7 +46,19 @@ type schedulerActor struct {
 	// their backend to a more urgent task (PreemptQuery): pushed at the
 	// tick, not asked for at every safe point.
 	runs map[string]*runWatch
+	// handedOut holds the tasks given to an executor together with their
+	// start, not yet written (see onAllocated), from then until
+	// the executor ends; true once the executor's first events, which
+	// carry the start, are queued. Until its start is applied such a task
+	// is PENDING and picked in the state, but it is running: a cancel
+	// goes to its executor.
+	handedOut map[string]bool
+	heir      *startHeir
 }
+
+// startHeir carries handedOut from a scheduler instance that fails to the
+// one that replaces it, which rebuilds its state from the log.
+type startHeir struct{ handedOut map[string]bool }
 
 // runWatch is what the scheduler last told one running task's executor.
 type runWatch struct {
@@ -86,7 +98,13 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 			a.sys.desks.applyLeft(ownerScheduler, &a.last, a.state.Apply)
 		}
 	case *pb.Persisted:
-		a.sys.desks.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
+		applied := a.sys.desks.applyPersisted(ownerScheduler, &a.last, m, a.state.Apply)
+		for _, ev := range applied {
+			if ev.GetTaskCompleted() != nil {
+				a.sys.executors.taskEnded() // its executor ended before (executor.complete)
+				break
+			}
+		}
 		a.dispatchSoon(ctx) // new, resumed or requeued tasks may run now
 	case *pb.TaskSubmit:
 		a.submit(ctx, m)
@@ -142,6 +160,14 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		if w := a.runs[m.TaskId]; w != nil && w.pid.Equal(ctx.Sender()) {
 			delete(a.runs, m.TaskId)
 		}
+		if queued, ok := a.handedOut[m.TaskId]; ok {
+			delete(a.handedOut, m.TaskId)
+			if !queued {
+				// Its executor ended having written nothing (a shutdown
+				// while writes failed): the task never started.
+				a.state.Unpick(m.TaskId)
+			}
+		}
 		if reason, ok := a.cancelling[m.TaskId]; ok {
 			delete(a.cancelling, m.TaskId)
 			if !m.Result.GetCancelled() {
@@ -190,6 +216,15 @@ func (a *schedulerActor) start(ctx actor.Context) {
 		}
 		a.state, a.last = st.state, st.last
 		a.sys.logger.Warn().Str("event", "actors.scheduler.restarted").Uint64("seq", a.last).Msg("scheduler restarted from the WAL")
+	}
+	if a.heir.handedOut == nil {
+		a.heir.handedOut = map[string]bool{}
+	}
+	a.handedOut = a.heir.handedOut
+	for id := range a.handedOut {
+		// Its executor runs on, its start maybe not yet applied: not to
+		// be picked again.
+		a.state.Hold(id)
 	}
 	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
 	a.sys.state.scheduler.Store(a)
@@ -302,7 +337,19 @@ func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 // of its own. A completion archives the whole task with its events.
 func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) {
 	sender := ctx.Sender()
-	a.j.persistArchiving(m.Events, a.archiveOnCompletion(m.TaskId, m.Events), func(seqs []uint64, err error) {
+	starts := false
+	if _, ok := a.handedOut[m.TaskId]; ok && len(m.Events) > 0 && m.Events[0].GetTaskStarted() != nil {
+		a.handedOut[m.TaskId] = true
+		starts = true
+	}
+	archive := a.archiveOnCompletion(m.TaskId, m.Events)
+	a.j.persistArchiving(m.Events, archive, func(seqs []uint64, err error) {
+		if err != nil && starts {
+			a.current().state.Unpick(m.TaskId) // its start was not written
+		}
+		if m.NoReply {
+			return
+		}
 		r := &pb.TaskEventsReply{Seqs: seqs, Error: errorToWire(err)}
 		if err == nil && m.WantTask {
 			r.Task, _ = a.current().state.Task(m.TaskId)
@@ -403,34 +450,39 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 		a.state.Unpick(taskID)
 		return
 	}
+	// The start is not written here: the executor writes it with its
+	// first events (start + request intent in one write, beside the
+	// quota), so a task waits for one fsync fewer. Until then the task
+	// is picked, and handedOut says it is running. A crash before that
+	// write leaves it PENDING in the log: it never started, and nothing
+	// was sent for it.
 	ev := &pb.Event{At: nanos(a.sys.clock.Now()), Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: taskID, Llm: llm}}}
-	a.allocating++ // until the start is durable
-	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-		a.allocating-- // this instance's count; a restarted one starts at 0
-		cur := a.current()
-		if err != nil {
-			a.sys.root.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
-			cur.state.Unpick(taskID)
-			a.sys.logger.Error().Err(err).Str("task", taskID).Str("event", "actors.scheduler.start_failed").Msg("could not persist task start")
-			return
+	t, ok := a.state.Task(taskID)
+	if ok {
+		if err := scheduler.ApplyToTask(t, ev, a.sys.opts.Scheduler.MessageLimit); err != nil {
+			ok = false
 		}
-		t, ok := cur.state.Task(taskID)
-		if !ok || t.State != pb.TaskState_TASK_STATE_RUNNING || t.LlmAssigned != llm {
-			// Cannot happen while the start is applied before this runs;
-			// never run an executor on a task in another state.
-			a.sys.root.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
-			a.sys.logger.Error().Str("task", taskID).Str("event", "actors.scheduler.start_mismatch").Msg("task not running after its start")
-			return
-		}
-		a.sys.executors.Add(1)
-		a.sys.root.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t})
-	})
+	}
+	if !ok {
+		// Cannot happen for a picked task; never run an executor on a
+		// task that would not start.
+		ctx.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+		a.state.Unpick(taskID)
+		a.sys.logger.Error().Str("task", taskID).Str("event", "actors.scheduler.start_mismatch").Msg("picked task cannot start")
+		return
+	}
+	a.handedOut[taskID] = false
+	a.sys.executors.Add(1)
+	ctx.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t, Start: ev})
 }
 
 // cancel carries out a cancel and answers sender (nil: nobody asked).
 func (a *schedulerActor) cancel(sender *actor.PID, m *pb.CancelTask) {
 	id, reason := m.TaskId, m.Reason
 	ev, err := a.state.DecideCancel(id, reason, a.sys.clock.Now())
+	if _, handed := a.handedOut[id]; handed && err == nil {
+		err = scheduler.ErrRunning // started by its executor, start not yet applied
+	}
 	if errors.Is(err, scheduler.ErrRunning) {
 		// The executor owns a running task: it cancels and writes the event.
 		if a.cancelling == nil {

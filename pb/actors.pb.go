@@ -313,12 +313,18 @@ func (x *Done) GetError() *ActorError {
 // TaskEvents asks the scheduler, the only writer of task events, to
 // persist and apply events an executor decided for its task.
 type TaskEvents struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Events        []*Event               `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
-	WantTask      bool                   `protobuf:"varint,3,opt,name=want_task,json=wantTask,proto3" json:"want_task,omitempty"` // answer with the task as it is after them
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TaskId   string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Events   []*Event               `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	WantTask bool                   `protobuf:"varint,3,opt,name=want_task,json=wantTask,proto3" json:"want_task,omitempty"` // answer with the task as it is after them
+	// reply_when_queued: answer once the events are queued in the WAL, in
+	// order, not once they are durable: the sender's next write, queued
+	// after, can never be durable without them. The task (want_task) is
+	// then the scheduler's projection of it after them.
+	ReplyWhenQueued bool `protobuf:"varint,200,opt,name=reply_when_queued,json=replyWhenQueued,proto3" json:"reply_when_queued,omitempty"`
+	NoReply         bool `protobuf:"varint,201,opt,name=no_reply,json=noReply,proto3" json:"no_reply,omitempty"` // answer nothing: the sender has ended
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TaskEvents) Reset() {
@@ -368,6 +374,20 @@ func (x *TaskEvents) GetEvents() []*Event {
 func (x *TaskEvents) GetWantTask() bool {
 	if x != nil {
 		return x.WantTask
+	}
+	return false
+}
+
+func (x *TaskEvents) GetReplyWhenQueued() bool {
+	if x != nil {
+		return x.ReplyWhenQueued
+	}
+	return false
+}
+
+func (x *TaskEvents) GetNoReply() bool {
+	if x != nil {
+		return x.NoReply
 	}
 	return false
 }
@@ -1295,8 +1315,12 @@ func (x *CancelRun) GetReason() string {
 
 // StartExecutor asks the orchestrator to run a task that has started.
 type StartExecutor struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Task  *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// start: the task's TaskStarted, decided and not yet written. The
+	// executor writes it with its first events (see executor.taskEvents);
+	// task is the scheduler's projection of the task after it.
+	Start         *Event `protobuf:"bytes,200,opt,name=start,proto3" json:"start,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1334,6 +1358,13 @@ func (*StartExecutor) Descriptor() ([]byte, []int) {
 func (x *StartExecutor) GetTask() *Task {
 	if x != nil {
 		return x.Task
+	}
+	return nil
+}
+
+func (x *StartExecutor) GetStart() *Event {
+	if x != nil {
+		return x.Start
 	}
 	return nil
 }
@@ -1590,12 +1621,15 @@ func (x *ModuleAnswer) GetAnswer() string {
 // ModuleEnd tells a module its task completed or failed (answered by
 // Done when asked as a request).
 type ModuleEnd struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Failed        bool                   `protobuf:"varint,2,opt,name=failed,proto3" json:"failed,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Task   *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Failed bool                   `protobuf:"varint,2,opt,name=failed,proto3" json:"failed,omitempty"`
+	Reason string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// reply_when_queued: Done once the module's events are queued in the
+	// WAL (see TaskEvents), not once they are durable.
+	ReplyWhenQueued bool `protobuf:"varint,200,opt,name=reply_when_queued,json=replyWhenQueued,proto3" json:"reply_when_queued,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ModuleEnd) Reset() {
@@ -1647,6 +1681,13 @@ func (x *ModuleEnd) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *ModuleEnd) GetReplyWhenQueued() bool {
+	if x != nil {
+		return x.ReplyWhenQueued
+	}
+	return false
 }
 
 // Persisted tells an owner of state that a group of its journal's batches
@@ -2078,12 +2119,14 @@ const file_actors_proto_rawDesc = "" +
 	"\x03raw\x18\n" +
 	" \x01(\tR\x03raw\"1\n" +
 	"\x04Done\x12)\n" +
-	"\x05error\x18\x01 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"j\n" +
+	"\x05error\x18\x01 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"\xb3\x01\n" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12&\n" +
 	"\x06events\x18\x02 \x03(\v2\x0e.fano.v1.EventR\x06events\x12\x1b\n" +
-	"\twant_task\x18\x03 \x01(\bR\bwantTask\"s\n" +
+	"\twant_task\x18\x03 \x01(\bR\bwantTask\x12+\n" +
+	"\x11reply_when_queued\x18\xc8\x01 \x01(\bR\x0freplyWhenQueued\x12\x1a\n" +
+	"\bno_reply\x18\xc9\x01 \x01(\bR\anoReply\"s\n" +
 	"\x0fTaskEventsReply\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12)\n" +
 	"\x05error\x18\x02 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\x12!\n" +
@@ -2143,9 +2186,10 @@ const file_actors_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"#\n" +
 	"\tCancelRun\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"2\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"Y\n" +
 	"\rStartExecutor\x12!\n" +
-	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"\f\n" +
+	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12%\n" +
+	"\x05start\x18\xc8\x01 \x01(\v2\x0e.fano.v1.EventR\x05start\"\f\n" +
 	"\n" +
 	"Checkpoint\"\n" +
 	"\n" +
@@ -2161,11 +2205,12 @@ const file_actors_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"I\n" +
 	"\fModuleAnswer\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
-	"\x06answer\x18\x02 \x01(\tR\x06answer\"^\n" +
+	"\x06answer\x18\x02 \x01(\tR\x06answer\"\x8b\x01\n" +
 	"\tModuleEnd\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06failed\x18\x02 \x01(\bR\x06failed\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"!\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12+\n" +
+	"\x11reply_when_queued\x18\xc8\x01 \x01(\bR\x0freplyWhenQueued\"!\n" +
 	"\tPersisted\x12\x14\n" +
 	"\x05group\x18\x01 \x01(\x04R\x05group\"H\n" +
 	"\bArchived\x12&\n" +
@@ -2256,17 +2301,18 @@ var file_actors_proto_depIdxs = []int32{
 	36, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
 	38, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
 	38, // 6: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
-	38, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
-	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
-	38, // 9: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	38, // 10: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	37, // 11: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 12: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	37, // 7: fano.v1.StartExecutor.start:type_name -> fano.v1.Event
+	38, // 8: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	3,  // 9: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
+	38, // 10: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	38, // 11: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	37, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 13: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }
