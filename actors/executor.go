@@ -47,6 +47,7 @@ type executor struct {
 	// yet written: it goes first in the executor's first write (see
 	// taskEvents), so the start shares the request intent's fsync.
 	start  *pb.Event
+	runNo  uint64 // StartExecutor.run, named in the TaskComplete
 	cancel context.CancelCauseFunc
 	self   *actor.PID
 
@@ -206,12 +207,14 @@ func (e *executor) nextAction() (modules.Action, error) {
 	return actionFromWire(r)
 }
 
+// moduleAnswer has the module decide on an answer; it answers once its
+// events are queued in the WAL, behind the answer's.
 func (e *executor) moduleAnswer(answer string) error {
 	pid, err := e.modulePID()
 	if err != nil {
 		return err
 	}
-	return e.askDone(pid, &pb.ModuleAnswer{Task: e.task, Answer: answer})
+	return e.askDone(pid, &pb.ModuleAnswer{Task: e.task, Answer: answer, ReplyWhenQueued: true})
 }
 
 func (e *executor) moduleEnd(failed bool, reason string) error {
@@ -269,7 +272,7 @@ func (e *executor) finish(res *pb.TaskResult) {
 	defer e.env.offActor.Add(-1)
 	e.env.executors.ended() // first: the scheduler's next dispatch counts the free place
 	e.env.root.Send(e.env.allocatorPID, &pb.ReleaseSlot{Backend: llm})
-	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res}
+	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res, Run: e.runNo}
 	// From this executor: the scheduler stops watching this run, not a
 	// later one of the same task.
 	e.env.root.RequestWithCustomSender(e.env.schedulerPID, done, e.self)
@@ -287,6 +290,22 @@ func (e *executor) persist(events ...*pb.Event) ([]uint64, error) {
 	m := e.taskEvents(events)
 	r, err := ask[*pb.TaskEventsReply](e, e.env.schedulerPID, m)
 	return e.persisted(m, r, err)
+}
+
+// persistQueued writes task events through the scheduler like persist,
+// but takes its reply once they are queued in the WAL, not once they are
+// durable: what the loop writes next is queued behind them, so the log
+// never holds it without them (a crash leaves a prefix). The task taken
+// back is the scheduler's projection of it after them. Only for events
+// after which nothing leaves fano before a durable write: the next
+// request leaves only once its intent is durable, and that write
+// follows these.
+func (e *executor) persistQueued(events ...*pb.Event) error {
+	m := e.taskEvents(events)
+	m.ReplyWhenQueued = true
+	r, err := ask[*pb.TaskEventsReply](e, e.env.schedulerPID, m)
+	_, err = e.persisted(m, r, err)
+	return err
 }
 
 // taskEvents stamps events with the time and says whether the loop reads
@@ -452,7 +471,9 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		}
 	}
 	if err == nil {
-		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
+		// Not waiting for the answer's fsync: the module's events for it
+		// and everything after are queued behind it (see persistQueued).
+		if perr := e.persistQueued(&pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
 			TaskId: t.Id, Llm: llm, Content: resp.Content, Turn: turn, RequestSeq: reqSeq,
 			DurationNs: int64(e.env.clock.Since(start)), ConversationUrl: resp.ConversationURL,
 			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
@@ -462,7 +483,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		}
 		e.env.faults.noteLearnedRate(llm)
 		e.env.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
-			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer saved")
+			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer queued")
 		if err := e.moduleAnswer(resp.Content); err != nil {
 			if modules.IsValidation(err) {
 				return e.retryValidation("validation: "+err.Error(), "")

@@ -26,6 +26,18 @@ type moduleHost struct {
 	// interval: a module with thousands of open tasks rebuilds them all.
 	lastPropose time.Time
 	flows       moduleFlows // see moduleflow.go
+	// ahead counts, per task, the batches of the module's events that
+	// were answered once queued (ModuleAnswer.reply_when_queued) and are
+	// not applied yet; waiting holds the NextAction asks for such a task,
+	// answered once they are: the module decides on its applied state.
+	ahead   map[string]int
+	waiting map[string][]waitingNext
+}
+
+// waitingNext is a NextAction ask held until the task's events apply.
+type waitingNext struct {
+	sender *actor.PID
+	task   *pb.Task
 }
 
 func (h *moduleHost) Receive(ctx actor.Context) {
@@ -72,9 +84,17 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 			delete(h.offers, m.TaskId) // refused for now (queue full): offer again later
 		}
 	case *pb.NextAction:
+		if h.ahead[m.Task.GetId()] > 0 {
+			h.waiting[m.Task.Id] = append(h.waiting[m.Task.Id], waitingNext{ctx.Sender(), m.Task})
+			return
+		}
 		respond(ctx, actionToWire(h.mod.NextAction(m.Task)))
 	case *pb.ModuleAnswer:
 		evs, err := h.mod.DecideResponse(m.Task, m.Answer, h.sys.clock.Now())
+		if m.ReplyWhenQueued && err == nil && len(evs) > 0 {
+			h.persistAhead(ctx, m.Task.GetId(), evs)
+			return
+		}
 		h.persist(ctx, evs, err)
 	case *pb.ModuleEnd:
 		now := h.sys.clock.Now()
@@ -114,6 +134,7 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 func (h *moduleHost) start(ctx actor.Context) {
 	h.owner = moduleOwner(h.mod.Name())
 	h.offers = map[string]bool{}
+	h.ahead, h.waiting = map[string]int{}, map[string][]waitingNext{}
 	restarted := false
 	if last, ok := h.sys.recovery.takeModule(h.mod.Name()); ok {
 		h.last = last
@@ -148,6 +169,27 @@ func (h *moduleHost) persist(ctx actor.Context, evs []*pb.ModuleEvent, err error
 	}
 	sender := ctx.Sender()
 	h.persistEvents(evs, func(err error) { h.sys.asks.respondLater(sender, doneOf(err)) })
+}
+
+// persistAhead writes the module's events for an answer and answers the
+// sender once they are queued in the WAL: the sender's next write, queued
+// after, can never be durable without them. Until they are applied, a
+// NextAction for the task waits (see waiting).
+func (h *moduleHost) persistAhead(ctx actor.Context, id string, evs []*pb.ModuleEvent) {
+	sender := ctx.Sender()
+	h.ahead[id]++
+	h.j.persistQueued(h.events(evs), nil, func(err error) { h.sys.asks.respondLater(sender, doneOf(err)) },
+		func(_ []uint64, _ error) {
+			// Written or not, the state the module decides on is final now.
+			if h.ahead[id]--; h.ahead[id] > 0 {
+				return
+			}
+			delete(h.ahead, id)
+			for _, w := range h.waiting[id] {
+				h.sys.asks.respondLater(w.sender, actionToWire(h.mod.NextAction(w.task)))
+			}
+			delete(h.waiting, id)
+		})
 }
 
 // command has the module decide a command's events on its current state,

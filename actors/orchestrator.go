@@ -29,7 +29,7 @@ func (o *orchestrator) Receive(ctx actor.Context) {
 			o.ready = nil
 		}
 	case *pb.StartExecutor:
-		o.spawnExecutor(ctx, m.Task, m.Start)
+		o.spawnExecutor(ctx, m)
 	case *pb.TaskComplete:
 		if pid, ok := o.executors[m.TaskId]; ok {
 			o.sys.mailboxes.untrack(pid.Id)
@@ -55,8 +55,8 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 		}
 		s.mailboxes.track(pid.Id, count)
 	}
-	starts := &startHeir{}
-	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s, heir: starts} })
+	heirs := &schedulerHeir{}
+	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s, heir: heirs} })
 	for _, b := range s.opts.Backends {
 		calls := map[uint64]context.CancelCauseFunc{}
 		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b, calls: calls} })
@@ -69,12 +69,12 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s, heir: heir} })
 }
 
-func (o *orchestrator) spawnExecutor(ctx actor.Context, t *pb.Task, start *pb.Event) {
-	s := o.sys
+func (o *orchestrator) spawnExecutor(ctx actor.Context, m *pb.StartExecutor) {
+	s, t := o.sys, m.Task
 	// An executor's Receive only hands a reply to its loop or sets a
 	// flag, never blocking: it runs in the sender's goroutine instead of
 	// a new goroutine per message (about ten replies a task).
-	props, count := counted(func() actor.Actor { return &executor{env: s.execEnv, task: t, start: start} },
+	props, count := counted(func() actor.Actor { return &executor{env: s.execEnv, task: t, start: m.Start, runNo: m.Run} },
 		actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)))
 	pid := ctx.Spawn(props)
 	o.executors[t.Id] = pid

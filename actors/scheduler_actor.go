@@ -52,13 +52,36 @@ type schedulerActor struct {
 	// carry the start, are queued. Until its start is applied such a task
 	// is PENDING and picked in the state, but it is running: a cancel
 	// goes to its executor.
-	handedOut map[string]bool
-	heir      *startHeir
+	handedOut map[string]*handout
+	// ahead holds the tasks with events queued and not yet applied whose
+	// writer went on without waiting for their fsync
+	// (TaskEvents.reply_when_queued): each as it will be once they are
+	// applied. The task's later events are decided on it.
+	ahead map[string]*aheadTask
+	heir  *schedulerHeir
 }
 
-// startHeir carries handedOut from a scheduler instance that fails to the
-// one that replaces it, which rebuilds its state from the log.
-type startHeir struct{ handedOut map[string]bool }
+// handout is one run of a task given to an executor with its start.
+type handout struct {
+	run    uint64
+	queued bool // the executor's first events, with the start, are queued
+}
+
+// aheadTask is a task as it will be once its queued events are applied.
+// The task is never changed, only replaced: replies share it.
+type aheadTask struct {
+	task    *pb.Task
+	pending int // batches queued, not yet applied
+}
+
+// schedulerHeir carries what a scheduler instance knows beyond its state
+// to the one that replaces it after a panic (which rebuilds its state
+// from the log).
+type schedulerHeir struct {
+	handedOut map[string]*handout
+	ahead     map[string]*aheadTask
+	runs      uint64 // hand-outs so far
+}
 
 // runWatch is what the scheduler last told one running task's executor.
 type runWatch struct {
@@ -160,9 +183,9 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		if w := a.runs[m.TaskId]; w != nil && w.pid.Equal(ctx.Sender()) {
 			delete(a.runs, m.TaskId)
 		}
-		if queued, ok := a.handedOut[m.TaskId]; ok {
+		if h := a.handedOut[m.TaskId]; h != nil && h.run == m.Run {
 			delete(a.handedOut, m.TaskId)
-			if !queued {
+			if !h.queued {
 				// Its executor ended having written nothing (a shutdown
 				// while writes failed): the task never started.
 				a.state.Unpick(m.TaskId)
@@ -218,9 +241,9 @@ func (a *schedulerActor) start(ctx actor.Context) {
 		a.sys.logger.Warn().Str("event", "actors.scheduler.restarted").Uint64("seq", a.last).Msg("scheduler restarted from the WAL")
 	}
 	if a.heir.handedOut == nil {
-		a.heir.handedOut = map[string]bool{}
+		a.heir.handedOut, a.heir.ahead = map[string]*handout{}, map[string]*aheadTask{}
 	}
-	a.handedOut = a.heir.handedOut
+	a.handedOut, a.ahead = a.heir.handedOut, a.heir.ahead
 	for id := range a.handedOut {
 		// Its executor runs on, its start maybe not yet applied: not to
 		// be picked again.
@@ -337,25 +360,83 @@ func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 // of its own. A completion archives the whole task with its events.
 func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) {
 	sender := ctx.Sender()
+	id := m.TaskId
 	starts := false
-	if _, ok := a.handedOut[m.TaskId]; ok && len(m.Events) > 0 && m.Events[0].GetTaskStarted() != nil {
-		a.handedOut[m.TaskId] = true
+	if h := a.handedOut[id]; h != nil && len(m.Events) > 0 && m.Events[0].GetTaskStarted() != nil {
+		// Only the current run's executor holds a start to write.
+		h.queued = true
 		starts = true
 	}
-	archive := a.archiveOnCompletion(m.TaskId, m.Events)
-	a.j.persistArchiving(m.Events, archive, func(seqs []uint64, err error) {
-		if err != nil && starts {
-			a.current().state.Unpick(m.TaskId) // its start was not written
+	archive := a.archiveOnCompletion(id, m.Events)
+	// The task after these events, kept while they are queued when its
+	// writer does not wait for them (or for earlier ones).
+	var next *pb.Task
+	if x := a.ahead[id]; x != nil || m.ReplyWhenQueued {
+		next = a.afterEvents(id, m.Events)
+	}
+	if next != nil {
+		x := a.ahead[id]
+		if x == nil {
+			x = &aheadTask{}
+			a.ahead[id] = x
 		}
-		if m.NoReply {
+		x.task = next
+		x.pending++
+	}
+	var queued func(error)
+	if m.ReplyWhenQueued && !m.NoReply {
+		queued = func(err error) { // on the journal's goroutine: next is never changed
+			r := &pb.TaskEventsReply{Error: errorToWire(err)}
+			if err == nil && m.WantTask {
+				r.Task = next
+			}
+			a.sys.asks.respondLater(sender, r)
+		}
+	}
+	tracked := next != nil
+	a.j.persistQueued(m.Events, archive, queued, func(seqs []uint64, err error) {
+		cur := a.current()
+		if x := cur.ahead[id]; tracked && x != nil {
+			if x.pending--; x.pending <= 0 {
+				delete(cur.ahead, id)
+			}
+		}
+		if err != nil && starts {
+			cur.state.Unpick(id) // its start was not written
+		}
+		if m.NoReply || m.ReplyWhenQueued {
 			return
 		}
 		r := &pb.TaskEventsReply{Seqs: seqs, Error: errorToWire(err)}
 		if err == nil && m.WantTask {
-			r.Task, _ = a.current().state.Task(m.TaskId)
+			r.Task, _ = cur.state.Task(id)
 		}
 		a.sys.asks.respondLater(sender, r)
 	})
+}
+
+// taskAhead is a copy of the task as it will be once every event queued
+// for it is applied.
+func (a *schedulerActor) taskAhead(id string) (*pb.Task, bool) {
+	if x := a.ahead[id]; x != nil {
+		return proto.Clone(x.task).(*pb.Task), true
+	}
+	return a.state.Task(id)
+}
+
+// afterEvents is the task as it will be after events (nil: unknown, or
+// they do not apply, and apply will refuse them too).
+func (a *schedulerActor) afterEvents(id string, events []*pb.Event) *pb.Task {
+	t, ok := a.taskAhead(id)
+	if !ok {
+		return nil
+	}
+	for _, ev := range events {
+		if err := scheduler.ApplyToTask(t, ev, a.sys.opts.Scheduler.MessageLimit); err != nil {
+			return nil
+		}
+	}
+	return t
 }
 
 // archiveOnCompletion: when events complete a task, the whole task as it
@@ -370,14 +451,9 @@ func (a *schedulerActor) archiveOnCompletion(id string, events []*pb.Event) *wal
 		if done == nil {
 			continue
 		}
-		t, ok := a.state.Task(id)
-		if !ok {
-			return nil
-		}
-		for _, prev := range events[:i+1] {
-			if err := scheduler.ApplyToTask(t, prev, a.sys.opts.Scheduler.MessageLimit); err != nil {
-				return nil // apply will refuse it too; nothing leaves memory
-			}
+		t := a.afterEvents(id, events[:i+1])
+		if t == nil {
+			return nil // apply will refuse it too; nothing leaves memory
 		}
 		data, err := proto.Marshal(t)
 		if err != nil {
@@ -471,9 +547,10 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 		a.sys.logger.Error().Str("task", taskID).Str("event", "actors.scheduler.start_mismatch").Msg("picked task cannot start")
 		return
 	}
-	a.handedOut[taskID] = false
+	a.heir.runs++
+	a.handedOut[taskID] = &handout{run: a.heir.runs}
 	a.sys.executors.Add(1)
-	ctx.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t, Start: ev})
+	ctx.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t, Start: ev, Run: a.heir.runs})
 }
 
 // cancel carries out a cancel and answers sender (nil: nobody asked).

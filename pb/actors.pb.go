@@ -1320,7 +1320,11 @@ type StartExecutor struct {
 	// start: the task's TaskStarted, decided and not yet written. The
 	// executor writes it with its first events (see executor.taskEvents);
 	// task is the scheduler's projection of the task after it.
-	Start         *Event `protobuf:"bytes,200,opt,name=start,proto3" json:"start,omitempty"`
+	Start *Event `protobuf:"bytes,200,opt,name=start,proto3" json:"start,omitempty"`
+	// run numbers the scheduler's hand-outs: the executor names it in its
+	// TaskComplete, so the end of an earlier run of the same task is not
+	// taken for the end of this one.
+	Run           uint64 `protobuf:"varint,201,opt,name=run,proto3" json:"run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1367,6 +1371,13 @@ func (x *StartExecutor) GetStart() *Event {
 		return x.Start
 	}
 	return nil
+}
+
+func (x *StartExecutor) GetRun() uint64 {
+	if x != nil {
+		return x.Run
+	}
+	return 0
 }
 
 // Checkpoint asks an owner of state to save its snapshot (answered by
@@ -1567,11 +1578,15 @@ func (x *NextActionReply) GetError() *ActorError {
 
 // ModuleAnswer hands a module an answer to decide on (answered by Done).
 type ModuleAnswer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Answer        string                 `protobuf:"bytes,2,opt,name=answer,proto3" json:"answer,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Task   *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Answer string                 `protobuf:"bytes,2,opt,name=answer,proto3" json:"answer,omitempty"`
+	// reply_when_queued: Done once the module's events are queued in the
+	// WAL (see TaskEvents); the module answers a NextAction for the task
+	// only once they are applied.
+	ReplyWhenQueued bool `protobuf:"varint,200,opt,name=reply_when_queued,json=replyWhenQueued,proto3" json:"reply_when_queued,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ModuleAnswer) Reset() {
@@ -1616,6 +1631,13 @@ func (x *ModuleAnswer) GetAnswer() string {
 		return x.Answer
 	}
 	return ""
+}
+
+func (x *ModuleAnswer) GetReplyWhenQueued() bool {
+	if x != nil {
+		return x.ReplyWhenQueued
+	}
+	return false
 }
 
 // ModuleEnd tells a module its task completed or failed (answered by
@@ -2186,10 +2208,11 @@ const file_actors_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"#\n" +
 	"\tCancelRun\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"Y\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"l\n" +
 	"\rStartExecutor\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12%\n" +
-	"\x05start\x18\xc8\x01 \x01(\v2\x0e.fano.v1.EventR\x05start\"\f\n" +
+	"\x05start\x18\xc8\x01 \x01(\v2\x0e.fano.v1.EventR\x05start\x12\x11\n" +
+	"\x03run\x18\xc9\x01 \x01(\x04R\x03run\"\f\n" +
 	"\n" +
 	"Checkpoint\"\n" +
 	"\n" +
@@ -2202,10 +2225,11 @@ const file_actors_proto_rawDesc = "" +
 	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x16\n" +
 	"\x06images\x18\x03 \x03(\tR\x06images\x12\x1b\n" +
 	"\tdeep_mode\x18\x04 \x01(\bR\bdeepMode\x12)\n" +
-	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"I\n" +
+	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"v\n" +
 	"\fModuleAnswer\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
-	"\x06answer\x18\x02 \x01(\tR\x06answer\"\x8b\x01\n" +
+	"\x06answer\x18\x02 \x01(\tR\x06answer\x12+\n" +
+	"\x11reply_when_queued\x18\xc8\x01 \x01(\bR\x0freplyWhenQueued\"\x8b\x01\n" +
 	"\tModuleEnd\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06failed\x18\x02 \x01(\bR\x06failed\x12\x16\n" +

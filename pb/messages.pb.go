@@ -229,6 +229,7 @@ type TaskComplete struct {
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Result        *TaskResult            `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	Llm           string                 `protobuf:"bytes,3,opt,name=llm,proto3" json:"llm,omitempty"`
+	Run           uint64                 `protobuf:"varint,200,opt,name=run,proto3" json:"run,omitempty"` // StartExecutor.run of the executor that ended
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -282,6 +283,13 @@ func (x *TaskComplete) GetLlm() string {
 		return x.Llm
 	}
 	return ""
+}
+
+func (x *TaskComplete) GetRun() uint64 {
+	if x != nil {
+		return x.Run
+	}
+	return 0
 }
 
 // LLMRequest is one prompt to one backend.
@@ -656,11 +664,12 @@ const file_messages_proto_rawDesc = "" +
 	"\x06failed\x18\x03 \x01(\bR\x06failed\x12\x1c\n" +
 	"\tcancelled\x18\x04 \x01(\bR\tcancelled\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05error\x18\x06 \x01(\tR\x05error\"f\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\"y\n" +
 	"\fTaskComplete\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12+\n" +
 	"\x06result\x18\x02 \x01(\v2\x13.fano.v1.TaskResultR\x06result\x12\x10\n" +
-	"\x03llm\x18\x03 \x01(\tR\x03llm\"\xa0\x03\n" +
+	"\x03llm\x18\x03 \x01(\tR\x03llm\x12\x11\n" +
+	"\x03run\x18\xc8\x01 \x01(\x04R\x03run\"\xa0\x03\n" +
 	"\n" +
 	"LLMRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +

@@ -1,0 +1,131 @@
+package actors
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"fano/modules"
+	"fano/modules/probe"
+	"fano/pb"
+	"fano/wal"
+)
+
+// orderStore records the order of AppendAsync calls, beside what the test
+// records, and can hold the fsync of one owner's appends.
+type orderStore struct {
+	Store
+	mu    sync.Mutex
+	trace []string
+	hold  string        // owner whose appends wait for release ("" none)
+	held  chan struct{} // closed by release
+}
+
+func (s *orderStore) note(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trace = append(s.trace, what)
+}
+
+func (s *orderStore) AppendAsync(entries ...wal.Entry) func() ([]uint64, error) {
+	s.note("append " + entries[0].Owner)
+	wait := s.Store.AppendAsync(entries...)
+	s.mu.Lock()
+	hold, held := s.hold, s.held
+	s.mu.Unlock()
+	if hold == "" || entries[0].Owner != hold {
+		return wait
+	}
+	return func() ([]uint64, error) {
+		<-held
+		return wait()
+	}
+}
+
+// A batch's queued callback runs only once its events are queued in the
+// log: whatever it makes another owner write lands behind them, so the
+// log never holds the later write without the earlier (a crash leaves a
+// prefix). That is what lets an executor go on without an fsync.
+func TestQueuedRunsOnceTheEventsAreInTheLog(t *testing.T) {
+	b := setup(t, setupOpts{memory: true})
+	store := &orderStore{Store: b.log}
+	root := actor.NewActorSystem().Root
+	sink := root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
+	s := &System{log: store, root: root, desks: &desks{notices: &notices{}}}
+	first := newJournal(s, "module/a", sink)
+	second := newJournal(s, "module/b", sink)
+	defer first.close()
+	defer second.close()
+
+	written := make(chan struct{})
+	ev := func() []*pb.Event { return []*pb.Event{{At: 1, Body: &pb.Event_ModuleEvent{ModuleEvent: &pb.ModuleEvent{Type: "x"}}}} }
+	first.persistQueued(ev(), nil, func(err error) {
+		require.NoError(t, err)
+		store.note("queued module/a")
+		second.persist(ev(), nil)
+		close(written)
+	}, nil)
+	<-written
+	second.close()
+	first.close()
+
+	assert.Equal(t, []string{"append module/a", "queued module/a", "append module/b"}, store.trace)
+	var owners []string
+	require.NoError(t, store.Replay(1, func(e wal.Entry) error { owners = append(owners, e.Owner); return nil }))
+	assert.Equal(t, []string{"module/a", "module/b"}, owners, "the dependent write is behind in the log")
+}
+
+// A module answers an answer's events once they are queued, but its next
+// action for the task only once they are applied: it decides on its
+// state, which must hold the answer (the probe asks its follow-up only
+// after the first answer is recorded).
+func TestNextActionWaitsForTheAnswersEvents(t *testing.T) {
+	b := setup(t, setupOpts{memory: true, probe: probe.Config{NoPropose: true, Turns: 2}})
+	store := &orderStore{Store: b.log}
+	b.log, b.opts.Log = store, store
+	sys := b.start()
+
+	// The replies come to an actor that runs in the sender's goroutine:
+	// a reply is in the channel before the module host takes its next
+	// message.
+	replies := make(chan proto.Message, 4)
+	props := actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(proto.Message); ok {
+			replies <- m
+		}
+	}, actor.WithDispatcher(actor.NewSynchronizedDispatcher(10)))
+	me := sys.root.Spawn(props)
+	host := sys.modulePIDs[probe.Name]
+	task := &pb.Task{Id: "probe/exploration/w1", Module: probe.Name, Context: map[string]string{"question": "why?"}}
+
+	store.mu.Lock()
+	store.hold, store.held = moduleOwner(probe.Name), make(chan struct{})
+	store.mu.Unlock()
+	sys.root.RequestWithCustomSender(host, &pb.ModuleAnswer{Task: task, Answer: "because", ReplyWhenQueued: true}, me)
+	done, ok := (<-replies).(*pb.Done)
+	require.True(t, ok, "the answer is acknowledged once queued, its fsync held")
+	require.Nil(t, done.Error)
+
+	sys.root.RequestWithCustomSender(host, &pb.NextAction{Task: task}, me)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := request[*pb.BarrierReply](sys.asks, ctx, host, &pb.Barrier{})
+	require.NoError(t, err) // the host has taken the NextAction
+	select {
+	case r := <-replies:
+		t.Fatalf("next action answered before the answer's events were applied: %v", r)
+	default:
+	}
+
+	close(store.held)
+	next, ok := (<-replies).(*pb.NextActionReply)
+	require.True(t, ok)
+	assert.Equal(t, int32(modules.ActionLLMRequest), next.Kind)
+	assert.Contains(t, next.Prompt, "Follow-up 1", "decided on the state with the first answer")
+}
