@@ -64,7 +64,9 @@ func TestQueuedRunsOnceTheEventsAreInTheLog(t *testing.T) {
 	defer second.close()
 
 	written := make(chan struct{})
-	ev := func() []*pb.Event { return []*pb.Event{{At: 1, Body: &pb.Event_ModuleEvent{ModuleEvent: &pb.ModuleEvent{Type: "x"}}}} }
+	ev := func() []*pb.Event {
+		return []*pb.Event{{At: 1, Body: &pb.Event_ModuleEvent{ModuleEvent: &pb.ModuleEvent{Type: "x"}}}}
+	}
 	first.persistQueued(ev(), nil, func(err error) {
 		require.NoError(t, err)
 		store.note("queued module/a")
