@@ -131,3 +131,32 @@ func TestNextActionWaitsForTheAnswersEvents(t *testing.T) {
 	assert.Equal(t, int32(modules.ActionLLMRequest), next.Kind)
 	assert.Contains(t, next.Prompt, "Follow-up 1", "decided on the state with the first answer")
 }
+
+// An answer names its request's intent: the first write of a run carries
+// the task's start before the intent, and the answer must close the
+// intent, not the start (verify reports an intent no answer closes).
+func TestAnswersNameTheirIntents(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(4), Turns: 2}})
+	sys := b.start()
+	b.waitCompleted(4)
+	require.NoError(t, sys.Stop())
+
+	intents := map[uint64]string{} // seq -> task
+	answers := 0
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if r := e.GetLlmRequestStarted(); r != nil {
+			require.True(t, ent.Intent, "seq %d", ent.Seq)
+			intents[ent.Seq] = r.TaskId
+		}
+		if a := e.GetLlmResponseReceived(); a != nil {
+			answers++
+			assert.Equal(t, a.TaskId, intents[a.RequestSeq], "answer at seq %d names seq %d", ent.Seq, a.RequestSeq)
+		}
+		return nil
+	}))
+	assert.Equal(t, 8, answers)
+}
