@@ -408,6 +408,9 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		if err != nil {
 			return e.fail(fmt.Sprintf("next action: %v", err))
 		}
+		if cause := context.Cause(ctx); cause != nil {
+			return e.stopped(cause) // cancelled while the module decided: nothing asked
+		}
 		switch act.Kind {
 		case modules.ActionDone:
 			return e.complete()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -159,4 +160,95 @@ func TestAnswersNameTheirIntents(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, 8, answers)
+}
+
+// blockedNext is the probe whose first NextAction waits for release: the
+// run handed out holds its start, unwritten, until then.
+type blockedNext struct {
+	*probe.Module
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (m *blockedNext) NextAction(t *pb.Task) (modules.Action, error) {
+	m.once.Do(func() {
+		close(m.entered)
+		<-m.release
+	})
+	return m.Module.NextAction(t)
+}
+
+// A scheduler restarted from the log after a panic does not know that an
+// executor runs a task whose start is not written yet (the log says
+// PENDING): it must hold the task, or it hands it out a second time.
+func TestRestartedSchedulerHoldsAHandedOutTask(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC))
+	b := setup(t, setupOpts{clock: clock, backends: []string{"a"}, conc: 2, memory: true,
+		probe: probe.Config{NoPropose: true, Turns: 1}, mutate: func(o *Options) { o.TickInterval = time.Hour }})
+	mod := &blockedNext{Module: b.probe, entered: make(chan struct{}), release: make(chan struct{})}
+	b.opts.Modules = []modules.Module{mod}
+	sys := b.start()
+	task := probeTask(1, 0)
+	_, err := sys.Submit(task)
+	require.NoError(t, err)
+	sys.Tick()
+	<-mod.entered // handed out; its executor waits for its first action
+
+	crash(sys, ownerScheduler, sys.schedulerPID)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	barrier := func(pid *actor.PID) {
+		_, err := request[*pb.BarrierReply](sys.asks, ctx, pid, &pb.Barrier{})
+		require.NoError(t, err)
+	}
+	barrier(sys.schedulerPID) // restarted
+	sys.Tick()
+	barrier(sys.allocatorPID) // the allocator's tick told the free slots
+	barrier(sys.schedulerPID) // the scheduler's dispatch asked for a backend, if it picked
+	barrier(sys.allocatorPID) // which the allocator gave
+	barrier(sys.schedulerPID) // and an executor was counted
+	assert.Equal(t, 1, sys.Running(), "the task was handed out again")
+
+	close(mod.release)
+	b.waitCompleted(1)
+	require.NoError(t, sys.Stop())
+	starts := 0
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		if ent.Type == "task_started" {
+			starts++
+		}
+		return nil
+	}))
+	assert.Equal(t, 1, starts)
+}
+
+// A task handed out is running even before its start is written: a
+// person's cancel goes to its executor, which ends it, instead of a
+// cancel written behind the executor's back while it goes on to ask.
+func TestCancelReachesARunNotYetStarted(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC))
+	b := setup(t, setupOpts{clock: clock, backends: []string{"a"}, memory: true,
+		probe: probe.Config{NoPropose: true, Turns: 1}, mutate: func(o *Options) { o.TickInterval = time.Hour }})
+	mod := &blockedNext{Module: b.probe, entered: make(chan struct{}), release: make(chan struct{})}
+	b.opts.Modules = []modules.Module{mod}
+	sys := b.start()
+	task := probeTask(1, 0)
+	_, err := sys.Submit(task)
+	require.NoError(t, err)
+	sys.Tick()
+	<-mod.entered
+
+	require.NoError(t, sys.Cancel(task.Id, "not needed"))
+	close(mod.release)
+	b.waitEvent("the cancel", func(n Notice) bool { return n.Event.GetTaskCancelled() != nil })
+	require.NoError(t, sys.Stop())
+	var types []string
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		if ent.Owner == ownerScheduler {
+			types = append(types, ent.Type)
+		}
+		return nil
+	}))
+	assert.Equal(t, []string{"task_submitted", "task_started", "task_cancelled"}, types)
 }
