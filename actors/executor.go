@@ -88,42 +88,6 @@ type executorEnv struct {
 	executors   *liveExecutors
 	faults      *backendFaults
 	storageGate *storageGate
-	loops       *loopPool
-}
-
-// loopPool runs executor loops on goroutines kept from one task to the
-// next: a loop on a fresh goroutine grew a stack anew for every task
-// (runtime.newstack and copystack took ~8 % of the CPU of 20k zero-latency
-// tasks). There are never more workers than loops that once ran at the
-// same time; idle ones end when fano stops (done). Safe from any
-// goroutine.
-type loopPool struct {
-	work chan func()
-	done <-chan struct{}
-}
-
-func newLoopPool(done <-chan struct{}) *loopPool {
-	return &loopPool{work: make(chan func()), done: done}
-}
-
-// run hands f to an idle worker, or to a new one if none is idle.
-func (p *loopPool) run(f func()) {
-	select {
-	case p.work <- f:
-	default:
-		go p.worker(f)
-	}
-}
-
-func (p *loopPool) worker(f func()) {
-	for {
-		f()
-		select {
-		case f = <-p.work:
-		case <-p.done:
-			return
-		}
-	}
 }
 
 // reportCall is where call outcomes reach health and metrics.
@@ -145,11 +109,11 @@ func (e *executor) Receive(ctx actor.Context) {
 		// the loop ahead of the reply that follows it.
 		ctx.Request(e.env.schedulerPID, &pb.PreemptQuery{TaskId: e.task.Id, Llm: e.task.LlmAssigned})
 		self := e.self
-		e.env.loops.run(func() {
+		go func() {
 			res := e.runSafely(runCtx)
 			e.finish(res)
 			e.env.root.Stop(self)
-		})
+		}()
 	case *pb.PreemptReply:
 		e.yield.Store(m.Instead != "")
 		e.answeredOnce.Do(func() { close(e.answered) })

@@ -155,7 +155,7 @@ func Start(opts Options) (*System, error) {
 	s.execEnv = &executorEnv{baseCtx: baseCtx, root: s.root, clock: s.clock, logger: s.logger, opts: &s.opts,
 		schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, orchestratorPID: s.orchestratorPID,
 		modulePIDs: s.modulePIDs, gatewayPIDs: s.gatewayPIDs, offActor: &s.offActor, executors: s.executors,
-		faults: s.faults, storageGate: s.storageGate, loops: newLoopPool(baseCtx.Done())}
+		faults: s.faults, storageGate: s.storageGate}
 	s.state = &stateAccess{asks: s.asks, desks: s.desks, schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, modulePIDs: s.modulePIDs}
 	// A fault that began before the start holds work from the first
 	// message on: the tree may dispatch as soon as it runs.
