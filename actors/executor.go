@@ -485,8 +485,6 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 			return e.pause("wal", time.Time{})
 		}
 		e.env.faults.noteLearnedRate(llm)
-		e.env.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", t.Id).Int32("turn", turn).
-			Str("llm", llm).Int("bytes", len(resp.Content)).Msg("answer queued")
 		if err := e.moduleAnswer(resp.Content); err != nil {
 			if modules.IsValidation(err) {
 				return e.retryValidation("validation: "+err.Error(), "")

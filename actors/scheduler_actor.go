@@ -404,6 +404,9 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		if err != nil && starts {
 			cur.state.Unpick(id) // its start was not written
 		}
+		if err == nil {
+			a.logAnswers(m.Events)
+		}
 		if m.NoReply || m.ReplyWhenQueued {
 			return
 		}
@@ -413,6 +416,17 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		}
 		a.sys.asks.respondLater(sender, r)
 	})
+}
+
+// logAnswers logs the answers among events once they are durable (the
+// executor goes on before: see executor.persistQueued).
+func (a *schedulerActor) logAnswers(events []*pb.Event) {
+	for _, ev := range events {
+		if r := ev.GetLlmResponseReceived(); r != nil {
+			a.sys.logger.Debug().Str("event", "actors.executor.llm_response").Str("task", r.TaskId).Int32("turn", r.Turn).
+				Str("llm", r.Llm).Int("bytes", len(r.Content)).Msg("answer saved")
+		}
+	}
 }
 
 // taskAhead is a copy of the task as it will be once every event queued
