@@ -367,12 +367,18 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		h.queued = true
 		starts = true
 	}
-	archive := a.archiveOnCompletion(id, m.Events)
-	// The task after these events, kept while they are queued when its
-	// writer does not wait for them (or for earlier ones).
+	// The task after these events: archived whole if they complete it,
+	// and kept while they are queued when its writer does not wait for
+	// them (or for earlier ones).
 	var next *pb.Task
-	if x := a.ahead[id]; x != nil || m.ReplyWhenQueued {
+	done := completion(m.Events)
+	track := a.ahead[id] != nil || m.ReplyWhenQueued
+	if track || done != nil {
 		next = a.afterEvents(id, m.Events)
+	}
+	archive := archiveOnCompletion(next, done)
+	if !track {
+		next = nil
 	}
 	if next != nil {
 		x := a.ahead[id]
@@ -453,30 +459,33 @@ func (a *schedulerActor) afterEvents(id string, events []*pb.Event) *pb.Task {
 	return t
 }
 
-// archiveOnCompletion: when events complete a task, the whole task as it
-// will then be (conversation included) is written to the archive with
-// them, and the completion says so: applying it, the scheduler keeps
-// only what lists, counts and dedup need, and readers of the
-// conversation take it from the archive (DESIGN.md §3: weeks of work
-// must not grow the heap).
-func (a *schedulerActor) archiveOnCompletion(id string, events []*pb.Event) *wal.ArchiveRecord {
-	for i, ev := range events {
-		done := ev.GetTaskCompleted()
-		if done == nil {
-			continue
+// completion is the TaskCompleted among events, if any.
+func completion(events []*pb.Event) *pb.TaskCompleted {
+	for _, ev := range events {
+		if done := ev.GetTaskCompleted(); done != nil {
+			return done
 		}
-		t := a.afterEvents(id, events[:i+1])
-		if t == nil {
-			return nil // apply will refuse it too; nothing leaves memory
-		}
-		data, err := proto.Marshal(t)
-		if err != nil {
-			return nil
-		}
-		done.Archived = true
-		return &wal.ArchiveRecord{Key: completedKey(t), Value: data}
 	}
 	return nil
+}
+
+// archiveOnCompletion: when events complete a task (done), the whole task
+// as it will then be (t, conversation included) is written to the archive
+// with them, and the completion says so: applying it, the scheduler keeps
+// only what lists, counts and dedup need, and readers of the conversation
+// take it from the archive (DESIGN.md §3: weeks of work must not grow the
+// heap). With t nil (the events do not apply; apply refuses them too)
+// nothing leaves memory.
+func archiveOnCompletion(t *pb.Task, done *pb.TaskCompleted) *wal.ArchiveRecord {
+	if t == nil || done == nil {
+		return nil
+	}
+	data, err := proto.Marshal(t)
+	if err != nil {
+		return nil
+	}
+	done.Archived = true
+	return &wal.ArchiveRecord{Key: completedKey(t), Value: data}
 }
 
 // dispatchSoon dispatches now, or at the next tick with
