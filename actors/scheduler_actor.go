@@ -207,9 +207,9 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		w := &runWatch{pid: ctx.Sender(), llm: m.Llm}
 		a.runs[m.TaskId] = w
 		a.tellYield(m.TaskId, w)
-		if w.yield == "" && w.pid != nil {
-			// The first answer is always given: an executor may wait for
-			// it before its first request (executor.yielding).
+		if w.yield == "" && w.pid != nil && a.sys.opts.DispatchOnTick {
+			// The first answer is always given where an executor waits
+			// for it before its first request (executor.yielding).
 			a.sys.root.Send(w.pid, &pb.PreemptReply{})
 		}
 	case *pb.CancelTask:
