@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,4 +42,42 @@ func TestMailboxesCountWaitingMessages(t *testing.T) {
 	for _, pid := range []string{sys.orchestratorPID.Id, sys.allocatorPID.Id, sys.modulePIDs[probe.Name].Id} {
 		require.True(t, names[pid], "%s missing from %v", pid, boxes)
 	}
+}
+
+// Warm goroutines run every piece of work at once (none waits for
+// another), hand the next one to a goroutine that is waiting instead of
+// starting a new one, and keep at most maxParked waiting.
+func TestWarmGoroutinesReuseAndBound(t *testing.T) {
+	w := &warmGoroutines{throughput: 1, maxParked: 2, work: make(chan func())}
+	before := runtime.NumGoroutine()
+	const n = 50
+	release := make(chan struct{})
+	var started, ended sync.WaitGroup
+	started.Add(n)
+	ended.Add(n)
+	for range n {
+		w.Schedule(func() {
+			started.Done()
+			<-release
+			ended.Done()
+		})
+	}
+	started.Wait() // all n at once
+	close(release)
+	ended.Wait()
+	settled := func(cond func() bool) {
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			require.True(t, time.Now().Before(deadline), "parked %d, goroutines %d (before %d)", w.parked.Load(), runtime.NumGoroutine(), before)
+			runtime.Gosched()
+		}
+	}
+	settled(func() bool { return w.parked.Load() == 2 && runtime.NumGoroutine() <= before+2 })
+
+	// The next work goes to one of the two waiting goroutines: inside it,
+	// one is left waiting (a new goroutine would leave two).
+	parkedDuring := make(chan int32, 1)
+	w.Schedule(func() { parkedDuring <- w.parked.Load() })
+	require.Equal(t, int32(1), <-parkedDuring)
+	settled(func() bool { return w.parked.Load() == 2 })
 }
