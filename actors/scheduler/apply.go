@@ -79,8 +79,11 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 		if t.Id != "" && t.Id != id {
 			return fmt.Errorf("scheduler: %s for task %q applied to task %q", eventName(e), id, t.Id)
 		}
-		proto.Reset(t)
-		proto.Merge(t, sub.TaskSubmitted.GetTask())
+		if st := sub.TaskSubmitted.GetTask(); st != nil {
+			pb.CopyTask(t, st)
+		} else {
+			proto.Reset(t)
+		}
 		if t.State == pb.TaskState_TASK_STATE_UNSPECIFIED {
 			t.State = pb.TaskState_TASK_STATE_PENDING
 		}

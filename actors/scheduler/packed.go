@@ -62,7 +62,7 @@ func (en *entry) clone() *pb.Task {
 	if en.t == nil {
 		return en.view()
 	}
-	return proto.Clone(en.t).(*pb.Task)
+	return pb.CloneTask(en.t)
 }
 
 // unpack makes en's task a *pb.Task again: an event is about to change it.

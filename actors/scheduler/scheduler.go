@@ -20,8 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"fano/pb"
 )
 
@@ -309,7 +307,7 @@ func (s *State) DecideSubmit(t *pb.Task, now time.Time) (*pb.Event, error) {
 			Reason: fmt.Sprintf("%d tasks pending, the limit (max_pending) is %d", n, s.cfg.MaxPending)}
 	}
 
-	nt := proto.Clone(t).(*pb.Task)
+	nt := pb.CloneTask(t)
 	at := now.UnixNano()
 	nt.State = pb.TaskState_TASK_STATE_PENDING
 	nt.CreatedAt = at
@@ -469,7 +467,7 @@ func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 		if t == scratch {
 			scratch = nil // handed out
 		} else {
-			t = proto.Clone(t).(*pb.Task)
+			t = pb.CloneTask(t)
 		}
 		out = append(out, t)
 		if limit > 0 && len(out) >= limit {
