@@ -381,6 +381,7 @@ func (s *State) advance(at int64) {
 // went back: O(n), never on a normal tick. Tasks whose not_before is after
 // at wait in the delayed heap again.
 func (s *State) rekeyAll(at int64) {
+	s.rekeyAlls++
 	s.at = at
 	clear(s.q.steps)
 	s.q.steps = s.q.steps[:0]
@@ -523,15 +524,28 @@ func (s *State) ShouldPreemptFor(runningID, llm string, normal, deep bool) (bool
 	return false, ""
 }
 
+// StaleTick is how far a tick's time may lag behind the latest event the
+// scheduler applied and still be taken as that event's time: a tick
+// waits in the scheduler's mailbox behind events stamped after it was
+// sent, which is not the clock going back (under load, nearly every tick;
+// re-keying every waiting task for it cost a share of fano's CPU that
+// grew with the queue).
+const StaleTick = time.Second
+
 // Recompute runs on the scheduler tick: it reads env, moves the clock to
 // now (re-keying only the tasks whose starvation boost steps), sets each
 // heap's env bonus and promotes delayed tasks whose not_before <= now.
 // Cost: O(heaps + steps crossed + promoted), not O(waiting tasks); a clock
-// that went back re-keys everything once.
+// that went back (more than StaleTick behind the scheduler's) re-keys
+// everything once.
 func (s *State) Recompute(now time.Time, env Env) {
 	at := now.UnixNano()
+	back := at < s.at-int64(StaleTick)
+	if !back {
+		at = max(at, s.at)
+	}
 	s.refreshEnv(at, env)
-	if at < s.at {
+	if back {
 		s.rekeyAll(at)
 	} else {
 		s.advance(at)

@@ -183,8 +183,9 @@ type State struct {
 	q  queue
 	at int64 // the scheduler's clock: the latest time it was told (unix ns); ready keys are priorities at at
 
-	prefOpen map[quotaKey]int // unfinished tasks per preferred backend and mode: whom a tick asks about quota
-	rekeys   uint64           // boost steps taken since New (benchmarks report them)
+	prefOpen  map[quotaKey]int // unfinished tasks per preferred backend and mode: whom a tick asks about quota
+	rekeys    uint64           // boost steps taken since New (benchmarks report them)
+	rekeyAlls uint64           // whole-queue re-keys since New (a clock that went back)
 
 	// Figures cached at the last Recompute for priorities computed between
 	// ticks (a task entering the queue). Derived, never persisted.
