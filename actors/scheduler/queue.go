@@ -446,9 +446,10 @@ func (q *queue) best(free, deepFree []string) *entry {
 	return best
 }
 
-// Pick returns a copy of the highest-priority runnable task that can use one
-// of the free backends: PENDING, not picked, not_before <= now, and either
-// its llm_preference is free or some free backend is not in its llm_exclude.
+// Pick returns a routing copy (see routingCopy) of the highest-priority
+// runnable task that can use one of the free backends: PENDING, not
+// picked, not_before <= now, and either its llm_preference is free or
+// some free backend is not in its llm_exclude.
 // Ties go to the older task, then the smaller id. The task is marked picked
 // (transient, not an event) and is not returned again until Unpick(id); the
 // TaskStarted event ends the mark. O(log n) plus one look per heap.
@@ -469,7 +470,22 @@ func (s *State) PickFor(free, deepFree []string, now time.Time) (*pb.Task, bool)
 	en.t.Priority = en.priority()
 	s.q.detach(en)
 	en.picked = true
-	return s.copyOf(en), true
+	return routingCopy(en.t), true
+}
+
+// routingCopy is a copy of t with what a backend is chosen by, which is
+// all of it but its context and its conversation's messages and web
+// conversations (the conversation's backend stays): a pick goes to the
+// allocator, and a full copy per pick was a share of fano's CPU per task.
+func routingCopy(t *pb.Task) *pb.Task {
+	ctx, conv := t.Context, t.Conversation
+	t.Context, t.Conversation = nil, nil
+	c := pb.CloneTask(t)
+	t.Context, t.Conversation = ctx, conv
+	if conv != nil {
+		c.Conversation = &pb.ConversationState{Llm: conv.Llm}
+	}
+	return c
 }
 
 // Unpick returns a picked task to the queue (its allocation failed).
