@@ -25,7 +25,44 @@ func CloneTask(t *Task) *Task {
 
 // CopyTask makes dst a deep copy of src, as proto.Reset then proto.Merge
 // would, without reflection. src must not be nil.
-func CopyTask(dst, src *Task) {
+func CopyTask(dst, src *Task) { copyTask(dst, src, deepCopy) }
+
+// CloneTaskSharing returns a copy of t that shares with it what is never
+// changed in place once a task holds it: the context map, llm_exclude and
+// the conversation's Message values (a task's events append, truncate and
+// drop messages, never edit one). Its own are the task's fields, the
+// conversation and its per-backend records. For the scheduler's
+// copy-on-write; nil for nil.
+func CloneTaskSharing(t *Task) *Task {
+	if t == nil {
+		return nil
+	}
+	c := &Task{}
+	copyTask(c, t, sharingCopy)
+	return c
+}
+
+// CloneTaskRouting returns what a backend is chosen by: a deep copy of t
+// without its context, whose conversation holds only the backend it
+// lives on. nil for nil.
+func CloneTaskRouting(t *Task) *Task {
+	if t == nil {
+		return nil
+	}
+	c := &Task{}
+	copyTask(c, t, routingCopy)
+	return c
+}
+
+type copyMode int
+
+const (
+	deepCopy copyMode = iota
+	sharingCopy
+	routingCopy
+)
+
+func copyTask(dst, src *Task, mode copyMode) {
 	*dst = Task{
 		Id:                 src.Id,
 		Module:             src.Module,
@@ -33,8 +70,6 @@ func CopyTask(dst, src *Task) {
 		Subject:            src.Subject,
 		Priority:           src.Priority,
 		State:              src.State,
-		Context:            maps.Clone(src.Context),
-		Conversation:       cloneConversation(src.Conversation),
 		CreatedAt:          src.CreatedAt,
 		UpdatedAt:          src.UpdatedAt,
 		StartedAt:          src.StartedAt,
@@ -44,7 +79,6 @@ func CopyTask(dst, src *Task) {
 		RequestCount:       src.RequestCount,
 		MaxRequests:        src.MaxRequests,
 		RequiresDeepMode:   src.RequiresDeepMode,
-		LlmExclude:         slices.Clone(src.LlmExclude),
 		Attempts:           src.Attempts,
 		NotBefore:          src.NotBefore,
 		Error:              src.Error,
@@ -56,9 +90,25 @@ func CopyTask(dst, src *Task) {
 		Archived:           src.Archived,
 		unknownFields:      slices.Clone(src.unknownFields),
 	}
+	switch mode {
+	case deepCopy:
+		dst.Context = maps.Clone(src.Context)
+		dst.LlmExclude = slices.Clone(src.LlmExclude)
+		dst.Conversation = cloneConversation(src.Conversation, true)
+	case sharingCopy:
+		dst.Context = src.Context
+		dst.LlmExclude = src.LlmExclude
+		dst.Conversation = cloneConversation(src.Conversation, false)
+	case routingCopy:
+		dst.LlmExclude = slices.Clone(src.LlmExclude)
+		if c := src.Conversation; c != nil {
+			dst.Conversation = &ConversationState{Llm: c.Llm}
+		}
+	}
 }
 
-func cloneConversation(c *ConversationState) *ConversationState {
+// cloneConversation copies c; its Message values too when deep.
+func cloneConversation(c *ConversationState, deep bool) *ConversationState {
 	if c == nil {
 		return nil
 	}
@@ -72,7 +122,10 @@ func cloneConversation(c *ConversationState) *ConversationState {
 	if c.Messages != nil {
 		out.Messages = make([]*Message, len(c.Messages))
 		for i, m := range c.Messages {
-			out.Messages[i] = cloneMessage(m)
+			if deep {
+				m = cloneMessage(m)
+			}
+			out.Messages[i] = m
 		}
 	}
 	if c.Backends != nil {

@@ -173,3 +173,60 @@ func BenchmarkCloneTask(b *testing.B) {
 		})
 	}
 }
+
+// changeScalars changes m's own scalar fields, not its lists, maps and
+// messages.
+func changeScalars(m protoreflect.Message) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		if fd := fields.Get(i); !fd.IsMap() && !fd.IsList() && fd.Message() == nil {
+			m.Set(fd, scalar(fd, 8888))
+		}
+	}
+}
+
+// CloneTaskSharing copies every field, and what it does not share (the
+// task's and conversation's fields, the message list, the per-backend
+// records) can change without changing the original.
+func TestCloneTaskSharingOwnsWhatChanges(t *testing.T) {
+	orig := &Task{}
+	fill(orig.ProtoReflect(), 1)
+	want := proto.Clone(orig).(*Task)
+	c := CloneTaskSharing(orig)
+	if !proto.Equal(c, want) {
+		t.Fatalf("CloneTaskSharing missed a field:\n got  %v\n want %v", c, want)
+	}
+	changeScalars(c.ProtoReflect())
+	changeScalars(c.Conversation.ProtoReflect())
+	for _, b := range c.Conversation.Backends {
+		change(b.ProtoReflect())
+	}
+	c.Conversation.Backends["added"] = &BackendConversation{}
+	c.Conversation.Messages[0] = nil
+	c.Conversation.Messages = append(c.Conversation.Messages, &Message{Content: "new"})
+	if !proto.Equal(orig, want) {
+		t.Fatalf("changing the copy's own parts changed the original:\n got  %v\n want %v", orig, want)
+	}
+	if CloneTaskSharing(nil) != nil {
+		t.Fatal("CloneTaskSharing(nil) is not nil")
+	}
+}
+
+// CloneTaskRouting keeps every field but the context and the
+// conversation's contents (its backend stays), and shares nothing.
+func TestCloneTaskRouting(t *testing.T) {
+	orig := &Task{}
+	fill(orig.ProtoReflect(), 1)
+	want := proto.Clone(orig).(*Task)
+	want.Context = nil
+	want.Conversation = &ConversationState{Llm: orig.Conversation.Llm}
+	c := CloneTaskRouting(orig)
+	if !proto.Equal(c, want) {
+		t.Fatalf("CloneTaskRouting:\n got  %v\n want %v", c, want)
+	}
+	before := proto.Clone(orig)
+	change(c.ProtoReflect())
+	if !proto.Equal(orig, before) {
+		t.Fatal("changing the routing copy changed the original")
+	}
+}

@@ -321,6 +321,7 @@ func (s *State) Apply(e *pb.Event) error {
 	if staleResume(en.t, e) {
 		return nil
 	}
+	s.own(en)
 	old := en.t.State
 	if err := ApplyToTask(en.t, e, s.cfg.MessageLimit); err != nil {
 		return err
@@ -348,7 +349,7 @@ func (s *State) Apply(e *pb.Event) error {
 	}
 	if IsFinished(st) && !IsFinished(old) {
 		// Its last priority stays as it was when it finished.
-		en.t.Priority = s.priorityAt(en.t, s.at)
+		s.setPriority(en, s.priorityAt(en.t, s.at))
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ type entry struct {
 	h        *taskHeap // the heap it sits in; nil when in none
 	idx      int       // index in h.items
 	picked   bool      // handed out by Pick, not yet started or unpicked
+	// shared: t was handed out by TaskView, so it never changes again;
+	// the next change goes to a copy (own).
+	shared bool
 
 	// While in a ready heap: own priority + starvation boost at s.at, and
 	// when the boost changes next (noStep: never) with the index in the
@@ -446,7 +449,7 @@ func (q *queue) best(free, deepFree []string) *entry {
 	return best
 }
 
-// Pick returns a routing copy (see routingCopy) of the highest-priority
+// Pick returns a routing copy (pb.CloneTaskRouting) of the highest-priority
 // runnable task that can use one of the free backends: PENDING, not
 // picked, not_before <= now, and either its llm_preference is free or
 // some free backend is not in its llm_exclude.
@@ -467,25 +470,13 @@ func (s *State) PickFor(free, deepFree []string, now time.Time) (*pb.Task, bool)
 	if en == nil {
 		return nil, false
 	}
-	en.t.Priority = en.priority()
+	s.setPriority(en, en.priority())
 	s.q.detach(en)
 	en.picked = true
-	return routingCopy(en.t), true
-}
-
-// routingCopy is a copy of t with what a backend is chosen by, which is
-// all of it but its context and its conversation's messages and web
-// conversations (the conversation's backend stays): a pick goes to the
-// allocator, and a full copy per pick was a share of fano's CPU per task.
-func routingCopy(t *pb.Task) *pb.Task {
-	ctx, conv := t.Context, t.Conversation
-	t.Context, t.Conversation = nil, nil
-	c := pb.CloneTask(t)
-	t.Context, t.Conversation = ctx, conv
-	if conv != nil {
-		c.Conversation = &pb.ConversationState{Llm: conv.Llm}
-	}
-	return c
+	// A pick goes to the allocator, which chooses a backend by the task's
+	// own fields and its conversation's backend: a full copy per pick was
+	// a share of fano's CPU per task.
+	return pb.CloneTaskRouting(en.t), true
 }
 
 // Unpick returns a picked task to the queue (its allocation failed).
