@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,7 +57,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			runtime.GC()
 			bu := setup(&testing.T{}, setupOpts{backends: []string{"api"}, conc: 64, hourly: 1 << 30,
-				probe: probe.Config{NoPropose: true, Turns: 1, TaskType: benchTaskType}})
+				probe:  probe.Config{NoPropose: true, Turns: 1, TaskType: benchTaskType},
+				noSync: benchNoSync()})
 			bu.t = nil
 			bu.opts.TickInterval = 100 * time.Millisecond
 			var done atomic.Int64
@@ -71,6 +73,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.Fatal(err)
 			}
 			start := time.Now()
+			cpu0 := processCPU()
+			var ms0 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
 			peak := heapPeak()
 			var wg sync.WaitGroup
 			for w := 0; w < 64; w++ {
@@ -90,8 +95,16 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.Fatalf("only %d of %d completed", done.Load(), tasks)
 			}
 			elapsed := time.Since(start)
+			cpu := processCPU() - cpu0
+			var ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms1)
 			wg.Wait()
 			b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
+			b.ReportMetric(float64(cpu.Microseconds())/tasks, "cpu-µs/task")
+			// Allocations per task: the collector's work follows them, and
+			// unlike CPU time they hardly move when the cores are shared.
+			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/tasks, "allocs/task")
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/tasks, "alloc-KB/task")
 			b.ReportMetric(rssMB(), "rss-MB")
 			b.ReportMetric(procStatusMB("RssFile:"), "rss-file-MB")
 			b.ReportMetric(procStatusMB("RssAnon:"), "rss-anon-MB")
@@ -145,11 +158,12 @@ func waitsNow(life [][]wal.Entry) [][]wal.Entry {
 func walFloor(b *testing.B, tasks int, life func(*pb.Task) [][]wal.Entry) {
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
-		log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{})
+		log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{NoSync: benchNoSync()})
 		if err != nil {
 			b.Fatal(err)
 		}
 		start := time.Now()
+		cpu0 := processCPU()
 		var wg sync.WaitGroup
 		for w := 0; w < 64; w++ {
 			wg.Add(1)
@@ -166,8 +180,22 @@ func walFloor(b *testing.B, tasks int, life func(*pb.Task) [][]wal.Entry) {
 		}
 		wg.Wait()
 		b.ReportMetric(float64(tasks)/time.Since(start).Seconds(), "tasks/s")
+		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(tasks), "cpu-µs/task")
 		_ = log.Close()
 	}
+}
+
+// benchNoSync: FANO_BENCH_NOSYNC=1 runs BenchmarkEndToEnd and its floor
+// without fsync, so a CPU profile shows fano's own work, not the disk's.
+func benchNoSync() bool { return os.Getenv("FANO_BENCH_NOSYNC") == "1" }
+
+// processCPU is the CPU time (user + system) the process has used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // taskLife is the WAL traffic of one task, grouped the way fano waited on

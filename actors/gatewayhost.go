@@ -33,12 +33,15 @@ func (g *gatewayHost) Receive(ctx actor.Context) {
 		callCtx, cancel := context.WithCancelCause(withWaitCounter(context.Background(), &g.sys.callsWaiting))
 		g.calls[m.RequestId] = cancel
 		self, sender := ctx.Self(), ctx.Sender()
-		go func() {
+		// On a warm goroutine: a call goes deep (the backend, its
+		// limiter, the answer's encoding), and a new goroutine grew its
+		// stack for every call.
+		warmDispatcher.Go(func() {
 			resp, err := g.call(callCtx, llmRequestFromWire(m))
 			cancel(nil)
 			g.sys.asks.respondLater(sender, llmResponseToWire(m.RequestId, g.backend.Name(), resp, err))
 			g.sys.root.Send(self, &pb.LLMCallDone{RequestId: m.RequestId})
-		}()
+		})
 	case *pb.LLMCancel:
 		if cancel, ok := g.calls[m.RequestId]; ok {
 			cancel(causeFromWire(m.Cause))

@@ -22,6 +22,13 @@ import (
 
 var blockValueKey = []byte{0}
 
+// blocksFill is how full bbolt fills a leaf of the blocks bucket before it
+// splits it. Blocks are only ever added at the end (their keys are
+// increasing seqs), so a full leaf is never written into again: filled to
+// the brim, the leaves are half as many as at bbolt's default of one half,
+// and each commit reads and rewrites a smaller last leaf and parent.
+const blocksFill = 1.0
+
 // putBlock stores a new block.
 func putBlock(blocks *bolt.Bucket, first uint64, v []byte) error {
 	b, err := blocks.CreateBucket(be64(first))

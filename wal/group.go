@@ -301,7 +301,9 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 		}
 	}()
 	if len(block) > 0 {
-		if err := putBlock(tx.Bucket(bucketBlocks), first, block); err != nil {
+		blocks := tx.Bucket(bucketBlocks)
+		blocks.FillPercent = blocksFill
+		if err := putBlock(blocks, first, block); err != nil {
 			return err
 		}
 	}
@@ -316,6 +318,8 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 					if archive, err = tx.CreateBucketIfNotExists(bucketArchive); err != nil {
 						return err
 					}
+					// Completion keys grow with time: appended too.
+					archive.FillPercent = blocksFill
 				}
 				if err := archive.Put([]byte(a.Key), a.Value); err != nil {
 					return fmt.Errorf("archive %q: %w", a.Key, err)

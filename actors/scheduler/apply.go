@@ -79,8 +79,11 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 		if t.Id != "" && t.Id != id {
 			return fmt.Errorf("scheduler: %s for task %q applied to task %q", eventName(e), id, t.Id)
 		}
-		proto.Reset(t)
-		proto.Merge(t, sub.TaskSubmitted.GetTask())
+		if st := sub.TaskSubmitted.GetTask(); st != nil {
+			pb.CopyTask(t, st)
+		} else {
+			proto.Reset(t)
+		}
 		if t.State == pb.TaskState_TASK_STATE_UNSPECIFIED {
 			t.State = pb.TaskState_TASK_STATE_PENDING
 		}
@@ -318,6 +321,7 @@ func (s *State) Apply(e *pb.Event) error {
 	if staleResume(en.t, e) {
 		return nil
 	}
+	s.own(en)
 	old := en.t.State
 	if err := ApplyToTask(en.t, e, s.cfg.MessageLimit); err != nil {
 		return err
@@ -345,7 +349,7 @@ func (s *State) Apply(e *pb.Event) error {
 	}
 	if IsFinished(st) && !IsFinished(old) {
 		// Its last priority stays as it was when it finished.
-		en.t.Priority = s.priorityAt(en.t, s.at)
+		s.setPriority(en, s.priorityAt(en.t, s.at))
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func (s *State) pack(en *entry) {
 	if err != nil {
 		return // it stays decoded: costs memory, changes nothing
 	}
-	en.packed, en.finished, en.t = data, finishedAt(en.t), nil
+	en.packed, en.finished, en.t, en.shared = data, finishedAt(en.t), nil, false
 }
 
 // view is en's task for reading: en.t itself, or a decoded copy of a
@@ -62,7 +62,7 @@ func (en *entry) clone() *pb.Task {
 	if en.t == nil {
 		return en.view()
 	}
-	return proto.Clone(en.t).(*pb.Task)
+	return pb.CloneTask(en.t)
 }
 
 // unpack makes en's task a *pb.Task again: an event is about to change it.

@@ -393,3 +393,32 @@ func pickProperty(t *testing.T, seed uint64) {
 	require.Greater(t, misses, 10)
 	require.Greater(t, retried, 10)
 }
+
+// A pick carries what a backend is chosen by, not the task's context and
+// messages, and changing it changes nothing in the scheduler.
+func TestPickIsARoutingCopy(t *testing.T) {
+	s := New(Config{})
+	tk := task("explorer", "exploration", "a")
+	tk.Context = map[string]string{"question": "q"}
+	tk.LlmExclude = []string{"claude"}
+	tk.RequiresDeepMode = true
+	submit(t, s, tk, t0)
+	apply(t, s, evStarted(tk.Id, "gemini", t0))
+	apply(t, s, evRetry(tk.Id, "again", t0, t0))
+
+	got, ok := s.Pick([]string{"gemini"}, t0)
+	require.True(t, ok)
+	require.Equal(t, tk.Id, got.Id)
+	assert.Equal(t, []string{"claude"}, got.LlmExclude)
+	assert.True(t, got.RequiresDeepMode)
+	assert.Equal(t, int32(1), got.Attempts)
+	assert.Equal(t, "gemini", got.GetConversation().GetLlm(), "the conversation's backend is chosen first")
+	assert.Nil(t, got.Context)
+
+	got.LlmExclude[0] = "changed"
+	got.Conversation.Llm = "changed"
+	full, _ := s.Task(tk.Id)
+	assert.Equal(t, []string{"claude"}, full.LlmExclude)
+	assert.Equal(t, "gemini", full.GetConversation().GetLlm())
+	assert.Equal(t, map[string]string{"question": "q"}, full.Context, "the scheduler's task keeps its context")
+}

@@ -33,6 +33,9 @@ type entry struct {
 	h        *taskHeap // the heap it sits in; nil when in none
 	idx      int       // index in h.items
 	picked   bool      // handed out by Pick, not yet started or unpicked
+	// shared: t was handed out by TaskView, so it never changes again;
+	// the next change goes to a copy (own).
+	shared bool
 
 	// While in a ready heap: own priority + starvation boost at s.at, and
 	// when the boost changes next (noStep: never) with the index in the
@@ -381,6 +384,7 @@ func (s *State) advance(at int64) {
 // went back: O(n), never on a normal tick. Tasks whose not_before is after
 // at wait in the delayed heap again.
 func (s *State) rekeyAll(at int64) {
+	s.rekeyAlls++
 	s.at = at
 	clear(s.q.steps)
 	s.q.steps = s.q.steps[:0]
@@ -445,9 +449,10 @@ func (q *queue) best(free, deepFree []string) *entry {
 	return best
 }
 
-// Pick returns a copy of the highest-priority runnable task that can use one
-// of the free backends: PENDING, not picked, not_before <= now, and either
-// its llm_preference is free or some free backend is not in its llm_exclude.
+// Pick returns a routing copy (pb.CloneTaskRouting) of the highest-priority
+// runnable task that can use one of the free backends: PENDING, not
+// picked, not_before <= now, and either its llm_preference is free or
+// some free backend is not in its llm_exclude.
 // Ties go to the older task, then the smaller id. The task is marked picked
 // (transient, not an event) and is not returned again until Unpick(id); the
 // TaskStarted event ends the mark. O(log n) plus one look per heap.
@@ -465,10 +470,13 @@ func (s *State) PickFor(free, deepFree []string, now time.Time) (*pb.Task, bool)
 	if en == nil {
 		return nil, false
 	}
-	en.t.Priority = en.priority()
+	s.setPriority(en, en.priority())
 	s.q.detach(en)
 	en.picked = true
-	return s.copyOf(en), true
+	// A pick goes to the allocator, which chooses a backend by the task's
+	// own fields and its conversation's backend: a full copy per pick was
+	// a share of fano's CPU per task.
+	return pb.CloneTaskRouting(en.t), true
 }
 
 // Unpick returns a picked task to the queue (its allocation failed).
@@ -523,15 +531,28 @@ func (s *State) ShouldPreemptFor(runningID, llm string, normal, deep bool) (bool
 	return false, ""
 }
 
+// StaleTick is how far a tick's time may lag behind the latest event the
+// scheduler applied and still be taken as that event's time: a tick
+// waits in the scheduler's mailbox behind events stamped after it was
+// sent, which is not the clock going back (under load, nearly every tick;
+// re-keying every waiting task for it cost a share of fano's CPU that
+// grew with the queue).
+const StaleTick = time.Second
+
 // Recompute runs on the scheduler tick: it reads env, moves the clock to
 // now (re-keying only the tasks whose starvation boost steps), sets each
 // heap's env bonus and promotes delayed tasks whose not_before <= now.
 // Cost: O(heaps + steps crossed + promoted), not O(waiting tasks); a clock
-// that went back re-keys everything once.
+// that went back (more than StaleTick behind the scheduler's) re-keys
+// everything once.
 func (s *State) Recompute(now time.Time, env Env) {
 	at := now.UnixNano()
+	back := at < s.at-int64(StaleTick)
+	if !back {
+		at = max(at, s.at)
+	}
 	s.refreshEnv(at, env)
-	if at < s.at {
+	if back {
 		s.rekeyAll(at)
 	} else {
 		s.advance(at)

@@ -20,8 +20,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"fano/pb"
 )
 
@@ -185,8 +183,9 @@ type State struct {
 	q  queue
 	at int64 // the scheduler's clock: the latest time it was told (unix ns); ready keys are priorities at at
 
-	prefOpen map[quotaKey]int // unfinished tasks per preferred backend and mode: whom a tick asks about quota
-	rekeys   uint64           // boost steps taken since New (benchmarks report them)
+	prefOpen  map[quotaKey]int // unfinished tasks per preferred backend and mode: whom a tick asks about quota
+	rekeys    uint64           // boost steps taken since New (benchmarks report them)
+	rekeyAlls uint64           // whole-queue re-keys since New (a clock that went back)
 
 	// Figures cached at the last Recompute for priorities computed between
 	// ticks (a task entering the queue). Derived, never persisted.
@@ -309,7 +308,7 @@ func (s *State) DecideSubmit(t *pb.Task, now time.Time) (*pb.Event, error) {
 			Reason: fmt.Sprintf("%d tasks pending, the limit (max_pending) is %d", n, s.cfg.MaxPending)}
 	}
 
-	nt := proto.Clone(t).(*pb.Task)
+	nt := pb.CloneTask(t)
 	at := now.UnixNano()
 	nt.State = pb.TaskState_TASK_STATE_PENDING
 	nt.CreatedAt = at
@@ -438,8 +437,43 @@ func (s *State) Task(id string) (*pb.Task, bool) {
 // scheduler's clock; a tick does not touch every task, a read does.
 func (s *State) refresh(en *entry) {
 	if en.t != nil && !IsFinished(en.t.State) {
-		en.t.Priority = s.priorityAt(en.t, s.at)
+		s.setPriority(en, s.priorityAt(en.t, s.at))
 	}
+}
+
+// setPriority sets en's priority field, on a copy if en's task is shared.
+func (s *State) setPriority(en *entry, p int32) {
+	if en.t.Priority != p {
+		s.own(en)
+		en.t.Priority = p
+	}
+}
+
+// own makes en's task the scheduler's own to change: a task handed out by
+// TaskView is left as it was, and en holds a copy from then on.
+func (s *State) own(en *entry) {
+	if en.shared {
+		en.t = pb.CloneTaskSharing(en.t)
+		en.shared = false
+	}
+}
+
+// TaskView returns the task as the scheduler holds it, without copying
+// it: nobody may change it, and the scheduler never does either (its next
+// change goes to a copy), so any goroutine may read and keep it. For
+// readers that only read (an executor, a module), where Task's deep copy
+// was a share of fano's CPU per task.
+func (s *State) TaskView(id string) (*pb.Task, bool) {
+	en, ok := s.tasks[id]
+	if !ok {
+		return nil, false
+	}
+	s.refresh(en)
+	if en.t == nil {
+		return en.view(), true // packed: a fresh decoded copy
+	}
+	en.shared = true
+	return en.t, true
 }
 
 // copyOf is a copy of en's task with its priority refreshed.
@@ -469,7 +503,7 @@ func (s *State) Tasks(filter func(*pb.Task) bool, limit int) []*pb.Task {
 		if t == scratch {
 			scratch = nil // handed out
 		} else {
-			t = proto.Clone(t).(*pb.Task)
+			t = pb.CloneTask(t)
 		}
 		out = append(out, t)
 		if limit > 0 && len(out) >= limit {

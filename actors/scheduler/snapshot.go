@@ -5,8 +5,6 @@ import (
 	"maps"
 	"slices"
 
-	"google.golang.org/protobuf/proto"
-
 	"fano/pb"
 )
 
@@ -59,7 +57,7 @@ func Restore(cfg Config, snap *pb.SchedulerSnapshot) (*State, error) {
 			s.forgotten[id] = struct{}{}
 			continue
 		}
-		nt := proto.Clone(t).(*pb.Task)
+		nt := pb.CloneTask(t)
 		s.advance(nt.UpdatedAt)
 		s.insert(nt, nt.UpdatedAt)
 	}

@@ -1,0 +1,90 @@
+package scheduler
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	"fano/pb"
+)
+
+// A task handed out by TaskView never changes: every later event, the
+// priority a tick or a read refreshes, and the completion that archives
+// it go to the scheduler's own copy. Readers on other goroutines read it
+// while the scheduler goes on (the race detector watches).
+func TestTaskViewNeverChanges(t *testing.T) {
+	s := New(Config{MessageLimit: 3})
+	tk := task("explorer", "exploration", "a")
+	tk.Context = map[string]string{"question": "q"}
+	submit(t, s, tk, t0)
+	id := tk.Id
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	interrupted := evRequestFailed(id, "web", at(9))
+	interrupted.GetLlmRequestFailed().Kind = "interrupted"
+	completed := evCompleted(id, at(30))
+	completed.GetTaskCompleted().Archived = true
+	events := []*pb.Event{
+		evStarted(id, "web", at(1)),
+		evRequest(id, "web", "p1", at(2)),
+		evResponse(id, "web", "a1", "https://chat/1", at(3)),
+		evRequest(id, "web", "p2", at(4)),
+		evResponse(id, "web", "a2", "https://chat/1", at(5)),
+		evRequest(id, "web", "p3", at(8)), // truncates the messages to 3
+		interrupted,                       // remembers the prompt, drops it
+		evPaused(id, "preempted", time.Time{}, at(10)),
+		evResumed(id, at(11)),
+		evStarted(id, "web", at(12)),
+		evRequest(id, "web", "p3", at(13)),
+		evRequestFailed(id, "web", at(14)),
+		evRetry(id, "again", at(15), at(14)),
+		evStarted(id, "web", at(16)),
+		completed,
+	}
+
+	type seen struct{ view, was *pb.Task }
+	var views []seen
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	take := func() {
+		v, ok := s.TaskView(id)
+		require.True(t, ok)
+		views = append(views, seen{v, proto.Clone(v).(*pb.Task)})
+		readers.Add(1)
+		go func() { // a reader elsewhere, as an executor is
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_, _ = proto.Marshal(v)
+				}
+			}
+		}()
+	}
+	for i, e := range events {
+		take()
+		s.Recompute(at(20+i*60), Env{}) // boosts step: priorities change
+		_, _ = s.Task(id)
+		take()
+		apply(t, s, e)
+	}
+	take()
+	close(stop)
+	readers.Wait()
+	for i, v := range views {
+		require.True(t, proto.Equal(v.was, v.view), "view %d changed:\n now %v\n was %v", i, v.view, v.was)
+	}
+	last, _ := s.Task(id)
+	require.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, last.State)
+	require.True(t, last.Archived)
+	require.Nil(t, last.Context, "archived: the context left memory")
+	require.Equal(t, "a1", views[7].view.Conversation.Messages[1].Content, "a view holds the conversation as it was")
+}
+
+func evResumed(id string, at time.Time) *pb.Event {
+	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskResumed{TaskResumed: &pb.TaskResumed{TaskId: id}}}
+}
