@@ -126,3 +126,24 @@ func TestTaskAfterIsTheTaskOnceApplied(t *testing.T) {
 	var nf *NotFoundError
 	require.ErrorAs(t, err, &nf)
 }
+
+// A snapshot kept while the scheduler goes on stays as it was taken.
+func TestSnapshotDoesNotChangeLater(t *testing.T) {
+	s := New(Config{MessageLimit: 3})
+	tk := task("explorer", "exploration", "a")
+	tk.Context = map[string]string{"question": "q"}
+	submit(t, s, tk, t0)
+	id := tk.Id
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	apply(t, s, evStarted(id, "web", at(1)))
+	apply(t, s, evRequest(id, "web", "p1", at(2)))
+	snap := s.Snapshot()
+	was := proto.Clone(snap)
+	apply(t, s, evResponse(id, "web", "a1", "https://chat/1", at(3)))
+	apply(t, s, evRequest(id, "web", "p2", at(4)))
+	apply(t, s, evRequestFailed(id, "web", at(5)))
+	done := evCompleted(id, at(6))
+	done.GetTaskCompleted().Archived = true
+	apply(t, s, done)
+	require.True(t, proto.Equal(was, snap), "the snapshot changed:\n now %v\n was %v", snap, was)
+}
