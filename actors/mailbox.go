@@ -189,8 +189,10 @@ func (q *fifo) pop() (any, bool) {
 }
 
 // warmDispatcher runs mailboxes on warm goroutines, with protoactor's
-// default throughput.
-var warmDispatcher = &warmGoroutines{throughput: 300, maxParked: 64, work: make(chan func())}
+// default throughput, and gateway calls. Up to 128 wait: room for the
+// long-lived actors and a full set of running tasks (64 by default) if
+// executors run their loops here too.
+var warmDispatcher = &warmGoroutines{throughput: 300, maxParked: 128, work: make(chan func())}
 
 // warmGoroutines is a protoactor dispatcher, and a way to start any
 // short-lived work, whose goroutines outlive the work they run. The
