@@ -29,7 +29,8 @@ func counted(producer actor.Producer, opts ...actor.PropsOption) (*actor.Props, 
 // them at a time, as protoactor's own. Unlike protoactor's it allocates
 // nothing per message: protoactor's made a closure each time it scheduled
 // its run and a list node per system message (about 25 allocations per
-// task of BenchmarkEndToEnd).
+// task of BenchmarkEndToEnd). A protoactor MessageBatch is handed to the
+// actor as one message (fano sends none; protoactor's mailbox unpacked it).
 type mailbox struct {
 	mu           sync.Mutex
 	user, system fifo
