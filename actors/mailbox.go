@@ -207,7 +207,8 @@ type warmGoroutines struct {
 	throughput int
 	maxParked  int32
 	parked     atomic.Int32
-	work       chan func() // unbuffered: a send succeeds only into a waiting goroutine
+	live       atomic.Int32 // goroutines started and not ended
+	work       chan func()  // unbuffered: a send succeeds only into a waiting goroutine
 }
 
 // Schedule runs fn on a waiting goroutine, or on a new one if none waits.
@@ -215,6 +216,7 @@ func (w *warmGoroutines) Schedule(fn func()) {
 	select {
 	case w.work <- fn:
 	default:
+		w.live.Add(1)
 		go w.run(fn)
 	}
 }
@@ -233,6 +235,7 @@ func (w *warmGoroutines) run(fn func()) {
 		fn = nil // what it held is garbage while the goroutine waits
 		if w.parked.Add(1) > w.maxParked {
 			w.parked.Add(-1)
+			w.live.Add(-1)
 			return
 		}
 		fn = <-w.work
