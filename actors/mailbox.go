@@ -29,7 +29,8 @@ func counted(producer actor.Producer, opts ...actor.PropsOption) (*actor.Props, 
 // them at a time, as protoactor's own. Unlike protoactor's it allocates
 // nothing per message: protoactor's made a closure each time it scheduled
 // its run and a list node per system message (about 25 allocations per
-// task of BenchmarkEndToEnd).
+// task of BenchmarkEndToEnd). A protoactor MessageBatch is handed to the
+// actor as one message (fano sends none; protoactor's mailbox unpacked it).
 type mailbox struct {
 	mu           sync.Mutex
 	user, system fifo
@@ -189,8 +190,10 @@ func (q *fifo) pop() (any, bool) {
 }
 
 // warmDispatcher runs mailboxes on warm goroutines, with protoactor's
-// default throughput.
-var warmDispatcher = &warmGoroutines{throughput: 300, maxParked: 64, work: make(chan func())}
+// default throughput, and gateway calls. Up to 128 wait: room for the
+// long-lived actors and a full set of running tasks (64 by default) if
+// executors run their loops here too.
+var warmDispatcher = &warmGoroutines{throughput: 300, maxParked: 128, work: make(chan func())}
 
 // warmGoroutines is a protoactor dispatcher, and a way to start any
 // short-lived work, whose goroutines outlive the work they run. The
@@ -204,7 +207,8 @@ type warmGoroutines struct {
 	throughput int
 	maxParked  int32
 	parked     atomic.Int32
-	work       chan func() // unbuffered: a send succeeds only into a waiting goroutine
+	live       atomic.Int32 // goroutines started and not ended
+	work       chan func()  // unbuffered: a send succeeds only into a waiting goroutine
 }
 
 // Schedule runs fn on a waiting goroutine, or on a new one if none waits.
@@ -212,6 +216,7 @@ func (w *warmGoroutines) Schedule(fn func()) {
 	select {
 	case w.work <- fn:
 	default:
+		w.live.Add(1)
 		go w.run(fn)
 	}
 }
@@ -230,6 +235,7 @@ func (w *warmGoroutines) run(fn func()) {
 		fn = nil // what it held is garbage while the goroutine waits
 		if w.parked.Add(1) > w.maxParked {
 			w.parked.Add(-1)
+			w.live.Add(-1)
 			return
 		}
 		fn = <-w.work

@@ -50,7 +50,6 @@ func TestMailboxesCountWaitingMessages(t *testing.T) {
 // starting a new one, and keep at most maxParked waiting.
 func TestWarmGoroutinesReuseAndBound(t *testing.T) {
 	w := &warmGoroutines{throughput: 1, maxParked: 2, work: make(chan func())}
-	before := runtime.NumGoroutine()
 	const n = 50
 	release := make(chan struct{})
 	var started, ended sync.WaitGroup
@@ -64,23 +63,24 @@ func TestWarmGoroutinesReuseAndBound(t *testing.T) {
 		})
 	}
 	started.Wait() // all n at once
+	require.Equal(t, int32(n), w.live.Load(), "one goroutine each")
 	close(release)
 	ended.Wait()
 	settled := func(cond func() bool) {
 		deadline := time.Now().Add(30 * time.Second)
 		for !cond() {
-			require.True(t, time.Now().Before(deadline), "parked %d, goroutines %d (before %d)", w.parked.Load(), runtime.NumGoroutine(), before)
+			require.True(t, time.Now().Before(deadline), "parked %d, live %d", w.parked.Load(), w.live.Load())
 			runtime.Gosched()
 		}
 	}
-	settled(func() bool { return w.parked.Load() == 2 && runtime.NumGoroutine() <= before+2 })
+	settled(func() bool { return w.parked.Load() == 2 && w.live.Load() == 2 })
 
 	// The next work goes to one of the two waiting goroutines: inside it,
 	// one is left waiting (a new goroutine would leave two).
 	parkedDuring := make(chan int32, 1)
 	w.Schedule(func() { parkedDuring <- w.parked.Load() })
 	require.Equal(t, int32(1), <-parkedDuring)
-	settled(func() bool { return w.parked.Load() == 2 })
+	settled(func() bool { return w.parked.Load() == 2 && w.live.Load() == 2 })
 }
 
 // recordingInvoker is the actor side of a mailbox under test: it records

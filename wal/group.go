@@ -307,9 +307,9 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 			return err
 		}
 	}
-	intents := tx.Bucket(bucketIntents)
-	cps := tx.Bucket(bucketCheckpoints)
-	var archive *bolt.Bucket
+	// Buckets are opened when first needed: most commits write no
+	// checkpoint, and opening one costs a search and a few allocations.
+	var intents, cps, archive *bolt.Bucket
 	var key [8]byte
 	for _, r := range reqs {
 		for i := range r.entries {
@@ -327,6 +327,9 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 			}
 			if r.entries[i].Intent {
 				binary.BigEndian.PutUint64(key[:], r.first+uint64(i))
+				if intents == nil {
+					intents = tx.Bucket(bucketIntents)
+				}
 				if err := intents.Put(key[:], []byte{}); err != nil {
 					return err
 				}
@@ -334,11 +337,17 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 		}
 		for _, s := range r.commits {
 			binary.BigEndian.PutUint64(key[:], s)
+			if intents == nil {
+				intents = tx.Bucket(bucketIntents)
+			}
 			if err := intents.Delete(key[:]); err != nil {
 				return err
 			}
 		}
 		if r.cpValue != nil {
+			if cps == nil {
+				cps = tx.Bucket(bucketCheckpoints)
+			}
 			if err := cps.Put([]byte(r.cpOwner), r.cpValue); err != nil {
 				return err
 			}

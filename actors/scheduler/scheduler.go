@@ -433,6 +433,32 @@ func (s *State) Task(id string) (*pb.Task, bool) {
 	return s.copyOf(en), true
 }
 
+// TaskAfter returns the task as it will be once events (its own, not yet
+// applied) are: for what is written with them (the whole task archived
+// with its completion). The copy shares with the scheduler's task what
+// events never change in place (pb.CloneTaskSharing), so it costs a
+// fraction of Task's deep copy; the caller may keep it but must not change
+// it further. The scheduler's task is unchanged.
+func (s *State) TaskAfter(id string, events []*pb.Event) (*pb.Task, error) {
+	en, ok := s.tasks[id]
+	if !ok {
+		return nil, &NotFoundError{TaskID: id}
+	}
+	s.refresh(en)
+	t := en.t
+	if t == nil {
+		t = en.view() // packed: a fresh decoded copy
+	} else {
+		t = pb.CloneTaskSharing(t)
+	}
+	for _, e := range events {
+		if err := ApplyToTask(t, e, s.cfg.MessageLimit); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
 // refresh sets an unfinished task's priority field to its priority at the
 // scheduler's clock; a tick does not touch every task, a read does.
 func (s *State) refresh(en *entry) {

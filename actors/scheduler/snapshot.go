@@ -28,7 +28,15 @@ func (s *State) Snapshot() *pb.SchedulerSnapshot {
 			snap.Tasks = append(snap.Tasks, &pb.Task{Id: id})
 			continue
 		}
-		t := en.clone()
+		// Encoded at once and never changed: a copy that shares what is
+		// never changed in place is enough (a deep copy of every task per
+		// checkpoint was most of its cost).
+		t := en.t
+		if t == nil {
+			t = en.view() // packed: a fresh decoded copy
+		} else {
+			t = pb.CloneTaskSharing(t)
+		}
 		t.Priority = 0
 		snap.Tasks = append(snap.Tasks, t)
 	}

@@ -88,3 +88,62 @@ func TestTaskViewNeverChanges(t *testing.T) {
 func evResumed(id string, at time.Time) *pb.Event {
 	return &pb.Event{At: at.UnixNano(), Body: &pb.Event_TaskResumed{TaskResumed: &pb.TaskResumed{TaskId: id}}}
 }
+
+// TaskAfter is the task as applying the events to a copy makes it, and
+// leaves the scheduler's task as it was.
+func TestTaskAfterIsTheTaskOnceApplied(t *testing.T) {
+	s := New(Config{MessageLimit: 3})
+	tk := task("explorer", "exploration", "a")
+	tk.Context = map[string]string{"question": "q"}
+	submit(t, s, tk, t0)
+	id := tk.Id
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	for _, e := range []*pb.Event{
+		evStarted(id, "web", at(1)),
+		evRequest(id, "web", "p1", at(2)),
+		evResponse(id, "web", "a1", "https://chat/1", at(3)),
+		evRequest(id, "web", "p2", at(4)),
+	} {
+		apply(t, s, e)
+	}
+	before, _ := s.Task(id)
+	later := []*pb.Event{
+		evResponse(id, "web", "a2", "https://chat/1", at(5)),
+		evRequest(id, "web", "p3", at(6)), // truncates to 3 messages
+		evCompleted(id, at(7)),
+	}
+	want := proto.Clone(before).(*pb.Task)
+	for _, e := range later {
+		require.NoError(t, ApplyToTask(want, e, 3))
+	}
+	got, err := s.TaskAfter(id, later)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(want, got), "got %v\nwant %v", got, want)
+	now, _ := s.Task(id)
+	require.True(t, proto.Equal(before, now), "TaskAfter changed the scheduler's task")
+
+	_, err = s.TaskAfter("explorer/exploration/none", later)
+	var nf *NotFoundError
+	require.ErrorAs(t, err, &nf)
+}
+
+// A snapshot kept while the scheduler goes on stays as it was taken.
+func TestSnapshotDoesNotChangeLater(t *testing.T) {
+	s := New(Config{MessageLimit: 3})
+	tk := task("explorer", "exploration", "a")
+	tk.Context = map[string]string{"question": "q"}
+	submit(t, s, tk, t0)
+	id := tk.Id
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	apply(t, s, evStarted(id, "web", at(1)))
+	apply(t, s, evRequest(id, "web", "p1", at(2)))
+	snap := s.Snapshot()
+	was := proto.Clone(snap)
+	apply(t, s, evResponse(id, "web", "a1", "https://chat/1", at(3)))
+	apply(t, s, evRequest(id, "web", "p2", at(4)))
+	apply(t, s, evRequestFailed(id, "web", at(5)))
+	done := evCompleted(id, at(6))
+	done.GetTaskCompleted().Archived = true
+	apply(t, s, done)
+	require.True(t, proto.Equal(was, snap), "the snapshot changed:\n now %v\n was %v", snap, was)
+}

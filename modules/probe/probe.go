@@ -126,7 +126,7 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 	if answer == "" {
 		return nil, &modules.ValidationError{TaskID: t.Id, Phase: "rules", Msg: "empty answer", Raw: answer}
 	}
-	data, err := json.Marshal(answerEvent{Task: t.Id, Turn: len(m.state.Answers[t.Id]), Text: answer})
+	data, err := encodeAnswer(answerEvent{Task: t.Id, Turn: len(m.state.Answers[t.Id]), Text: answer})
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +148,11 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 	switch e.Type {
 	case "answer_recorded":
-		var a answerEvent
-		if err := json.Unmarshal(e.Data, &a); err != nil {
-			return fmt.Errorf("probe: answer_recorded of task %s: %w", e.TaskId, err)
+		a, ok := decodeAnswer(e.Data)
+		if !ok {
+			if err := json.Unmarshal(e.Data, &a); err != nil {
+				return fmt.Errorf("probe: answer_recorded of task %s: %w", e.TaskId, err)
+			}
 		}
 		if a.Turn == len(m.state.Answers[a.Task]) {
 			m.state.Answers[a.Task] = append(m.state.Answers[a.Task], a.Text)
