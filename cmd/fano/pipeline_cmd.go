@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -238,6 +239,8 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("max-cost") {
 				def.Limits.MaxCost = maxCost
 			}
+			stopProfile := startProfiles()
+			defer stopProfile()
 			ps, err := pipelineSetup(g, def)
 			if err != nil {
 				return err
@@ -289,6 +292,18 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		return err
 	}
 	defer sys.Subscribe(usage.note)()
+	// The end of the run: every item finished and the last tasks settled.
+	// A task's end wakes the loop at once, rather than idle ticks later.
+	settled := make(chan struct{}, 1)
+	defer sys.Subscribe(func(n actors.Notice) {
+		if e := n.Event; e != nil && (e.GetTaskCompleted() != nil || e.GetTaskFailed() != nil || e.GetTaskCancelled() != nil) && mod.AllFinished() {
+			select {
+			case settled <- struct{}{}:
+			default:
+			}
+		}
+	})()
+	over := func() bool { return mod.AllFinished() && sys.Idle() }
 	stopReq, requestStop := fanoapp.StopRequests()
 	svc, err := fanoapp.StartServices(fanoapp.ServiceEnv{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
 		Stop: requestStop, Out: os.Stdout})
@@ -345,12 +360,21 @@ loop:
 		case r := <-stopReq:
 			reason = r
 			break loop
+		case <-settled:
+			if over() {
+				reason = "finished"
+				break loop
+			}
 		case <-tick.C:
 			p := progress()
 			if bar != nil {
 				bar.draw(p)
 			}
 			writeProgress(a.dataDir, p)
+			if over() {
+				reason = "finished"
+				break loop
+			}
 			switch watch.Observe(sys.Idle(), p.waiting) {
 			case pipeline.RunFinished:
 				reason = "idle"
@@ -363,6 +387,7 @@ loop:
 			}
 		}
 	}
+	writeHeapProfile("idle")
 	go func() {
 		for sig := range sigs {
 			if sig != syscall.SIGUSR1 {
@@ -385,6 +410,7 @@ loop:
 	_ = sys.WithModule(pipeline.Name, func(m modules.Module) { sum = m.(*pipeline.Module).Summary() })
 	svc.Stop()
 	stopErr := sys.Stop()
+	writeHeapProfile("stopped")
 	svc.Finish()
 	_ = os.Remove(filepath.Join(a.dataDir, pipelineProgress))
 	if stopErr != nil {
@@ -770,6 +796,39 @@ func (u *usageBook) Take(taskID string) (int64, int64, bool) {
 	}
 	t := v.([2]int64)
 	return t[0], t[1], true
+}
+
+// startProfiles starts a CPU profile of the run into the file
+// FANO_PIPELINE_CPUPROFILE names, if any (for tuning the pipeline path);
+// the returned func stops it.
+func startProfiles() func() {
+	p := os.Getenv("FANO_PIPELINE_CPUPROFILE")
+	if p == "" {
+		return func() {}
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// writeHeapProfile writes the heap as of now into the file
+// FANO_PIPELINE_HEAPPROFILE names, if any, with the moment's name
+// appended ("<file>.idle").
+func writeHeapProfile(moment string) {
+	p := os.Getenv("FANO_PIPELINE_HEAPPROFILE")
+	if p == "" {
+		return
+	}
+	if f, err := os.Create(p + "." + moment); err == nil {
+		_ = pprof.WriteHeapProfile(f)
+		f.Close()
+	}
 }
 
 // finishRun has the pipeline write its output files from its state.

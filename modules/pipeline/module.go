@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"fano/modules"
@@ -70,6 +71,10 @@ type Module struct {
 	// over every item.
 	itemSt   []string
 	finished int
+	// allFinished mirrors finished == len(items) for other goroutines:
+	// `fano pipeline run` ends as soon as it is true and the system is
+	// idle, instead of waiting for idle ticks.
+	allFinished atomic.Bool
 	// Propose's window: items [low, scan) were looked at; open counts
 	// their ready pairs not done (openAt per item, as of its last look);
 	// dirty lists those whose pairs changed since, starved those a full
@@ -237,7 +242,12 @@ func (m *Module) countItems() {
 			m.finished++
 		}
 	}
+	m.allFinished.Store(m.finished == len(m.items))
 }
+
+// AllFinished reports whether every item is finished (done or failed),
+// as of the events applied so far. Safe from any goroutine.
+func (m *Module) AllFinished() bool { return m.allFinished.Load() }
 
 // noteItem updates item i's status after its pairs changed.
 func (m *Module) noteItem(i int) {
@@ -248,6 +258,7 @@ func (m *Module) noteItem(i int) {
 		} else {
 			m.finished++
 		}
+		m.allFinished.Store(m.finished == len(m.items))
 	}
 	m.itemSt[i] = now
 	if now != "open" {

@@ -241,6 +241,7 @@ func TestFinishedCountFollowsChanges(t *testing.T) {
 		fin, total := m.Progress()
 		assert.Equal(t, done+failed, fin)
 		assert.Equal(t, 8, total)
+		assert.Equal(t, fin == total, m.AllFinished(), "AllFinished: the run ends on it")
 		s := m.Summary()
 		assert.Equal(t, done, s.ItemsDone)
 		assert.Equal(t, failed, s.ItemsFailed)
