@@ -194,7 +194,7 @@ func TestGroupRunsBothStepsAndFeedsTheNextOne(t *testing.T) {
 		h.runTask(tk)
 	}
 	h.runAll()
-	vals, err := h.m.stepValues(items[0])
+	vals, err := h.m.stepValues(items[0], false)
 	require.NoError(t, err)
 	group := vals["drafts"].(map[string]any)
 	assert.Contains(t, group, "short")
@@ -204,7 +204,7 @@ func TestGroupRunsBothStepsAndFeedsTheNextOne(t *testing.T) {
 	long := group["long"].(map[string]any)["text"].(string)
 	assert.Contains(t, prompts[2], "merge "+short+" and "+long)
 	// The expression is seeded per item: the same value every time.
-	assert.Equal(t, vals["angle"], func() any { v, _ := h.m.stepValues(items[0]); return v["angle"] }())
+	assert.Equal(t, vals["angle"], func() any { v, _ := h.m.stepValues(items[0], false); return v["angle"] }())
 	assert.True(t, strings.HasSuffix(vals["angle"].(string), "-i00"))
 }
 
@@ -500,4 +500,48 @@ func TestDecidedCostStaysHeldUntilApplied(t *testing.T) {
 	require.NoError(t, m.Apply(evs[0], time.Now()))
 	assert.Zero(t, m.reservedCost())
 	assert.InDelta(t, held, m.spent, 1e-12)
+}
+
+const groupedNoExpr = `
+name: writers
+models: [m1, m2]
+items: {source: items.jsonl, key: id}
+steps:
+  - name: drafts
+    group:
+      - name: short
+        llm: {prompt: 'short {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+      - name: long
+        llm: {models: [m1], prompt: 'long {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+  - name: merge
+    needs: [drafts]
+    llm: {prompt: 'merge {{.steps.drafts.long.text}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+`
+
+// results.jsonl writes the stored outputs as they are: the same bytes as
+// decoding them and encoding them again, for groups, fan-outs, numbers,
+// escapes and text that is not ASCII.
+func TestResultsWriteStoredOutputsAsDecodedOnesWould(t *testing.T) {
+	def, items := writeDef(t, groupedNoExpr, 6)
+	h := newHarness(t, def, items)
+	answers := []string{
+		`{"text": "a<b & c>d \u2028 ü 日本", "n": 12345678.25, "tiny": 1e-9, "big": 1e21, "list": [1, 2.5, {"z": null, "a": true}]}`,
+		`Sure: {"text": "plain", "n": -0.0}`,
+		"```json\n{\"text\": \"fenced \\\"quoted\\\"\", \"n\": 3}\n```",
+	}
+	n := 0
+	h.answer = func(*pb.Task, string) string { n++; return answers[n%len(answers)] }
+	h.runAll()
+	require.Equal(t, 6, h.m.Summary().ItemsDone)
+	raw, err := h.m.results(true)
+	require.NoError(t, err)
+	decoded, err := h.m.results(false)
+	require.NoError(t, err)
+	assert.Equal(t, string(decoded), string(raw))
+	got, err := h.m.Export(ResultsFile)
+	require.NoError(t, err)
+	assert.Equal(t, string(raw), string(got), "no expression: the stored outputs are written as they are")
+	var r Result
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(got), "\n", 2)[0]), &r))
+	assert.Len(t, r.Steps["drafts"].(map[string]any)["short"], 2, "one output per model in the group's step")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -51,6 +52,13 @@ type Result struct {
 }
 
 func (m *Module) resultsJSONL() ([]byte, error) {
+	// The stored outputs go out as they are, not decoded and encoded
+	// again (the same bytes: they were encoded by encoding/json), unless
+	// an expression step computes a value from them.
+	return m.results(!slices.ContainsFunc(m.def.order, func(s *Step) bool { return s.expr != nil }))
+}
+
+func (m *Module) results(raw bool) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for i, it := range m.items {
@@ -58,7 +66,7 @@ func (m *Module) resultsJSONL() ([]byte, error) {
 		if st == "open" {
 			continue
 		}
-		vals, err := m.stepValues(it)
+		vals, err := m.stepValues(it, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -224,7 +232,7 @@ func (m *Module) Verify() []modules.Problem {
 		if p.Status != StatusOK {
 			continue
 		}
-		vals, err := m.stepValues(m.items[i])
+		vals, err := m.stepValues(m.items[i], false)
 		if err != nil {
 			out = append(out, modules.Problem{Kind: "invalid_output", ID: id, Detail: err.Error()})
 			continue
