@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -505,6 +506,7 @@ func TestDecidedCostStaysHeldUntilApplied(t *testing.T) {
 const groupedNoExpr = `
 name: writers
 models: [m1, m2]
+prices: {m1: {input: 0.003, output: 0.0071}, m2: {input: 1.5, output: 2}}
 items: {source: items.jsonl, key: id}
 steps:
   - name: drafts
@@ -520,7 +522,8 @@ steps:
 
 // results.jsonl writes the stored outputs as they are: the same bytes as
 // decoding them and encoding them again, for groups, fan-outs, numbers,
-// escapes and text that is not ASCII.
+// escapes and text that is not ASCII; and its own writer writes what
+// encoding/json would (costs from 1e-8 up).
 func TestResultsWriteStoredOutputsAsDecodedOnesWould(t *testing.T) {
 	def, items := writeDef(t, groupedNoExpr, 6)
 	h := newHarness(t, def, items)
@@ -544,4 +547,19 @@ func TestResultsWriteStoredOutputsAsDecodedOnesWould(t *testing.T) {
 	var r Result
 	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(got), "\n", 2)[0]), &r))
 	assert.Len(t, r.Steps["drafts"].(map[string]any)["short"], 2, "one output per model in the group's step")
+	assert.Contains(t, string(got), `e-`, "a cost small enough for an exponent")
+
+	for c := range 256 {
+		s := "k" + string(rune(c)) + string([]byte{byte(c)})
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		require.NoError(t, appendJSON(&b, s))
+		assert.Equal(t, string(want), b.String(), "%q", s)
+	}
+	for _, f := range []float64{0, 1, -1, 0.5, 1e-6, 9.99e-7, 1e-7, 1.5e-8, 123456.789, 1e20, 1e21, 1.5e300, -2.5e-9, 1e-100} {
+		want, err := json.Marshal(f)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(appendFloat(nil, f)), "%v", f)
+	}
 }

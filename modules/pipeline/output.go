@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -61,6 +62,7 @@ func (m *Module) resultsJSONL() ([]byte, error) {
 func (m *Module) results(raw bool) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
+	var scratch []byte
 	for i, it := range m.items {
 		st := m.itemSt[i]
 		if st == "open" {
@@ -79,11 +81,111 @@ func (m *Module) results(raw bool) ([]byte, error) {
 			}
 		}
 		r.Cost = roundUSD(r.Cost)
+		if raw {
+			// What enc.Encode(r) writes, without its reflection: for a
+			// 20,000-item run this is most of the end of the run.
+			if scratch, err = appendResult(&buf, scratch, r); err != nil {
+				return nil, fmt.Errorf("item %s: %w", it.Key, err)
+			}
+			continue
+		}
 		if err := enc.Encode(r); err != nil {
 			return nil, err
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// appendResult writes r as encoding/json's Encoder would (the same
+// bytes; a test holds it to that), for steps of stored outputs
+// (json.RawMessage) and maps of them; other values go through
+// json.Marshal. scratch is reused between calls.
+func appendResult(buf *bytes.Buffer, scratch []byte, r Result) ([]byte, error) {
+	buf.WriteString(`{"key":`)
+	if err := appendJSON(buf, r.Key); err != nil {
+		return scratch, err
+	}
+	buf.WriteString(`,"status":`)
+	if err := appendJSON(buf, r.Status); err != nil {
+		return scratch, err
+	}
+	buf.WriteString(`,"steps":`)
+	if err := appendValue(buf, r.Steps); err != nil {
+		return scratch, err
+	}
+	buf.WriteString(`,"cost_usd":`)
+	scratch = appendFloat(scratch[:0], r.Cost)
+	buf.Write(scratch)
+	buf.WriteString("}\n")
+	return scratch, nil
+}
+
+func appendValue(buf *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case json.RawMessage:
+		return json.Compact(buf, v)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendJSON(buf, k); err != nil {
+				return err
+			}
+			buf.WriteByte(':')
+			if err := appendValue(buf, v[k]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+		return nil
+	}
+	return appendJSON(buf, v)
+}
+
+func appendJSON(buf *bytes.Buffer, v any) error {
+	if s, ok := v.(string); ok && plainASCII(s) {
+		buf.WriteByte('"')
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return nil
+	}
+	b, err := json.Marshal(v)
+	buf.Write(b)
+	return err
+}
+
+// plainASCII: s is printable ASCII that encoding/json writes as it is
+// (no quote, backslash, or HTML character it escapes).
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// appendFloat formats a float64 as encoding/json does: the shortest
+// representation, in exponent form below 1e-6 and from 1e21 on, with a
+// one-digit negative exponent written without its leading zero.
+func appendFloat(b []byte, f float64) []byte {
+	abs, format := math.Abs(f), byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
+	}
+	return b
 }
 
 // roundUSD drops float noise below a millionth of a cent.
@@ -103,7 +205,10 @@ type Failure struct {
 // Failures lists the failed pairs in item and step order.
 func (m *Module) Failures() []Failure {
 	var out []Failure
-	for _, it := range m.items {
+	for i, it := range m.items {
+		if m.itemSt[i] == "done" {
+			continue // done: none of its pairs failed
+		}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
 				if p := m.pairOf(s.Name, it.Key, model); p != nil && p.Status == StatusFailed {
