@@ -262,7 +262,9 @@ func (m *Module) noteItem(i int) {
 	}
 	m.itemSt[i] = now
 	if now != "open" {
-		// Finished: no later step reads its outputs; free the decoded ones.
+		// Finished: no later step reads its outputs or renders its
+		// prompt; free the decoded ones.
+		m.items[i].release()
 		for _, s := range m.def.order {
 			for _, model := range s.models {
 				if p := m.pairOf(s.Name, m.items[i].Key, model); p != nil {
@@ -360,7 +362,7 @@ func (m *Module) stepValues(it *Item, raw bool) (map[string]any, error) {
 			if !m.ready(s, it) {
 				continue
 			}
-			v, err := s.expr.eval(exprEnv(it.Fields, it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
+			v, err := s.expr.eval(exprEnv(it.fields(), it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
 			if err != nil {
 				return nil, fmt.Errorf("step %s, item %s: expression: %w", s.Name, it.Key, err)
 			}

@@ -472,3 +472,34 @@ func TestLaterStepsReadAChangedOutputAnew(t *testing.T) {
 	require.Zero(t, fin, "the item is still open (extract on m2 not asked)")
 	assert.Equal(t, "second", read())
 }
+
+// An item of a JSONL file holds its line, not decoded values, except
+// while it is open: a finished item's values are dropped, and an item
+// opened again (retry) renders the same prompt from its line.
+func TestItemValuesAreDecodedOnlyWhileOpen(t *testing.T) {
+	def, items := writeDef(t, strict, 6)
+	for _, it := range items {
+		require.Nil(t, it.Fields, "read: not decoded yet")
+	}
+	h := newHarness(t, def, items)
+	prompts := map[string][]string{}
+	h.answer = func(task *pb.Task, prompt string) string {
+		item := field(task, "item")
+		prompts[item] = append(prompts[item], prompt)
+		if item == "i02" && len(prompts[item]) <= 2 {
+			return `{"verdict": true, "confidence": 0.1}` // both attempts fail the rule
+		}
+		return `{"verdict": true, "confidence": 0.95}`
+	}
+	h.runAll()
+	require.Equal(t, 6, h.m.Summary().ItemsDone+h.m.Summary().ItemsFailed)
+	for _, it := range items {
+		assert.Nil(t, it.Fields, "item %s is finished: its values are dropped", it.Key)
+	}
+	assert.Contains(t, prompts["i00"][0], "Is it true? claim 0")
+	h.apply(h.m.DecideRetryFailed(""))
+	h.runAll()
+	require.Len(t, prompts["i02"], 3)
+	assert.Equal(t, prompts["i02"][0], prompts["i02"][2], "the retried item's prompt, from its line again")
+	assert.Equal(t, 6, h.m.Summary().ItemsDone)
+}

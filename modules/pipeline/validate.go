@@ -316,7 +316,7 @@ func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, ans
 		}
 	}
 	for i, r := range s.rules {
-		env := exprEnv(it.Fields, it.Key, steps, v, seededRand(d.Seed, it.Key, s.Name))
+		env := exprEnv(it.fields(), it.Key, steps, v, seededRand(d.Seed, it.Key, s.Name))
 		ok, err := r.eval(env)
 		if err != nil {
 			return nil, "rules", fmt.Errorf("rule %d (%s): %v", i+1, r.src, err)
@@ -332,7 +332,7 @@ func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, ans
 // schema the answer must match.
 func (d *Definition) RenderPrompt(s *Step, it *Item, steps map[string]any, model string) (string, error) {
 	var buf bytes.Buffer
-	data := map[string]any{"item": it.Fields, "key": it.Key, "steps": steps, "model": model}
+	data := map[string]any{"item": it.fields(), "key": it.Key, "steps": steps, "model": model}
 	if err := s.tmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("step %s, item %s: prompt: %w", s.Name, it.Key, err)
 	}
