@@ -293,10 +293,12 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	}
 	defer sys.Subscribe(usage.note)()
 	// The end of the run: every item finished and the last tasks settled.
-	// A task's end wakes the loop at once, rather than idle ticks later.
+	// Once every item is finished, each applied event (the last answers,
+	// the last tasks' ends, in whichever order the actors apply them)
+	// wakes the loop to look, rather than idle ticks later.
 	settled := make(chan struct{}, 1)
 	defer sys.Subscribe(func(n actors.Notice) {
-		if e := n.Event; e != nil && (e.GetTaskCompleted() != nil || e.GetTaskFailed() != nil || e.GetTaskCancelled() != nil) && mod.AllFinished() {
+		if n.Event != nil && mod.AllFinished() {
 			select {
 			case settled <- struct{}{}:
 			default:
