@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"testing"
+
+	"fano/pb"
 )
 
 const exportBenchDef = `
@@ -54,4 +56,34 @@ func BenchmarkExportResults(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkModulePerItem: the module's own work for one item of the
+// peers' workload (one llm step, one model), as its host drives it:
+// propose, NextAction (prompt), DecideResponse (validation), Apply,
+// DecideCompletion. Per op: one item.
+func BenchmarkModulePerItem(b *testing.B) {
+	t := &testing.T{}
+	def, items := writeDef(t, exportBenchDef, 20000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	done := 0
+	for done < b.N {
+		b.StopTimer()
+		h := newHarness(t, def, items)
+		h.answer = func(*pb.Task, string) string { return `{"verdict": true}` }
+		b.StartTimer()
+		for done < b.N {
+			tasks := h.m.Propose(h.now)
+			if len(tasks) == 0 {
+				break
+			}
+			for _, tk := range tasks {
+				h.runTask(tk)
+				if done++; done == b.N {
+					break
+				}
+			}
+		}
+	}
 }

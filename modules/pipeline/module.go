@@ -632,7 +632,6 @@ type taskRef struct {
 	item  *Item
 	model string
 	gen   int
-	key   string
 	// dropped: the definition no longer fans this step out to the model
 	// (edited between runs); its task ends with nothing recorded.
 	dropped bool
@@ -655,6 +654,9 @@ func parseSubject(subject string) (step, model string, gen int, item string, ok 
 	return step, model, gen, item, true
 }
 
+// pairKey is the key of the task's pair in the state.
+func (r taskRef) pairKey() string { return pairKey(r.step.Name, r.item.Key, r.model) }
+
 func (m *Module) ref(t *pb.Task) (taskRef, error) {
 	stepName, model, gen, item, ok := parseSubject(t.Subject)
 	if !ok {
@@ -668,7 +670,7 @@ func (m *Module) ref(t *pb.Task) (taskRef, error) {
 	if !ok {
 		return taskRef{}, fmt.Errorf("task %s: item %q is not among the items", t.Id, item)
 	}
-	return taskRef{step: s, item: m.items[i], model: model, gen: gen, key: pairKey(s.Name, item, model),
+	return taskRef{step: s, item: m.items[i], model: model, gen: gen,
 		dropped: !slices.Contains(s.models, model)}, nil
 }
 
@@ -682,7 +684,7 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		return modules.Action{}, err
 	}
 	delete(m.reserved, t.Id)
-	p := m.st.Pairs[r.key]
+	p := m.pairOf(r.step.Name, r.item.Key, r.model)
 	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) || (p != nil && p.Attempts >= r.step.LLM.Attempts) {
 		return modules.Action{Kind: modules.ActionDone}, nil
 	}
@@ -728,7 +730,7 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 			cost, toks = (float64(in)*p.Input+float64(out)*p.Output)/1e6, in+out
 		}
 	}
-	ev := answerEvent{Key: r.key, Gen: r.gen, Cost: cost, Tokens: toks}
+	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Cost: cost, Tokens: toks}
 	vals, err := m.valuesFor(r.step, r.item)
 	if err != nil {
 		return nil, err
@@ -762,16 +764,16 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 		return nil, err
 	}
 	delete(m.reserved, t.Id)
-	p := m.st.Pairs[r.key]
+	p := m.pairOf(r.step.Name, r.item.Key, r.model)
 	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) {
 		delete(m.deferred, t.Id)
 		return nil, nil
 	}
 	if why, ok := m.deferred[t.Id]; ok {
 		delete(m.deferred, t.Id)
-		return pairEvent("pair_deferred", t.Id, answerEvent{Key: r.key, Gen: r.gen, Error: why})
+		return pairEvent("pair_deferred", t.Id, answerEvent{Key: r.pairKey(), Gen: r.gen, Error: why})
 	}
-	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
+	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
 	if p != nil {
 		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw
 	}
@@ -788,11 +790,11 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 	}
 	delete(m.reserved, t.Id)
 	delete(m.deferred, t.Id)
-	if p := m.st.Pairs[r.key]; done(p) || (p != nil && p.Gen != r.gen) {
+	if p := m.pairOf(r.step.Name, r.item.Key, r.model); done(p) || (p != nil && p.Gen != r.gen) {
 		return nil, nil
 	}
-	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "request", Error: reason}
-	if p := m.st.Pairs[r.key]; p != nil && p.Raw != "" {
+	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Stage: "request", Error: reason}
+	if p := m.pairOf(r.step.Name, r.item.Key, r.model); p != nil && p.Raw != "" {
 		ev.Raw = p.Raw
 	}
 	return pairEvent("pair_failed", t.Id, ev)

@@ -435,6 +435,10 @@ func TestAnswerJSONFromFenceOrBraces(t *testing.T) {
 		_, stage, err := def.ValidateAnswer(s, items[0], nil, answer)
 		assert.NoError(t, err, "%s: %q", stage, answer)
 	}
+	// Two objects: the first is the answer, the rest is left.
+	out, stage, err := def.ValidateAnswer(s, items[0], nil, `{"verdict": true} or, if you prefer, {"verdict": false}`)
+	require.NoError(t, err, stage)
+	assert.Equal(t, map[string]any{"verdict": true}, out)
 }
 
 // Later steps read an earlier step's output decoded once; an output that
