@@ -918,6 +918,12 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		p.val = nil // its output may change
 		defer changed(a.Key)
+		// A settled pair, or one whose round is over, is not offered
+		// again under that round's task: Propose need not remember it.
+		forget := func() {
+			step, item, model := splitPairKey(a.Key)
+			delete(m.offered, offerID{pairID{step, item, model}, a.Gen})
+		}
 		switch e.Type {
 		case "answer_ok", "answer_invalid":
 			if p.Status != "" {
@@ -929,6 +935,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			p.Tokens += a.Tokens
 			if e.Type == "answer_ok" {
 				p.Status, p.Output = StatusOK, a.Output
+				forget()
 			} else {
 				p.Attempts++
 				p.Stage, p.Error, p.Raw = a.Stage, a.Error, a.Raw
@@ -939,8 +946,10 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 				if a.Raw != "" {
 					p.Raw = a.Raw
 				}
+				forget()
 			}
 		case "pair_deferred":
+			forget()
 			p.Gen++
 			p.Attempts = 0
 		case "output_invalidated":

@@ -251,6 +251,7 @@ func TestFinishedCountFollowsChanges(t *testing.T) {
 	check(h.m)
 	fin, _ := h.m.Progress()
 	require.Equal(t, 8, fin)
+	assert.Empty(t, h.m.offered, "settled pairs (ok or failed) are not remembered as offered")
 	evs, err := h.m.DecideRetryFailed("")
 	require.NoError(t, err)
 	h.apply(evs, nil)
