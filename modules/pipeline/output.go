@@ -150,26 +150,70 @@ func appendValue(buf *bytes.Buffer, v any) error {
 }
 
 func appendJSON(buf *bytes.Buffer, v any) error {
-	if s, ok := v.(string); ok && plainASCII(s) {
-		buf.WriteByte('"')
-		buf.WriteString(s)
-		buf.WriteByte('"')
-		return nil
+	if s, ok := v.(string); ok {
+		return appendString(buf, s)
 	}
 	b, err := json.Marshal(v)
 	buf.Write(b)
 	return err
 }
 
-// plainASCII: s is printable ASCII that encoding/json writes as it is
-// (no quote, backslash, or HTML character it escapes).
-func plainASCII(s string) bool {
+// appendString writes s as a JSON string, as encoding/json does.
+func appendString(buf *bytes.Buffer, s string) error {
+	if ascii(s) {
+		appendASCII(buf, s)
+		return nil
+	}
+	b, err := json.Marshal(s)
+	buf.Write(b)
+	return err
+}
+
+func ascii(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if s[i] >= 0x80 {
 			return false
 		}
 	}
 	return true
+}
+
+// appendASCII quotes an ASCII string as encoding/json does: quote and
+// backslash escaped, \b \f \n \r \t by name, other control characters
+// and the HTML characters < > & as \u00XX.
+func appendASCII(buf *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	buf.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			continue
+		}
+		buf.WriteString(s[start:i])
+		start = i + 1
+		switch c {
+		case '"', '\\':
+			buf.WriteByte('\\')
+			buf.WriteByte(c)
+		case '\b':
+			buf.WriteString(`\b`)
+		case '\f':
+			buf.WriteString(`\f`)
+		case '\n':
+			buf.WriteString(`\n`)
+		case '\r':
+			buf.WriteString(`\r`)
+		case '\t':
+			buf.WriteString(`\t`)
+		default:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hex[c>>4])
+			buf.WriteByte(hex[c&0xf])
+		}
+	}
+	buf.WriteString(s[start:])
+	buf.WriteByte('"')
 }
 
 // appendFloat formats a float64 as encoding/json does: the shortest

@@ -508,3 +508,45 @@ func TestItemValuesAreDecodedOnlyWhileOpen(t *testing.T) {
 	assert.Equal(t, prompts["i02"][0], prompts["i02"][2], "the retried item's prompt, from its line again")
 	assert.Equal(t, 6, h.m.Summary().ItemsDone)
 }
+
+// A snapshot is what json.Marshal of the state writes (its own writer,
+// the same bytes), with failed pairs' raw answers, stages, attempts,
+// generations, costs and the requests per day; and it restores.
+func TestSnapshotIsTheStateAsJSON(t *testing.T) {
+	def, items := writeDef(t, strict, 8)
+	h := newHarness(t, def, items)
+	answers := []string{
+		"{\"verdict\": true, \"confidence\": 0.5, \"why\": \"a<b & \\\"q\\\" \\t\\u0001 ü\"}",
+		"not json at all \x00 \u2028",
+		`{"verdict": true, "confidence": 0.95}`,
+	}
+	n := 0
+	h.answer = func(task *pb.Task, _ string) string {
+		n++
+		if field(task, "item") < "i04" {
+			return answers[n%2]
+		}
+		return answers[2]
+	}
+	same := func() string {
+		t.Helper()
+		want, err := json.Marshal(h.m.st)
+		require.NoError(t, err)
+		got, err := h.m.Snapshot()
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+		return string(got)
+	}
+	h.runAll()
+	got := same()
+	assert.Contains(t, got, `"a":2`, "a failed pair's attempts")
+	assert.Contains(t, got, `"st":"rules"`, "the stage that failed")
+	h.apply(h.m.DecideRetryFailed(""))
+	h.m.st.Pairs[pairKey("verdict", "i07", "m1")].Cost = 1.5e-9
+	h.m.st.Requests["2026-11-22"] = 3
+	got = same()
+	assert.Contains(t, got, `"g":1`, "a retried pair's generation")
+	m := New(Config{Def: def, Items: items})
+	require.NoError(t, m.Restore([]byte(got)))
+	assert.Equal(t, h.m.Summary(), m.Summary())
+}
