@@ -510,8 +510,16 @@ func writeProgress(dir string, p runProgress) {
 		f.Waiting, f.WaitingUntil = p.waitWhy, p.waitUntil.Format(time.RFC3339)
 	}
 	b, err := json.Marshal(f)
-	if err == nil {
-		_ = actors.WriteFileAtomic(filepath.Join(dir, pipelineProgress), b, 0o644)
+	if err != nil {
+		return
+	}
+	// Renamed into place whole, but not synced: four times a second two
+	// fsyncs would compete with the WAL's for the disk, and after a crash
+	// the file is not read (the run no longer holds the WAL).
+	path := filepath.Join(dir, pipelineProgress)
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, b, 0o644) == nil {
+		_ = os.Rename(tmp, path)
 	}
 }
 
