@@ -169,6 +169,11 @@ func pipelineSetup(g *globals, def *pipeline.Definition) (*pipelineSession, erro
 	}
 	// A pipeline run is the pipeline alone: the math modules stay off.
 	cfg.Explorer.Enabled, cfg.Documenter.Enabled, cfg.Researcher.Enabled = false, false, false
+	// Its module keeps a window of tasks queued ahead of the running ones
+	// by design: a queue that deep is not a health problem.
+	if d := &cfg.Orchestrator.Health.MaxQueueDepth; *d > 0 && *d < pipeline.DefaultWindow+cfg.Orchestrator.Scheduler.MaxRunningTasks {
+		*d = pipeline.DefaultWindow + cfg.Orchestrator.Scheduler.MaxRunningTasks
+	}
 	cfg.DataDir = g.dataDir
 	if cfg.DataDir == "" {
 		cfg.DataDir = filepath.Join("runs", def.Name)

@@ -157,10 +157,13 @@ type UsageSource interface {
 	Take(taskID string) (prompt, completion int64, ok bool)
 }
 
+// DefaultWindow is Config.Window's default.
+const DefaultWindow = 2048
+
 // New returns a module for a definition and its items.
 func New(cfg Config) *Module {
 	if cfg.Window <= 0 {
-		cfg.Window = 2048
+		cfg.Window = DefaultWindow
 	}
 	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
