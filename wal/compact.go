@@ -71,6 +71,7 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 		}
 	}()
 	var chunk CompactResult
+	read := 0 // bytes of blocks read through the mapping
 	err = l.db.Update(func(tx *bolt.Tx) error {
 		blocks := tx.Bucket(bucketBlocks)
 		intents := tx.Bucket(bucketIntents)
@@ -93,6 +94,7 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 			if err != nil {
 				return err
 			}
+			read += len(v)
 			keep = keep[:0]
 			dropped, last, keptBytes := 0, uint64(0), 0
 			err = decodeBlock(first, v, func(e Entry, raw []byte) error {
@@ -176,6 +178,7 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 	if err != nil {
 		return 0, false, err
 	}
+	l.noteTouched(read) // as appends and replays do: the file does not stay resident
 	res.BlocksDeleted += chunk.BlocksDeleted
 	res.BlocksRewritten += chunk.BlocksRewritten
 	res.EntriesDeleted += chunk.EntriesDeleted

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -168,6 +169,11 @@ func pipelineSetup(g *globals, def *pipeline.Definition) (*pipelineSession, erro
 	}
 	// A pipeline run is the pipeline alone: the math modules stay off.
 	cfg.Explorer.Enabled, cfg.Documenter.Enabled, cfg.Researcher.Enabled = false, false, false
+	// Its module keeps a window of tasks queued ahead of the running ones
+	// by design: a queue that deep is not a health problem.
+	if d := &cfg.Orchestrator.Health.MaxQueueDepth; *d > 0 && *d < pipeline.DefaultWindow+cfg.Orchestrator.Scheduler.MaxRunningTasks {
+		*d = pipeline.DefaultWindow + cfg.Orchestrator.Scheduler.MaxRunningTasks
+	}
 	cfg.DataDir = g.dataDir
 	if cfg.DataDir == "" {
 		cfg.DataDir = filepath.Join("runs", def.Name)
@@ -238,6 +244,8 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 			if cmd.Flags().Changed("max-cost") {
 				def.Limits.MaxCost = maxCost
 			}
+			stopProfile := startProfiles()
+			defer stopProfile()
 			ps, err := pipelineSetup(g, def)
 			if err != nil {
 				return err
@@ -289,6 +297,20 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		return err
 	}
 	defer sys.Subscribe(usage.note)()
+	// The end of the run: every item finished and the last tasks settled.
+	// Once every item is finished, each applied event (the last answers,
+	// the last tasks' ends, in whichever order the actors apply them)
+	// wakes the loop to look, rather than idle ticks later.
+	settled := make(chan struct{}, 1)
+	defer sys.Subscribe(func(n actors.Notice) {
+		if n.Event != nil && mod.AllFinished() {
+			select {
+			case settled <- struct{}{}:
+			default:
+			}
+		}
+	})()
+	over := func() bool { return mod.AllFinished() && sys.Idle() }
 	stopReq, requestStop := fanoapp.StopRequests()
 	svc, err := fanoapp.StartServices(fanoapp.ServiceEnv{Cfg: a.cfg, DataDir: a.dataDir, Sys: sys, Logger: a.logger, Clock: opts.Clock,
 		Stop: requestStop, Out: os.Stdout})
@@ -345,12 +367,21 @@ loop:
 		case r := <-stopReq:
 			reason = r
 			break loop
+		case <-settled:
+			if over() {
+				reason = "finished"
+				break loop
+			}
 		case <-tick.C:
 			p := progress()
 			if bar != nil {
 				bar.draw(p)
 			}
 			writeProgress(a.dataDir, p)
+			if over() {
+				reason = "finished"
+				break loop
+			}
 			switch watch.Observe(sys.Idle(), p.waiting) {
 			case pipeline.RunFinished:
 				reason = "idle"
@@ -363,6 +394,7 @@ loop:
 			}
 		}
 	}
+	writeHeapProfile("idle")
 	go func() {
 		for sig := range sigs {
 			if sig != syscall.SIGUSR1 {
@@ -385,6 +417,7 @@ loop:
 	_ = sys.WithModule(pipeline.Name, func(m modules.Module) { sum = m.(*pipeline.Module).Summary() })
 	svc.Stop()
 	stopErr := sys.Stop()
+	writeHeapProfile("stopped")
 	svc.Finish()
 	_ = os.Remove(filepath.Join(a.dataDir, pipelineProgress))
 	if stopErr != nil {
@@ -482,8 +515,16 @@ func writeProgress(dir string, p runProgress) {
 		f.Waiting, f.WaitingUntil = p.waitWhy, p.waitUntil.Format(time.RFC3339)
 	}
 	b, err := json.Marshal(f)
-	if err == nil {
-		_ = actors.WriteFileAtomic(filepath.Join(dir, pipelineProgress), b, 0o644)
+	if err != nil {
+		return
+	}
+	// Renamed into place whole, but not synced: four times a second two
+	// fsyncs would compete with the WAL's for the disk, and after a crash
+	// the file is not read (the run no longer holds the WAL).
+	path := filepath.Join(dir, pipelineProgress)
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, b, 0o644) == nil {
+		_ = os.Rename(tmp, path)
 	}
 }
 
@@ -770,6 +811,39 @@ func (u *usageBook) Take(taskID string) (int64, int64, bool) {
 	}
 	t := v.([2]int64)
 	return t[0], t[1], true
+}
+
+// startProfiles starts a CPU profile of the run into the file
+// FANO_PIPELINE_CPUPROFILE names, if any (for tuning the pipeline path);
+// the returned func stops it.
+func startProfiles() func() {
+	p := os.Getenv("FANO_PIPELINE_CPUPROFILE")
+	if p == "" {
+		return func() {}
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return func() {}
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }
+}
+
+// writeHeapProfile writes the heap as of now into the file
+// FANO_PIPELINE_HEAPPROFILE names, if any, with the moment's name
+// appended ("<file>.idle").
+func writeHeapProfile(moment string) {
+	p := os.Getenv("FANO_PIPELINE_HEAPPROFILE")
+	if p == "" {
+		return
+	}
+	if f, err := os.Create(p + "." + moment); err == nil {
+		_ = pprof.WriteHeapProfile(f)
+		f.Close()
+	}
 }
 
 // finishRun has the pipeline write its output files from its state.

@@ -99,6 +99,7 @@ type Step struct {
 	// promptTail follows every rendered prompt: the schema the answer
 	// must match, encoded once.
 	promptTail string
+	promptSize int // room a rendered prompt starts with: its template's length and some
 	expr       *compiledExpr
 	rules      []*compiledExpr
 	deps       []*Step // needsOf, computed once
@@ -452,6 +453,7 @@ func (v *checker) checkLLM(d *Definition, s *Step, root *yaml.Node, sp []any) {
 			v.add(line+max(tl-1, 0), "step %s: prompt: %s", s.Name, msg)
 		} else {
 			s.tmpl = t
+			s.promptSize = len(l.Prompt) + 64
 			for _, ref := range stepRefs(l.Prompt) {
 				if err := checkRef(d, s, ref); err != nil {
 					v.add(line+ref.line, "step %s: prompt: %v", s.Name, err)

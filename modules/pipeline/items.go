@@ -18,9 +18,33 @@ import (
 
 // Item is one unit of work: its unique key and its fields.
 type Item struct {
-	Key    string
+	Key string
+	// Fields are the item's values. An item of a JSONL file keeps its
+	// line instead and has them decoded (fields) only while it is open:
+	// decoded maps for every item of a large source would be a third of
+	// a run's heap.
 	Fields map[string]any
-	Line   int // line in the source file (0 for generated items)
+	Line   int    // line in the source file (0 for generated items)
+	json   []byte // the JSONL line (checked to decode when read)
+}
+
+// fields returns the item's values, decoding its JSONL line on first use.
+func (it *Item) fields() map[string]any {
+	if it.Fields == nil && it.json != nil {
+		var f map[string]any
+		if json.Unmarshal(it.json, &f) == nil { // it did when the file was read
+			it.Fields = f
+		}
+	}
+	return it.Fields
+}
+
+// release drops the values decoded from a JSONL line (a finished item's
+// prompts are not rendered again).
+func (it *Item) release() {
+	if it.json != nil {
+		it.Fields = nil
+	}
 }
 
 // LoadItems reads or generates the items. A duplicate key, an unreadable
@@ -149,7 +173,7 @@ func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &Item{Key: key, Fields: fields, Line: line})
+		out = append(out, &Item{Key: key, Line: line, json: bytes.Clone(b)})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -1,12 +1,15 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"fano/modules"
@@ -70,6 +73,10 @@ type Module struct {
 	// over every item.
 	itemSt   []string
 	finished int
+	// allFinished mirrors finished == len(items) for other goroutines:
+	// `fano pipeline run` ends as soon as it is true and the system is
+	// idle, instead of waiting for idle ticks.
+	allFinished atomic.Bool
 	// Propose's window: items [low, scan) were looked at; open counts
 	// their ready pairs not done (openAt per item, as of its last look);
 	// dirty lists those whose pairs changed since, starved those a full
@@ -150,10 +157,13 @@ type UsageSource interface {
 	Take(taskID string) (prompt, completion int64, ok bool)
 }
 
+// DefaultWindow is Config.Window's default.
+const DefaultWindow = 2048
+
 // New returns a module for a definition and its items.
 func New(cfg Config) *Module {
 	if cfg.Window <= 0 {
-		cfg.Window = 2048
+		cfg.Window = DefaultWindow
 	}
 	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
@@ -237,7 +247,12 @@ func (m *Module) countItems() {
 			m.finished++
 		}
 	}
+	m.allFinished.Store(m.finished == len(m.items))
 }
+
+// AllFinished reports whether every item is finished (done or failed),
+// as of the events applied so far. Safe from any goroutine.
+func (m *Module) AllFinished() bool { return m.allFinished.Load() }
 
 // noteItem updates item i's status after its pairs changed.
 func (m *Module) noteItem(i int) {
@@ -248,10 +263,13 @@ func (m *Module) noteItem(i int) {
 		} else {
 			m.finished++
 		}
+		m.allFinished.Store(m.finished == len(m.items))
 	}
 	m.itemSt[i] = now
 	if now != "open" {
-		// Finished: no later step reads its outputs; free the decoded ones.
+		// Finished: no later step reads its outputs or renders its
+		// prompt; free the decoded ones.
+		m.items[i].release()
 		for _, s := range m.def.order {
 			for _, model := range s.models {
 				if p := m.pairOf(s.Name, m.items[i].Key, model); p != nil {
@@ -307,13 +325,16 @@ func (m *Module) valuesFor(s *Step, it *Item) (map[string]any, error) {
 	if len(s.deps) == 0 {
 		return noValues, nil
 	}
-	return m.stepValues(it)
+	return m.stepValues(it, false)
 }
 
 // stepValues computes the outputs available to an item's steps: llm
 // outputs that are OK (one model: the output; several: model -> output),
-// expressions whose needs are met, and groups as step -> output.
-func (m *Module) stepValues(it *Item) (map[string]any, error) {
+// expressions whose needs are met, and groups as step -> output. raw:
+// llm outputs stay their stored JSON (json.RawMessage), for writing them
+// out without decoding; only for a definition without expressions,
+// which would read them.
+func (m *Module) stepValues(it *Item, raw bool) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, s := range m.def.order {
 		switch {
@@ -322,6 +343,10 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 			for _, model := range s.models {
 				p := m.pairOf(s.Name, it.Key, model)
 				if p == nil || p.Status != StatusOK {
+					continue
+				}
+				if raw {
+					outs[model] = json.RawMessage(p.Output)
 					continue
 				}
 				v, err := p.value()
@@ -342,7 +367,7 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 			if !m.ready(s, it) {
 				continue
 			}
-			v, err := s.expr.eval(exprEnv(it.Fields, it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
+			v, err := s.expr.eval(exprEnv(it.fields(), it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
 			if err != nil {
 				return nil, fmt.Errorf("step %s, item %s: expression: %w", s.Name, it.Key, err)
 			}
@@ -612,7 +637,6 @@ type taskRef struct {
 	item  *Item
 	model string
 	gen   int
-	key   string
 	// dropped: the definition no longer fans this step out to the model
 	// (edited between runs); its task ends with nothing recorded.
 	dropped bool
@@ -635,6 +659,9 @@ func parseSubject(subject string) (step, model string, gen int, item string, ok 
 	return step, model, gen, item, true
 }
 
+// pairKey is the key of the task's pair in the state.
+func (r taskRef) pairKey() string { return pairKey(r.step.Name, r.item.Key, r.model) }
+
 func (m *Module) ref(t *pb.Task) (taskRef, error) {
 	stepName, model, gen, item, ok := parseSubject(t.Subject)
 	if !ok {
@@ -648,7 +675,7 @@ func (m *Module) ref(t *pb.Task) (taskRef, error) {
 	if !ok {
 		return taskRef{}, fmt.Errorf("task %s: item %q is not among the items", t.Id, item)
 	}
-	return taskRef{step: s, item: m.items[i], model: model, gen: gen, key: pairKey(s.Name, item, model),
+	return taskRef{step: s, item: m.items[i], model: model, gen: gen,
 		dropped: !slices.Contains(s.models, model)}, nil
 }
 
@@ -662,7 +689,7 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		return modules.Action{}, err
 	}
 	delete(m.reserved, t.Id)
-	p := m.st.Pairs[r.key]
+	p := m.pairOf(r.step.Name, r.item.Key, r.model)
 	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) || (p != nil && p.Attempts >= r.step.LLM.Attempts) {
 		return modules.Action{Kind: modules.ActionDone}, nil
 	}
@@ -708,7 +735,7 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 			cost, toks = (float64(in)*p.Input+float64(out)*p.Output)/1e6, in+out
 		}
 	}
-	ev := answerEvent{Key: r.key, Gen: r.gen, Cost: cost, Tokens: toks}
+	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Cost: cost, Tokens: toks}
 	vals, err := m.valuesFor(r.step, r.item)
 	if err != nil {
 		return nil, err
@@ -742,16 +769,16 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 		return nil, err
 	}
 	delete(m.reserved, t.Id)
-	p := m.st.Pairs[r.key]
+	p := m.pairOf(r.step.Name, r.item.Key, r.model)
 	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) {
 		delete(m.deferred, t.Id)
 		return nil, nil
 	}
 	if why, ok := m.deferred[t.Id]; ok {
 		delete(m.deferred, t.Id)
-		return pairEvent("pair_deferred", t.Id, answerEvent{Key: r.key, Gen: r.gen, Error: why})
+		return pairEvent("pair_deferred", t.Id, answerEvent{Key: r.pairKey(), Gen: r.gen, Error: why})
 	}
-	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
+	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
 	if p != nil {
 		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw
 	}
@@ -768,11 +795,11 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 	}
 	delete(m.reserved, t.Id)
 	delete(m.deferred, t.Id)
-	if p := m.st.Pairs[r.key]; done(p) || (p != nil && p.Gen != r.gen) {
+	if p := m.pairOf(r.step.Name, r.item.Key, r.model); done(p) || (p != nil && p.Gen != r.gen) {
 		return nil, nil
 	}
-	ev := answerEvent{Key: r.key, Gen: r.gen, Stage: "request", Error: reason}
-	if p := m.st.Pairs[r.key]; p != nil && p.Raw != "" {
+	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Stage: "request", Error: reason}
+	if p := m.pairOf(r.step.Name, r.item.Key, r.model); p != nil && p.Raw != "" {
 		ev.Raw = p.Raw
 	}
 	return pairEvent("pair_failed", t.Id, ev)
@@ -829,7 +856,7 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 			continue
 		}
 		rv.Checked++
-		vals, err := m.stepValues(m.items[i])
+		vals, err := m.stepValues(m.items[i], false)
 		if err != nil {
 			return nil, rv, err
 		}
@@ -896,6 +923,12 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		p.val = nil // its output may change
 		defer changed(a.Key)
+		// A settled pair, or one whose round is over, is not offered
+		// again under that round's task: Propose need not remember it.
+		forget := func() {
+			step, item, model := splitPairKey(a.Key)
+			delete(m.offered, offerID{pairID{step, item, model}, a.Gen})
+		}
 		switch e.Type {
 		case "answer_ok", "answer_invalid":
 			if p.Status != "" {
@@ -907,6 +940,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			p.Tokens += a.Tokens
 			if e.Type == "answer_ok" {
 				p.Status, p.Output = StatusOK, a.Output
+				forget()
 			} else {
 				p.Attempts++
 				p.Stage, p.Error, p.Raw = a.Stage, a.Error, a.Raw
@@ -917,8 +951,10 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 				if a.Raw != "" {
 					p.Raw = a.Raw
 				}
+				forget()
 			}
 		case "pair_deferred":
+			forget()
 			p.Gen++
 			p.Attempts = 0
 		case "output_invalidated":
@@ -954,7 +990,108 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 	return nil
 }
 
-func (m *Module) Snapshot() ([]byte, error) { return json.Marshal(m.st) }
+// Snapshot encodes the state as json.Marshal(m.st) would (the same
+// bytes; a test holds it to that), without its reflection and its sort
+// of reflected keys: a checkpoint of a large run waits on it.
+func (m *Module) Snapshot() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(80 * len(m.st.Pairs))
+	buf.WriteString(`{"pairs":`)
+	if m.st.Pairs == nil {
+		buf.WriteString("null")
+	} else {
+		buf.WriteByte('{')
+		for i, k := range slices.Sorted(maps.Keys(m.st.Pairs)) {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendString(&buf, k); err != nil {
+				return nil, err
+			}
+			buf.WriteByte(':')
+			if err := m.st.Pairs[k].appendJSON(&buf); err != nil {
+				return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", k, err)
+			}
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteString(`,"requests":`)
+	if m.st.Requests == nil {
+		buf.WriteString("null")
+	} else {
+		buf.WriteByte('{')
+		for i, day := range slices.Sorted(maps.Keys(m.st.Requests)) {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendString(&buf, day); err != nil {
+				return nil, err
+			}
+			buf.WriteByte(':')
+			buf.WriteString(strconv.Itoa(m.st.Requests[day]))
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteString(`,"finished":`)
+	buf.WriteString(strconv.Itoa(m.st.Finished))
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// appendJSON writes the pair as encoding/json would, by its tags.
+func (p *pair) appendJSON(buf *bytes.Buffer) error {
+	if p == nil {
+		buf.WriteString("null")
+		return nil
+	}
+	sep := byte('{')
+	field := func(name string) {
+		buf.WriteByte(sep)
+		sep = ','
+		buf.WriteByte('"')
+		buf.WriteString(name)
+		buf.WriteString(`":`)
+	}
+	str := func(name, v string) error {
+		if v == "" {
+			return nil
+		}
+		field(name)
+		return appendString(buf, v)
+	}
+	num := func(name string, v int64) {
+		if v != 0 {
+			field(name)
+			buf.WriteString(strconv.FormatInt(v, 10))
+		}
+	}
+	if err := str("s", p.Status); err != nil {
+		return err
+	}
+	if len(p.Output) > 0 {
+		field("o")
+		if err := json.Compact(buf, p.Output); err != nil {
+			return err
+		}
+	}
+	for _, f := range [...]struct{ name, v string }{{"st", p.Stage}, {"e", p.Error}, {"r", p.Raw}} {
+		if err := str(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	num("a", int64(p.Attempts))
+	num("g", int64(p.Gen))
+	if p.Cost != 0 {
+		field("c")
+		buf.Write(appendFloat(nil, p.Cost))
+	}
+	num("t", p.Tokens)
+	if sep == '{' {
+		buf.WriteByte('{')
+	}
+	buf.WriteByte('}')
+	return nil
+}
 
 func (m *Module) Restore(data []byte) error {
 	st := newState()

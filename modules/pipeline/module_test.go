@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -194,7 +195,7 @@ func TestGroupRunsBothStepsAndFeedsTheNextOne(t *testing.T) {
 		h.runTask(tk)
 	}
 	h.runAll()
-	vals, err := h.m.stepValues(items[0])
+	vals, err := h.m.stepValues(items[0], false)
 	require.NoError(t, err)
 	group := vals["drafts"].(map[string]any)
 	assert.Contains(t, group, "short")
@@ -204,7 +205,7 @@ func TestGroupRunsBothStepsAndFeedsTheNextOne(t *testing.T) {
 	long := group["long"].(map[string]any)["text"].(string)
 	assert.Contains(t, prompts[2], "merge "+short+" and "+long)
 	// The expression is seeded per item: the same value every time.
-	assert.Equal(t, vals["angle"], func() any { v, _ := h.m.stepValues(items[0]); return v["angle"] }())
+	assert.Equal(t, vals["angle"], func() any { v, _ := h.m.stepValues(items[0], false); return v["angle"] }())
 	assert.True(t, strings.HasSuffix(vals["angle"].(string), "-i00"))
 }
 
@@ -500,4 +501,65 @@ func TestDecidedCostStaysHeldUntilApplied(t *testing.T) {
 	require.NoError(t, m.Apply(evs[0], time.Now()))
 	assert.Zero(t, m.reservedCost())
 	assert.InDelta(t, held, m.spent, 1e-12)
+}
+
+const groupedNoExpr = `
+name: writers
+models: [m1, m2]
+prices: {m1: {input: 0.003, output: 0.0071}, m2: {input: 1.5, output: 2}}
+items: {source: items.jsonl, key: id}
+steps:
+  - name: drafts
+    group:
+      - name: short
+        llm: {prompt: 'short {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+      - name: long
+        llm: {models: [m1], prompt: 'long {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+  - name: merge
+    needs: [drafts]
+    llm: {prompt: 'merge {{.steps.drafts.long.text}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+`
+
+// results.jsonl writes the stored outputs as they are: the same bytes as
+// decoding them and encoding them again, for groups, fan-outs, numbers,
+// escapes and text that is not ASCII; and its own writer writes what
+// encoding/json would (costs from 1e-8 up).
+func TestResultsWriteStoredOutputsAsDecodedOnesWould(t *testing.T) {
+	def, items := writeDef(t, groupedNoExpr, 6)
+	h := newHarness(t, def, items)
+	answers := []string{
+		`{"text": "a<b & c>d \u2028 ü 日本", "n": 12345678.25, "tiny": 1e-9, "big": 1e21, "list": [1, 2.5, {"z": null, "a": true}]}`,
+		`Sure: {"text": "plain", "n": -0.0}`,
+		"```json\n{\"text\": \"fenced \\\"quoted\\\"\", \"n\": 3}\n```",
+	}
+	n := 0
+	h.answer = func(*pb.Task, string) string { n++; return answers[n%len(answers)] }
+	h.runAll()
+	require.Equal(t, 6, h.m.Summary().ItemsDone)
+	raw, err := h.m.results(true)
+	require.NoError(t, err)
+	decoded, err := h.m.results(false)
+	require.NoError(t, err)
+	assert.Equal(t, string(decoded), string(raw))
+	got, err := h.m.Export(ResultsFile)
+	require.NoError(t, err)
+	assert.Equal(t, string(raw), string(got), "no expression: the stored outputs are written as they are")
+	var r Result
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(string(got), "\n", 2)[0]), &r))
+	assert.Len(t, r.Steps["drafts"].(map[string]any)["short"], 2, "one output per model in the group's step")
+	assert.Contains(t, string(got), `e-`, "a cost small enough for an exponent")
+
+	for c := range 256 {
+		s := "k" + string(rune(c)) + string([]byte{byte(c)})
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		require.NoError(t, appendJSON(&b, s))
+		assert.Equal(t, string(want), b.String(), "%q", s)
+	}
+	for _, f := range []float64{0, 1, -1, 0.5, 1e-6, 9.99e-7, 1e-7, 1.5e-8, 123456.789, 1e20, 1e21, 1.5e300, -2.5e-9, 1e-100} {
+		want, err := json.Marshal(f)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(appendFloat(nil, f)), "%v", f)
+	}
 }

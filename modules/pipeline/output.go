@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,14 +53,22 @@ type Result struct {
 }
 
 func (m *Module) resultsJSONL() ([]byte, error) {
+	// The stored outputs go out as they are, not decoded and encoded
+	// again (the same bytes: they were encoded by encoding/json), unless
+	// an expression step computes a value from them.
+	return m.results(!slices.ContainsFunc(m.def.order, func(s *Step) bool { return s.expr != nil }))
+}
+
+func (m *Module) results(raw bool) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
+	var scratch []byte
 	for i, it := range m.items {
 		st := m.itemSt[i]
 		if st == "open" {
 			continue
 		}
-		vals, err := m.stepValues(it)
+		vals, err := m.stepValues(it, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -71,11 +81,155 @@ func (m *Module) resultsJSONL() ([]byte, error) {
 			}
 		}
 		r.Cost = roundUSD(r.Cost)
+		if raw {
+			// What enc.Encode(r) writes, without its reflection: for a
+			// 20,000-item run this is most of the end of the run.
+			if scratch, err = appendResult(&buf, scratch, r); err != nil {
+				return nil, fmt.Errorf("item %s: %w", it.Key, err)
+			}
+			continue
+		}
 		if err := enc.Encode(r); err != nil {
 			return nil, err
 		}
 	}
 	return buf.Bytes(), nil
+}
+
+// appendResult writes r as encoding/json's Encoder would (the same
+// bytes; a test holds it to that), for steps of stored outputs
+// (json.RawMessage) and maps of them; other values go through
+// json.Marshal. scratch is reused between calls.
+func appendResult(buf *bytes.Buffer, scratch []byte, r Result) ([]byte, error) {
+	buf.WriteString(`{"key":`)
+	if err := appendJSON(buf, r.Key); err != nil {
+		return scratch, err
+	}
+	buf.WriteString(`,"status":`)
+	if err := appendJSON(buf, r.Status); err != nil {
+		return scratch, err
+	}
+	buf.WriteString(`,"steps":`)
+	if err := appendValue(buf, r.Steps); err != nil {
+		return scratch, err
+	}
+	buf.WriteString(`,"cost_usd":`)
+	scratch = appendFloat(scratch[:0], r.Cost)
+	buf.Write(scratch)
+	buf.WriteString("}\n")
+	return scratch, nil
+}
+
+func appendValue(buf *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case json.RawMessage:
+		return json.Compact(buf, v)
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendJSON(buf, k); err != nil {
+				return err
+			}
+			buf.WriteByte(':')
+			if err := appendValue(buf, v[k]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+		return nil
+	}
+	return appendJSON(buf, v)
+}
+
+func appendJSON(buf *bytes.Buffer, v any) error {
+	if s, ok := v.(string); ok {
+		return appendString(buf, s)
+	}
+	b, err := json.Marshal(v)
+	buf.Write(b)
+	return err
+}
+
+// appendString writes s as a JSON string, as encoding/json does.
+func appendString(buf *bytes.Buffer, s string) error {
+	if ascii(s) {
+		appendASCII(buf, s)
+		return nil
+	}
+	b, err := json.Marshal(s)
+	buf.Write(b)
+	return err
+}
+
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// appendASCII quotes an ASCII string as encoding/json does: quote and
+// backslash escaped, \b \f \n \r \t by name, other control characters
+// and the HTML characters < > & as \u00XX.
+func appendASCII(buf *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	buf.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			continue
+		}
+		buf.WriteString(s[start:i])
+		start = i + 1
+		switch c {
+		case '"', '\\':
+			buf.WriteByte('\\')
+			buf.WriteByte(c)
+		case '\b':
+			buf.WriteString(`\b`)
+		case '\f':
+			buf.WriteString(`\f`)
+		case '\n':
+			buf.WriteString(`\n`)
+		case '\r':
+			buf.WriteString(`\r`)
+		case '\t':
+			buf.WriteString(`\t`)
+		default:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hex[c>>4])
+			buf.WriteByte(hex[c&0xf])
+		}
+	}
+	buf.WriteString(s[start:])
+	buf.WriteByte('"')
+}
+
+// appendFloat formats a float64 as encoding/json does: the shortest
+// representation, in exponent form below 1e-6 and from 1e21 on, with a
+// one-digit negative exponent written without its leading zero.
+func appendFloat(b []byte, f float64) []byte {
+	abs, format := math.Abs(f), byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1]
+		b = b[:n-1]
+	}
+	return b
 }
 
 // roundUSD drops float noise below a millionth of a cent.
@@ -95,7 +249,10 @@ type Failure struct {
 // Failures lists the failed pairs in item and step order.
 func (m *Module) Failures() []Failure {
 	var out []Failure
-	for _, it := range m.items {
+	for i, it := range m.items {
+		if m.itemSt[i] == "done" {
+			continue // done: none of its pairs failed
+		}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
 				if p := m.pairOf(s.Name, it.Key, model); p != nil && p.Status == StatusFailed {
@@ -224,7 +381,7 @@ func (m *Module) Verify() []modules.Problem {
 		if p.Status != StatusOK {
 			continue
 		}
-		vals, err := m.stepValues(m.items[i])
+		vals, err := m.stepValues(m.items[i], false)
 		if err != nil {
 			out = append(out, modules.Problem{Kind: "invalid_output", ID: id, Detail: err.Error()})
 			continue

@@ -241,6 +241,7 @@ func TestFinishedCountFollowsChanges(t *testing.T) {
 		fin, total := m.Progress()
 		assert.Equal(t, done+failed, fin)
 		assert.Equal(t, 8, total)
+		assert.Equal(t, fin == total, m.AllFinished(), "AllFinished: the run ends on it")
 		s := m.Summary()
 		assert.Equal(t, done, s.ItemsDone)
 		assert.Equal(t, failed, s.ItemsFailed)
@@ -250,6 +251,7 @@ func TestFinishedCountFollowsChanges(t *testing.T) {
 	check(h.m)
 	fin, _ := h.m.Progress()
 	require.Equal(t, 8, fin)
+	assert.Empty(t, h.m.offered, "settled pairs (ok or failed) are not remembered as offered")
 	evs, err := h.m.DecideRetryFailed("")
 	require.NoError(t, err)
 	h.apply(evs, nil)
@@ -434,6 +436,10 @@ func TestAnswerJSONFromFenceOrBraces(t *testing.T) {
 		_, stage, err := def.ValidateAnswer(s, items[0], nil, answer)
 		assert.NoError(t, err, "%s: %q", stage, answer)
 	}
+	// Two objects: the first is the answer, the rest is left.
+	out, stage, err := def.ValidateAnswer(s, items[0], nil, `{"verdict": true} or, if you prefer, {"verdict": false}`)
+	require.NoError(t, err, stage)
+	assert.Equal(t, map[string]any{"verdict": true}, out)
 }
 
 // Later steps read an earlier step's output decoded once; an output that
@@ -470,4 +476,77 @@ func TestLaterStepsReadAChangedOutputAnew(t *testing.T) {
 	fin, _ := h.m.Progress()
 	require.Zero(t, fin, "the item is still open (extract on m2 not asked)")
 	assert.Equal(t, "second", read())
+}
+
+// An item of a JSONL file holds its line, not decoded values, except
+// while it is open: a finished item's values are dropped, and an item
+// opened again (retry) renders the same prompt from its line.
+func TestItemValuesAreDecodedOnlyWhileOpen(t *testing.T) {
+	def, items := writeDef(t, strict, 6)
+	for _, it := range items {
+		require.Nil(t, it.Fields, "read: not decoded yet")
+	}
+	h := newHarness(t, def, items)
+	prompts := map[string][]string{}
+	h.answer = func(task *pb.Task, prompt string) string {
+		item := field(task, "item")
+		prompts[item] = append(prompts[item], prompt)
+		if item == "i02" && len(prompts[item]) <= 2 {
+			return `{"verdict": true, "confidence": 0.1}` // both attempts fail the rule
+		}
+		return `{"verdict": true, "confidence": 0.95}`
+	}
+	h.runAll()
+	require.Equal(t, 6, h.m.Summary().ItemsDone+h.m.Summary().ItemsFailed)
+	for _, it := range items {
+		assert.Nil(t, it.Fields, "item %s is finished: its values are dropped", it.Key)
+	}
+	assert.Contains(t, prompts["i00"][0], "Is it true? claim 0")
+	h.apply(h.m.DecideRetryFailed(""))
+	h.runAll()
+	require.Len(t, prompts["i02"], 3)
+	assert.Equal(t, prompts["i02"][0], prompts["i02"][2], "the retried item's prompt, from its line again")
+	assert.Equal(t, 6, h.m.Summary().ItemsDone)
+}
+
+// A snapshot is what json.Marshal of the state writes (its own writer,
+// the same bytes), with failed pairs' raw answers, stages, attempts,
+// generations, costs and the requests per day; and it restores.
+func TestSnapshotIsTheStateAsJSON(t *testing.T) {
+	def, items := writeDef(t, strict, 8)
+	h := newHarness(t, def, items)
+	answers := []string{
+		"{\"verdict\": true, \"confidence\": 0.5, \"why\": \"a<b & \\\"q\\\" \\t\\u0001 ü\"}",
+		"not json at all \x00 \u2028",
+		`{"verdict": true, "confidence": 0.95}`,
+	}
+	n := 0
+	h.answer = func(task *pb.Task, _ string) string {
+		n++
+		if field(task, "item") < "i04" {
+			return answers[n%2]
+		}
+		return answers[2]
+	}
+	same := func() string {
+		t.Helper()
+		want, err := json.Marshal(h.m.st)
+		require.NoError(t, err)
+		got, err := h.m.Snapshot()
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got))
+		return string(got)
+	}
+	h.runAll()
+	got := same()
+	assert.Contains(t, got, `"a":2`, "a failed pair's attempts")
+	assert.Contains(t, got, `"st":"rules"`, "the stage that failed")
+	h.apply(h.m.DecideRetryFailed(""))
+	h.m.st.Pairs[pairKey("verdict", "i07", "m1")].Cost = 1.5e-9
+	h.m.st.Requests["2026-11-22"] = 3
+	got = same()
+	assert.Contains(t, got, `"g":1`, "a retried pair's generation")
+	m := New(Config{Def: def, Items: items})
+	require.NoError(t, m.Restore([]byte(got)))
+	assert.Equal(t, h.m.Summary(), m.Summary())
 }

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -292,7 +291,12 @@ func extractJSON(answer string) (any, error) {
 		text = text[i : j+1]
 	}
 	var v any
-	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
+	if json.Unmarshal([]byte(text), &v) == nil {
+		return v, nil // the common case, without a Decoder's buffers
+	}
+	// A Decoder takes the first JSON value and leaves what follows it.
+	v = nil
+	dec := json.NewDecoder(strings.NewReader(text))
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("not JSON: %v", err)
 	}
@@ -316,7 +320,7 @@ func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, ans
 		}
 	}
 	for i, r := range s.rules {
-		env := exprEnv(it.Fields, it.Key, steps, v, seededRand(d.Seed, it.Key, s.Name))
+		env := exprEnv(it.fields(), it.Key, steps, v, seededRand(d.Seed, it.Key, s.Name))
 		ok, err := r.eval(env)
 		if err != nil {
 			return nil, "rules", fmt.Errorf("rule %d (%s): %v", i+1, r.src, err)
@@ -331,8 +335,9 @@ func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, ans
 // RenderPrompt fills an llm step's prompt for an item and appends the
 // schema the answer must match.
 func (d *Definition) RenderPrompt(s *Step, it *Item, steps map[string]any, model string) (string, error) {
-	var buf bytes.Buffer
-	data := map[string]any{"item": it.Fields, "key": it.Key, "steps": steps, "model": model}
+	var buf strings.Builder
+	buf.Grow(s.promptSize + len(s.promptTail))
+	data := map[string]any{"item": it.fields(), "key": it.Key, "steps": steps, "model": model}
 	if err := s.tmpl.Execute(&buf, data); err != nil {
 		return "", fmt.Errorf("step %s, item %s: prompt: %w", s.Name, it.Key, err)
 	}

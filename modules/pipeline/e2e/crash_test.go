@@ -176,6 +176,10 @@ wait:
 	}
 	require.NoError(t, json.Unmarshal(again, &sum), "%s", again)
 	assert.Equal(t, items, sum.ItemsDone)
+	assert.True(t, fanotest.LogHas(filepath.Join(e.data, "logs", "fano.log"), "modules.pipeline.stopped", `"reason":"finished"`),
+		"the run ended on its last item, not on idle ticks")
+	assert.False(t, fanotest.LogHas(filepath.Join(e.data, "logs", "fano.log"), "health.monitor.queue_depth"),
+		"the tasks a pipeline queues ahead by design are no health problem")
 
 	after := readRun(t, e.data)
 	assert.Len(t, after.okAt, items*3, "every (item, model) pair has a result")
