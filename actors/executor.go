@@ -109,11 +109,12 @@ func (e *executor) Receive(ctx actor.Context) {
 		// the loop ahead of the reply that follows it.
 		ctx.Request(e.env.schedulerPID, &pb.PreemptQuery{TaskId: e.task.Id, Llm: e.task.LlmAssigned})
 		self := e.self
-		go func() {
+		// On a warm goroutine: the loop's stack is grown already.
+		warmDispatcher.Go(func() {
 			res := e.runSafely(runCtx)
 			e.finish(res)
 			e.env.root.Stop(self)
-		}()
+		})
 	case *pb.PreemptReply:
 		e.yield.Store(m.Instead != "")
 		e.answeredOnce.Do(func() { close(e.answered) })

@@ -418,7 +418,7 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		}
 		r := &pb.TaskEventsReply{Seqs: seqs, Error: errorToWire(err)}
 		if err == nil && m.WantTask {
-			r.Task, _ = cur.state.Task(id)
+			r.Task, _ = cur.state.TaskView(id) // shared: the executor never changes it
 		}
 		a.sys.asks.respondLater(sender, r)
 	})
@@ -435,22 +435,20 @@ func (a *schedulerActor) logAnswers(events []*pb.Event) {
 	}
 }
 
-// taskAhead is a copy of the task as it will be once every event queued
-// for it is applied.
-func (a *schedulerActor) taskAhead(id string) (*pb.Task, bool) {
-	if x := a.ahead[id]; x != nil {
-		return proto.Clone(x.task).(*pb.Task), true
-	}
-	return a.state.Task(id)
-}
-
-// afterEvents is the task as it will be after events (nil: unknown, or
-// they do not apply, and apply will refuse them too).
+// afterEvents is the task as it will be after events, on top of those
+// queued for it and not yet applied (nil: unknown, or they do not apply,
+// and apply will refuse them too). It shares with the scheduler's task
+// what events never change in place.
 func (a *schedulerActor) afterEvents(id string, events []*pb.Event) *pb.Task {
-	t, ok := a.taskAhead(id)
-	if !ok {
-		return nil
+	x := a.ahead[id]
+	if x == nil {
+		t, err := a.state.TaskAfter(id, events)
+		if err != nil {
+			return nil
+		}
+		return t
 	}
+	t := pb.CloneTaskSharing(x.task)
 	for _, ev := range events {
 		if err := scheduler.ApplyToTask(t, ev, a.sys.opts.Scheduler.MessageLimit); err != nil {
 			return nil
@@ -556,13 +554,8 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 	// write leaves it PENDING in the log: it never started, and nothing
 	// was sent for it.
 	ev := &pb.Event{At: nanos(a.sys.clock.Now()), Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: taskID, Llm: llm}}}
-	t, ok := a.state.Task(taskID)
-	if ok {
-		if err := scheduler.ApplyToTask(t, ev, a.sys.opts.Scheduler.MessageLimit); err != nil {
-			ok = false
-		}
-	}
-	if !ok {
+	t, err := a.state.TaskAfter(taskID, []*pb.Event{ev})
+	if err != nil {
 		// Cannot happen for a picked task; never run an executor on a
 		// task that would not start.
 		ctx.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
