@@ -203,12 +203,12 @@ func (a *allocatorActor) publish(ctx actor.Context) {
 	now := a.sys.clock.Now()
 	fs := &pb.FreeSlots{Backends: map[string]*pb.BackendFree{}}
 	quota := map[string]*pb.BackendFree{}
-	for _, st := range a.book.Status(now) {
-		f := &pb.BackendFree{Normal: a.book.CanUse(st.Name, false, now), Deep: a.book.CanUse(st.Name, true, now)}
-		quota[st.Name] = &pb.BackendFree{Normal: f.Normal, Deep: f.Deep}
-		if n := st.MaxConcurrency - st.InUse; n > 0 && (f.Normal || f.Deep) {
-			f.Slots = int32(n)
-			fs.Backends[st.Name] = f
+	for _, v := range a.book.FreeViews(now) {
+		f := &pb.BackendFree{Normal: v.Normal, Deep: v.Deep}
+		quota[v.Name] = &pb.BackendFree{Normal: f.Normal, Deep: f.Deep}
+		if v.Slots > 0 && (f.Normal || f.Deep) {
+			f.Slots = int32(v.Slots)
+			fs.Backends[v.Name] = f
 		}
 	}
 	a.sys.inputs.setQuotaView(quota)

@@ -52,10 +52,76 @@ func (q *quota) settle(deep bool) {
 	}
 }
 
+// refusalWhy is a set of reasons a backend may not be used now.
+type refusalWhy uint8
+
+const (
+	whyPaused refusalWhy = 1 << iota
+	whyCondition
+	whyRateLimited
+	whyHourly
+	whyPaced
+	whyNoDeep
+	whyDeepBudget
+)
+
+// refused says why q may not be used now (0: it may) and until when,
+// without words: the free-slot view asks it for every backend at each
+// Allocate and ReleaseSlot (refusal words it).
+func (b *Book) refused(q *quota, deep bool, now time.Time) (why refusalWhy, until time.Time) {
+	if q.paused {
+		return whyPaused, time.Time{}
+	}
+	later := func(t time.Time) {
+		if t.After(until) {
+			until = t
+		}
+	}
+	if st, _, t := q.condition(now); st != "" {
+		why |= whyCondition
+		later(t)
+	}
+	if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
+		why |= whyRateLimited
+		later(time.Unix(0, q.rateLimitedUntil))
+	}
+	granted, grantedDeep := q.reserved(now)
+	if usable := q.configuredUsable(b.cfg.BufferPercent); q.hourlyUsed+q.inflight+granted >= usable {
+		why |= whyHourly
+		later(b.NextHourWindow(now))
+	} else if t, paced := q.pacedUntil(b.cfg.BufferPercent, now); paced {
+		why |= whyPaced
+		later(t)
+	}
+	if deep && q.deepUsed+q.inflightDeep+grantedDeep >= q.cfg.DeepDailyLimit {
+		if q.cfg.DeepDailyLimit == 0 {
+			why |= whyNoDeep
+			// Until stays as it is: never, unless another reason set it.
+		} else {
+			why |= whyDeepBudget
+			later(b.NextDayWindow(now))
+		}
+	}
+	if why != 0 && deep && q.cfg.DeepDailyLimit == 0 {
+		until = time.Time{} // deep mode never comes
+	}
+	return why, until
+}
+
+// usable reports whether q may be used now (refused, with no words).
+func (b *Book) usable(q *quota, deep bool, now time.Time) bool {
+	why, _ := b.refused(q, deep, now)
+	return why == 0
+}
+
 // refusal says why q may not be used now, or nil if it may.
 func (b *Book) refusal(q *quota, deep bool, now time.Time) *NoQuotaError {
+	why, until := b.refused(q, deep, now)
+	if why == 0 {
+		return nil
+	}
 	nq := &NoQuotaError{Backend: q.cfg.Name, Deep: deep}
-	if q.paused {
+	if why&whyPaused != 0 {
 		nq.Reason = "paused"
 		if q.pauseReason != "" {
 			nq.Reason += ": " + q.pauseReason
@@ -63,48 +129,30 @@ func (b *Book) refusal(q *quota, deep bool, now time.Time) *NoQuotaError {
 		return nq
 	}
 	var reasons []string
-	var until time.Time
-	later := func(t time.Time) {
-		if t.After(until) {
-			until = t
-		}
-	}
-	if st, reason, t := q.condition(now); st != "" {
+	if why&whyCondition != 0 {
+		st, reason, _ := q.condition(now)
 		reasons = append(reasons, st+": "+reason)
-		later(t)
 	}
-	if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
-		t := time.Unix(0, q.rateLimitedUntil)
+	if why&whyRateLimited != 0 {
 		if q.capped {
 			reasons = append(reasons, "usage cap")
 		} else {
 			reasons = append(reasons, "rate limited")
 		}
-		later(t)
 	}
 	granted, grantedDeep := q.reserved(now)
-	if usable := q.configuredUsable(b.cfg.BufferPercent); q.hourlyUsed+q.inflight+granted >= usable {
-		reasons = append(reasons, fmt.Sprintf("hourly budget used (%d+%d of %d)", q.hourlyUsed, q.inflight+granted, usable))
-		later(b.NextHourWindow(now))
-	} else if t, paced := q.pacedUntil(b.cfg.BufferPercent, now); paced {
+	if why&whyHourly != 0 {
+		reasons = append(reasons, fmt.Sprintf("hourly budget used (%d+%d of %d)", q.hourlyUsed, q.inflight+granted, q.configuredUsable(b.cfg.BufferPercent)))
+	}
+	if why&whyPaced != 0 {
 		reasons = append(reasons, fmt.Sprintf("paced to %d an hour after a usage cap", q.usable(b.cfg.BufferPercent)))
-		later(t)
 	}
-	if deep && q.deepUsed+q.inflightDeep+grantedDeep >= q.cfg.DeepDailyLimit {
-		if q.cfg.DeepDailyLimit == 0 {
-			reasons = append(reasons, "no deep mode")
-			// Until stays as it is: never, unless another reason set it.
-		} else {
-			reasons = append(reasons, fmt.Sprintf("deep-mode budget used (%d+%d of %d)",
-				q.deepUsed, q.inflightDeep+grantedDeep, q.cfg.DeepDailyLimit))
-			later(b.NextDayWindow(now))
-		}
+	if why&whyNoDeep != 0 {
+		reasons = append(reasons, "no deep mode")
 	}
-	if len(reasons) == 0 {
-		return nil
-	}
-	if deep && q.cfg.DeepDailyLimit == 0 {
-		until = time.Time{} // deep mode never comes
+	if why&whyDeepBudget != 0 {
+		reasons = append(reasons, fmt.Sprintf("deep-mode budget used (%d+%d of %d)",
+			q.deepUsed, q.inflightDeep+grantedDeep, q.cfg.DeepDailyLimit))
 	}
 	nq.Reason = strings.Join(reasons, "; ")
 	nq.Until = until

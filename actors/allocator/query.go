@@ -14,7 +14,7 @@ import (
 // deep mode, its deep count is below the daily deep-mode limit.
 func (b *Book) CanUse(backend string, deep bool, now time.Time) bool {
 	q, ok := b.backends[backend]
-	return ok && b.refusal(q, deep, now) == nil
+	return ok && b.usable(q, deep, now)
 }
 
 // Choose picks the backend for t among free, in the spec's order: its
@@ -30,7 +30,7 @@ func (b *Book) Choose(t *pb.Task, free []string, now time.Time) (string, bool) {
 			slices.Contains(free, name) &&
 			!slices.Contains(t.GetLlmExclude(), name) &&
 			q.inUse < q.cfg.MaxConcurrency &&
-			b.refusal(q, deep, now) == nil
+			b.usable(q, deep, now)
 	}
 	if pref := t.GetLlmPreference(); pref != "" {
 		if ok(pref) {
@@ -87,7 +87,7 @@ func (b *Book) Free(now time.Time) []string {
 	var out []string
 	for _, name := range b.names {
 		q := b.backends[name]
-		if q.inUse < q.cfg.MaxConcurrency && b.refusal(q, false, now) == nil {
+		if q.inUse < q.cfg.MaxConcurrency && b.usable(q, false, now) {
 			out = append(out, name)
 		}
 	}
@@ -112,7 +112,7 @@ func (b *Book) Status(now time.Time) []BackendStatus {
 			PauseReason:    q.pauseReason,
 			InUse:          q.inUse,
 			MaxConcurrency: q.cfg.MaxConcurrency,
-			Available:      q.inUse < q.cfg.MaxConcurrency && b.refusal(q, false, now) == nil,
+			Available:      q.inUse < q.cfg.MaxConcurrency && b.usable(q, false, now),
 		}
 		if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
 			s.RateLimitedUntil = time.Unix(0, q.rateLimitedUntil)
@@ -147,4 +147,25 @@ func (b *Book) state(q *quota, now time.Time) (string, string, time.Time) {
 		return "paced", fmt.Sprintf("estimate %d an hour", q.effectiveLimit()), t
 	}
 	return StateReady, "", time.Time{}
+}
+
+// FreeView is what one backend can take now: its free slots, and whether
+// a normal and a deep-mode request may go.
+type FreeView struct {
+	Name         string
+	Slots        int
+	Normal, Deep bool
+}
+
+// FreeViews is every backend's FreeView, in name order, found without
+// wording any refusal: the allocator tells the scheduler at each Allocate
+// and ReleaseSlot.
+func (b *Book) FreeViews(now time.Time) []FreeView {
+	out := make([]FreeView, 0, len(b.names))
+	for _, name := range b.names {
+		q := b.backends[name]
+		out = append(out, FreeView{Name: name, Slots: max(0, q.cfg.MaxConcurrency-q.inUse),
+			Normal: b.usable(q, false, now), Deep: b.usable(q, true, now)})
+	}
+	return out
 }
