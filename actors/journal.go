@@ -231,26 +231,32 @@ func (j *journal) flush() {
 	if len(batches) == 0 {
 		return
 	}
-	// A batch that fails to encode fails alone; the others go out.
-	var entries []wal.Entry
-	var ok []*batch
+	// A batch that fails to encode fails alone; the others go out. The
+	// entries of all are encoded into one slice, sized once.
+	n := 0
 	for _, b := range batches {
-		enc := make([]wal.Entry, 0, len(b.events))
+		n += len(b.events)
+	}
+	entries := make([]wal.Entry, 0, n)
+	ok := make([]*batch, 0, len(batches))
+	for _, b := range batches {
+		first := len(entries)
 		for _, e := range b.events {
 			ent, err := encodeEvent(j.owner, e)
 			if err != nil {
 				b.err = err
 				break
 			}
-			enc = append(enc, ent)
+			entries = append(entries, ent)
 		}
-		if b.err == nil {
-			if len(enc) > 0 {
-				enc[len(enc)-1].Archive = b.archive
-			}
-			ok = append(ok, b)
-			entries = append(entries, enc...)
+		if b.err != nil {
+			entries = entries[:first]
+			continue
 		}
+		if len(entries) > first {
+			entries[len(entries)-1].Archive = b.archive
+		}
+		ok = append(ok, b)
 	}
 	wait := func() ([]uint64, error) { return nil, nil }
 	if len(entries) > 0 {
