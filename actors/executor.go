@@ -43,10 +43,6 @@ type executor struct {
 	// copy is never changed, only replaced: the module host reads the one
 	// it is sent without cloning it.
 	task *pb.Task
-	// start is the task's TaskStarted, decided by the scheduler and not
-	// yet written: it goes first in the executor's first write (see
-	// taskEvents), so the start shares the request intent's fsync.
-	start  *pb.Event
 	runNo  uint64 // StartExecutor.run, named in the TaskComplete
 	cancel context.CancelCauseFunc
 	self   *actor.PID
@@ -313,10 +309,6 @@ func (e *executor) persistQueued(events ...*pb.Event) error {
 // the task back after them.
 func (e *executor) taskEvents(events []*pb.Event) *pb.TaskEvents {
 	at := e.now()
-	if e.start != nil {
-		events = append([]*pb.Event{e.start}, events...)
-		e.start = nil
-	}
 	m := &pb.TaskEvents{TaskId: e.task.Id, Events: events}
 	for _, ev := range events {
 		ev.At = at
@@ -432,7 +424,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	if err != nil {
 		return e.pause("wal", time.Time{})
 	}
-	reqSeq := seqs[len(seqs)-1] // the intent is last (a start may come first)
+	reqSeq := seqs[len(seqs)-1] // the intent is the last event written
 	if qerr != nil {
 		// No quota: the request never leaves; close its intent.
 		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{

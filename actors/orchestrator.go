@@ -74,7 +74,7 @@ func (o *orchestrator) spawnExecutor(ctx actor.Context, m *pb.StartExecutor) {
 	// An executor's Receive only hands a reply to its loop or sets a
 	// flag, never blocking: it runs in the sender's goroutine instead of
 	// a new goroutine per message (about ten replies a task).
-	props, count := counted(func() actor.Actor { return &executor{env: s.execEnv, task: t, start: m.Start, runNo: m.Run} },
+	props, count := counted(func() actor.Actor { return &executor{env: s.execEnv, task: t, runNo: m.Run} },
 		actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)))
 	pid := ctx.Spawn(props)
 	o.executors[t.Id] = pid

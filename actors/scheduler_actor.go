@@ -46,26 +46,22 @@ type schedulerActor struct {
 	// their backend to a more urgent task (PreemptQuery): pushed at the
 	// tick, not asked for at every safe point.
 	runs map[string]*runWatch
-	// handedOut holds the tasks given to an executor together with their
-	// start, not yet written (see onAllocated), from then until
-	// the executor ends; true once the executor's first events, which
-	// carry the start, are queued. Until its start is applied such a task
-	// is PENDING and picked in the state, but it is running: a cancel
-	// goes to its executor.
+	// handedOut holds the runs handed to an executor, from then until the
+	// executor ends. The start of a run is queued in the WAL and the
+	// executor goes on without waiting for its fsync: until the start is
+	// applied the task is PENDING and picked in the state, but it is
+	// running (a cancel goes to its executor).
 	handedOut map[string]*handout
 	// ahead holds the tasks with events queued and not yet applied whose
-	// writer went on without waiting for their fsync
-	// (TaskEvents.reply_when_queued): each as it will be once they are
-	// applied. The task's later events are decided on it.
+	// writer went on without waiting for their fsync (a run's start, an
+	// answer: TaskEvents.reply_when_queued): each as it will be once they
+	// are applied. The task's later events are decided on it.
 	ahead map[string]*aheadTask
 	heir  *schedulerHeir
 }
 
-// handout is one run of a task given to an executor with its start.
-type handout struct {
-	run    uint64
-	queued bool // the executor's first events, with the start, are queued
-}
+// handout is one run of a task given to an executor.
+type handout struct{ run uint64 }
 
 // aheadTask is a task as it will be once its queued events are applied.
 // The task is never changed, only replaced: replies share it.
@@ -185,11 +181,6 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		}
 		if h := a.handedOut[m.TaskId]; h != nil && h.run == m.Run {
 			delete(a.handedOut, m.TaskId)
-			if !h.queued {
-				// Its executor ended having written nothing (a shutdown
-				// while writes failed): the task never started.
-				a.state.Unpick(m.TaskId)
-			}
 		}
 		if reason, ok := a.cancelling[m.TaskId]; ok {
 			delete(a.cancelling, m.TaskId)
@@ -361,12 +352,6 @@ func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) {
 	sender := ctx.Sender()
 	id := m.TaskId
-	starts := false
-	if h := a.handedOut[id]; h != nil && len(m.Events) > 0 && m.Events[0].GetTaskStarted() != nil {
-		// Only the current run's executor holds a start to write.
-		h.queued = true
-		starts = true
-	}
 	// The task after these events: archived whole if they complete it,
 	// and kept while they are queued when its writer does not wait for
 	// them (or for earlier ones).
@@ -402,13 +387,8 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 	tracked := next != nil
 	a.j.persistQueued(m.Events, archive, queued, func(seqs []uint64, err error) {
 		cur := a.current()
-		if x := cur.ahead[id]; tracked && x != nil {
-			if x.pending--; x.pending <= 0 {
-				delete(cur.ahead, id)
-			}
-		}
-		if err != nil && starts {
-			cur.state.Unpick(id) // its start was not written
+		if tracked {
+			cur.settleAhead(id)
 		}
 		if err == nil {
 			a.logAnswers(m.Events)
@@ -422,6 +402,16 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		}
 		a.sys.asks.respondLater(sender, r)
 	})
+}
+
+// settleAhead counts one of the task's queued batches applied: once none
+// is left, the task in the state is the task ahead.
+func (a *schedulerActor) settleAhead(id string) {
+	if x := a.ahead[id]; x != nil {
+		if x.pending--; x.pending <= 0 {
+			delete(a.ahead, id)
+		}
+	}
 }
 
 // logAnswers logs the answers among events once they are durable (the
@@ -547,12 +537,13 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 		a.state.Unpick(taskID)
 		return
 	}
-	// The start is not written here: the executor writes it with its
-	// first events (start + request intent in one write, beside the
-	// quota), so a task waits for one fsync fewer. Until then the task
-	// is picked, and handedOut says it is running. A crash before that
-	// write leaves it PENDING in the log: it never started, and nothing
-	// was sent for it.
+	// The start is queued in the WAL and the executor handed out at once,
+	// without waiting for its fsync: what the executor writes next is
+	// queued behind it (the same journal), so the log never holds the
+	// run's events without its start, and starts stay in pick order. A
+	// crash before the start is durable leaves the task PENDING: nothing
+	// was sent for it. Until the start is applied the task stays picked,
+	// and handedOut says it is running.
 	ev := &pb.Event{At: nanos(a.sys.clock.Now()), Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: taskID, Llm: llm}}}
 	t, err := a.state.TaskAfter(taskID, []*pb.Event{ev})
 	if err != nil {
@@ -563,10 +554,27 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 		a.sys.logger.Error().Str("task", taskID).Str("event", "actors.scheduler.start_mismatch").Msg("picked task cannot start")
 		return
 	}
+	// The run's later events are decided on the task after its start.
+	x := a.ahead[taskID]
+	if x == nil {
+		x = &aheadTask{}
+		a.ahead[taskID] = x
+	}
+	x.task = t
+	x.pending++
+	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
+		cur := a.current()
+		cur.settleAhead(taskID)
+		if err != nil {
+			// Not written: its executor's writes, queued behind, fail too.
+			cur.state.Unpick(taskID)
+			a.sys.logger.Error().Err(err).Str("task", taskID).Str("event", "actors.scheduler.start_failed").Msg("could not persist task start")
+		}
+	})
 	a.heir.runs++
 	a.handedOut[taskID] = &handout{run: a.heir.runs}
 	a.sys.executors.Add(1)
-	ctx.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t, Start: ev, Run: a.heir.runs})
+	ctx.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t, Run: a.heir.runs})
 }
 
 // cancel carries out a cancel and answers sender (nil: nobody asked).

@@ -1316,11 +1316,9 @@ func (x *CancelRun) GetReason() string {
 // StartExecutor asks the orchestrator to run a task that has started.
 type StartExecutor struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Task  *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	// start: the task's TaskStarted, decided and not yet written. The
-	// executor writes it with its first events (see executor.taskEvents);
-	// task is the scheduler's projection of the task after it.
-	Start *Event `protobuf:"bytes,200,opt,name=start,proto3" json:"start,omitempty"`
+	// task: the scheduler's projection of the task after its start, which
+	// is queued in the WAL, not yet durable.
+	Task *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
 	// run numbers the scheduler's hand-outs: the executor names it in its
 	// TaskComplete, so the end of an earlier run of the same task is not
 	// taken for the end of this one.
@@ -1362,13 +1360,6 @@ func (*StartExecutor) Descriptor() ([]byte, []int) {
 func (x *StartExecutor) GetTask() *Task {
 	if x != nil {
 		return x.Task
-	}
-	return nil
-}
-
-func (x *StartExecutor) GetStart() *Event {
-	if x != nil {
-		return x.Start
 	}
 	return nil
 }
@@ -2208,11 +2199,10 @@ const file_actors_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"#\n" +
 	"\tCancelRun\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"l\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"M\n" +
 	"\rStartExecutor\x12!\n" +
-	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12%\n" +
-	"\x05start\x18\xc8\x01 \x01(\v2\x0e.fano.v1.EventR\x05start\x12\x11\n" +
-	"\x03run\x18\xc9\x01 \x01(\x04R\x03run\"\f\n" +
+	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x11\n" +
+	"\x03run\x18\xc9\x01 \x01(\x04R\x03runJ\x06\b\xc8\x01\x10\xc9\x01\"\f\n" +
 	"\n" +
 	"Checkpoint\"\n" +
 	"\n" +
@@ -2325,18 +2315,17 @@ var file_actors_proto_depIdxs = []int32{
 	36, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
 	38, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
 	38, // 6: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
-	37, // 7: fano.v1.StartExecutor.start:type_name -> fano.v1.Event
-	38, // 8: fano.v1.NextAction.task:type_name -> fano.v1.Task
-	3,  // 9: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
-	38, // 10: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	38, // 11: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	37, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 13: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	38, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
+	38, // 9: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	38, // 10: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	37, // 11: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 12: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }
