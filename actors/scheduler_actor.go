@@ -234,12 +234,10 @@ func (a *schedulerActor) start(ctx actor.Context) {
 	if a.heir.handedOut == nil {
 		a.heir.handedOut, a.heir.ahead = map[string]*handout{}, map[string]*aheadTask{}
 	}
+	// A failed instance's journal was closed once every batch it had
+	// queued was written (a run's start too): the state recovered from
+	// the log holds them.
 	a.handedOut, a.ahead = a.heir.handedOut, a.heir.ahead
-	for id := range a.handedOut {
-		// Its executor runs on, its start maybe not yet applied: not to
-		// be picked again.
-		a.state.Hold(id)
-	}
 	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
 	a.sys.state.scheduler.Store(a)
 }
