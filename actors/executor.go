@@ -42,7 +42,7 @@ type executor struct {
 	// taken back after each answer or failed request (see persist). A
 	// copy is never changed, only replaced: the module host reads the one
 	// it is sent without cloning it.
-	task *pb.Task
+	task   *pb.Task
 	runNo  uint64 // StartExecutor.run, named in the TaskComplete
 	cancel context.CancelCauseFunc
 	self   *actor.PID
