@@ -11,10 +11,19 @@ import (
 // mailboxCount counts the user messages waiting in one actor's mailbox
 // (the one being handled included), as protoactor's mailbox middleware
 // sees them posted and received: no reflection into protoactor.
-type mailboxCount struct{ n atomic.Int64 }
+type mailboxCount struct {
+	n   atomic.Int64
+	box atomic.Pointer[mailboxes] // set by track: told when the mailbox drains
+}
 
 func (c *mailboxCount) MailboxStarted() {}
-func (c *mailboxCount) MailboxEmpty()   {}
+
+// MailboxEmpty: the actor handled all it had (see idleSignal).
+func (c *mailboxCount) MailboxEmpty() {
+	if b := c.box.Load(); b != nil {
+		b.idle.poke()
+	}
+}
 
 func (c *mailboxCount) MessagePosted(m any) {
 	if _, sys := m.(actor.SystemMessage); !sys {
@@ -40,9 +49,15 @@ func counted(producer actor.Producer, opts ...actor.PropsOption) (*actor.Props, 
 // was spawned with. track and untrack are called by whoever spawns and
 // stops an actor (Start, the orchestrator); depths and queued only read
 // the counters, from any goroutine, without sending a message.
-type mailboxes struct{ byActor sync.Map }
+type mailboxes struct {
+	byActor sync.Map
+	idle    idleSignal
+}
 
-func (b *mailboxes) track(id string, c *mailboxCount) { b.byActor.Store(id, c) }
+func (b *mailboxes) track(id string, c *mailboxCount) {
+	c.box.Store(b)
+	b.byActor.Store(id, c)
+}
 func (b *mailboxes) untrack(id string)                { b.byActor.Delete(id) }
 
 // queued is the depth of one actor's mailbox (0 for one not tracked).
