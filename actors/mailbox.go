@@ -58,7 +58,7 @@ func (b *mailboxes) track(id string, c *mailboxCount) {
 	c.box.Store(b)
 	b.byActor.Store(id, c)
 }
-func (b *mailboxes) untrack(id string)                { b.byActor.Delete(id) }
+func (b *mailboxes) untrack(id string) { b.byActor.Delete(id) }
 
 // queued is the depth of one actor's mailbox (0 for one not tracked).
 func (b *mailboxes) queued(id string) int {

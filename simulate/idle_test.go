@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -17,12 +18,13 @@ func TestGoroutineStatesTellBlockedFromRunning(t *testing.T) {
 	for range 4 {
 		go func() { <-block }()
 	}
+	// A collection under way runs its workers on idle processors: let it
+	// end first.
+	runtime.GC()
 	blocked := false
-	for range 10000 {
-		if blocked = g.read().othersBlocked(); blocked {
-			break
-		}
+	for deadline := time.Now().Add(10 * time.Second); !blocked && time.Now().Before(deadline); {
 		runtime.Gosched()
+		blocked = g.read().othersBlocked()
 	}
 	require.True(t, blocked, "goroutines blocked on a channel are not work: %+v", g.read())
 
