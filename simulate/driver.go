@@ -46,6 +46,9 @@ type Env struct {
 	// Observe must see every event the actors apply, from the first on
 	// (actors.Options.Observe): the report counts them.
 	Observe func(owner string, e *pb.Event)
+	// Turns lines up the calls of one instant: the starter has each
+	// backend's circuit breaker wait there (breaker.Config.Turn).
+	Turns *Turns
 }
 
 // Starter starts fano on the data directory (recovering what is there).
@@ -120,10 +123,13 @@ type driver struct {
 	diskFull atomic.Bool // read by the health monitor's goroutine
 	faults   []Fault
 
-	sched   *goroutineStates
-	nap     *time.Timer // settle's sleep between two looks
-	wakes   [3]int
-	decided progress // at the end of the last settle
+	sched *goroutineStates
+	nap   *time.Timer // settle's sleep between two looks
+	wakes [3]int
+	turns *Turns
+	// turnsGiven counts the calls let go in turn.
+	turnsGiven int
+	decided    progress // at the end of the last settle
 	// settledChange: a settle between the steps (see advance) saw a change.
 	settledChange bool
 	timeouts      int
@@ -148,7 +154,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Schedule == nil {
 		o.Schedule = &Schedule{Name: "none"}
 	}
-	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now(), sched: newGoroutineStates(), nap: time.NewTimer(time.Hour)}
+	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now(), sched: newGoroutineStates(), nap: time.NewTimer(time.Hour), turns: NewTurns()}
 	d.clock.WatchTickers(o.TickInterval)
 	var names []string
 	for i, spec := range o.Backends {
@@ -312,7 +318,7 @@ func (d *driver) start() error {
 	for _, b := range d.backends {
 		b.Reopen()
 	}
-	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe})
+	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe, Turns: d.turns})
 	if err != nil {
 		return fmt.Errorf("simulate: start fano: %w", err)
 	}
@@ -414,16 +420,23 @@ func (d *driver) pending() int {
 	return n
 }
 
-// settle waits until the system has nothing left to do at this instant.
-// It reports whether anything was
+// settle waits until the system has nothing left to do at this instant,
+// the calls lined up for their turn (Turns) let go one at a time, each
+// once the one before it was handled. It reports whether anything was
 // decided since the last settle.
 func (d *driver) settle() bool {
 	start := time.Now()
-	if !d.quiet() {
-		if trace {
-			fmt.Fprintf(os.Stderr, "simulate: settle timeout at %s: %+v pending %d\n", d.clock.Now().Format("01-02 15:04:05.000"), d.sched.read(), d.pending())
+	for {
+		if !d.quiet() {
+			if trace {
+				fmt.Fprintf(os.Stderr, "simulate: settle timeout at %s: %+v pending %d\n", d.clock.Now().Format("01-02 15:04:05.000"), d.sched.read(), d.pending())
+			}
+			d.timeouts++
 		}
-		d.timeouts++
+		if !d.turns.Next() {
+			break
+		}
+		d.turnsGiven++
 	}
 	now := d.progress()
 	changed := now != d.decided
@@ -563,7 +576,7 @@ func (d *driver) finish() (*Report, error) {
 		return nil, fmt.Errorf("simulate: stop fano: %w", err)
 	}
 	if trace {
-		fmt.Fprintf(os.Stderr, "simulate: settle woken by the system %d, the clock %d, a nap %d\n", d.wakes[0], d.wakes[1], d.wakes[2])
+		fmt.Fprintf(os.Stderr, "simulate: settle woken by the system %d, the clock %d, a nap %d; %d calls let go in turn\n", d.wakes[0], d.wakes[1], d.wakes[2], d.turnsGiven)
 	}
 	r := d.col.report()
 	r.Seed, r.Start, r.Schedule, r.WAL = d.o.Seed, Epoch, d.o.Schedule.Name, wf
