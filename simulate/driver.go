@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"sync/atomic"
 	"syscall"
@@ -124,9 +125,14 @@ type driver struct {
 	faults   []Fault
 
 	sched *goroutineStates
-	nap   *time.Timer // settle's sleep between two looks
-	wakes [3]int
-	turns *Turns
+	// syscallFloor: goroutines in a system call for good (see
+	// goroutineStates.syscallFloor).
+	syscallFloor uint64
+	nap          *time.Timer // settle's sleep between two looks
+	wakes        [3]int
+	// realTimeWakes counts what checkRealTime found.
+	realTimeWakes int
+	turns         *Turns
 	// turnsGiven counts the calls let go in turn.
 	turnsGiven int
 	decided    progress // at the end of the last settle
@@ -156,6 +162,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now(), sched: newGoroutineStates(), nap: time.NewTimer(time.Hour), turns: NewTurns()}
 	d.clock.WatchTickers(o.TickInterval)
+	d.syscallFloor = d.sched.syscallFloor()
 	var names []string
 	for i, spec := range o.Backends {
 		lat := [2]time.Duration{spec.Latency, spec.Jitter}
@@ -432,6 +439,12 @@ func (d *driver) settle() bool {
 				fmt.Fprintf(os.Stderr, "simulate: settle timeout at %s: %+v pending %d\n", d.clock.Now().Format("01-02 15:04:05.000"), d.sched.read(), d.pending())
 			}
 			d.timeouts++
+			if trace && d.timeouts == 1 {
+				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+			}
+		}
+		if realTimeCheck {
+			d.checkRealTime()
 		}
 		if !d.turns.Next() {
 			break
@@ -461,15 +474,32 @@ func (d *driver) settle() bool {
 func (d *driver) quiet() bool {
 	deadline := time.Now().Add(settleTimeout)
 	activity := d.fano.System().Activity()
+	var onlySyscalls time.Time // since when only system calls went on
 	for looks, quiet := 1, 0; quiet < 2; looks++ {
-		if d.sched.read().othersBlocked() && d.pending() == 0 {
+		c := d.sched.read()
+		// The floor follows what is seen: fewer in a system call than it
+		// says, and the floor was too high (one counted in it ended).
+		d.syscallFloor = min(d.syscallFloor, c.notInGo)
+		pending := d.pending()
+		if c.othersBlocked(d.syscallFloor) && pending == 0 {
 			quiet++
 			runtime.Gosched()
 			continue
 		}
+		quiet = 0
+		if c.running <= 1 && c.runnable == 0 && pending == 0 {
+			// Only system calls: one that lasts (os/signal's receiver,
+			// started after the floor was taken) joins the floor.
+			if onlySyscalls.IsZero() {
+				onlySyscalls = time.Now()
+			} else if time.Since(onlySyscalls) > syscallForGood {
+				d.syscallFloor = c.notInGo
+			}
+		} else {
+			onlySyscalls = time.Time{}
+		}
 		// Others run or wait for a processor: sleep, so this one can run
 		// them too (a yield would only run the driver again).
-		quiet = 0
 		d.nap.Reset(napFor)
 		select {
 		case <-activity:
@@ -485,6 +515,10 @@ func (d *driver) quiet() bool {
 	}
 	return true
 }
+
+// syscallForGood is how long a system call must last, with nothing else
+// going on, to count as one that never ends.
+const syscallForGood = time.Second
 
 // settleTimeout bounds a settle: work still going on after it is counted
 // (Runtime.SettleTimeouts) and the clock moves on.
@@ -506,6 +540,31 @@ type progress struct {
 
 func (d *driver) progress() progress {
 	return progress{seq: d.fano.System().Log().LastSeq(), alerts: d.col.raised.Load()}
+}
+
+// realTimeCheck (FANO_SIMULATE_REALTIME_CHECK=1) looks again a few
+// milliseconds of real time after each settle: whatever happened then
+// was woken by a real timer or real I/O, which one seed must not see
+// (a run of a seed would depend on how fast the machine was).
+var realTimeCheck = os.Getenv("FANO_SIMULATE_REALTIME_CHECK") != ""
+
+// checkRealTime reports, with the goroutines' stacks, the first few times
+// the system moved while the clock stood still.
+func (d *driver) checkRealTime() {
+	ops, before := d.clock.Ops(), d.progress()
+	time.Sleep(3 * time.Millisecond)
+	pending := d.pending()
+	if d.clock.Ops() == ops && d.progress() == before && pending == 0 {
+		return
+	}
+	d.realTimeWakes++
+	sys := d.fano.System()
+	fmt.Fprintf(os.Stderr, "simulate: at %s the system moved on real time (timer ops %d -> %d, progress %+v -> %+v, pending %d: queued %d, undelivered %d, running %d, waiting %d)\n",
+		d.clock.Now().Format("01-02 15:04:05.000"), ops, d.clock.Ops(), before, d.progress(), pending,
+		sys.QueuedMessages(), d.clock.Undelivered(), sys.Running(), sys.WaitingCalls())
+	if d.realTimeWakes <= 3 {
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+	}
 }
 
 // trace prints the virtual time every hour (FANO_SIMULATE_TRACE=1).

@@ -1,7 +1,9 @@
 package simulate
 
 import (
+	"runtime"
 	"runtime/metrics"
+	"time"
 )
 
 // goroutineStates reads what the Go scheduler says of every goroutine of
@@ -42,9 +44,31 @@ func (g *goroutineStates) read() schedCounts {
 	return c
 }
 
-// othersBlocked: no goroutine but the caller runs or waits to run. One
-// in a system call does not count: a goroutine parked for good in one
-// (os/signal's receiver) would hold every instant open; the system's own
-// system calls (a WAL write) are counted by the actors instead (their
-// work handed off the actors, see actors.System.QueuedMessages).
-func (c schedCounts) othersBlocked() bool { return c.running <= 1 && c.runnable == 0 }
+// othersBlocked: no goroutine but the caller runs, waits to run, or is in
+// a system call beyond the floor: the goroutines that sit in one for good
+// (os/signal's receiver waits for signals in one), counted before the
+// simulated system starts (syscallFloor).
+func (c schedCounts) othersBlocked(floor uint64) bool {
+	return c.running <= 1 && c.runnable == 0 && c.notInGo <= floor
+}
+
+// syscallFloor is the goroutines in a system call while nothing else
+// runs, the fewest over a few readings: those that stay in one. Taken
+// before anything of the simulation runs; the driver corrects it as it
+// goes (see driver.quiet).
+func (g *goroutineStates) syscallFloor() uint64 {
+	floor, seen := uint64(0), false
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		runtime.Gosched()
+		if c := g.read(); c.running <= 1 && c.runnable == 0 {
+			if !seen || c.notInGo < floor {
+				floor = c.notInGo
+			}
+			if seen {
+				return floor
+			}
+			seen = true
+		}
+	}
+	return floor
+}
