@@ -91,18 +91,25 @@ func (s *idleSignal) poke() {
 	}
 }
 
+// SimHooks is what `fano simulate` reads of a running system to tell
+// when it has nothing left to do at an instant of its virtual clock.
+type SimHooks struct{ s *System }
+
+// Simulation returns the system's hooks for `fano simulate`.
+func (s *System) Simulation() SimHooks { return SimHooks{s} }
+
 // Activity receives (at most one pending value) when a piece of the
 // system's work has ended since the last receive: an actor handled all
 // its messages, or a task's call began to wait on the clock. Whether the
 // system is then idle is for the caller to check (QueuedMessages,
 // WaitingCalls).
-func (s *System) Activity() <-chan struct{} { return s.mailboxes.idle.channel() }
+func (h SimHooks) Activity() <-chan struct{} { return h.s.mailboxes.idle.channel() }
 
 // WaitingCalls is the number of running tasks that wait for something
 // outside the system: a call blocked on the clock (see CallWaiting), or
 // the storage gate held shut by a WAL write fault.
-func (s *System) WaitingCalls() int {
-	return s.callsWaiting.count() + s.storageGate.held()
+func (h SimHooks) WaitingCalls() int {
+	return h.s.callsWaiting.count() + h.s.storageGate.held()
 }
 
 // held is the number of runs parked at the gate while it is shut: once it
@@ -124,7 +131,8 @@ func (g *storageGate) held() int {
 // `fano simulate` advances its virtual clock only when none wait. It reads
 // the counters the mailbox middleware keeps (mailbox.go), so it sends no
 // message and is cheap enough to call thousands of times a second.
-func (s *System) QueuedMessages() int {
+func (h SimHooks) QueuedMessages() int {
+	s := h.s
 	select {
 	case <-s.dead:
 		return 0

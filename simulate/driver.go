@@ -420,8 +420,9 @@ func (d *driver) addSeeds(day, n int, now time.Time) error {
 // between two calls is still working).
 func (d *driver) pending() int {
 	sys := d.fano.System()
-	n := sys.QueuedMessages() + d.clock.Undelivered()
-	if busy := sys.Running() - sys.WaitingCalls(); busy > 0 {
+	hooks := sys.Simulation()
+	n := hooks.QueuedMessages() + d.clock.Undelivered()
+	if busy := sys.Running() - hooks.WaitingCalls(); busy > 0 {
 		n += busy
 	}
 	return n
@@ -454,10 +455,10 @@ func (d *driver) settle() bool {
 	now := d.progress()
 	changed := now != d.decided
 	d.decided = now
-	if sys := d.fano.System(); trace && sys.WaitingCalls() > sys.Running() {
+	if sys := d.fano.System(); trace && sys.Simulation().WaitingCalls() > sys.Running() {
 		// More waits than runs: a wait nobody ends lets the clock move
 		// while a task works.
-		fmt.Fprintf(os.Stderr, "simulate: at %s %d calls wait for %d running tasks\n", d.clock.Now().Format("01-02 15:04:05.000"), sys.WaitingCalls(), sys.Running())
+		fmt.Fprintf(os.Stderr, "simulate: at %s %d calls wait for %d running tasks\n", d.clock.Now().Format("01-02 15:04:05.000"), sys.Simulation().WaitingCalls(), sys.Running())
 	}
 	if trace && d.steps < 3 {
 		fmt.Fprintf(os.Stderr, "settle %d at %s took %s\n", d.steps, d.clock.Now().Format("15:04:05.000"), time.Since(start))
@@ -473,7 +474,7 @@ func (d *driver) settle() bool {
 // every end is told). It reports false after settleTimeout.
 func (d *driver) quiet() bool {
 	deadline := time.Now().Add(settleTimeout)
-	activity := d.fano.System().Activity()
+	activity := d.fano.System().Simulation().Activity()
 	var onlySyscalls time.Time // since when only system calls went on
 	for looks, quiet := 1, 0; quiet < 2; looks++ {
 		c := d.sched.read()
@@ -561,7 +562,7 @@ func (d *driver) checkRealTime() {
 	sys := d.fano.System()
 	fmt.Fprintf(os.Stderr, "simulate: at %s the system moved on real time (timer ops %d -> %d, progress %+v -> %+v, pending %d: queued %d, undelivered %d, running %d, waiting %d)\n",
 		d.clock.Now().Format("01-02 15:04:05.000"), ops, d.clock.Ops(), before, d.progress(), pending,
-		sys.QueuedMessages(), d.clock.Undelivered(), sys.Running(), sys.WaitingCalls())
+		sys.Simulation().QueuedMessages(), d.clock.Undelivered(), sys.Running(), sys.Simulation().WaitingCalls())
 	if d.realTimeWakes <= 3 {
 		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 	}
