@@ -129,7 +129,7 @@ type driver struct {
 	// goroutineStates.syscallFloor).
 	syscallFloor uint64
 	nap          *time.Timer // settle's sleep between two looks
-	wakes        [3]int
+	wakes        [3]int      // what ended those sleeps: the system, the clock, the nap (trace)
 	// realTimeWakes counts what checkRealTime found.
 	realTimeWakes int
 	turns         *Turns
