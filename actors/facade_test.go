@@ -37,7 +37,6 @@ var facadeCallers = map[string]string{
 	"PauseBackend":      "cmd/fano/backend_cmd.go",
 	"Publish":           "app/ops.go",
 	"Query":             "control/api.go",
-	"QueuedMessages":    "simulate/driver.go",
 	"Quotas":            "control/api.go",
 	"RecheckBackends":   "app/main.go",
 	"ReconnectBackends": "app/ops.go",
@@ -45,6 +44,7 @@ var facadeCallers = map[string]string{
 	"Retry":             "control/retry.go",
 	"Running":           "health/service.go",
 	"SetAccepting":      "health/service.go",
+	"Simulation":        "simulate/driver.go",
 	"Stop":              "app/main.go",
 	"StopStuckTask":     "app/ops.go",
 	"StorageFault":      "control/api.go",
@@ -54,7 +54,6 @@ var facadeCallers = map[string]string{
 	"Tasks":             "control/api.go",
 	"Tick":              "app/ops_health_test.go",
 	"WaitIdle":          "app/ops_service_test.go",
-	"WaitingCalls":      "simulate/driver.go",
 	"WithModule":        "cmd/fano/pipeline_cmd.go",
 }
 

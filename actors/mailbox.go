@@ -12,7 +12,17 @@ import (
 // mailboxCount counts the user messages waiting in one actor's mailbox
 // (the one being handled included): the mailbox counts them itself as
 // they are posted and handled, no reflection into protoactor.
-type mailboxCount struct{ n atomic.Int64 }
+type mailboxCount struct {
+	n   atomic.Int64
+	box atomic.Pointer[mailboxes] // set by track: told when the mailbox drains
+}
+
+// drained: the actor handled all it had (see idleSignal).
+func (c *mailboxCount) drained() {
+	if b := c.box.Load(); b != nil {
+		b.idle.poke()
+	}
+}
 
 // counted gives props a mailbox whose depth Mailboxes reports under the
 // id the actor is spawned with (set with track once it is known). Its
@@ -92,6 +102,7 @@ func (m *mailbox) schedule() {
 func (m *mailbox) handleMessages() {
 	for {
 		m.run()
+		m.depth.drained()
 		if m.ending != nil {
 			m.ending()
 		}
@@ -247,10 +258,16 @@ func (w *warmGoroutines) run(fn func()) {
 // was spawned with. track and untrack are called by whoever spawns and
 // stops an actor (Start, the orchestrator); depths and queued only read
 // the counters, from any goroutine, without sending a message.
-type mailboxes struct{ byActor sync.Map }
+type mailboxes struct {
+	byActor sync.Map
+	idle    idleSignal
+}
 
-func (b *mailboxes) track(id string, c *mailboxCount) { b.byActor.Store(id, c) }
-func (b *mailboxes) untrack(id string)                { b.byActor.Delete(id) }
+func (b *mailboxes) track(id string, c *mailboxCount) {
+	c.box.Store(b)
+	b.byActor.Store(id, c)
+}
+func (b *mailboxes) untrack(id string) { b.byActor.Delete(id) }
 
 // queued is the depth of one actor's mailbox (0 for one not tracked).
 func (b *mailboxes) queued(id string) int {

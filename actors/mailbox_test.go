@@ -28,10 +28,10 @@ func TestMailboxesCountWaitingMessages(t *testing.T) {
 		sys.root.Send(sys.schedulerPID, &pb.Tick{Now: nanos(b.clock.Now())})
 	}
 	boxes := sys.Mailboxes()
-	held := sys.QueuedMessages()
+	held := sys.Simulation().QueuedMessages()
 	sys.desks.desk(ownerScheduler).guard.Unlock()
 	require.GreaterOrEqual(t, held, 10, "the simulator's clock must not move while they wait")
-	require.Eventually(t, func() bool { return sys.QueuedMessages() == 0 }, 10*time.Second, time.Millisecond, "handled: none wait")
+	require.Eventually(t, func() bool { return sys.Simulation().QueuedMessages() == 0 }, 10*time.Second, time.Millisecond, "handled: none wait")
 
 	require.NotEmpty(t, boxes)
 	require.Equal(t, sys.schedulerPID.Id, boxes[0].Actor, "deepest first: %v", boxes)

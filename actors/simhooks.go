@@ -21,6 +21,7 @@ func withWaitCounter(ctx context.Context, w *waitingCalls) context.Context {
 type waitingCalls struct {
 	mu    sync.Mutex
 	calls map[context.Context]int
+	idle  *idleSignal // poked when a call begins to wait
 }
 
 func (w *waitingCalls) add(ctx context.Context, n int) {
@@ -32,6 +33,9 @@ func (w *waitingCalls) add(ctx context.Context, n int) {
 	w.calls[ctx] += n
 	if w.calls[ctx] <= 0 {
 		delete(w.calls, ctx)
+	}
+	if n > 0 && w.idle != nil {
+		w.idle.poke()
 	}
 }
 
@@ -66,11 +70,46 @@ func CallWaiting(ctx context.Context, waiting bool) {
 	}
 }
 
+// idleSignal is poked whenever a piece of the system's work ends: an
+// actor's mailbox drained, a task's call began to wait on the clock.
+// `fano simulate` waits on it (Activity) for the system to go idle at an
+// instant instead of polling; a poke is a hint to look, never a promise.
+type idleSignal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (s *idleSignal) channel() chan struct{} {
+	s.once.Do(func() { s.ch = make(chan struct{}, 1) })
+	return s.ch
+}
+
+func (s *idleSignal) poke() {
+	select {
+	case s.channel() <- struct{}{}:
+	default:
+	}
+}
+
+// SimHooks is what `fano simulate` reads of a running system to tell
+// when it has nothing left to do at an instant of its virtual clock.
+type SimHooks struct{ s *System }
+
+// Simulation returns the system's hooks for `fano simulate`.
+func (s *System) Simulation() SimHooks { return SimHooks{s} }
+
+// Activity receives (at most one pending value) when a piece of the
+// system's work has ended since the last receive: an actor handled all
+// its messages, or a task's call began to wait on the clock. Whether the
+// system is then idle is for the caller to check (QueuedMessages,
+// WaitingCalls).
+func (h SimHooks) Activity() <-chan struct{} { return h.s.mailboxes.idle.channel() }
+
 // WaitingCalls is the number of running tasks that wait for something
 // outside the system: a call blocked on the clock (see CallWaiting), or
 // the storage gate held shut by a WAL write fault.
-func (s *System) WaitingCalls() int {
-	return s.callsWaiting.count() + s.storageGate.held()
+func (h SimHooks) WaitingCalls() int {
+	return h.s.callsWaiting.count() + h.s.storageGate.held()
 }
 
 // held is the number of runs parked at the gate while it is shut: once it
@@ -92,7 +131,8 @@ func (g *storageGate) held() int {
 // `fano simulate` advances its virtual clock only when none wait. It reads
 // the counters the mailbox middleware keeps (mailbox.go), so it sends no
 // message and is cheap enough to call thousands of times a second.
-func (s *System) QueuedMessages() int {
+func (h SimHooks) QueuedMessages() int {
+	s := h.s
 	select {
 	case <-s.dead:
 		return 0

@@ -40,3 +40,28 @@ func TestStorageGateHoldsOnlyWhileShut(t *testing.T) {
 	n, _ := g.waiting()
 	require.Equal(t, 2, n, "still parked until they run")
 }
+
+// The idle signal is poked when a piece of work ends: an actor's mailbox
+// drained, a task's call began to wait. fano simulate sleeps on it.
+func TestIdleSignalPokedWhenWorkEnds(t *testing.T) {
+	var boxes mailboxes
+	c := &mailboxCount{}
+	boxes.track("scheduler", c)
+	activity := boxes.idle.channel()
+	c.n.Add(1)
+	c.n.Add(-1)
+	require.Empty(t, activity, "handled, but the mailbox may hold more")
+	c.drained()
+	require.Len(t, activity, 1, "drained")
+	c.drained()
+	require.Len(t, activity, 1, "one pending word is enough")
+	<-activity
+
+	w := waitingCalls{idle: &boxes.idle}
+	ctx := withWaitCounter(context.Background(), &w)
+	CallWaiting(ctx, true)
+	require.Len(t, activity, 1, "a call began to wait")
+	<-activity
+	CallWaiting(ctx, false)
+	require.Empty(t, activity, "a call that woke has work to do")
+}

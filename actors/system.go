@@ -98,6 +98,7 @@ func newSystem(opts Options) (*System, error) {
 		storageGate: newStorageGate(), mailboxes: &mailboxes{},
 		notices: &notices{observe: opts.Observe},
 	}
+	s.callsWaiting.idle = &s.mailboxes.idle
 	s.desks = &desks{logger: opts.Logger, notices: s.notices}
 	s.checkpoints = &checkpoints{log: opts.Log, publish: s.Publish}
 	s.faults = &backendFaults{backends: opts.Backends, clock: opts.Clock, credentialsRecheck: opts.CredentialsRecheck,

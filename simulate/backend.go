@@ -202,5 +202,19 @@ func (b *Backend) draw(req gateway.Request) float64 {
 	b.draws[key]++
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%d", b.seed, b.Name(), key, b.draws[key])
-	return float64(h.Sum64()>>11) / float64(1<<53)
+	// FNV's last bytes (the draw's count) barely reach its top bits: on
+	// their own they gave a request that failed once the same failure
+	// on every retry. Mixed, every draw is a fresh one.
+	return float64(mix64(h.Sum64())>>11) / float64(1<<53)
+}
+
+// mix64 is splitmix64's finalizer: every input bit reaches every output
+// bit.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }

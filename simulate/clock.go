@@ -26,6 +26,21 @@ type Clock struct {
 	funcs atomic.Int64
 	watch time.Duration // tickers of this period tick first (see DeliverTicks)
 	held  []*heldTicker
+	// done is poked when what the clock fired was acted on: an AfterFunc
+	// callback returned, a ticker's reader is back at its select.
+	done chan struct{}
+}
+
+// Done receives when something the clock fired was acted on since the
+// last receive (at most one pending value): a hint for the driver to look
+// whether the system went idle.
+func (c *Clock) Done() <-chan struct{} { return c.done }
+
+func (c *Clock) poke() {
+	select {
+	case c.done <- struct{}{}:
+	default:
+	}
 }
 
 // WatchTickers makes the tickers of period (the system's tick interval)
@@ -38,7 +53,8 @@ func (c *Clock) WatchTickers(period time.Duration) {
 
 // NewClock returns a fake clock at start.
 func NewClock(start time.Time) *Clock {
-	return &Clock{FakeClock: clockwork.NewFakeClockAt(start), timers: map[*trackedTimer]time.Time{}, fired: map[*trackedTimer]struct{}{}}
+	return &Clock{FakeClock: clockwork.NewFakeClockAt(start), timers: map[*trackedTimer]time.Time{}, fired: map[*trackedTimer]struct{}{},
+		done: make(chan struct{}, 1)}
 }
 
 var _ clockwork.Clock = (*Clock)(nil)
@@ -108,6 +124,7 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
 	t := &trackedTimer{c: c, fn: true}
 	return c.track(t, d, func() clockwork.Timer {
 		return c.FakeClock.AfterFunc(d, func() {
+			defer c.poke()
 			defer c.funcs.Add(-1)
 			f()
 		})
@@ -167,8 +184,9 @@ type heldTicker struct {
 func (t *heldTicker) Chan() <-chan time.Time {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()
-	if len(t.ch) == 0 {
+	if len(t.ch) == 0 && t.pending {
 		t.pending = false
+		t.c.poke()
 	}
 	return t.ch
 }

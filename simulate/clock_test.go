@@ -61,3 +61,32 @@ func TestClockUndeliveredUntilTaken(t *testing.T) {
 	stopped.Stop()
 	require.Zero(t, c.Undelivered())
 }
+
+// The clock tells (Done) when something it fired was acted on: an
+// AfterFunc callback returned, a ticker's reader is back at its select.
+// The driver sleeps on it rather than polling.
+func TestClockTellsWhenWhatItFiredWasActedOn(t *testing.T) {
+	c := NewClock(Epoch)
+	release := make(chan struct{})
+	c.AfterFunc(time.Second, func() { <-release })
+	c.AdvanceTo(Epoch.Add(time.Second))
+	require.Empty(t, c.Done(), "the callback still runs")
+	close(release)
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no word of the callback's return")
+	}
+	require.Zero(t, c.Undelivered())
+
+	ticker := c.NewTicker(time.Minute)
+	c.AdvanceTo(Epoch.Add(time.Minute + time.Second))
+	require.True(t, c.DeliverTicks(false))
+	<-ticker.Chan()
+	require.Empty(t, c.Done(), "taken, its reader still at work")
+	_ = ticker.Chan()
+	require.Len(t, c.Done(), 1, "the reader is back")
+	<-c.Done()
+	_ = ticker.Chan()
+	require.Empty(t, c.Done(), "told once per tick")
+}

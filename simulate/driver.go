@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +47,9 @@ type Env struct {
 	// Observe must see every event the actors apply, from the first on
 	// (actors.Options.Observe): the report counts them.
 	Observe func(owner string, e *pb.Event)
+	// Turns lines up the calls of one instant: the starter has each
+	// backend's circuit breaker wait there (breaker.Config.Turn).
+	Turns *Turns
 }
 
 // Starter starts fano on the data directory (recovering what is there).
@@ -120,12 +124,21 @@ type driver struct {
 	diskFull atomic.Bool // read by the health monitor's goroutine
 	faults   []Fault
 
-	last    fingerprint
-	decided progress // at the end of the last settle
+	sched *goroutineStates
+	// syscallFloor: goroutines in a system call for good (see
+	// goroutineStates.syscallFloor).
+	syscallFloor uint64
+	nap          *time.Timer // settle's sleep between two looks
+	wakes        [3]int      // what ended those sleeps: the system, the clock, the nap (trace)
+	// realTimeWakes counts what checkRealTime found.
+	realTimeWakes int
+	turns         *Turns
+	// turnsGiven counts the calls let go in turn.
+	turnsGiven int
+	decided    progress // at the end of the last settle
 	// settledChange: a settle between the steps (see advance) saw a change.
 	settledChange bool
 	timeouts      int
-	relooks       int
 	steps         int64
 	wallStart     time.Time
 }
@@ -147,8 +160,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Schedule == nil {
 		o.Schedule = &Schedule{Name: "none"}
 	}
-	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now()}
+	d := &driver{o: o, clock: NewClock(Epoch), byName: map[string]*Backend{}, wallStart: time.Now(), sched: newGoroutineStates(), nap: time.NewTimer(time.Hour), turns: NewTurns()}
 	d.clock.WatchTickers(o.TickInterval)
+	d.syscallFloor = d.sched.syscallFloor()
 	var names []string
 	for i, spec := range o.Backends {
 		lat := [2]time.Duration{spec.Latency, spec.Jitter}
@@ -283,7 +297,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		d.advance(next)
 		d.steps++
 		if trace && d.steps%200 == 0 {
-			fmt.Fprintf(os.Stderr, "simulate: step %d at %s wall %.1fs last %+v\n", d.steps, next.Format("01-02 15:04:05.000"), time.Since(d.wallStart).Seconds(), d.last)
+			fmt.Fprintf(os.Stderr, "simulate: step %d at %s wall %.1fs\n", d.steps, next.Format("01-02 15:04:05.000"), time.Since(d.wallStart).Seconds())
 		}
 	}
 	return d.finish()
@@ -311,7 +325,7 @@ func (d *driver) start() error {
 	for _, b := range d.backends {
 		b.Reopen()
 	}
-	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe})
+	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe, Turns: d.turns})
 	if err != nil {
 		return fmt.Errorf("simulate: start fano: %w", err)
 	}
@@ -323,7 +337,7 @@ func (d *driver) start() error {
 	// Alerts are notices, not events: they come by subscription (none
 	// is raised before the first step).
 	d.unsub = f.System().Subscribe(d.col.update)
-	d.last, d.decided = fingerprint{}, progress{}
+	d.decided = progress{}
 	return nil
 }
 
@@ -399,79 +413,121 @@ func (d *driver) addSeeds(day, n int, now time.Time) error {
 	return nil
 }
 
-// fingerprint is what changes while the system works.
-type fingerprint struct {
-	ops, notices int64
-	seq          uint64
-	running      int
-}
-
-// fingerprint returns what changes while the system works, and how much
-// is still to be handled: messages in mailboxes, and what the clock fired
-// that nobody took yet (a woken goroutine the OS has not run).
-func (d *driver) fingerprint() (fingerprint, int) {
+// pending is how much the system's own counters say is still to be
+// handled at this instant: messages in mailboxes (and work handed off the
+// actors: a WAL write in a system call), what the clock fired that nobody
+// took yet, and running tasks not waiting inside a backend call (one
+// between two calls is still working).
+func (d *driver) pending() int {
 	sys := d.fano.System()
-	depth := sys.QueuedMessages() + d.clock.Undelivered()
-	return fingerprint{ops: d.clock.Ops(), notices: d.col.count.Load(), seq: sys.Log().LastSeq(), running: sys.Running()}, depth
+	hooks := sys.Simulation()
+	n := hooks.QueuedMessages() + d.clock.Undelivered()
+	if busy := sys.Running() - hooks.WaitingCalls(); busy > 0 {
+		n += busy
+	}
+	return n
 }
 
-// settle waits until the system has nothing left to do at this instant:
-// empty mailboxes and nothing changing over a few rounds of yielding.
-// It reports whether anything happened since the last settle.
+// settle waits until the system has nothing left to do at this instant,
+// the calls lined up for their turn (Turns) let go one at a time, each
+// once the one before it was handled. It reports whether anything was
+// decided since the last settle.
 func (d *driver) settle() bool {
-	prev, depth := d.fingerprint()
-	stable := 0
-	deadline := time.Now().Add(10 * time.Second)
-	rounds := 0
-	for stable < settleRounds {
-		rounds++
-		for i := 0; i < 8; i++ {
-			runtime.Gosched()
-		}
-		cur, depthNow := d.fingerprint()
-		// Every running task must wait inside a backend call (on the
-		// clock): one between two calls is still working.
-		waiting := cur.running <= d.fano.System().WaitingCalls()
-		if cur == prev && depth == 0 && depthNow == 0 && waiting {
-			stable++
-		} else {
-			stable = 0
-		}
-		prev, depth = cur, depthNow
-		if time.Now().After(deadline) {
+	start := time.Now()
+	for {
+		if !d.quiet() {
 			if trace {
-				fmt.Fprintf(os.Stderr, "simulate: settle timeout at %s: %+v depth %d\n", d.clock.Now().Format("01-02 15:04:05.000"), cur, depthNow)
+				fmt.Fprintf(os.Stderr, "simulate: settle timeout at %s: %+v pending %d\n", d.clock.Now().Format("01-02 15:04:05.000"), d.sched.read(), d.pending())
 			}
 			d.timeouts++
-			break
-		}
-	}
-	if prev != d.last {
-		// Something happened: look again a few times after the OS had a
-		// chance to run what a busy machine held back (a WAL write in a
-		// syscall, a goroutine not yet scheduled).
-		for i := 0; i < confirmLooks; i++ {
-			time.Sleep(50 * time.Microsecond)
-			if cur, depthNow := d.fingerprint(); cur != prev || depthNow != 0 || cur.running > d.fano.System().WaitingCalls() {
-				d.relooks++
-				return d.settle()
+			if trace && d.timeouts == 1 {
+				_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 			}
 		}
+		if realTimeCheck {
+			d.checkRealTime()
+		}
+		if !d.turns.Next() {
+			break
+		}
+		d.turnsGiven++
 	}
-	d.last = prev
 	now := d.progress()
 	changed := now != d.decided
 	d.decided = now
-	if sys := d.fano.System(); trace && sys.WaitingCalls() > sys.Running() {
+	if sys := d.fano.System(); trace && sys.Simulation().WaitingCalls() > sys.Running() {
 		// More waits than runs: a wait nobody ends lets the clock move
 		// while a task works.
-		fmt.Fprintf(os.Stderr, "simulate: at %s %d calls wait for %d running tasks\n", d.clock.Now().Format("01-02 15:04:05.000"), sys.WaitingCalls(), sys.Running())
+		fmt.Fprintf(os.Stderr, "simulate: at %s %d calls wait for %d running tasks\n", d.clock.Now().Format("01-02 15:04:05.000"), sys.Simulation().WaitingCalls(), sys.Running())
 	}
 	if trace && d.steps < 3 {
-		fmt.Fprintf(os.Stderr, "settle %d (%d rounds) at %s took %s: %+v\n", d.steps, rounds, d.clock.Now().Format("15:04:05.000"), time.Since(deadline.Add(-10*time.Second)), prev)
+		fmt.Fprintf(os.Stderr, "settle %d at %s took %s\n", d.steps, d.clock.Now().Format("15:04:05.000"), time.Since(start))
 	}
 	return changed
 }
+
+// quiet waits until every goroutine but the driver's is blocked (the Go
+// scheduler's count) and nothing is pending by the system's counters,
+// seen twice in a row with a yield between (a goroutine leaving a system
+// call is briefly in neither count). Meanwhile it sleeps until the system
+// or the clock says a piece of work ended, or a short while passed (not
+// every end is told). It reports false after settleTimeout.
+func (d *driver) quiet() bool {
+	deadline := time.Now().Add(settleTimeout)
+	activity := d.fano.System().Simulation().Activity()
+	var onlySyscalls time.Time // since when only system calls went on
+	for looks, quiet := 1, 0; quiet < 2; looks++ {
+		c := d.sched.read()
+		// The floor follows what is seen: fewer in a system call than it
+		// says, and the floor was too high (one counted in it ended).
+		d.syscallFloor = min(d.syscallFloor, c.notInGo)
+		pending := d.pending()
+		if c.othersBlocked(d.syscallFloor) && pending == 0 {
+			quiet++
+			runtime.Gosched()
+			continue
+		}
+		quiet = 0
+		if c.running <= 1 && c.runnable == 0 && pending == 0 {
+			// Only system calls: one that lasts (os/signal's receiver,
+			// started after the floor was taken) joins the floor.
+			if onlySyscalls.IsZero() {
+				onlySyscalls = time.Now()
+			} else if time.Since(onlySyscalls) > syscallForGood {
+				d.syscallFloor = c.notInGo
+			}
+		} else {
+			onlySyscalls = time.Time{}
+		}
+		// Others run or wait for a processor: sleep, so this one can run
+		// them too (a yield would only run the driver again).
+		d.nap.Reset(napFor)
+		select {
+		case <-activity:
+			d.wakes[0]++
+		case <-d.clock.Done():
+			d.wakes[1]++
+		case <-d.nap.C:
+			d.wakes[2]++
+		}
+		if looks%64 == 0 && time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
+}
+
+// syscallForGood is how long a system call must last, with nothing else
+// going on, to count as one that never ends.
+const syscallForGood = time.Second
+
+// settleTimeout bounds a settle: work still going on after it is counted
+// (Runtime.SettleTimeouts) and the clock moves on.
+const settleTimeout = 10 * time.Second
+
+// napFor is the longest the driver sleeps before it looks again without
+// being told that a piece of work ended.
+const napFor = 200 * time.Microsecond
 
 // progress is what the system decided: the WAL's events and the alerts.
 // Whether a step changed something picks the next step (one tick, or a
@@ -487,10 +543,30 @@ func (d *driver) progress() progress {
 	return progress{seq: d.fano.System().Log().LastSeq(), alerts: d.col.raised.Load()}
 }
 
-const settleRounds = 3
+// realTimeCheck (FANO_SIMULATE_REALTIME_CHECK=1) looks again a few
+// milliseconds of real time after each settle: whatever happened then
+// was woken by a real timer or real I/O, which one seed must not see
+// (a run of a seed would depend on how fast the machine was).
+var realTimeCheck = os.Getenv("FANO_SIMULATE_REALTIME_CHECK") != ""
 
-// confirmLooks is how many times a step with activity is looked at again.
-const confirmLooks = 3
+// checkRealTime reports, with the goroutines' stacks, the first few times
+// the system moved while the clock stood still.
+func (d *driver) checkRealTime() {
+	ops, before := d.clock.Ops(), d.progress()
+	time.Sleep(3 * time.Millisecond)
+	pending := d.pending()
+	if d.clock.Ops() == ops && d.progress() == before && pending == 0 {
+		return
+	}
+	d.realTimeWakes++
+	sys := d.fano.System()
+	fmt.Fprintf(os.Stderr, "simulate: at %s the system moved on real time (timer ops %d -> %d, progress %+v -> %+v, pending %d: queued %d, undelivered %d, running %d, waiting %d)\n",
+		d.clock.Now().Format("01-02 15:04:05.000"), ops, d.clock.Ops(), before, d.progress(), pending,
+		sys.Simulation().QueuedMessages(), d.clock.Undelivered(), sys.Running(), sys.Simulation().WaitingCalls())
+	if d.realTimeWakes <= 3 {
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+	}
+}
 
 // trace prints the virtual time every hour (FANO_SIMULATE_TRACE=1).
 var trace = os.Getenv("FANO_SIMULATE_TRACE") != ""
@@ -559,11 +635,14 @@ func (d *driver) finish() (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("simulate: stop fano: %w", err)
 	}
+	if trace {
+		fmt.Fprintf(os.Stderr, "simulate: settle woken by the system %d, the clock %d, a nap %d; %d calls let go in turn\n", d.wakes[0], d.wakes[1], d.wakes[2], d.turnsGiven)
+	}
 	r := d.col.report()
 	r.Seed, r.Start, r.Schedule, r.WAL = d.o.Seed, Epoch, d.o.Schedule.Name, wf
 	markOutages(r.Days, d.faults, d.col.dayOf)
 	wall := time.Since(d.wallStart).Seconds()
-	r.Runtime.WallSeconds, r.Runtime.Steps, r.Runtime.SettleTimeouts, r.Runtime.SettleRelooks = wall, d.steps, d.timeouts, d.relooks
+	r.Runtime.WallSeconds, r.Runtime.Steps, r.Runtime.SettleTimeouts = wall, d.steps, d.timeouts
 	r.Runtime.SimSecondsPerWall = float64(d.o.Days*24*3600) / wall
 	r.CheckGoals()
 	return r, nil

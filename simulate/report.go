@@ -141,7 +141,6 @@ type RuntimeFigures struct {
 	SimSecondsPerWall float64      `json:"sim_seconds_per_wall_second"`
 	Steps             int64        `json:"clock_steps"`
 	SettleTimeouts    int          `json:"settle_timeouts"`
-	SettleRelooks     int          `json:"settle_relooks"` // steps found busy again on a second look
 	Days              []RuntimeDay `json:"days"`
 }
 

@@ -19,6 +19,7 @@ import (
 	"fano/config"
 	"fano/gateway"
 	"fano/gateway/api"
+	"fano/gateway/breaker"
 	"fano/modules/explorer"
 	"fano/modules/researcher"
 	"fano/simulate"
@@ -346,7 +347,15 @@ func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
 			if !ok {
 				return nil, fmt.Errorf("simulate: no simulated backend %s", name)
 			}
-			return b, nil
+			// The config's circuit breaker, as fano puts any backend
+			// behind (app leaves one already wrapped as it is), with the
+			// calls of one instant lined up in task order before it.
+			cb := s.simCfg.LLM.CircuitBreaker
+			return breaker.Wrap(b, breaker.Config{
+				FailureThreshold: cb.FailureThreshold, HalfOpenRequests: cb.HalfOpenRequests,
+				RecoveryTimeout: time.Duration(cb.RecoveryTimeoutSeconds) * time.Second,
+				Clock:           env.Clock, Turn: env.Turns.Wait,
+			}), nil
 		},
 		// A simulation's WAL need not survive a power cut: no fsync.
 		WAL:     func(o *wal.Options) { o.NoSync = true },

@@ -44,6 +44,13 @@ type Config struct {
 	// synchronously inside the breaker: it must not block nor call the
 	// Backend.
 	OnStateChange func(backend, from, to string)
+	// Turn, if set, is called before a request reaches the circuit and
+	// returns once it may go on (an error, its context's: it gives up).
+	// The circuit's verdicts depend on the order of the requests (the
+	// failure that trips it, the probes a half-open circuit lets
+	// through): `fano simulate` lines up there the requests of one
+	// virtual instant in task order, so one seed gives one run.
+	Turn func(ctx context.Context, req gateway.Request) error
 }
 
 // Backend is a gateway.Backend guarded by a circuit breaker. Safe for
@@ -55,6 +62,7 @@ type Backend struct {
 	timeout  time.Duration
 	probes   uint32 // requests let through while half-open
 	onChange func(backend, from, to string)
+	turn     func(ctx context.Context, req gateway.Request) error
 
 	mu        sync.Mutex
 	openUntil time.Time
@@ -92,7 +100,8 @@ func Wrap(inner gateway.Backend, cfg Config) *Backend {
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()
 	}
-	b := &Backend{inner: inner, clock: cfg.Clock, timeout: cfg.RecoveryTimeout, onChange: cfg.OnStateChange, probes: uint32(cfg.HalfOpenRequests)}
+	b := &Backend{inner: inner, clock: cfg.Clock, timeout: cfg.RecoveryTimeout, onChange: cfg.OnStateChange, probes: uint32(cfg.HalfOpenRequests),
+		turn: cfg.Turn}
 	threshold := uint32(cfg.FailureThreshold)
 	b.cb = gobreaker.NewCircuitBreaker[gateway.Response](gobreaker.Settings{
 		Name:        inner.Name(),
@@ -208,6 +217,11 @@ func (b *Backend) openError() error {
 // with all its probes in flight): then it fails at once with
 // gateway.Unavailable naming the backend.
 func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	if b.turn != nil {
+		if err := b.turn(ctx, req); err != nil {
+			return gateway.Response{}, fmt.Errorf("%s: waiting for its turn: %w", b.inner.Name(), err)
+		}
+	}
 	if _, open := b.openedUntil(); open {
 		return gateway.Response{}, b.openError()
 	}

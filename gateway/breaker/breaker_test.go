@@ -288,3 +288,82 @@ func TestHalfOpenReportedWhenItHappens(t *testing.T) {
 	require.Equal(t, transition{Open, HalfOpen}, <-changes)
 	assert.Equal(t, gateway.StateReady, b.Condition().State)
 }
+
+// Config.Turn comes before the circuit: of two calls to a half-open
+// circuit with one probe, the one its turn lets go first is the probe,
+// whichever arrived first.
+func TestTurnDecidesWhichCallIsTheProbe(t *testing.T) {
+	inner := &scripted{}
+	clock := clockwork.NewFakeClock()
+	gates := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	arrived := make(chan string, 2)
+	b := Wrap(inner, Config{FailureThreshold: 1, RecoveryTimeout: time.Minute, HalfOpenRequests: 1, Clock: clock,
+		Turn: func(ctx context.Context, req gateway.Request) error {
+			if g, ok := gates[req.TaskID]; ok {
+				arrived <- req.TaskID
+				select {
+				case <-g:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			return nil
+		}})
+	inner.script(transient())
+	require.ErrorIs(t, send(b), gateway.ErrTransient)
+	require.Equal(t, Open, b.State())
+	clock.Advance(time.Minute)
+
+	release := make(chan struct{})
+	inner.mu.Lock()
+	inner.block, inner.in = release, make(chan struct{}, 2)
+	inner.mu.Unlock()
+	errs := map[string]chan error{"a": make(chan error, 1), "b": make(chan error, 1)}
+	for _, task := range []string{"a", "b"} {
+		go func() {
+			_, err := b.Send(context.Background(), gateway.Request{TaskID: task, Prompt: "p"})
+			errs[task] <- err
+		}()
+		select { // a reaches the breaker first
+		case got := <-arrived:
+			require.Equal(t, task, got)
+		case err := <-errs[task]:
+			t.Fatalf("%s: done before its turn: %v", task, err)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s never waited for its turn", task)
+		}
+	}
+	close(gates["b"])
+	select {
+	case <-inner.in:
+	case <-time.After(5 * time.Second):
+		t.Fatal("b's probe did not reach the backend")
+	}
+	close(gates["a"])
+	err := <-errs["a"]
+	require.ErrorIs(t, err, gateway.ErrUnavailable)
+	assert.Contains(t, err.Error(), "half-open")
+	close(release)
+	require.NoError(t, <-errs["b"])
+	assert.Equal(t, 2, inner.count(), "the trip and b's probe")
+}
+
+// A call that gives up waiting for its turn never reaches the circuit:
+// not a failure, nothing sent.
+func TestTurnGivenUpIsNotAFailure(t *testing.T) {
+	inner := &scripted{}
+	b := Wrap(inner, Config{FailureThreshold: 1, Clock: clockwork.NewFakeClock(),
+		Turn: func(ctx context.Context, _ gateway.Request) error {
+			<-ctx.Done()
+			return ctx.Err()
+		}})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 3 {
+		_, err := b.Send(ctx, gateway.Request{TaskID: "t", Prompt: "p"})
+		require.ErrorIs(t, err, context.Canceled)
+		assert.Contains(t, err.Error(), "llm-a: waiting for its turn")
+	}
+	assert.Zero(t, inner.count())
+	assert.Equal(t, Closed, b.State())
+}
