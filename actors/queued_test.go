@@ -202,8 +202,9 @@ func TestCancelReachesARunNotYetStarted(t *testing.T) {
 	sys.Tick()
 	<-mod.entered
 
-	cancelled := make(chan error, 1)
-	go func() { cancelled <- sys.Cancel(task.Id, "not needed") }()
+	// Posted before the barrier below (Cancel itself waits for its
+	// answer, which, written by the scheduler, would wait for the disk).
+	cancelled := sys.root.RequestFuture(sys.schedulerPID, &pb.CancelTask{TaskId: task.Id, Reason: "not needed"}, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err = request[*pb.BarrierReply](sys.asks, ctx, sys.schedulerPID, &pb.Barrier{}) // the cancel was handled
@@ -214,7 +215,9 @@ func TestCancelReachesARunNotYetStarted(t *testing.T) {
 	require.NoError(t, err)
 	close(mod.release)
 	close(store.held)
-	require.NoError(t, <-cancelled)
+	res, err := cancelled.Result()
+	require.NoError(t, err)
+	require.Nil(t, res.(*pb.Done).GetError())
 	b.waitEvent("the cancel", func(n Notice) bool { return n.Event.GetTaskCancelled() != nil })
 	require.NoError(t, sys.Stop())
 	var types []string
