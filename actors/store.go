@@ -28,6 +28,8 @@ type Store interface {
 type Journal interface {
 	// Append makes entries durable and returns their contiguous seqs;
 	// AppendAsync queues them in call order and returns a wait for them.
+	// What is queued before is never durable after: a crash leaves a
+	// prefix of the queue (the journal's batch.queued relies on it).
 	Append(ctx context.Context, entries ...wal.Entry) ([]uint64, error)
 	AppendAsync(entries ...wal.Entry) (wait func() ([]uint64, error))
 	// Commit closes intents; Uncommitted lists the open ones in seq order.
