@@ -51,32 +51,17 @@ type schedulerActor struct {
 	// executor goes on without waiting for its fsync: until the start is
 	// applied the task is PENDING and picked in the state, but it is
 	// running (a cancel goes to its executor).
-	handedOut map[string]*handout
-	// ahead holds the tasks with events queued and not yet applied whose
-	// writer went on without waiting for their fsync (a run's start, an
-	// answer: TaskEvents.reply_when_queued): each as it will be once they
-	// are applied. The task's later events are decided on it.
-	ahead map[string]*aheadTask
-	heir  *schedulerHeir
-}
-
-// handout is one run of a task given to an executor.
-type handout struct{ run uint64 }
-
-// aheadTask is a task as it will be once its queued events are applied.
-// The task is never changed, only replaced: replies share it.
-type aheadTask struct {
-	task    *pb.Task
-	pending int // batches queued, not yet applied
+	handedOut map[string]uint64 // task id -> run number
+	ahead     aheadTasks        // see ahead.go
+	heir      *schedulerHeir
 }
 
 // schedulerHeir carries what a scheduler instance knows beyond its state
 // to the one that replaces it after a panic (which rebuilds its state
 // from the log).
 type schedulerHeir struct {
-	handedOut map[string]*handout
-	ahead     map[string]*aheadTask
-	runs      uint64 // hand-outs so far
+	ahead aheadTasks
+	runs  uint64 // hand-outs so far: run numbers are never reused
 }
 
 // runWatch is what the scheduler last told one running task's executor.
@@ -179,7 +164,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		if w := a.runs[m.TaskId]; w != nil && w.pid.Equal(ctx.Sender()) {
 			delete(a.runs, m.TaskId)
 		}
-		if h := a.handedOut[m.TaskId]; h != nil && h.run == m.Run {
+		if run, ok := a.handedOut[m.TaskId]; ok && run == m.Run {
 			delete(a.handedOut, m.TaskId)
 		}
 		if reason, ok := a.cancelling[m.TaskId]; ok {
@@ -231,13 +216,14 @@ func (a *schedulerActor) start(ctx actor.Context) {
 		a.state, a.last = st.state, st.last
 		a.sys.logger.Warn().Str("event", "actors.scheduler.restarted").Uint64("seq", a.last).Msg("scheduler restarted from the WAL")
 	}
-	if a.heir.handedOut == nil {
-		a.heir.handedOut, a.heir.ahead = map[string]*handout{}, map[string]*aheadTask{}
+	if a.heir.ahead == nil {
+		a.heir.ahead = aheadTasks{}
 	}
 	// A failed instance's journal was closed once every batch it had
 	// queued was written (a run's start too): the state recovered from
-	// the log holds them.
-	a.handedOut, a.ahead = a.heir.handedOut, a.heir.ahead
+	// the log holds them, and its hand-outs are RUNNING there. The tasks
+	// ahead carry over: the continuations of its batches settle them.
+	a.handedOut, a.ahead = map[string]uint64{}, a.heir.ahead
 	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
 	a.sys.state.scheduler.Store(a)
 }
@@ -364,13 +350,7 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		next = nil
 	}
 	if next != nil {
-		x := a.ahead[id]
-		if x == nil {
-			x = &aheadTask{}
-			a.ahead[id] = x
-		}
-		x.task = next
-		x.pending++
+		a.ahead.queued(id, next)
 	}
 	var queued func(error)
 	if m.ReplyWhenQueued && !m.NoReply {
@@ -386,7 +366,7 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 	a.j.persistQueued(m.Events, archive, queued, func(seqs []uint64, err error) {
 		cur := a.current()
 		if tracked {
-			cur.settleAhead(id)
+			cur.ahead.settle(id)
 		}
 		if err == nil {
 			a.logAnswers(m.Events)
@@ -400,16 +380,6 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		}
 		a.sys.asks.respondLater(sender, r)
 	})
-}
-
-// settleAhead counts one of the task's queued batches applied: once none
-// is left, the task in the state is the task ahead.
-func (a *schedulerActor) settleAhead(id string) {
-	if x := a.ahead[id]; x != nil {
-		if x.pending--; x.pending <= 0 {
-			delete(a.ahead, id)
-		}
-	}
 }
 
 // logAnswers logs the answers among events once they are durable (the
@@ -428,15 +398,14 @@ func (a *schedulerActor) logAnswers(events []*pb.Event) {
 // and apply will refuse them too). It shares with the scheduler's task
 // what events never change in place.
 func (a *schedulerActor) afterEvents(id string, events []*pb.Event) *pb.Task {
-	x := a.ahead[id]
-	if x == nil {
+	t, ok := a.ahead.copyOf(id)
+	if !ok {
 		t, err := a.state.TaskAfter(id, events)
 		if err != nil {
 			return nil
 		}
 		return t
 	}
-	t := pb.CloneTaskSharing(x.task)
 	for _, ev := range events {
 		if err := scheduler.ApplyToTask(t, ev, a.sys.opts.Scheduler.MessageLimit); err != nil {
 			return nil
@@ -553,16 +522,10 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 		return
 	}
 	// The run's later events are decided on the task after its start.
-	x := a.ahead[taskID]
-	if x == nil {
-		x = &aheadTask{}
-		a.ahead[taskID] = x
-	}
-	x.task = t
-	x.pending++
+	a.ahead.queued(taskID, t)
 	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
 		cur := a.current()
-		cur.settleAhead(taskID)
+		cur.ahead.settle(taskID)
 		if err != nil {
 			// Not written: its executor's writes, queued behind, fail too.
 			cur.state.Unpick(taskID)
@@ -570,7 +533,7 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 		}
 	})
 	a.heir.runs++
-	a.handedOut[taskID] = &handout{run: a.heir.runs}
+	a.handedOut[taskID] = a.heir.runs
 	a.sys.executors.Add(1)
 	ctx.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t, Run: a.heir.runs})
 }
