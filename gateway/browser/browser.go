@@ -919,6 +919,11 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if err := b.do(ctx, func() error {
 		return b.locate(page, sel.Send, true).Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
 	}); err != nil {
+		if ctx.Err() == nil && (errors.Is(err, playwright.ErrTargetClosed) || isClosed(page)) {
+			// The site may have the prompt already (a click returns after
+			// the page has handled it): a hang, not a transient error.
+			return none, b.pageGone(err)
+		}
 		return none, b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
 	}
 	text, incomplete, err := b.waitAnswer(ctx, page, before, req.DeepMode)

@@ -59,6 +59,33 @@ func TestCrashedBrowserRestarts(t *testing.T) {
 	assert.Equal(t, 3, b.Stats().Launches)
 }
 
+// A Chromium killed after the site has the prompt but before the click
+// on send returned is page gone too (the prompt may have cost quota),
+// not a transient error that would send it again at once.
+func TestKilledBeforeTheClickReturnsIsPageGone(t *testing.T) {
+	f := turnsFixture(t)
+	f.site.SetControl(fakechat.Control{SendHoldMS: 20_000})
+	b := f.start(t)
+	_, sent := f.site.Sends()
+	errCh := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := b.Send(ctx, gateway.Request{Prompt: "crash while clicking"})
+		errCh <- err
+	}()
+	<-sent
+	killChromium(t, f.cfg.ProfileDir)
+	err := <-errCh
+	require.Error(t, err)
+	assert.Equal(t, "hung", gateway.Kind(err), err.Error())
+	assert.Contains(t, err.Error(), "page gone")
+	assert.Equal(t, gateway.StatePageGone, b.Condition().State)
+
+	f.site.SetControl(fakechat.Control{})
+	assert.Equal(t, answer("1", "after the crash"), send(t, b, gateway.Request{Prompt: "after the crash"}).Content)
+}
+
 // Above RecycleAboveBytes the browser is restarted before the next
 // request (the profile, and the login, stay).
 func TestRecycleAboveMemory(t *testing.T) {

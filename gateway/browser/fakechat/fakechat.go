@@ -60,6 +60,10 @@ type Control struct {
 	StallAfter int `json:"stall_after"`
 	// NoStart accepts a send but never shows an answer or the stop button.
 	NoStart bool `json:"no_start"`
+	// SendHoldMS keeps the send button's click handler busy this long
+	// after the prompt has gone to the server (read when a page loads):
+	// the site has the prompt while the click has not returned.
+	SendHoldMS int `json:"send_hold_ms"`
 	// Shape2026 is how a 2026 page (see Sites2026) behaves; ignored by the
 	// 2025 pages.
 	Shape2026
@@ -299,7 +303,7 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	if s.ctl.BannerOnLoad {
 		banner = s.banner()
 	}
-	writeJSON(w, map[string]any{"login_wall": s.ctl.LoginWall, "banner": banner, "history_delay_ms": delay, "shape": s.ctl.Shape2026})
+	writeJSON(w, map[string]any{"login_wall": s.ctl.LoginWall, "banner": banner, "history_delay_ms": delay, "send_hold_ms": s.ctl.SendHoldMS, "shape": s.ctl.Shape2026})
 }
 
 func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {

@@ -28,6 +28,7 @@
       let generating = false;
       let timer = null;
       let current = null;
+      let hold = 0;
 
       const post = (path, body) =>
         fetch(API + path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -75,7 +76,10 @@
         site.addUser(text);
         site.clearPrompt();
         site.clearFiles();
-        const r = await post('/send', { conversation_id: conv || '', prompt: text, deep: site.deepOn(), attachments: files });
+        const sending = post('/send', { conversation_id: conv || '', prompt: text, deep: site.deepOn(), attachments: files });
+        // A page slow to finish the click: busy after the prompt left.
+        for (const end = Date.now() + hold; Date.now() < end;) { /* busy */ }
+        const r = await sending;
         const d = await r.json();
         if (d.login_wall) { site.showLogin(); return; }
         if (d.banner) { site.showBanner(d.banner); if (!d.answer) return; }
@@ -98,6 +102,7 @@
         site.onSend(send);
         site.onStop(stop);
         const sess = await (await fetch(API + '/session')).json();
+        hold = sess.send_hold_ms || 0;
         if (site.onSession) site.onSession(sess);
         if (sess.login_wall) { site.showLogin(); return; }
         if (sess.banner) site.showBanner(sess.banner);
