@@ -61,7 +61,9 @@ bench:
 
 ## proto: regenerate pb/*.pb.go (needs protoc: apt-get install protobuf-compiler)
 proto:
-	cd pb && protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" -I . --go_out=. --go_opt=paths=source_relative *.proto
+	cd pb && protoc --plugin=protoc-gen-go="$$($(GO) tool -n protoc-gen-go)" --plugin=protoc-gen-go-vtproto="$$($(GO) tool -n protoc-gen-go-vtproto)" \
+		-I . --go_out=. --go_opt=paths=source_relative \
+		--go-vtproto_out=. --go-vtproto_opt=paths=source_relative,features=marshal+size *.proto
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEntry -fuzztime 30s ./wal/

@@ -241,16 +241,7 @@ func (j *journal) flush() {
 	ok := make([]*batch, 0, len(batches))
 	for _, b := range batches {
 		first := len(entries)
-		for _, e := range b.events {
-			ent, err := encodeEvent(j.owner, e)
-			if err != nil {
-				b.err = err
-				break
-			}
-			entries = append(entries, ent)
-		}
-		if b.err != nil {
-			entries = entries[:first]
+		if entries, b.err = encodeEvents(j.owner, b.events, entries); b.err != nil {
 			continue
 		}
 		if len(entries) > first {
@@ -297,12 +288,52 @@ func commitAnswered(log Store, batches []*batch) {
 
 // encodeEvent turns an event into a WAL entry of owner.
 func encodeEvent(owner string, e *pb.Event) (wal.Entry, error) {
-	data, err := proto.Marshal(e)
+	return encodeInto(make([]byte, pb.EventSize(e)), owner, e)
+}
+
+// encodeEvents appends the WAL entries of owner's events to ents. Their
+// payloads share one buffer, allocated once: the WAL copies a payload
+// into its block, so the buffer is garbage once they are written. On an
+// error ents is returned as it was.
+func encodeEvents(owner string, events []*pb.Event, ents []wal.Entry) ([]wal.Entry, error) {
+	if len(events) == 1 {
+		ent, err := encodeEvent(owner, events[0])
+		if err != nil {
+			return ents, err
+		}
+		return append(ents, ent), nil
+	}
+	sizes := make([]int, len(events))
+	total := 0
+	for i, e := range events {
+		sizes[i] = pb.EventSize(e)
+		total += sizes[i]
+	}
+	buf := make([]byte, total)
+	first := len(ents)
+	ents = slices.Grow(ents, len(events))
+	for i, e := range events {
+		n := sizes[i]
+		ent, err := encodeInto(buf[:n:n], owner, e)
+		if err != nil {
+			clear(ents[first:])
+			return ents[:first], err
+		}
+		buf = buf[n:]
+		ents = append(ents, ent)
+	}
+	return ents, nil
+}
+
+// encodeInto encodes e into buf, exactly pb.EventSize(e) bytes, which
+// becomes the entry's payload.
+func encodeInto(buf []byte, owner string, e *pb.Event) (wal.Entry, error) {
+	kind, err := pb.MarshalEventTo(buf, e)
 	if err != nil {
 		return wal.Entry{}, fmt.Errorf("%s: encode %s: %w", owner, eventType(e), err)
 	}
 	_, intent := e.Body.(*pb.Event_LlmRequestStarted)
-	return wal.Entry{Time: timeOf(e.At), Type: eventType(e), Owner: owner, Intent: intent, Payload: data}, nil
+	return wal.Entry{Time: timeOf(e.At), Type: kind, Owner: owner, Intent: intent, Payload: buf}, nil
 }
 
 // decodeEvent reads a WAL entry back; an entry that does not decode is an
