@@ -435,7 +435,7 @@ func archiveOnCompletion(t *pb.Task, done *pb.TaskCompleted) *wal.ArchiveRecord 
 	if t == nil || done == nil {
 		return nil
 	}
-	data, err := proto.Marshal(t)
+	data, err := pb.MarshalTask(t)
 	if err != nil {
 		return nil
 	}

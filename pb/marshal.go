@@ -65,6 +65,23 @@ func MarshalEventTo(buf []byte, e *Event) (kind string, err error) {
 	return bodyName(buf), nil
 }
 
+// MarshalTask encodes t (an archived task) as proto.Marshal does, with
+// the generated code, and refuses strings that are not UTF-8 as it does.
+func MarshalTask(t *Task) ([]byte, error) {
+	data, err := t.MarshalVT()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUTF8(data, taskPlan()); err != nil {
+		return nil, err
+	}
+	return data, nil
+}
+
+var taskPlan = sync.OnceValue(func() *utf8Plan {
+	return planUTF8((&Task{}).ProtoReflect().Descriptor(), map[protoreflect.FullName]*utf8Plan{})
+})
+
 // bodyName returns the name of the first oneof field of body in the
 // encoding b of an Event.
 func bodyName(b []byte) string {

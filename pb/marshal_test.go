@@ -161,3 +161,53 @@ func TestMarshalEventToRefusesInvalidUTF8(t *testing.T) {
 		t.Fatalf("bytes field refused: %v", err)
 	}
 }
+
+// MarshalTask writes every field (a task filled by the descriptors) and
+// refuses a string that is not UTF-8.
+func TestMarshalTask(t *testing.T) {
+	task := &Task{}
+	fill(task.ProtoReflect(), 5)
+	data, err := MarshalTask(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Task
+	if err := proto.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(&back, task) {
+		t.Fatalf("MarshalTask lost something:\n got  %v\n want %v", &back, task)
+	}
+	task.Conversation.Messages[1].Content = string([]byte{0xc3})
+	if _, err := MarshalTask(task); err == nil {
+		t.Fatal("MarshalTask took a message that is not UTF-8")
+	}
+}
+
+// BenchmarkMarshalTask: a finished task of the end-to-end benchmark's
+// shape (context, one turn of conversation) as archived at its
+// completion; baseline in the same run: proto.Marshal.
+func BenchmarkMarshalTask(b *testing.B) {
+	t := &Task{Id: "probe/q/1", Module: "probe", TaskType: "q", Subject: "1", State: TaskState_TASK_STATE_COMPLETED,
+		Context: map[string]string{"question": "what is 6 x 7?"}, LlmAssigned: "api", MessageLimit: 50, MaxRequests: 1,
+		Conversation: &ConversationState{Llm: "api", TurnCount: 1, Messages: []*Message{
+			{Role: "user", Content: "what is 6 x 7?", At: 1}, {Role: "assistant", Content: "42 is the answer", At: 2, Llm: "api"}}}}
+	var perOp [2]float64
+	for i, c := range []struct {
+		name    string
+		marshal func(*Task) ([]byte, error)
+	}{{"proto.Marshal", func(t *Task) ([]byte, error) { return proto.Marshal(t) }}, {"MarshalTask", MarshalTask}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.marshal(t); err != nil {
+					b.Fatal(err)
+				}
+			}
+			perOp[i] = float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+			if i == 1 && perOp[0] > 0 {
+				b.ReportMetric(perOp[0]/perOp[1], "x-faster")
+			}
+		})
+	}
+}
