@@ -41,6 +41,7 @@ type request struct {
 	cpValue []byte // encoded checkpoint
 
 	first uint64        // result: seq of entries[0]
+	seqs  []uint64      // result: the seqs of entries, in a slice shared by the batch
 	err   error         // result
 	done  chan struct{} // capacity 1: the writer sends once
 }
@@ -277,7 +278,19 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 	} else {
 		l.lastSeq.Store(next - 1)
 	}
+	// The seqs of all the batch's appends, in one allocation.
+	var seqs []uint64
+	if err == nil {
+		seqs = make([]uint64, 0, nEntries)
+	}
 	for _, r := range write {
+		if err == nil && len(r.entries) > 0 {
+			k := len(seqs)
+			for i := range r.entries {
+				seqs = append(seqs, r.first+uint64(i))
+			}
+			r.seqs = seqs[k:len(seqs):len(seqs)]
+		}
 		r.finish(err)
 	}
 	if err == nil {

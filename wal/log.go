@@ -423,7 +423,7 @@ func (l *Log) Append(ctx context.Context, entries ...Entry) ([]uint64, error) {
 		return nil, err
 	}
 	err = l.submit(r)
-	return r.seqs(len(entries), err)
+	return r.result(err)
 }
 
 // AppendAsync queues entries like Append but returns at once; wait blocks
@@ -446,7 +446,7 @@ func (l *Log) AppendAsync(entries ...Entry) (wait func() ([]uint64, error)) {
 		}
 		return func() ([]uint64, error) { return nil, err }
 	}
-	return func() ([]uint64, error) { return r.seqs(len(entries), l.await(r)) }
+	return func() ([]uint64, error) { return r.result(l.await(r)) }
 }
 
 // newAppend checks entries and builds their request.
@@ -474,16 +474,13 @@ func (l *Log) newAppend(ctx context.Context, entries []Entry) (*request, error) 
 	return r, nil
 }
 
-// seqs turns a finished append into its sequence numbers and releases r.
-func (r *request) seqs(n int, err error) ([]uint64, error) {
-	first := r.first
+// result turns a finished append into its sequence numbers and releases
+// r.
+func (r *request) result(err error) ([]uint64, error) {
+	seqs := r.seqs
 	r.release()
 	if err != nil {
 		return nil, err
-	}
-	seqs := make([]uint64, n)
-	for i := range seqs {
-		seqs[i] = first + uint64(i)
 	}
 	return seqs, nil
 }
