@@ -166,23 +166,38 @@ func planUTF8(md protoreflect.MessageDescriptor, done map[protoreflect.FullName]
 // in a proto3 file, which all of ours are.
 func checkUTF8(b []byte, p *utf8Plan) error {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return fmt.Errorf("%s: %w", p.name, protowire.ParseError(n))
+		var (
+			num protowire.Number
+			typ protowire.Type
+		)
+		if b[0] < 0x80 { // a field number below 16: one byte
+			num, typ = protowire.Number(b[0]>>3), protowire.Type(b[0]&7)
+			b = b[1:]
+		} else {
+			var n int
+			if num, typ, n = protowire.ConsumeTag(b); n < 0 {
+				return fmt.Errorf("%s: %w", p.name, protowire.ParseError(n))
+			}
+			b = b[n:]
 		}
-		b = b[n:]
 		if typ != protowire.BytesType {
-			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
 				return fmt.Errorf("%s: field %d: %w", p.name, num, protowire.ParseError(n))
 			}
 			b = b[n:]
 			continue
 		}
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return fmt.Errorf("%s: field %d: %w", p.name, num, protowire.ParseError(n))
+		var v []byte
+		if len(b) > 0 && b[0] < 0x80 && int(b[0]) < len(b) { // shorter than 128 bytes
+			v, b = b[1:1+b[0]], b[1+b[0]:]
+		} else {
+			var n int
+			if v, n = protowire.ConsumeBytes(b); n < 0 {
+				return fmt.Errorf("%s: field %d: %w", p.name, num, protowire.ParseError(n))
+			}
+			b = b[n:]
 		}
-		b = b[n:]
 		if int(num) >= len(p.fields) || p.fields[num] == nil {
 			continue // bytes, packed numbers, or unknown to this build
 		}

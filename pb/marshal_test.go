@@ -1,6 +1,7 @@
 package pb
 
 import (
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -146,6 +147,9 @@ func TestMarshalEventToRefusesInvalidUTF8(t *testing.T) {
 		"map key":   {Body: &Event_TaskSubmitted{TaskSubmitted: &TaskSubmitted{Task: &Task{Id: "t", Context: map[string]string{bad: "q"}}}}},
 		"nested":    {Body: &Event_TaskSubmitted{TaskSubmitted: &TaskSubmitted{Task: &Task{Conversation: &ConversationState{Messages: []*Message{{Content: bad}}}}}}},
 		"answer":    {At: 1, Body: &Event_LlmResponseReceived{LlmResponseReceived: &LLMResponseReceived{TaskId: "t", Content: bad}}},
+		"long":      {At: 1, Body: &Event_LlmResponseReceived{LlmResponseReceived: &LLMResponseReceived{TaskId: "t", Content: strings.Repeat("a", 300) + bad}}},
+		"field 101": {Body: &Event_TaskSubmitted{TaskSubmitted: &TaskSubmitted{Task: &Task{Id: "t", AvoidLlm: bad}}}},
+		"field 152": {At: 1, Body: &Event_LlmResponseReceived{LlmResponseReceived: &LLMResponseReceived{Incomplete: bad}}},
 	} {
 		if _, err := proto.Marshal(e); err == nil {
 			t.Fatalf("%s: proto.Marshal took it: the case tests nothing", name)
