@@ -123,13 +123,15 @@ func (l *Log) await(r *request) error {
 func (l *Log) run() {
 	defer close(l.done)
 	var (
-		batch    []*request
-		buf      []byte
-		answered int // requests answered by the last batch
+		batch []*request
+		buf   []byte
+		// The requests answered by the last batch, and those that queued
+		// while it was written.
+		answered, waiting int
 	)
 	for {
 		if answered > 0 {
-			l.gather(answered)
+			l.gather(waiting + answered)
 		}
 		l.mu.Lock()
 		for len(l.queue) == 0 && !l.closed {
@@ -144,7 +146,7 @@ func (l *Log) run() {
 		l.mu.Unlock()
 
 		answered = len(batch)
-		buf = l.writeBatch(batch, buf, failed)
+		buf, waiting = l.writeBatch(batch, buf, failed)
 		clear(batch)
 		if cap(buf) > maxBatchBytes {
 			buf = nil
@@ -155,14 +157,17 @@ func (l *Log) run() {
 // gather runs right after a group commit has answered its callers. Those
 // callers usually append again at once; yielding the processor while the
 // queue keeps growing lets them join the next group commit instead of
-// waiting a whole commit for the one after (without this, concurrent
-// writers settle into two halves that alternate, each commit carrying
-// half of them). It never waits for time to pass: it stops as soon as
-// as many requests are queued as were just answered, or at the first
+// waiting a whole commit for the one after. It waits for as many requests
+// as were queued while the commit was written plus those it answered:
+// waiting only for as many as it answered, concurrent writers settle
+// into two halves that alternate (the half queued during a commit is
+// enough to start the next one), each commit carrying half of them, and
+// every commit costs two fsyncs whatever it carries. It never waits for
+// time to pass: it stops once that many are queued, or at the first
 // yield that brings no new request.
-func (l *Log) gather(answered int) {
+func (l *Log) gather(want int) {
 	n := l.queued()
-	for i := 0; i < gatherMaxYields && n < answered; i++ {
+	for i := 0; i < gatherMaxYields && n < want; i++ {
 		runtime.Gosched()
 		m := l.queued()
 		if m == n {
@@ -201,8 +206,9 @@ func (l *Log) takeBatch(batch []*request) []*request {
 }
 
 // writeBatch writes the live requests of batch in one transaction and
-// answers every request. It returns buf for reuse.
-func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
+// answers every request. It returns buf for reuse, and how many requests
+// were queued when it answered.
+func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, waiting int) {
 	live := batch[:0]
 	for _, r := range batch {
 		if !r.state.CompareAndSwap(pendingState, takenState) {
@@ -219,7 +225,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 		live = append(live, r)
 	}
 	if len(live) == 0 {
-		return buf
+		return buf, l.queued()
 	}
 
 	// Assign seqs, encode entries into one block, validate commits and
@@ -263,7 +269,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 		write = append(write, r)
 	}
 	if len(write) == 0 {
-		return buf
+		return buf, l.queued()
 	}
 
 	err := l.writeTx(write, first, buf, nEntries)
@@ -278,6 +284,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 	} else {
 		l.lastSeq.Store(next - 1)
 	}
+	waiting = l.queued()
 	// The seqs of all the batch's appends, in one allocation.
 	var seqs []uint64
 	if err == nil {
@@ -296,7 +303,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) []byte {
 	if err == nil {
 		l.noteTouched(len(buf) + archived) // after the answers: no writer waits on it
 	}
-	return buf
+	return buf, waiting
 }
 
 // writeTx is the one bbolt transaction of a group commit.
