@@ -56,8 +56,12 @@ func MarshalEventTo(buf []byte, e *Event) (kind string, err error) {
 		// A body that is a oneof case holding a nil message: proto.Marshal
 		// writes the case (it decodes as an empty message), the generated
 		// code writes nothing (it would decode as no body at all).
-		if _, err := (proto.MarshalOptions{}).MarshalAppend(buf[:0], e); err != nil {
+		out, err := proto.MarshalOptions{}.MarshalAppend(buf[:0], e)
+		if err != nil {
 			return "", err
+		}
+		if len(out) != len(buf) {
+			return "", fmt.Errorf("event of %d bytes in a buffer of %d", len(out), len(buf))
 		}
 	} else if err := checkUTF8(buf, eventPlans().plan); err != nil {
 		return "", err
