@@ -87,7 +87,8 @@ var taskPlan = sync.OnceValue(func() *utf8Plan {
 })
 
 // bodyName returns the name of the first oneof field of body in the
-// encoding b of an Event.
+// encoding b of an Event (a field of its number with another wire type is
+// an unknown field: skipped).
 func bodyName(b []byte) string {
 	names := eventPlans().bodyNames
 	for len(b) > 0 {
@@ -95,7 +96,7 @@ func bodyName(b []byte) string {
 		if n < 0 {
 			break
 		}
-		if int(num) < len(names) && names[num] != "" {
+		if typ == protowire.BytesType && int(num) < len(names) && names[num] != "" {
 			return names[num]
 		}
 		if n2 := protowire.ConsumeFieldValue(num, typ, b[n:]); n2 >= 0 {
