@@ -67,6 +67,7 @@ proto:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeEntry -fuzztime 30s ./wal/
+	$(GO) test -run '^$$' -fuzz FuzzMarshalEventTo -fuzztime 30s ./pb/
 
 clean:
 	rm -rf bin fano-data fano-simulation
