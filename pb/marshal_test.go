@@ -77,14 +77,14 @@ func checkVT(t *testing.T, m vtMessage) {
 		t.Fatalf("%s: MarshalVT: %v", name, err)
 	}
 	if len(data) != m.SizeVT() || len(data) != proto.Size(m) {
-		t.Fatalf("%s: MarshalVT wrote %d bytes, SizeVT says %d, proto.Size %d", name, len(data), m.SizeVT(), proto.Size(m))
+		t.Fatalf("%s: MarshalVT wrote %d bytes, SizeVT says %d, proto.Size %d: run make proto", name, len(data), m.SizeVT(), proto.Size(m))
 	}
 	back := m.ProtoReflect().New().Interface()
 	if err := proto.Unmarshal(data, back); err != nil {
 		t.Fatalf("%s: decode: %v", name, err)
 	}
 	if !proto.Equal(back, m) {
-		t.Fatalf("%s: MarshalVT lost something:\n got  %v\n want %v", name, back, m)
+		t.Fatalf("%s: MarshalVT lost something (run make proto):\n got  %v\n want %v", name, back, m)
 	}
 }
 
