@@ -255,8 +255,8 @@ func (w *warmGoroutines) run(fn func()) {
 }
 
 // mailboxes holds the mailbox counter of every actor alive, by the id it
-// was spawned with. track and untrack are called by whoever spawns and
-// stops an actor (Start, the orchestrator); depths and queued only read
+// was spawned with. track is called by whoever spawns an actor (Start,
+// the orchestrator); depths and queued only read
 // the counters, from any goroutine, without sending a message.
 type mailboxes struct {
 	byActor sync.Map
@@ -267,7 +267,6 @@ func (b *mailboxes) track(id string, c *mailboxCount) {
 	c.box.Store(b)
 	b.byActor.Store(id, c)
 }
-func (b *mailboxes) untrack(id string) { b.byActor.Delete(id) }
 
 // queued is the depth of one actor's mailbox (0 for one not tracked).
 func (b *mailboxes) queued(id string) int {

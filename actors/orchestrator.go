@@ -29,12 +29,15 @@ func (o *orchestrator) Receive(ctx actor.Context) {
 			o.ready = nil
 		}
 	case *pb.StartExecutor:
-		o.spawnExecutor(ctx, m)
+		o.spawnExecutor(m)
 	case *pb.TaskComplete:
-		if pid, ok := o.executors[m.TaskId]; ok {
-			o.sys.mailboxes.untrack(pid.Id)
-		}
 		delete(o.executors, m.TaskId)
+	case *actor.Stopping:
+		// The executors are no children of the orchestrator's (see
+		// startExecutor): stopped here, as its children are.
+		for _, pid := range o.executors {
+			o.sys.root.Stop(pid)
+		}
 	case *pb.CancelTask:
 		// Not there: it finished between the scheduler's look and ours.
 		if pid, ok := o.executors[m.TaskId]; ok {
@@ -69,14 +72,6 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s, heir: heir} })
 }
 
-func (o *orchestrator) spawnExecutor(ctx actor.Context, m *pb.StartExecutor) {
-	s, t := o.sys, m.Task
-	// An executor's Receive only hands a reply to its loop or sets a
-	// flag, never blocking: it runs in the sender's goroutine instead of
-	// a new goroutine per message (about ten replies a task).
-	props, count := counted(func() actor.Actor { return &executor{env: s.execEnv, task: t, runNo: m.Run} },
-		actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)))
-	pid := ctx.Spawn(props)
-	o.executors[t.Id] = pid
-	s.mailboxes.track(pid.Id, count)
+func (o *orchestrator) spawnExecutor(m *pb.StartExecutor) {
+	o.executors[m.Task.Id] = o.sys.execEnv.startExecutor(m.Task, m.Run)
 }
