@@ -62,6 +62,9 @@ type schedulerActor struct {
 type schedulerHeir struct {
 	ahead aheadTasks
 	runs  uint64 // hand-outs so far: run numbers are never reused
+	// free is the allocator's last FreeSlots: it sends one only when the
+	// view changed, not to each new instance.
+	free *pb.FreeSlots
 }
 
 // runWatch is what the scheduler last told one running task's executor.
@@ -156,7 +159,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		// forget meanwhile would pick them again.
 		a.j.persist(m.Events, func([]uint64, error) { a.forgetting = false })
 	case *pb.FreeSlots:
-		a.free = m
+		a.free, a.heir.free = m, m
 		a.dispatchSoon(ctx)
 	case *pb.Allocated:
 		a.onAllocated(ctx, m)
@@ -223,7 +226,7 @@ func (a *schedulerActor) start(ctx actor.Context) {
 	// queued was written (a run's start too): the state recovered from
 	// the log holds them, and its hand-outs are RUNNING there. The tasks
 	// ahead carry over: the continuations of its batches settle them.
-	a.handedOut, a.ahead = map[string]uint64{}, a.heir.ahead
+	a.handedOut, a.ahead, a.free = map[string]uint64{}, a.heir.ahead, a.heir.free
 	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
 	a.sys.state.scheduler.Store(a)
 }
@@ -458,6 +461,9 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 		return
 	}
 	budget := a.sys.opts.MaxRunning - int(a.sys.executors.Load()) - a.allocating
+	if budget <= 0 {
+		return // every place is taken: most calls when tasks run back to back
+	}
 	slots := 0
 	var free, deepFree []string
 	for b, f := range a.free.GetBackends() {
