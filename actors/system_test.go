@@ -135,6 +135,21 @@ func TestRestartedAllocatorKeepsSlotsInUse(t *testing.T) {
 	require.Equal(t, 1, inUse(), "the restarted allocator holds the running task's slot")
 }
 
+// The allocator tells the scheduler its free view only when it changes:
+// a scheduler restarted while nothing runs (the view stays the same)
+// still knows it, and starts the tasks submitted after.
+func TestRestartedSchedulerKnowsFreeBackends(t *testing.T) {
+	b := setup(t, setupOpts{backends: []string{"a"}, probe: probe.Config{NoPropose: true, Turns: 1}, memory: true})
+	sys := b.start()
+	require.NoError(t, sys.state.barrier(sys.allocatorPID)) // its first view is out
+	require.NoError(t, sys.state.barrier(sys.schedulerPID))
+	crash(sys, ownerScheduler, sys.schedulerPID)
+	r, err := sys.Submit(probeTask(1, 0))
+	require.NoError(t, err)
+	require.True(t, r.Accepted, r.Reason)
+	b.waitCompleted(1)
+}
+
 // A child that panics is restarted by the orchestrator and gets its state
 // back from the WAL; work goes on to the end.
 func TestSupervisorRestartsPanickingChild(t *testing.T) {
