@@ -44,7 +44,9 @@ type executor struct {
 	// copy is never changed, only replaced: the module host reads the one
 	// it is sent without cloning it.
 	task   *pb.Task
-	runNo  uint64 // StartExecutor.run, named in the TaskComplete
+	taskID string // e.task's, never changed: read from any goroutine
+	runNo  uint64 // the hand-out's run number, named in the TaskComplete
+	runCtx context.Context
 	cancel context.CancelCauseFunc
 	self   *actor.PID
 
@@ -79,8 +81,8 @@ type executorEnv struct {
 	logger   zerolog.Logger
 	opts     *Options // read only
 
-	schedulerPID, allocatorPID, orchestratorPID *actor.PID
-	modulePIDs, gatewayPIDs                     map[string]*actor.PID
+	schedulerPID, allocatorPID *actor.PID
+	modulePIDs, gatewayPIDs    map[string]*actor.PID
 
 	calls       atomic.Uint64 // numbers LLM calls for LLMCancel
 	offActor    *atomic.Int64 // the System's (see QueuedMessages)
@@ -94,33 +96,35 @@ func (x *executorEnv) reportCall(backend, kind string) {
 	x.logger.Debug().Str("event", "gateway."+backend+".call").Str("outcome", kind).Msg("llm call failed")
 }
 
-// startExecutor starts the executor of one run of task t and returns
-// its PID. An executor is not a protoactor actor but a process in the
-// actor system's registry (see SendUserMessage): spawning an actor, its
+// newExecutor makes the executor of one run of task t; start runs it.
+// An executor is not a protoactor actor but a process in the actor
+// system's registry (see SendUserMessage): spawning an actor, its
 // mailbox, its lifecycle messages and its stop cost about 30 allocations
 // and a tenth of the CPU of a zero-latency task, for a Receive that only
-// hands a reply to the loop or sets a flag.
-func (x *executorEnv) startExecutor(t *pb.Task, run uint64) *actor.PID {
-	e := &executor{env: x, task: t, runNo: run,
+// hands a reply to the loop or sets a flag. Once made, its PID (self)
+// takes messages: the scheduler tells it whether to yield before its
+// loop runs.
+func (x *executorEnv) newExecutor(t *pb.Task, run uint64) *executor {
+	e := &executor{env: x, task: t, taskID: t.Id, runNo: run,
 		replies: make(chan proto.Message, 4), gone: make(chan struct{}), answered: make(chan struct{})}
-	runCtx, cancel := context.WithCancelCause(x.baseCtx)
-	e.cancel = cancel
+	e.runCtx, e.cancel = context.WithCancelCause(x.baseCtx)
 	reg := x.registry
-	pid, _ := reg.Add(e, "orchestrator/executor"+reg.NextID()) // a new id: never taken
-	e.self = pid
-	// Before the loop's first request: the scheduler knows this executor
-	// before any of its events, so a yield it pushes reaches the loop
-	// ahead of the reply that follows it.
-	x.root.RequestWithCustomSender(x.schedulerPID, &pb.PreemptQuery{TaskId: t.Id, Llm: t.LlmAssigned}, pid)
-	// On a warm goroutine: the loop's stack is grown already.
+	e.self, _ = reg.Add(e, "executor"+reg.NextID()) // a new id: never taken
+	x.executors.running.Store(e, struct{}{})
+	return e
+}
+
+// start runs the executor's loop, on a warm goroutine: its stack is
+// grown already.
+func (e *executor) start() {
 	warmDispatcher.Go(func() {
-		res := e.runSafely(runCtx)
+		res := e.runSafely(e.runCtx)
 		e.finish(res)
 		e.ended.Store(true)
-		reg.Remove(pid)
-		cancel(errShutdown) // leaves the parent context's list of children
+		e.env.registry.Remove(e.self)
+		e.env.executors.running.Delete(e)
+		e.cancel(errShutdown) // leaves the parent context's list of children
 	})
-	return pid
 }
 
 // SendUserMessage takes a message to the executor (Receive), in the
@@ -306,7 +310,6 @@ func (e *executor) finish(res *pb.TaskResult) {
 	// From this executor: the scheduler stops watching this run, not a
 	// later one of the same task.
 	e.env.root.RequestWithCustomSender(e.env.schedulerPID, done, e.self)
-	e.env.root.Send(e.env.orchestratorPID, done)
 }
 
 func (e *executor) now() int64 { return nanos(e.env.clock.Now()) }

@@ -12,6 +12,10 @@ import (
 type liveExecutors struct {
 	atomic.Int64
 
+	// running holds every executor whose loop has not ended (as keys):
+	// the orchestrator stops them as it stops.
+	running sync.Map
+
 	mu       sync.Mutex
 	finished chan struct{} // closed and replaced each time an executor ends
 	done     chan struct{} // a signal per finished executor (non-blocking)

@@ -10,39 +10,38 @@ import (
 )
 
 // orchestrator is the root supervisor: it spawns the scheduler, the
-// allocator, a host per module and per backend, and one executor per
-// running task, and restarts a child that panics (OneForOne, with a limit;
-// see Start). A restarted child rebuilds its state from the WAL.
+// allocator and a host per module and per backend, and restarts a child
+// that panics (OneForOne, with a limit; see Start). A restarted child
+// rebuilds its state from the WAL. The executors, one per running task,
+// are started by the scheduler (they are processes, not actors: see
+// newExecutor) and stopped here with the children.
 type orchestrator struct {
-	sys       *System
-	ready     chan struct{}
-	executors map[string]*actor.PID // task id -> executor
+	sys   *System
+	ready chan struct{}
 }
 
 func (o *orchestrator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		o.executors = map[string]*actor.PID{}
 		o.spawnChildren(ctx)
 		if o.ready != nil {
 			close(o.ready)
 			o.ready = nil
 		}
-	case *pb.StartExecutor:
-		o.spawnExecutor(m)
-	case *pb.TaskComplete:
-		delete(o.executors, m.TaskId)
 	case *actor.Stopping:
-		// The executors are no children of the orchestrator's (see
-		// startExecutor): stopped here, as its children are.
-		for _, pid := range o.executors {
-			o.sys.root.Stop(pid)
-		}
+		o.sys.executors.running.Range(func(e, _ any) bool {
+			e.(*executor).Stop(nil)
+			return true
+		})
 	case *pb.CancelTask:
-		// Not there: it finished between the scheduler's look and ours.
-		if pid, ok := o.executors[m.TaskId]; ok {
-			ctx.Send(pid, &pb.CancelRun{Reason: m.Reason})
-		}
+		// The scheduler cancels a run itself (it started the executor);
+		// this is for whoever else asks. None running: answered all the same.
+		o.sys.executors.running.Range(func(x, _ any) bool {
+			if e := x.(*executor); e.taskID == m.TaskId {
+				e.Receive(&pb.CancelRun{Reason: m.Reason})
+			}
+			return true
+		})
 		respond(ctx, &pb.Done{})
 	}
 }
@@ -70,8 +69,4 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	// Last: its first publish starts the scheduler's dispatching.
 	heir := &slotHeir{}
 	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s, heir: heir} })
-}
-
-func (o *orchestrator) spawnExecutor(m *pb.StartExecutor) {
-	o.executors[m.Task.Id] = o.sys.execEnv.startExecutor(m.Task, m.Run)
 }

@@ -42,9 +42,10 @@ type schedulerActor struct {
 	// a tick meanwhile (a slow fsync, a WAL fault being retried) must not
 	// decide it again, or it is written twice.
 	resuming map[string]bool
-	// runs are the running tasks' executors, told when they must yield
-	// their backend to a more urgent task (PreemptQuery): pushed at the
-	// tick, not asked for at every safe point.
+	// runs are the running tasks' executors, started here (onAllocated)
+	// and told when they must yield their backend to a more urgent task:
+	// pushed at the tick, not asked for at every safe point; a cancel of
+	// a running task goes to its executor from here. Kept in the heir.
 	runs map[string]*runWatch
 	// handedOut holds the runs handed to an executor, from then until the
 	// executor ends. The start of a run is queued in the WAL and the
@@ -60,16 +61,19 @@ type schedulerActor struct {
 // to the one that replaces it after a panic (which rebuilds its state
 // from the log).
 type schedulerHeir struct {
-	ahead aheadTasks
-	runs  uint64 // hand-outs so far: run numbers are never reused
+	ahead  aheadTasks
+	handed uint64 // hand-outs so far: run numbers are never reused
 	// free is the allocator's last FreeSlots: it sends one only when the
 	// view changed, not to each new instance.
 	free *pb.FreeSlots
+	// runs are the executors running: they run on through a restart.
+	runs map[string]*runWatch
 }
 
 // runWatch is what the scheduler last told one running task's executor.
 type runWatch struct {
 	pid   *actor.PID
+	run   uint64 // the hand-out's run number
 	llm   string
 	yield string // the task it yields to ("" none)
 }
@@ -164,7 +168,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 	case *pb.Allocated:
 		a.onAllocated(ctx, m)
 	case *pb.TaskComplete:
-		if w := a.runs[m.TaskId]; w != nil && w.pid.Equal(ctx.Sender()) {
+		if w := a.runs[m.TaskId]; w != nil && w.run == m.Run {
 			delete(a.runs, m.TaskId)
 		}
 		if run, ok := a.handedOut[m.TaskId]; ok && run == m.Run {
@@ -177,20 +181,6 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 			}
 		}
 		a.dispatchSoon(ctx)
-	case *pb.PreemptQuery:
-		// A standing query: answered now if the executor must yield
-		// already, and again at each tick whose answer differs.
-		if a.runs == nil {
-			a.runs = map[string]*runWatch{}
-		}
-		w := &runWatch{pid: ctx.Sender(), llm: m.Llm}
-		a.runs[m.TaskId] = w
-		a.tellYield(m.TaskId, w)
-		if w.yield == "" && w.pid != nil && a.sys.opts.DispatchOnTick {
-			// The first answer is always given where an executor waits
-			// for it before its first request (executor.yielding).
-			a.sys.root.Send(w.pid, &pb.PreemptReply{})
-		}
 	case *pb.CancelTask:
 		a.cancel(ctx.Sender(), m)
 	case *pb.Barrier:
@@ -226,7 +216,10 @@ func (a *schedulerActor) start(ctx actor.Context) {
 	// queued was written (a run's start too): the state recovered from
 	// the log holds them, and its hand-outs are RUNNING there. The tasks
 	// ahead carry over: the continuations of its batches settle them.
-	a.handedOut, a.ahead, a.free = map[string]uint64{}, a.heir.ahead, a.heir.free
+	if a.heir.runs == nil {
+		a.heir.runs = map[string]*runWatch{}
+	}
+	a.handedOut, a.ahead, a.free, a.runs = map[string]uint64{}, a.heir.ahead, a.heir.free, a.heir.runs
 	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
 	a.sys.state.scheduler.Store(a)
 }
@@ -538,10 +531,23 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 			a.sys.logger.Error().Err(err).Str("task", taskID).Str("event", "actors.scheduler.start_failed").Msg("could not persist task start")
 		}
 	})
-	a.heir.runs++
-	a.handedOut[taskID] = a.heir.runs
+	a.heir.handed++
+	run := a.heir.handed
+	a.handedOut[taskID] = run
 	a.sys.executors.Add(1)
-	ctx.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t, Run: a.heir.runs})
+	// Started here, not by a message to the orchestrator: an executor is
+	// a process in the registry, cheap to make (startExecutor). Its
+	// watch is in place and its first answer given before its loop runs.
+	e := a.sys.execEnv.newExecutor(t, run)
+	w := &runWatch{pid: e.self, run: run, llm: llm}
+	a.runs[taskID] = w
+	a.tellYield(taskID, w)
+	if w.yield == "" && a.sys.opts.DispatchOnTick {
+		// The first answer is always given where an executor waits for
+		// it before its first request (executor.yielding).
+		a.sys.root.Send(w.pid, &pb.PreemptReply{})
+	}
+	e.start()
 }
 
 // cancel carries out a cancel and answers sender (nil: nobody asked).
@@ -557,8 +563,11 @@ func (a *schedulerActor) cancel(sender *actor.PID, m *pb.CancelTask) {
 			a.cancelling = map[string]string{}
 		}
 		a.cancelling[id] = reason
-		// The orchestrator answers the sender once the executor is told.
-		a.sys.root.RequestWithCustomSender(a.sys.orchestratorPID, &pb.CancelTask{TaskId: id, Reason: reason}, sender)
+		// No executor: it ended, and its TaskComplete carries the cancel out.
+		if w := a.runs[id]; w != nil {
+			a.sys.root.Send(w.pid, &pb.CancelRun{Reason: reason})
+		}
+		a.sys.asks.respondLater(sender, &pb.Done{})
 		return
 	}
 	if err != nil {
