@@ -150,6 +150,23 @@ func TestRestartedSchedulerKnowsFreeBackends(t *testing.T) {
 	b.waitCompleted(1)
 }
 
+// The scheduler starts the executors and cancels them: a scheduler
+// restarted while a task runs still reaches its executor.
+func TestRestartedSchedulerCancelsARunningTask(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC))
+	b := setup(t, setupOpts{clock: clock, backends: []string{"a"}, latency: time.Hour, memory: true,
+		probe: probe.Config{NoPropose: true, Turns: 1}, mutate: func(o *Options) { o.TickInterval = time.Hour }})
+	sys := b.start()
+	task := probeTask(1, 0)
+	_, err := sys.Submit(task)
+	require.NoError(t, err)
+	sys.Tick()
+	b.waitEvent("the request", func(n Notice) bool { return n.Event.GetLlmRequestStarted() != nil })
+	crash(sys, ownerScheduler, sys.schedulerPID)
+	require.NoError(t, sys.Cancel(task.Id, "not needed"))
+	b.waitEvent("the cancel", func(n Notice) bool { return n.Event.GetTaskCancelled() != nil })
+}
+
 // A child that panics is restarted by the orchestrator and gets its state
 // back from the WAL; work goes on to the end.
 func TestSupervisorRestartsPanickingChild(t *testing.T) {
