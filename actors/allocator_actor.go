@@ -36,10 +36,14 @@ type allocatorActor struct {
 	// the buffer the next one is found in.
 	published, views []allocator.FreeView
 	told             bool // published once
+	desk             *desk
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
-	g := &a.sys.desks.desk(ownerAllocator).guard
+	if a.desk == nil {
+		a.desk = a.sys.desks.desk(ownerAllocator)
+	}
+	g := &a.desk.guard
 	g.Lock()
 	defer g.Unlock()
 	switch m := ctx.Message().(type) {

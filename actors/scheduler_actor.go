@@ -55,6 +55,7 @@ type schedulerActor struct {
 	handedOut map[string]uint64 // task id -> run number
 	ahead     aheadTasks        // see ahead.go
 	heir      *schedulerHeir
+	desk      *desk
 }
 
 // schedulerHeir carries what a scheduler instance knows beyond its state
@@ -93,7 +94,10 @@ func (a *schedulerActor) tellYield(taskID string, w *runWatch) {
 }
 
 func (a *schedulerActor) Receive(ctx actor.Context) {
-	g := &a.sys.desks.desk(ownerScheduler).guard
+	if a.desk == nil {
+		a.desk = a.sys.desks.desk(ownerScheduler) // a sync.Map look-up a message otherwise
+	}
+	g := &a.desk.guard
 	g.Lock()
 	defer g.Unlock()
 	switch m := ctx.Message().(type) {
