@@ -229,16 +229,20 @@ func (e *executor) modulePID() (*actor.PID, error) {
 	return pid, nil
 }
 
-func (e *executor) nextAction() (modules.Action, error) {
+// nextAction asks the module what the task does next. If it is done,
+// the module ends it in the same ask (ended): its completion events are
+// queued in the WAL, or endErr says why not.
+func (e *executor) nextAction() (act modules.Action, ended bool, endErr, err error) {
 	pid, err := e.modulePID()
 	if err != nil {
-		return modules.Action{}, err
+		return modules.Action{}, false, nil, err
 	}
-	r, err := ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: e.task})
+	r, err := ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: e.task, EndIfDone: true})
 	if err != nil {
-		return modules.Action{}, err
+		return modules.Action{}, false, nil, err
 	}
-	return actionFromWire(r)
+	act, err = actionFromWire(r)
+	return act, r.Ended, errorFromWire(r.EndError), err
 }
 
 // moduleAnswer has the module decide on an answer; it answers once its
@@ -397,9 +401,14 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		if res := e.held(ctx); res != nil {
 			return res
 		}
-		act, err := e.nextAction()
+		act, ended, endErr, err := e.nextAction()
 		if err != nil {
 			return e.fail(fmt.Sprintf("next action: %v", err))
+		}
+		if ended {
+			// The module ended the task as it said it is done: its
+			// completion is queued, whatever else happened meanwhile.
+			return e.completed(endErr)
 		}
 		if cause := context.Cause(ctx); cause != nil {
 			return e.stopped(cause) // cancelled while the module decided: nothing asked
@@ -707,6 +716,12 @@ func (e *executor) complete() *pb.TaskResult {
 	if err == nil {
 		err = e.askDone(pid, &pb.ModuleEnd{Task: e.task, ReplyWhenQueued: true})
 	}
+	return e.completed(err)
+}
+
+// completed completes the task once the module has ended it (err: it
+// could not).
+func (e *executor) completed(err error) *pb.TaskResult {
 	if err != nil {
 		return e.fail(fmt.Sprintf("completion: %v", err))
 	}

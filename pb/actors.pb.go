@@ -1448,8 +1448,12 @@ func (*Shutdown) Descriptor() ([]byte, []int) {
 
 // NextAction asks a module host what a running task does next.
 type NextAction struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Task  *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// end_if_done: if the module says the task is done, it also decides
+	// the task's completion (as a ModuleEnd would) and answers once those
+	// events are queued in the WAL, with ended set: one ask fewer a task.
+	EndIfDone     bool `protobuf:"varint,200,opt,name=end_if_done,json=endIfDone,proto3" json:"end_if_done,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1491,6 +1495,13 @@ func (x *NextAction) GetTask() *Task {
 	return nil
 }
 
+func (x *NextAction) GetEndIfDone() bool {
+	if x != nil {
+		return x.EndIfDone
+	}
+	return false
+}
+
 type NextActionReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          int32                  `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"` // modules.ActionKind
@@ -1498,6 +1509,8 @@ type NextActionReply struct {
 	Images        []string               `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
 	DeepMode      bool                   `protobuf:"varint,4,opt,name=deep_mode,json=deepMode,proto3" json:"deep_mode,omitempty"`
 	Error         *ActorError            `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Ended         bool                   `protobuf:"varint,200,opt,name=ended,proto3" json:"ended,omitempty"`                      // NextAction.end_if_done was carried out
+	EndError      *ActorError            `protobuf:"bytes,201,opt,name=end_error,json=endError,proto3" json:"end_error,omitempty"` // the completion's error, if ended
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1563,6 +1576,20 @@ func (x *NextActionReply) GetDeepMode() bool {
 func (x *NextActionReply) GetError() *ActorError {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *NextActionReply) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
+}
+
+func (x *NextActionReply) GetEndError() *ActorError {
+	if x != nil {
+		return x.EndError
 	}
 	return nil
 }
@@ -2206,16 +2233,19 @@ const file_actors_proto_rawDesc = "" +
 	"\n" +
 	"Checkpoint\"\n" +
 	"\n" +
-	"\bShutdown\"/\n" +
+	"\bShutdown\"P\n" +
 	"\n" +
 	"NextAction\x12!\n" +
-	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"\x9d\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x1f\n" +
+	"\vend_if_done\x18\xc8\x01 \x01(\bR\tendIfDone\"\xe7\x01\n" +
 	"\x0fNextActionReply\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\x05R\x04kind\x12\x16\n" +
 	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x16\n" +
 	"\x06images\x18\x03 \x03(\tR\x06images\x12\x1b\n" +
 	"\tdeep_mode\x18\x04 \x01(\bR\bdeepMode\x12)\n" +
-	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"v\n" +
+	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\x12\x15\n" +
+	"\x05ended\x18\xc8\x01 \x01(\bR\x05ended\x121\n" +
+	"\tend_error\x18\xc9\x01 \x01(\v2\x13.fano.v1.ActorErrorR\bendError\"v\n" +
 	"\fModuleAnswer\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06answer\x18\x02 \x01(\tR\x06answer\x12+\n" +
@@ -2317,15 +2347,16 @@ var file_actors_proto_depIdxs = []int32{
 	38, // 6: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
 	38, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
 	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
-	38, // 9: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	38, // 10: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	37, // 11: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 12: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	3,  // 9: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
+	38, // 10: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	38, // 11: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	37, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 13: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }

@@ -1,0 +1,40 @@
+package actors
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"fano/modules/probe"
+	"fano/wal"
+)
+
+// A module that says a task is done ends it in the same ask
+// (NextAction.end_if_done): its completion events are written once, and
+// before the task's completion in the log.
+func TestModuleEndsADoneTaskOnceBeforeItsCompletion(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(20), Turns: 2}})
+	sys := b.start()
+	b.waitCompleted(20)
+	require.NoError(t, sys.Stop())
+	ended := map[string]int{}
+	completed := 0
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if me := e.GetModuleEvent(); me != nil && me.Type == "question_done" {
+			ended[me.TaskId]++
+		}
+		if c := e.GetTaskCompleted(); c != nil {
+			completed++
+			require.Equal(t, 1, ended[c.TaskId], "task %s: its module's completion, once, before its own", c.TaskId)
+		}
+		return nil
+	}))
+	require.Equal(t, 20, completed)
+	for id, n := range ended {
+		require.Equal(t, 1, n, "task %s ended by its module %d times", id, n)
+	}
+}
