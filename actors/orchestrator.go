@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -60,7 +59,7 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	heirs := &schedulerHeir{}
 	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s, heir: heirs} })
 	for _, b := range s.opts.Backends {
-		calls := map[uint64]context.CancelCauseFunc{}
+		calls := &runningCalls{}
 		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b, calls: calls} })
 	}
 	for _, m := range s.opts.Modules {

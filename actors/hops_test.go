@@ -1,6 +1,10 @@
 package actors
 
+// Tests of the round trips a task no longer makes: each checks that what
+// the removed message did is still done.
+
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -36,5 +40,17 @@ func TestModuleEndsADoneTaskOnceBeforeItsCompletion(t *testing.T) {
 	require.Equal(t, 20, completed)
 	for id, n := range ended {
 		require.Equal(t, 1, n, "task %s ended by its module %d times", id, n)
+	}
+}
+
+// A call's goroutine takes the call out of its gateway host's running
+// calls as it ends (no message to the host): once every task is done,
+// none is in flight.
+func TestGatewayCallsLeaveAsTheyEnd(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(10), Turns: 2}})
+	sys := b.start()
+	b.waitCompleted(10)
+	for _, h := range sys.BackendHealth(context.Background()) {
+		require.Zero(t, h.Running, "backend %s", h.Name)
 	}
 }
