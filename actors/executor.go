@@ -106,11 +106,14 @@ func (x *executorEnv) reportCall(backend, kind string) {
 // loop runs.
 func (x *executorEnv) newExecutor(t *pb.Task, run uint64) *executor {
 	e := &executor{env: x, task: t, taskID: t.Id, runNo: run,
-		replies: make(chan proto.Message, 4), gone: make(chan struct{}), answered: make(chan struct{})}
+		replies: make(chan proto.Message, 4), gone: make(chan struct{})}
+	if x.opts.DispatchOnTick {
+		e.answered = make(chan struct{}) // only waited for then (yielding)
+	}
 	e.runCtx, e.cancel = context.WithCancelCause(x.baseCtx)
 	reg := x.registry
 	e.self, _ = reg.Add(e, "executor"+reg.NextID()) // a new id: never taken
-	x.executors.running.Store(e, struct{}{})
+	x.executors.started(e)
 	return e
 }
 
@@ -122,7 +125,7 @@ func (e *executor) start() {
 		e.finish(res)
 		e.ended.Store(true)
 		e.env.registry.Remove(e.self)
-		e.env.executors.running.Delete(e)
+		e.env.executors.stopped(e)
 		e.cancel(errShutdown) // leaves the parent context's list of children
 	})
 }
@@ -143,7 +146,9 @@ func (e *executor) Receive(msg any) {
 	switch m := msg.(type) {
 	case *pb.PreemptReply:
 		e.yield.Store(m.Instead != "")
-		e.answeredOnce.Do(func() { close(e.answered) })
+		if e.answered != nil {
+			e.answeredOnce.Do(func() { close(e.answered) })
+		}
 	case *pb.TaskEventsReply, *pb.NextActionReply, *pb.Done, *pb.LLMResponse:
 		e.deliver(m.(proto.Message))
 	case *actor.DeadLetterResponse:
@@ -313,7 +318,7 @@ func (e *executor) finish(res *pb.TaskResult) {
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res, Run: e.runNo}
 	// From this executor: the scheduler stops watching this run, not a
 	// later one of the same task.
-	e.env.root.RequestWithCustomSender(e.env.schedulerPID, done, e.self)
+	e.env.root.Send(e.env.schedulerPID, done) // no reply: no envelope
 }
 
 func (e *executor) now() int64 { return nanos(e.env.clock.Now()) }
@@ -727,9 +732,9 @@ func (e *executor) completed(err error) *pb.TaskResult {
 	}
 	m := e.taskEvents([]*pb.Event{{Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: e.task.Id}}}})
 	m.NoReply = true
-	// Before finish's TaskComplete, from the same sender: the scheduler
-	// queues the completion before it hears the run ended.
-	e.env.root.RequestWithCustomSender(e.env.schedulerPID, m, e.self)
+	// Before finish's TaskComplete, from the same goroutine: the
+	// scheduler queues the completion before it hears the run ended.
+	e.env.root.Send(e.env.schedulerPID, m) // no reply: no envelope
 	return &pb.TaskResult{Completed: true}
 }
 

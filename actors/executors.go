@@ -12,9 +12,10 @@ import (
 type liveExecutors struct {
 	atomic.Int64
 
-	// running holds every executor whose loop has not ended (as keys):
-	// the orchestrator stops them as it stops.
-	running sync.Map
+	// running holds every executor whose loop has not ended: the
+	// orchestrator stops them as it stops (see each).
+	runningMu sync.Mutex
+	running   map[*executor]struct{}
 
 	mu       sync.Mutex
 	finished chan struct{} // closed and replaced each time an executor ends
@@ -23,6 +24,35 @@ type liveExecutors struct {
 
 func newLiveExecutors() *liveExecutors {
 	return &liveExecutors{finished: make(chan struct{}), done: make(chan struct{}, 1)}
+}
+
+func (x *liveExecutors) started(e *executor) {
+	x.runningMu.Lock()
+	defer x.runningMu.Unlock()
+	if x.running == nil {
+		x.running = map[*executor]struct{}{}
+	}
+	x.running[e] = struct{}{}
+}
+
+func (x *liveExecutors) stopped(e *executor) {
+	x.runningMu.Lock()
+	defer x.runningMu.Unlock()
+	delete(x.running, e)
+}
+
+// each calls fn for every executor whose loop has not ended, on a list
+// taken first: fn may take long or start and stop executors.
+func (x *liveExecutors) each(fn func(*executor)) {
+	x.runningMu.Lock()
+	list := make([]*executor, 0, len(x.running))
+	for e := range x.running {
+		list = append(list, e)
+	}
+	x.runningMu.Unlock()
+	for _, e := range list {
+		fn(e)
+	}
 }
 
 // finishSignal is closed when the next executor ends, or the next

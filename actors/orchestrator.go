@@ -28,18 +28,14 @@ func (o *orchestrator) Receive(ctx actor.Context) {
 			o.ready = nil
 		}
 	case *actor.Stopping:
-		o.sys.executors.running.Range(func(e, _ any) bool {
-			e.(*executor).Stop(nil)
-			return true
-		})
+		o.sys.executors.each(func(e *executor) { e.Stop(nil) })
 	case *pb.CancelTask:
 		// The scheduler cancels a run itself (it started the executor);
 		// this is for whoever else asks. None running: answered all the same.
-		o.sys.executors.running.Range(func(x, _ any) bool {
-			if e := x.(*executor); e.taskID == m.TaskId {
+		o.sys.executors.each(func(e *executor) {
+			if e.taskID == m.TaskId {
 				e.Receive(&pb.CancelRun{Reason: m.Reason})
 			}
-			return true
 		})
 		respond(ctx, &pb.Done{})
 	}
