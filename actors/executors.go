@@ -17,13 +17,15 @@ type liveExecutors struct {
 	runningMu sync.Mutex
 	running   map[*executor]struct{}
 
-	mu       sync.Mutex
-	finished chan struct{} // closed and replaced each time an executor ends
+	mu sync.Mutex
+	// finished is closed each time an executor ends, and made again
+	// only when someone waits (nil: nobody does): no channel a task.
+	finished chan struct{}
 	done     chan struct{} // a signal per finished executor (non-blocking)
 }
 
 func newLiveExecutors() *liveExecutors {
-	return &liveExecutors{finished: make(chan struct{}), done: make(chan struct{}, 1)}
+	return &liveExecutors{done: make(chan struct{}, 1)}
 }
 
 func (x *liveExecutors) started(e *executor) {
@@ -61,6 +63,9 @@ func (x *liveExecutors) each(fn func(*executor)) {
 func (x *liveExecutors) finishSignal() chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.finished == nil {
+		x.finished = make(chan struct{})
+	}
 	return x.finished
 }
 
@@ -78,7 +83,9 @@ func (x *liveExecutors) ended() {
 // of a task.
 func (x *liveExecutors) taskEnded() {
 	x.mu.Lock()
-	close(x.finished)
-	x.finished = make(chan struct{})
+	if x.finished != nil {
+		close(x.finished)
+		x.finished = nil
+	}
 	x.mu.Unlock()
 }

@@ -540,7 +540,7 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 	a.handedOut[taskID] = run
 	a.sys.executors.Add(1)
 	// Started here, not by a message to the orchestrator: an executor is
-	// a process in the registry, cheap to make (startExecutor). Its
+	// a process in the registry, cheap to make (newExecutor). Its
 	// watch is in place and its first answer given before its loop runs.
 	e := a.sys.execEnv.newExecutor(t, run)
 	w := &runWatch{pid: e.self, run: run, llm: llm}
