@@ -105,8 +105,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		if !ok {
 			llm = ""
 		}
-		ctx.Send(a.sys.schedulerPID, &pb.Allocated{TaskId: m.Task.GetId(), Llm: llm})
-		a.publish(ctx)
+		ctx.Send(a.sys.schedulerPID, &pb.Allocated{TaskId: m.Task.GetId(), Llm: llm, Free: a.changedView()})
 	case *pb.ReleaseSlot:
 		a.book.Release(m.Backend) // one nobody holds is ignored
 		a.publish(ctx)
@@ -213,10 +212,18 @@ func (a *allocatorActor) start(ctx actor.Context) {
 // look for work again (three views a task were sent, one of them always
 // the same as the one before).
 func (a *allocatorActor) publish(ctx actor.Context) {
+	if fs := a.changedView(); fs != nil {
+		ctx.Send(a.sys.schedulerPID, fs)
+	}
+}
+
+// changedView is the free view to tell the scheduler, nil if it is the
+// one told last (see publish).
+func (a *allocatorActor) changedView() *pb.FreeSlots {
 	views := a.book.AppendFreeViews(a.views[:0], a.sys.clock.Now())
 	if a.told && slices.Equal(views, a.published) {
 		a.views = views
-		return
+		return nil
 	}
 	if !a.told || !sameQuota(views, a.published) {
 		quota := make(map[string]*pb.BackendFree, len(views))
@@ -232,7 +239,7 @@ func (a *allocatorActor) publish(ctx actor.Context) {
 		}
 	}
 	a.views, a.published, a.told = a.published, views, true
-	ctx.Send(a.sys.schedulerPID, fs)
+	return fs
 }
 
 // sameQuota: the two views say the same of every backend's quota.

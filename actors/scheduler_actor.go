@@ -171,6 +171,11 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		a.dispatchSoon(ctx)
 	case *pb.Allocated:
 		a.onAllocated(ctx, m)
+		if m.Free != nil {
+			// As a FreeSlots after it would be.
+			a.free, a.heir.free = m.Free, m.Free
+			a.dispatchSoon(ctx)
+		}
 	case *pb.TaskComplete:
 		if w := a.runs[m.TaskId]; w != nil && w.run == m.Run {
 			delete(a.runs, m.TaskId)

@@ -608,9 +608,12 @@ func (x *Allocate) GetTask() *Task {
 
 // Allocated answers Allocate; llm "" = nothing could be allocated.
 type Allocated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Llm           string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Llm    string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
+	// free: the allocator's free view after this allocation, if it changed
+	// (instead of a FreeSlots of its own: one message a task fewer).
+	Free          *FreeSlots `protobuf:"bytes,200,opt,name=free,proto3" json:"free,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -657,6 +660,13 @@ func (x *Allocated) GetLlm() string {
 		return x.Llm
 	}
 	return ""
+}
+
+func (x *Allocated) GetFree() *FreeSlots {
+	if x != nil {
+		return x.Free
+	}
+	return nil
 }
 
 // ReleaseSlot gives back a request slot.
@@ -2181,10 +2191,11 @@ const file_actors_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12*\n" +
 	"\x05value\x18\x02 \x01(\v2\x14.fano.v1.BackendFreeR\x05value:\x028\x01\"-\n" +
 	"\bAllocate\x12!\n" +
-	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"6\n" +
+	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"_\n" +
 	"\tAllocated\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
-	"\x03llm\x18\x02 \x01(\tR\x03llm\"'\n" +
+	"\x03llm\x18\x02 \x01(\tR\x03llm\x12'\n" +
+	"\x04free\x18\xc8\x01 \x01(\v2\x12.fano.v1.FreeSlotsR\x04free\"'\n" +
 	"\vReleaseSlot\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\"Q\n" +
 	"\bUseQuota\x12\x18\n" +
@@ -2344,19 +2355,20 @@ var file_actors_proto_depIdxs = []int32{
 	38, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
 	36, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
 	38, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
-	38, // 6: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
-	38, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
-	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
-	3,  // 9: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
-	38, // 10: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	38, // 11: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	37, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 13: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	8,  // 6: fano.v1.Allocated.free:type_name -> fano.v1.FreeSlots
+	38, // 7: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
+	38, // 8: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	3,  // 9: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
+	3,  // 10: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
+	38, // 11: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	38, // 12: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	37, // 13: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 14: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }
