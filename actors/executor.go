@@ -179,7 +179,7 @@ func (e *executor) deliver(m proto.Message) {
 	select {
 	case e.replies <- m:
 	default:
-		e.env.logger.Error().Str("event", "actors.executor.reply_dropped").Str("task", e.task.Id).
+		e.env.logger.Error().Str("event", "actors.executor.reply_dropped").Str("task", e.taskID).
 			Str("reply", fmt.Sprintf("%T", m)).Msg("a reply nobody waits for")
 	}
 }
