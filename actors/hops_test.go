@@ -5,11 +5,14 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"fano/modules/probe"
+	"fano/pb"
 	"fano/wal"
 )
 
@@ -52,5 +55,14 @@ func TestGatewayCallsLeaveAsTheyEnd(t *testing.T) {
 	b.waitCompleted(10)
 	for _, h := range sys.BackendHealth(context.Background()) {
 		require.Zero(t, h.Running, "backend %s", h.Name)
+	}
+}
+
+// The archive key of a completed task, built by hand, is the one fmt
+// wrote: zero-padded to 20 digits so keys sort by completion time.
+func TestCompletedKeyAsFmtWroteIt(t *testing.T) {
+	for _, at := range []int64{0, 7, 1767607200000000000, math.MaxInt64, -5} {
+		tk := &pb.Task{Id: "probe/exploration/q1", CompletedAt: at}
+		require.Equal(t, fmt.Sprintf("done/%020d/%s", at, tk.Id), completedKey(tk))
 	}
 }
