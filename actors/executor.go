@@ -54,7 +54,7 @@ type executor struct {
 	// asked is gone). The loop has at most two requests open (quota and
 	// request intent), so the buffer never fills.
 	replies  chan proto.Message
-	gone     chan struct{} // closed when the actor stops: no reply will come
+	gone     chan struct{} // closed when the shutdown stops it (Stop): no reply will come
 	goneOnce sync.Once
 	// yield is set by the scheduler (PreemptReply, pushed at its ticks)
 	// when a more urgent task waits for this one's backend; the loop reads
@@ -293,9 +293,9 @@ func (e *executor) send(ctx context.Context, backend string, req gateway.Request
 
 // yielding reads the scheduler's answer at a safe point. With
 // Options.DispatchOnTick (fano simulate) the first safe point waits for
-// the scheduler's first answer to the executor's PreemptQuery: a task
-// started at a tick that also says it must yield would otherwise send its
-// request or yield as the goroutines happened to run.
+// the scheduler's first answer (given as it hands the run out, before the
+// loop runs): a task started at a tick that also says it must yield would
+// otherwise send its request or yield as the goroutines happened to run.
 func (e *executor) yielding(ctx context.Context) bool {
 	if e.env.opts.DispatchOnTick {
 		select {
