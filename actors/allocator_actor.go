@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -31,10 +32,18 @@ type allocatorActor struct {
 	// heldTick is the tick whose events were just applied: the scheduler
 	// gets it after the quota view is rebuilt from them.
 	heldTick *pb.Tick
+	// published is the view last told the scheduler (see publish), views
+	// the buffer the next one is found in.
+	published, views []allocator.FreeView
+	told             bool // published once
+	desk             *desk
 }
 
 func (a *allocatorActor) Receive(ctx actor.Context) {
-	g := &a.sys.desks.desk(ownerAllocator).guard
+	if a.desk == nil {
+		a.desk = a.sys.desks.desk(ownerAllocator)
+	}
+	g := &a.desk.guard
 	g.Lock()
 	defer g.Unlock()
 	switch m := ctx.Message().(type) {
@@ -96,8 +105,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		if !ok {
 			llm = ""
 		}
-		ctx.Send(a.sys.schedulerPID, &pb.Allocated{TaskId: m.Task.GetId(), Llm: llm})
-		a.publish(ctx)
+		ctx.Send(a.sys.schedulerPID, &pb.Allocated{TaskId: m.Task.GetId(), Llm: llm, Free: a.changedView()})
 	case *pb.ReleaseSlot:
 		a.book.Release(m.Backend) // one nobody holds is ignored
 		a.publish(ctx)
@@ -198,21 +206,47 @@ func (a *allocatorActor) start(ctx actor.Context) {
 	a.sys.state.allocator.Store(a)
 }
 
-// publish tells the scheduler which backends can take work now.
+// publish tells the scheduler which backends can take work now, unless
+// that is what it was told last: a quota charged or released seldom
+// changes whether a backend can take work, and the scheduler would only
+// look for work again (three views a task were sent, one of them always
+// the same as the one before).
 func (a *allocatorActor) publish(ctx actor.Context) {
-	now := a.sys.clock.Now()
+	if fs := a.changedView(); fs != nil {
+		ctx.Send(a.sys.schedulerPID, fs)
+	}
+}
+
+// changedView is the free view to tell the scheduler, nil if it is the
+// one told last (see publish).
+func (a *allocatorActor) changedView() *pb.FreeSlots {
+	views := a.book.AppendFreeViews(a.views[:0], a.sys.clock.Now())
+	if a.told && slices.Equal(views, a.published) {
+		a.views = views
+		return nil
+	}
+	if !a.told || !sameQuota(views, a.published) {
+		quota := make(map[string]*pb.BackendFree, len(views))
+		for _, v := range views {
+			quota[v.Name] = &pb.BackendFree{Normal: v.Normal, Deep: v.Deep}
+		}
+		a.sys.inputs.setQuotaView(quota)
+	}
 	fs := &pb.FreeSlots{Backends: map[string]*pb.BackendFree{}}
-	quota := map[string]*pb.BackendFree{}
-	for _, v := range a.book.FreeViews(now) {
-		f := &pb.BackendFree{Normal: v.Normal, Deep: v.Deep}
-		quota[v.Name] = &pb.BackendFree{Normal: f.Normal, Deep: f.Deep}
-		if v.Slots > 0 && (f.Normal || f.Deep) {
-			f.Slots = int32(v.Slots)
-			fs.Backends[v.Name] = f
+	for _, v := range views {
+		if v.Slots > 0 && (v.Normal || v.Deep) {
+			fs.Backends[v.Name] = &pb.BackendFree{Normal: v.Normal, Deep: v.Deep, Slots: int32(v.Slots)}
 		}
 	}
-	a.sys.inputs.setQuotaView(quota)
-	ctx.Send(a.sys.schedulerPID, fs)
+	a.views, a.published, a.told = a.published, views, true
+	return fs
+}
+
+// sameQuota: the two views say the same of every backend's quota.
+func sameQuota(x, y []allocator.FreeView) bool {
+	return slices.EqualFunc(x, y, func(a, b allocator.FreeView) bool {
+		return a.Name == b.Name && a.Normal == b.Normal && a.Deep == b.Deep
+	})
 }
 
 // slotHeir is handed from one allocator instance to the next by the

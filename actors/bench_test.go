@@ -74,6 +74,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			start := time.Now()
 			cpu0 := processCPU()
+			msgs0 := messagesPosted(sys)
 			var ms0 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
 			peak := heapPeak()
@@ -101,6 +102,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 			wg.Wait()
 			b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
 			b.ReportMetric(float64(cpu.Microseconds())/tasks, "cpu-µs/task")
+			// Messages between the long-lived actors: each is a hop (a
+			// mailbox post, often a goroutine woken).
+			b.ReportMetric(float64(messagesPosted(sys)-msgs0)/tasks, "msgs/task")
 			// Allocations per task: the collector's work follows them, and
 			// unlike CPU time they hardly move when the cores are shared.
 			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/tasks, "allocs/task")
@@ -135,6 +139,19 @@ func BenchmarkEndToEnd(b *testing.B) {
 		walFloor(b, tasks, func(t *pb.Task) [][]wal.Entry { return waitsNow(taskLife(t)) })
 	})
 	b.Run("wal-floor-six-waits", func(b *testing.B) { walFloor(b, tasks, taskLife) })
+}
+
+// messagesPosted counts the user messages posted so far to the
+// long-lived actors (not to executors, which are no mailboxes).
+func messagesPosted(sys *System) int64 {
+	ids := []string{sys.orchestratorPID.Id, sys.schedulerPID.Id, sys.allocatorPID.Id}
+	for _, pid := range sys.modulePIDs {
+		ids = append(ids, pid.Id)
+	}
+	for _, pid := range sys.gatewayPIDs {
+		ids = append(ids, pid.Id)
+	}
+	return sys.mailboxes.posted(ids...)
 }
 
 // waitsNow regroups a task's WAL traffic (taskLife) the way fano waits on

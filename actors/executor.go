@@ -32,10 +32,11 @@ type cancelledByUser struct{ reason string }
 func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
 
 // executor runs one task (spec §6.1.3) in a goroutine bound to a context
-// that shutdown, cancellation and the per-call timeout really cancel. The
-// actor starts it, turns messages into cancellation and hands it the
-// replies to its requests: the loop asks other actors with the executor's
-// own PID as the sender (see ask), so a request costs no future.
+// that shutdown, cancellation and the per-call timeout really cancel. Its
+// process in the actor registry (startExecutor) turns messages into
+// cancellation and hands it the replies to its requests: the loop asks
+// other actors with the executor's own PID as the sender (see ask), so a
+// request costs no future.
 type executor struct {
 	env *executorEnv
 	// task is the task as the scheduler holds it: given at the start,
@@ -43,7 +44,9 @@ type executor struct {
 	// copy is never changed, only replaced: the module host reads the one
 	// it is sent without cloning it.
 	task   *pb.Task
-	runNo  uint64 // StartExecutor.run, named in the TaskComplete
+	taskID string // e.task's, never changed: read from any goroutine
+	runNo  uint64 // the hand-out's run number, named in the TaskComplete
+	runCtx context.Context
 	cancel context.CancelCauseFunc
 	self   *actor.PID
 
@@ -51,7 +54,7 @@ type executor struct {
 	// asked is gone). The loop has at most two requests open (quota and
 	// request intent), so the buffer never fills.
 	replies  chan proto.Message
-	gone     chan struct{} // closed when the actor stops: no reply will come
+	gone     chan struct{} // closed when the shutdown stops it (Stop): no reply will come
 	goneOnce sync.Once
 	// yield is set by the scheduler (PreemptReply, pushed at its ticks)
 	// when a more urgent task waits for this one's backend; the loop reads
@@ -61,6 +64,7 @@ type executor struct {
 	// then the loop does not know whether it may send (see yielding).
 	answered     chan struct{}
 	answeredOnce sync.Once
+	ended        atomic.Bool // the run is over: messages are dropped
 }
 
 // executorEnv is what an executor may use of the system, and all it
@@ -70,14 +74,15 @@ type executor struct {
 // executor exists; its fields never change after, and the counters are
 // safe from every executor's goroutine.
 type executorEnv struct {
-	baseCtx context.Context // cancelled by Stop
-	root    *actor.RootContext
-	clock   clockwork.Clock
-	logger  zerolog.Logger
-	opts    *Options // read only
+	baseCtx  context.Context // cancelled by Stop
+	root     *actor.RootContext
+	registry *actor.ProcessRegistryValue // where executors are found by PID
+	clock    clockwork.Clock
+	logger   zerolog.Logger
+	opts     *Options // read only
 
-	schedulerPID, allocatorPID, orchestratorPID *actor.PID
-	modulePIDs, gatewayPIDs                     map[string]*actor.PID
+	schedulerPID, allocatorPID *actor.PID
+	modulePIDs, gatewayPIDs    map[string]*actor.PID
 
 	calls       atomic.Uint64 // numbers LLM calls for LLMCancel
 	offActor    *atomic.Int64 // the System's (see QueuedMessages)
@@ -91,29 +96,59 @@ func (x *executorEnv) reportCall(backend, kind string) {
 	x.logger.Debug().Str("event", "gateway."+backend+".call").Str("outcome", kind).Msg("llm call failed")
 }
 
-func (e *executor) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		runCtx, cancel := context.WithCancelCause(e.env.baseCtx)
-		e.cancel = cancel
-		e.self = ctx.Self()
-		e.replies = make(chan proto.Message, 4)
-		e.gone = make(chan struct{})
-		e.answered = make(chan struct{})
-		// Before the loop's first request: the scheduler knows this
-		// executor before any of its events, so a yield it pushes reaches
-		// the loop ahead of the reply that follows it.
-		ctx.Request(e.env.schedulerPID, &pb.PreemptQuery{TaskId: e.task.Id, Llm: e.task.LlmAssigned})
-		self := e.self
-		// On a warm goroutine: the loop's stack is grown already.
-		warmDispatcher.Go(func() {
-			res := e.runSafely(runCtx)
-			e.finish(res)
-			e.env.root.Stop(self)
-		})
+// newExecutor makes the executor of one run of task t; start runs it.
+// An executor is not a protoactor actor but a process in the actor
+// system's registry (see SendUserMessage): spawning an actor, its
+// mailbox, its lifecycle messages and its stop cost about 30 allocations
+// and a tenth of the CPU of a zero-latency task, for a Receive that only
+// hands a reply to the loop or sets a flag. Once made, its PID (self)
+// takes messages: the scheduler tells it whether to yield before its
+// loop runs.
+func (x *executorEnv) newExecutor(t *pb.Task, run uint64) *executor {
+	e := &executor{env: x, task: t, taskID: t.Id, runNo: run,
+		replies: make(chan proto.Message, 4), gone: make(chan struct{})}
+	if x.opts.DispatchOnTick {
+		e.answered = make(chan struct{}) // only waited for then (yielding)
+	}
+	e.runCtx, e.cancel = context.WithCancelCause(x.baseCtx)
+	reg := x.registry
+	e.self, _ = reg.Add(e, "executor"+reg.NextID()) // a new id: never taken
+	x.executors.started(e)
+	return e
+}
+
+// start runs the executor's loop, on a warm goroutine: its stack is
+// grown already.
+func (e *executor) start() {
+	warmDispatcher.Go(func() {
+		res := e.runSafely(e.runCtx)
+		e.finish(res)
+		e.ended.Store(true)
+		e.env.registry.Remove(e.self)
+		e.env.executors.stopped(e)
+		e.cancel(errShutdown) // leaves the parent context's list of children
+	})
+}
+
+// SendUserMessage takes a message to the executor (Receive), in the
+// sender's goroutine. Once the run ended messages are dropped: senders
+// that cached the PID still reach this process.
+func (e *executor) SendUserMessage(_ *actor.PID, message any) {
+	if !e.ended.Load() {
+		e.Receive(actor.UnwrapEnvelopeMessage(message))
+	}
+}
+
+// Receive handles one message: each case only sets a flag, cancels or
+// hands a reply to the loop, and is safe from any goroutine. Messages
+// from one sender are taken in the order sent, as a mailbox would.
+func (e *executor) Receive(msg any) {
+	switch m := msg.(type) {
 	case *pb.PreemptReply:
 		e.yield.Store(m.Instead != "")
-		e.answeredOnce.Do(func() { close(e.answered) })
+		if e.answered != nil {
+			e.answeredOnce.Do(func() { close(e.answered) })
+		}
 	case *pb.TaskEventsReply, *pb.NextActionReply, *pb.Done, *pb.LLMResponse:
 		e.deliver(m.(proto.Message))
 	case *actor.DeadLetterResponse:
@@ -127,17 +162,24 @@ func (e *executor) Receive(ctx actor.Context) {
 		default:
 			e.cancel(&cancelledByUser{reason: m.Reason})
 		}
-	case *actor.Stopping:
-		e.cancel(errShutdown)
-		e.goneOnce.Do(func() { close(e.gone) })
 	}
+}
+
+// SendSystemMessage: nobody watches an executor; there is nothing to take.
+func (e *executor) SendSystemMessage(*actor.PID, any) {}
+
+// Stop is the shutdown's: the loop's context is cancelled, and a reply it
+// waits for will not come (the actors it asked are stopping too).
+func (e *executor) Stop(*actor.PID) {
+	e.cancel(errShutdown)
+	e.goneOnce.Do(func() { close(e.gone) })
 }
 
 func (e *executor) deliver(m proto.Message) {
 	select {
 	case e.replies <- m:
 	default:
-		e.env.logger.Error().Str("event", "actors.executor.reply_dropped").Str("task", e.task.Id).
+		e.env.logger.Error().Str("event", "actors.executor.reply_dropped").Str("task", e.taskID).
 			Str("reply", fmt.Sprintf("%T", m)).Msg("a reply nobody waits for")
 	}
 }
@@ -192,16 +234,20 @@ func (e *executor) modulePID() (*actor.PID, error) {
 	return pid, nil
 }
 
-func (e *executor) nextAction() (modules.Action, error) {
+// nextAction asks the module what the task does next. If it is done,
+// the module ends it in the same ask (ended): its completion events are
+// queued in the WAL, or endErr says why not.
+func (e *executor) nextAction() (act modules.Action, ended bool, endErr, err error) {
 	pid, err := e.modulePID()
 	if err != nil {
-		return modules.Action{}, err
+		return modules.Action{}, false, nil, err
 	}
-	r, err := ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: e.task})
+	r, err := ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: e.task, EndIfDone: true})
 	if err != nil {
-		return modules.Action{}, err
+		return modules.Action{}, false, nil, err
 	}
-	return actionFromWire(r)
+	act, err = actionFromWire(r)
+	return act, r.Ended, errorFromWire(r.EndError), err
 }
 
 // moduleAnswer has the module decide on an answer; it answers once its
@@ -247,9 +293,9 @@ func (e *executor) send(ctx context.Context, backend string, req gateway.Request
 
 // yielding reads the scheduler's answer at a safe point. With
 // Options.DispatchOnTick (fano simulate) the first safe point waits for
-// the scheduler's first answer to the executor's PreemptQuery: a task
-// started at a tick that also says it must yield would otherwise send its
-// request or yield as the goroutines happened to run.
+// the scheduler's first answer (given as it hands the run out, before the
+// loop runs): a task started at a tick that also says it must yield would
+// otherwise send its request or yield as the goroutines happened to run.
 func (e *executor) yielding(ctx context.Context) bool {
 	if e.env.opts.DispatchOnTick {
 		select {
@@ -272,8 +318,7 @@ func (e *executor) finish(res *pb.TaskResult) {
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res, Run: e.runNo}
 	// From this executor: the scheduler stops watching this run, not a
 	// later one of the same task.
-	e.env.root.RequestWithCustomSender(e.env.schedulerPID, done, e.self)
-	e.env.root.Send(e.env.orchestratorPID, done)
+	e.env.root.Send(e.env.schedulerPID, done) // no reply: no envelope
 }
 
 func (e *executor) now() int64 { return nanos(e.env.clock.Now()) }
@@ -361,9 +406,14 @@ func (e *executor) run(ctx context.Context) *pb.TaskResult {
 		if res := e.held(ctx); res != nil {
 			return res
 		}
-		act, err := e.nextAction()
+		act, ended, endErr, err := e.nextAction()
 		if err != nil {
 			return e.fail(fmt.Sprintf("next action: %v", err))
+		}
+		if ended {
+			// The module ended the task as it said it is done: its
+			// completion is queued, whatever else happened meanwhile.
+			return e.completed(endErr)
 		}
 		if cause := context.Cause(ctx); cause != nil {
 			return e.stopped(cause) // cancelled while the module decided: nothing asked
@@ -671,14 +721,20 @@ func (e *executor) complete() *pb.TaskResult {
 	if err == nil {
 		err = e.askDone(pid, &pb.ModuleEnd{Task: e.task, ReplyWhenQueued: true})
 	}
+	return e.completed(err)
+}
+
+// completed completes the task once the module has ended it (err: it
+// could not).
+func (e *executor) completed(err error) *pb.TaskResult {
 	if err != nil {
 		return e.fail(fmt.Sprintf("completion: %v", err))
 	}
 	m := e.taskEvents([]*pb.Event{{Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: e.task.Id}}}})
 	m.NoReply = true
-	// Before finish's TaskComplete, from the same sender: the scheduler
-	// queues the completion before it hears the run ended.
-	e.env.root.RequestWithCustomSender(e.env.schedulerPID, m, e.self)
+	// Before finish's TaskComplete, from the same goroutine: the
+	// scheduler queues the completion before it hears the run ended.
+	e.env.root.Send(e.env.schedulerPID, m) // no reply: no envelope
 	return &pb.TaskResult{Completed: true}
 }
 

@@ -12,13 +12,49 @@ import (
 type liveExecutors struct {
 	atomic.Int64
 
-	mu       sync.Mutex
-	finished chan struct{} // closed and replaced each time an executor ends
+	// running holds every executor whose loop has not ended: the
+	// orchestrator stops them as it stops (see each).
+	runningMu sync.Mutex
+	running   map[*executor]struct{}
+
+	mu sync.Mutex
+	// finished is closed each time an executor ends, and made again
+	// only when someone waits (nil: nobody does): no channel a task.
+	finished chan struct{}
 	done     chan struct{} // a signal per finished executor (non-blocking)
 }
 
 func newLiveExecutors() *liveExecutors {
-	return &liveExecutors{finished: make(chan struct{}), done: make(chan struct{}, 1)}
+	return &liveExecutors{done: make(chan struct{}, 1)}
+}
+
+func (x *liveExecutors) started(e *executor) {
+	x.runningMu.Lock()
+	defer x.runningMu.Unlock()
+	if x.running == nil {
+		x.running = map[*executor]struct{}{}
+	}
+	x.running[e] = struct{}{}
+}
+
+func (x *liveExecutors) stopped(e *executor) {
+	x.runningMu.Lock()
+	defer x.runningMu.Unlock()
+	delete(x.running, e)
+}
+
+// each calls fn for every executor whose loop has not ended, on a list
+// taken first: fn may take long or start and stop executors.
+func (x *liveExecutors) each(fn func(*executor)) {
+	x.runningMu.Lock()
+	list := make([]*executor, 0, len(x.running))
+	for e := range x.running {
+		list = append(list, e)
+	}
+	x.runningMu.Unlock()
+	for _, e := range list {
+		fn(e)
+	}
 }
 
 // finishSignal is closed when the next executor ends, or the next
@@ -27,6 +63,9 @@ func newLiveExecutors() *liveExecutors {
 func (x *liveExecutors) finishSignal() chan struct{} {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if x.finished == nil {
+		x.finished = make(chan struct{})
+	}
 	return x.finished
 }
 
@@ -44,7 +83,9 @@ func (x *liveExecutors) ended() {
 // of a task.
 func (x *liveExecutors) taskEnded() {
 	x.mu.Lock()
-	close(x.finished)
-	x.finished = make(chan struct{})
+	if x.finished != nil {
+		close(x.finished)
+		x.finished = nil
+	}
 	x.mu.Unlock()
 }

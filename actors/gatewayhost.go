@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -17,39 +18,80 @@ import (
 type gatewayHost struct {
 	sys     *System
 	backend gateway.Backend
-	// calls are the running calls by request id. The map outlives an
-	// instance that fails (the orchestrator's producer hands it on), so a
-	// call started before a restart can still be cancelled.
-	calls map[uint64]context.CancelCauseFunc
+	// calls are the running calls. They outlive an instance that fails
+	// (the orchestrator's producer hands them on), so a call started
+	// before a restart can still be cancelled.
+	calls *runningCalls
+}
+
+// runningCalls holds the cancel of each running call by request id. A
+// call's goroutine takes its own out as it ends, with no message to the
+// host (one a call fewer).
+type runningCalls struct {
+	mu   sync.Mutex
+	byID map[uint64]context.CancelCauseFunc
+}
+
+func (c *runningCalls) add(id uint64, cancel context.CancelCauseFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID == nil {
+		c.byID = map[uint64]context.CancelCauseFunc{}
+	}
+	c.byID[id] = cancel
+}
+
+func (c *runningCalls) done(id uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byID, id)
+}
+
+// cancel cancels one call, if it is running.
+func (c *runningCalls) cancel(id uint64, cause error) {
+	c.mu.Lock()
+	cancel, ok := c.byID[id]
+	c.mu.Unlock()
+	if ok {
+		cancel(cause)
+	}
+}
+
+func (c *runningCalls) cancelAll(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cancel := range c.byID {
+		cancel(cause)
+	}
+}
+
+func (c *runningCalls) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byID)
 }
 
 func (g *gatewayHost) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
-		for _, cancel := range g.calls {
-			cancel(errShutdown)
-		}
+		g.calls.cancelAll(errShutdown)
 	case *pb.LLMRequest:
 		callCtx, cancel := context.WithCancelCause(withWaitCounter(context.Background(), &g.sys.callsWaiting))
-		g.calls[m.RequestId] = cancel
-		self, sender := ctx.Self(), ctx.Sender()
+		g.calls.add(m.RequestId, cancel)
+		sender := ctx.Sender()
 		// On a warm goroutine: a call goes deep (the backend, its
 		// limiter, the answer's encoding), and a new goroutine grew its
 		// stack for every call.
 		warmDispatcher.Go(func() {
 			resp, err := g.call(callCtx, llmRequestFromWire(m))
 			cancel(nil)
+			g.calls.done(m.RequestId)
 			g.sys.asks.respondLater(sender, llmResponseToWire(m.RequestId, g.backend.Name(), resp, err))
-			g.sys.root.Send(self, &pb.LLMCallDone{RequestId: m.RequestId})
 		})
 	case *pb.LLMCancel:
-		if cancel, ok := g.calls[m.RequestId]; ok {
-			cancel(causeFromWire(m.Cause))
-		}
-	case *pb.LLMCallDone:
-		delete(g.calls, m.RequestId)
+		g.calls.cancel(m.RequestId, causeFromWire(m.Cause))
 	case *pb.BackendHealthQuery:
-		st := &pb.BackendHealthReply{Name: g.backend.Name(), Running: int32(len(g.calls)), Healthy: true}
+		st := &pb.BackendHealthReply{Name: g.backend.Name(), Running: int32(g.calls.count()), Healthy: true}
 		if err := g.backend.Health(context.Background()); err != nil {
 			st.Healthy, st.Error = false, err.Error()
 		}

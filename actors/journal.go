@@ -216,7 +216,9 @@ func (j *journal) deliver() {
 			i += len(b.events)
 		}
 		if err == nil {
-			go commitAnswered(j.log, p.ok) // off the append path; see commitAnswered
+			if done := answeredSeqs(p.ok); len(done) > 0 {
+				go commitAnswered(j.log, done) // off the append path; see commitAnswered
+			}
 		}
 		j.root.Send(j.self, &pb.Persisted{Group: j.box.put(p.batches)})
 		j.pending.Add(-int64(len(p.batches)))
@@ -261,9 +263,9 @@ func (j *journal) flush() {
 	j.inflight <- pending{batches: batches, ok: ok, wait: wait}
 }
 
-// commitAnswered marks the request intents that the persisted answers and
-// failures close (spec §7.1 intent/commit).
-func commitAnswered(log Store, batches []*batch) {
+// answeredSeqs are the request intents that the persisted answers and
+// failures among batches close (spec §7.1 intent/commit).
+func answeredSeqs(batches []*batch) []uint64 {
 	var done []uint64
 	for _, b := range batches {
 		for _, e := range b.events {
@@ -279,11 +281,14 @@ func commitAnswered(log Store, batches []*batch) {
 			}
 		}
 	}
-	if len(done) > 0 {
-		// A lost commit only means recovery meets an answered request
-		// again and finds its answer in the task; it never loses work.
-		_ = log.Commit(context.Background(), done...)
-	}
+	return done
+}
+
+// commitAnswered marks closed request intents as committed. A lost
+// commit only means recovery meets an answered request again and finds
+// its answer in the task; it never loses work.
+func commitAnswered(log Store, done []uint64) {
+	_ = log.Commit(context.Background(), done...)
 }
 
 // encodeEvent turns an event into a WAL entry of owner.

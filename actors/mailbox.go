@@ -13,8 +13,11 @@ import (
 // (the one being handled included): the mailbox counts them itself as
 // they are posted and handled, no reflection into protoactor.
 type mailboxCount struct {
-	n   atomic.Int64
-	box atomic.Pointer[mailboxes] // set by track: told when the mailbox drains
+	n atomic.Int64
+	// posted counts every user message ever posted: the hops between
+	// actors, for the benchmarks (messagesPosted).
+	posted atomic.Int64
+	box    atomic.Pointer[mailboxes] // set by track: told when the mailbox drains
 }
 
 // drained: the actor handled all it had (see idleSignal).
@@ -73,6 +76,7 @@ func (m *mailbox) UserMessageCount() int { return int(m.users.Load()) }
 
 func (m *mailbox) PostUserMessage(msg any) {
 	m.depth.n.Add(1)
+	m.depth.posted.Add(1)
 	m.mu.Lock()
 	m.user.push(msg)
 	m.mu.Unlock()
@@ -255,8 +259,8 @@ func (w *warmGoroutines) run(fn func()) {
 }
 
 // mailboxes holds the mailbox counter of every actor alive, by the id it
-// was spawned with. track and untrack are called by whoever spawns and
-// stops an actor (Start, the orchestrator); depths and queued only read
+// was spawned with. track is called by whoever spawns an actor (Start,
+// the orchestrator); depths and queued only read
 // the counters, from any goroutine, without sending a message.
 type mailboxes struct {
 	byActor sync.Map
@@ -267,7 +271,17 @@ func (b *mailboxes) track(id string, c *mailboxCount) {
 	c.box.Store(b)
 	b.byActor.Store(id, c)
 }
-func (b *mailboxes) untrack(id string) { b.byActor.Delete(id) }
+
+// posted is the number of user messages posted to the actors ids, ever.
+func (b *mailboxes) posted(ids ...string) int64 {
+	var n int64
+	for _, id := range ids {
+		if v, ok := b.byActor.Load(id); ok {
+			n += v.(*mailboxCount).posted.Load()
+		}
+	}
+	return n
+}
 
 // queued is the depth of one actor's mailbox (0 for one not tracked).
 func (b *mailboxes) queued(id string) int {

@@ -37,7 +37,7 @@ type moduleHost struct {
 // waitingNext is a NextAction ask held until the task's events apply.
 type waitingNext struct {
 	sender *actor.PID
-	task   *pb.Task
+	ask    *pb.NextAction
 }
 
 func (h *moduleHost) Receive(ctx actor.Context) {
@@ -85,10 +85,10 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		}
 	case *pb.NextAction:
 		if h.ahead[m.Task.GetId()] > 0 {
-			h.waiting[m.Task.Id] = append(h.waiting[m.Task.Id], waitingNext{ctx.Sender(), m.Task})
+			h.waiting[m.Task.Id] = append(h.waiting[m.Task.Id], waitingNext{ctx.Sender(), m})
 			return
 		}
-		respond(ctx, actionToWire(h.mod.NextAction(m.Task)))
+		h.nextAction(ctx.Sender(), m)
 	case *pb.ModuleAnswer:
 		evs, err := h.mod.DecideResponse(m.Task, m.Answer, h.sys.clock.Now())
 		if m.ReplyWhenQueued && err == nil && len(evs) > 0 {
@@ -186,10 +186,33 @@ func (h *moduleHost) persistAhead(ctx actor.Context, id string, evs []*pb.Module
 			}
 			delete(h.ahead, id)
 			for _, w := range h.waiting[id] {
-				h.sys.asks.respondLater(w.sender, actionToWire(h.mod.NextAction(w.task)))
+				h.nextAction(w.sender, w.ask)
 			}
 			delete(h.waiting, id)
 		})
+}
+
+// nextAction answers sender what the task does next. A task that is done
+// is ended too if the ask says so: the module decides its completion and
+// the answer waits until those events are queued in the WAL, as a
+// ModuleEnd's with reply_when_queued.
+func (h *moduleHost) nextAction(sender *actor.PID, m *pb.NextAction) {
+	r := actionToWire(h.mod.NextAction(m.Task))
+	if !m.EndIfDone || r.Error != nil || modules.ActionKind(r.Kind) != modules.ActionDone {
+		h.sys.asks.respondLater(sender, r)
+		return
+	}
+	r.Ended = true
+	evs, err := h.mod.DecideCompletion(m.Task, h.sys.clock.Now())
+	if err != nil || len(evs) == 0 {
+		r.EndError = errorToWire(err)
+		h.sys.asks.respondLater(sender, r)
+		return
+	}
+	h.j.persistQueued(h.events(evs), nil, func(err error) {
+		r.EndError = errorToWire(err)
+		h.sys.asks.respondLater(sender, r)
+	}, nil)
 }
 
 // command has the module decide a command's events on its current state,

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -10,36 +9,34 @@ import (
 )
 
 // orchestrator is the root supervisor: it spawns the scheduler, the
-// allocator, a host per module and per backend, and one executor per
-// running task, and restarts a child that panics (OneForOne, with a limit;
-// see Start). A restarted child rebuilds its state from the WAL.
+// allocator and a host per module and per backend, and restarts a child
+// that panics (OneForOne, with a limit; see Start). A restarted child
+// rebuilds its state from the WAL. The executors, one per running task,
+// are started by the scheduler (they are processes, not actors: see
+// newExecutor) and stopped here with the children.
 type orchestrator struct {
-	sys       *System
-	ready     chan struct{}
-	executors map[string]*actor.PID // task id -> executor
+	sys   *System
+	ready chan struct{}
 }
 
 func (o *orchestrator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		o.executors = map[string]*actor.PID{}
 		o.spawnChildren(ctx)
 		if o.ready != nil {
 			close(o.ready)
 			o.ready = nil
 		}
-	case *pb.StartExecutor:
-		o.spawnExecutor(ctx, m)
-	case *pb.TaskComplete:
-		if pid, ok := o.executors[m.TaskId]; ok {
-			o.sys.mailboxes.untrack(pid.Id)
-		}
-		delete(o.executors, m.TaskId)
+	case *actor.Stopping:
+		o.sys.executors.each(func(e *executor) { e.Stop(nil) })
 	case *pb.CancelTask:
-		// Not there: it finished between the scheduler's look and ours.
-		if pid, ok := o.executors[m.TaskId]; ok {
-			ctx.Send(pid, &pb.CancelRun{Reason: m.Reason})
-		}
+		// The scheduler cancels a run itself (it started the executor);
+		// this is for whoever else asks. None running: answered all the same.
+		o.sys.executors.each(func(e *executor) {
+			if e.taskID == m.TaskId {
+				e.Receive(&pb.CancelRun{Reason: m.Reason})
+			}
+		})
 		respond(ctx, &pb.Done{})
 	}
 }
@@ -58,7 +55,7 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	heirs := &schedulerHeir{}
 	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s, heir: heirs} })
 	for _, b := range s.opts.Backends {
-		calls := map[uint64]context.CancelCauseFunc{}
+		calls := &runningCalls{}
 		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b, calls: calls} })
 	}
 	for _, m := range s.opts.Modules {
@@ -67,16 +64,4 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	// Last: its first publish starts the scheduler's dispatching.
 	heir := &slotHeir{}
 	spawn(s.allocatorPID, "allocator", func() actor.Actor { return &allocatorActor{sys: s, heir: heir} })
-}
-
-func (o *orchestrator) spawnExecutor(ctx actor.Context, m *pb.StartExecutor) {
-	s, t := o.sys, m.Task
-	// An executor's Receive only hands a reply to its loop or sets a
-	// flag, never blocking: it runs in the sender's goroutine instead of
-	// a new goroutine per message (about ten replies a task).
-	props, count := counted(func() actor.Actor { return &executor{env: s.execEnv, task: t, runNo: m.Run} },
-		actor.WithDispatcher(actor.NewSynchronizedDispatcher(300)))
-	pid := ctx.Spawn(props)
-	o.executors[t.Id] = pid
-	s.mailboxes.track(pid.Id, count)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -42,9 +43,10 @@ type schedulerActor struct {
 	// a tick meanwhile (a slow fsync, a WAL fault being retried) must not
 	// decide it again, or it is written twice.
 	resuming map[string]bool
-	// runs are the running tasks' executors, told when they must yield
-	// their backend to a more urgent task (PreemptQuery): pushed at the
-	// tick, not asked for at every safe point.
+	// runs are the running tasks' executors, started here (onAllocated)
+	// and told when they must yield their backend to a more urgent task:
+	// pushed at the tick, not asked for at every safe point; a cancel of
+	// a running task goes to its executor from here. Kept in the heir.
 	runs map[string]*runWatch
 	// handedOut holds the runs handed to an executor, from then until the
 	// executor ends. The start of a run is queued in the WAL and the
@@ -54,19 +56,26 @@ type schedulerActor struct {
 	handedOut map[string]uint64 // task id -> run number
 	ahead     aheadTasks        // see ahead.go
 	heir      *schedulerHeir
+	desk      *desk
 }
 
 // schedulerHeir carries what a scheduler instance knows beyond its state
 // to the one that replaces it after a panic (which rebuilds its state
 // from the log).
 type schedulerHeir struct {
-	ahead aheadTasks
-	runs  uint64 // hand-outs so far: run numbers are never reused
+	ahead  aheadTasks
+	handed uint64 // hand-outs so far: run numbers are never reused
+	// free is the allocator's last FreeSlots: it sends one only when the
+	// view changed, not to each new instance.
+	free *pb.FreeSlots
+	// runs are the executors running: they run on through a restart.
+	runs map[string]*runWatch
 }
 
 // runWatch is what the scheduler last told one running task's executor.
 type runWatch struct {
 	pid   *actor.PID
+	run   uint64 // the hand-out's run number
 	llm   string
 	yield string // the task it yields to ("" none)
 }
@@ -86,7 +95,10 @@ func (a *schedulerActor) tellYield(taskID string, w *runWatch) {
 }
 
 func (a *schedulerActor) Receive(ctx actor.Context) {
-	g := &a.sys.desks.desk(ownerScheduler).guard
+	if a.desk == nil {
+		a.desk = a.sys.desks.desk(ownerScheduler) // a sync.Map look-up a message otherwise
+	}
+	g := &a.desk.guard
 	g.Lock()
 	defer g.Unlock()
 	switch m := ctx.Message().(type) {
@@ -156,12 +168,17 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		// forget meanwhile would pick them again.
 		a.j.persist(m.Events, func([]uint64, error) { a.forgetting = false })
 	case *pb.FreeSlots:
-		a.free = m
+		a.free, a.heir.free = m, m
 		a.dispatchSoon(ctx)
 	case *pb.Allocated:
 		a.onAllocated(ctx, m)
+		if m.Free != nil {
+			// As a FreeSlots after it would be.
+			a.free, a.heir.free = m.Free, m.Free
+			a.dispatchSoon(ctx)
+		}
 	case *pb.TaskComplete:
-		if w := a.runs[m.TaskId]; w != nil && w.pid.Equal(ctx.Sender()) {
+		if w := a.runs[m.TaskId]; w != nil && w.run == m.Run {
 			delete(a.runs, m.TaskId)
 		}
 		if run, ok := a.handedOut[m.TaskId]; ok && run == m.Run {
@@ -174,20 +191,6 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 			}
 		}
 		a.dispatchSoon(ctx)
-	case *pb.PreemptQuery:
-		// A standing query: answered now if the executor must yield
-		// already, and again at each tick whose answer differs.
-		if a.runs == nil {
-			a.runs = map[string]*runWatch{}
-		}
-		w := &runWatch{pid: ctx.Sender(), llm: m.Llm}
-		a.runs[m.TaskId] = w
-		a.tellYield(m.TaskId, w)
-		if w.yield == "" && w.pid != nil && a.sys.opts.DispatchOnTick {
-			// The first answer is always given where an executor waits
-			// for it before its first request (executor.yielding).
-			a.sys.root.Send(w.pid, &pb.PreemptReply{})
-		}
 	case *pb.CancelTask:
 		a.cancel(ctx.Sender(), m)
 	case *pb.Barrier:
@@ -223,7 +226,10 @@ func (a *schedulerActor) start(ctx actor.Context) {
 	// queued was written (a run's start too): the state recovered from
 	// the log holds them, and its hand-outs are RUNNING there. The tasks
 	// ahead carry over: the continuations of its batches settle them.
-	a.handedOut, a.ahead = map[string]uint64{}, a.heir.ahead
+	if a.heir.runs == nil {
+		a.heir.runs = map[string]*runWatch{}
+	}
+	a.handedOut, a.ahead, a.free, a.runs = map[string]uint64{}, a.heir.ahead, a.heir.free, a.heir.runs
 	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
 	a.sys.state.scheduler.Store(a)
 }
@@ -279,7 +285,23 @@ func archiveKey(taskID string) string { return "task/" + taskID }
 // completion order, so the archive grows at its end like the log (keyed
 // by task id, the inserts were random and rewrote a leaf each, which cost
 // 4x the throughput at 200k tasks).
-func completedKey(t *pb.Task) string { return fmt.Sprintf("done/%020d/%s", t.CompletedAt, t.Id) }
+// Built by hand, not with fmt: one a completed task.
+func completedKey(t *pb.Task) string {
+	if t.CompletedAt < 0 {
+		return fmt.Sprintf("done/%020d/%s", t.CompletedAt, t.Id) // never written: a negative time
+	}
+	var digits [20]byte
+	n := strconv.AppendInt(digits[:0], t.CompletedAt, 10)
+	b := make([]byte, 0, len("done/")+20+1+len(t.Id))
+	b = append(b, "done/"...)
+	for range 20 - len(n) {
+		b = append(b, '0')
+	}
+	b = append(b, n...)
+	b = append(b, '/')
+	b = append(b, t.Id...)
+	return string(b)
+}
 
 // archiveRef starts an archive value that is the key of another record,
 // not a task: an encoded task never starts with a zero byte (field 0 is
@@ -458,6 +480,9 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 		return
 	}
 	budget := a.sys.opts.MaxRunning - int(a.sys.executors.Load()) - a.allocating
+	if budget <= 0 {
+		return // every place is taken: most calls when tasks run back to back
+	}
 	slots := 0
 	var free, deepFree []string
 	for b, f := range a.free.GetBackends() {
@@ -532,10 +557,23 @@ func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {
 			a.sys.logger.Error().Err(err).Str("task", taskID).Str("event", "actors.scheduler.start_failed").Msg("could not persist task start")
 		}
 	})
-	a.heir.runs++
-	a.handedOut[taskID] = a.heir.runs
+	a.heir.handed++
+	run := a.heir.handed
+	a.handedOut[taskID] = run
 	a.sys.executors.Add(1)
-	ctx.Send(a.sys.orchestratorPID, &pb.StartExecutor{Task: t, Run: a.heir.runs})
+	// Started here, not by a message to the orchestrator: an executor is
+	// a process in the registry, cheap to make (newExecutor). Its
+	// watch is in place and its first answer given before its loop runs.
+	e := a.sys.execEnv.newExecutor(t, run)
+	w := &runWatch{pid: e.self, run: run, llm: llm}
+	a.runs[taskID] = w
+	a.tellYield(taskID, w)
+	if w.yield == "" && a.sys.opts.DispatchOnTick {
+		// The first answer is always given where an executor waits for
+		// it before its first request (executor.yielding).
+		a.sys.root.Send(w.pid, &pb.PreemptReply{})
+	}
+	e.start()
 }
 
 // cancel carries out a cancel and answers sender (nil: nobody asked).
@@ -551,8 +589,11 @@ func (a *schedulerActor) cancel(sender *actor.PID, m *pb.CancelTask) {
 			a.cancelling = map[string]string{}
 		}
 		a.cancelling[id] = reason
-		// The orchestrator answers the sender once the executor is told.
-		a.sys.root.RequestWithCustomSender(a.sys.orchestratorPID, &pb.CancelTask{TaskId: id, Reason: reason}, sender)
+		// No executor: it ended, and its TaskComplete carries the cancel out.
+		if w := a.runs[id]; w != nil {
+			a.sys.root.Send(w.pid, &pb.CancelRun{Reason: reason})
+		}
+		a.sys.asks.respondLater(sender, &pb.Done{})
 		return
 	}
 	if err != nil {

@@ -153,8 +153,8 @@ func Start(opts Options) (*System, error) {
 	for _, m := range s.opts.Modules {
 		s.modulePIDs[m.Name()] = s.as.NewLocalPID("orchestrator/module-" + m.Name())
 	}
-	s.execEnv = &executorEnv{baseCtx: baseCtx, root: s.root, clock: s.clock, logger: s.logger, opts: &s.opts,
-		schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, orchestratorPID: s.orchestratorPID,
+	s.execEnv = &executorEnv{baseCtx: baseCtx, root: s.root, registry: s.as.ProcessRegistry, clock: s.clock, logger: s.logger, opts: &s.opts,
+		schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID,
 		modulePIDs: s.modulePIDs, gatewayPIDs: s.gatewayPIDs, offActor: &s.offActor, executors: s.executors,
 		faults: s.faults, storageGate: s.storageGate}
 	s.state = &stateAccess{asks: s.asks, desks: s.desks, schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, modulePIDs: s.modulePIDs}

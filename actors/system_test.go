@@ -135,6 +135,38 @@ func TestRestartedAllocatorKeepsSlotsInUse(t *testing.T) {
 	require.Equal(t, 1, inUse(), "the restarted allocator holds the running task's slot")
 }
 
+// The allocator tells the scheduler its free view only when it changes:
+// a scheduler restarted while nothing runs (the view stays the same)
+// still knows it, and starts the tasks submitted after.
+func TestRestartedSchedulerKnowsFreeBackends(t *testing.T) {
+	b := setup(t, setupOpts{backends: []string{"a"}, probe: probe.Config{NoPropose: true, Turns: 1}, memory: true})
+	sys := b.start()
+	require.NoError(t, sys.state.barrier(sys.allocatorPID)) // its first view is out
+	require.NoError(t, sys.state.barrier(sys.schedulerPID))
+	crash(sys, ownerScheduler, sys.schedulerPID)
+	r, err := sys.Submit(probeTask(1, 0))
+	require.NoError(t, err)
+	require.True(t, r.Accepted, r.Reason)
+	b.waitCompleted(1)
+}
+
+// The scheduler starts the executors and cancels them: a scheduler
+// restarted while a task runs still reaches its executor.
+func TestRestartedSchedulerCancelsARunningTask(t *testing.T) {
+	clock := clockwork.NewFakeClockAt(time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC))
+	b := setup(t, setupOpts{clock: clock, backends: []string{"a"}, latency: time.Hour, memory: true,
+		probe: probe.Config{NoPropose: true, Turns: 1}, mutate: func(o *Options) { o.TickInterval = time.Hour }})
+	sys := b.start()
+	task := probeTask(1, 0)
+	_, err := sys.Submit(task)
+	require.NoError(t, err)
+	sys.Tick()
+	b.waitEvent("the request", func(n Notice) bool { return n.Event.GetLlmRequestStarted() != nil })
+	crash(sys, ownerScheduler, sys.schedulerPID)
+	require.NoError(t, sys.Cancel(task.Id, "not needed"))
+	b.waitEvent("the cancel", func(n Notice) bool { return n.Event.GetTaskCancelled() != nil })
+}
+
 // A child that panics is restarted by the orchestrator and gets its state
 // back from the WAL; work goes on to the end.
 func TestSupervisorRestartsPanickingChild(t *testing.T) {

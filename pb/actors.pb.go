@@ -608,9 +608,12 @@ func (x *Allocate) GetTask() *Task {
 
 // Allocated answers Allocate; llm "" = nothing could be allocated.
 type Allocated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Llm           string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Llm    string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
+	// free: the allocator's free view after this allocation, if it changed
+	// (instead of a FreeSlots of its own: one message a task fewer).
+	Free          *FreeSlots `protobuf:"bytes,200,opt,name=free,proto3" json:"free,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -657,6 +660,13 @@ func (x *Allocated) GetLlm() string {
 		return x.Llm
 	}
 	return ""
+}
+
+func (x *Allocated) GetFree() *FreeSlots {
+	if x != nil {
+		return x.Free
+	}
+	return nil
 }
 
 // ReleaseSlot gives back a request slot.
@@ -1448,8 +1458,12 @@ func (*Shutdown) Descriptor() ([]byte, []int) {
 
 // NextAction asks a module host what a running task does next.
 type NextAction struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Task  *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// end_if_done: if the module says the task is done, it also decides
+	// the task's completion (as a ModuleEnd would) and answers once those
+	// events are queued in the WAL, with ended set: one ask fewer a task.
+	EndIfDone     bool `protobuf:"varint,200,opt,name=end_if_done,json=endIfDone,proto3" json:"end_if_done,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1491,6 +1505,13 @@ func (x *NextAction) GetTask() *Task {
 	return nil
 }
 
+func (x *NextAction) GetEndIfDone() bool {
+	if x != nil {
+		return x.EndIfDone
+	}
+	return false
+}
+
 type NextActionReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          int32                  `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"` // modules.ActionKind
@@ -1498,6 +1519,8 @@ type NextActionReply struct {
 	Images        []string               `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
 	DeepMode      bool                   `protobuf:"varint,4,opt,name=deep_mode,json=deepMode,proto3" json:"deep_mode,omitempty"`
 	Error         *ActorError            `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Ended         bool                   `protobuf:"varint,200,opt,name=ended,proto3" json:"ended,omitempty"`                      // NextAction.end_if_done was carried out
+	EndError      *ActorError            `protobuf:"bytes,201,opt,name=end_error,json=endError,proto3" json:"end_error,omitempty"` // the completion's error, if ended
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1563,6 +1586,20 @@ func (x *NextActionReply) GetDeepMode() bool {
 func (x *NextActionReply) GetError() *ActorError {
 	if x != nil {
 		return x.Error
+	}
+	return nil
+}
+
+func (x *NextActionReply) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
+}
+
+func (x *NextActionReply) GetEndError() *ActorError {
+	if x != nil {
+		return x.EndError
 	}
 	return nil
 }
@@ -2154,10 +2191,11 @@ const file_actors_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12*\n" +
 	"\x05value\x18\x02 \x01(\v2\x14.fano.v1.BackendFreeR\x05value:\x028\x01\"-\n" +
 	"\bAllocate\x12!\n" +
-	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"6\n" +
+	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"_\n" +
 	"\tAllocated\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
-	"\x03llm\x18\x02 \x01(\tR\x03llm\"'\n" +
+	"\x03llm\x18\x02 \x01(\tR\x03llm\x12'\n" +
+	"\x04free\x18\xc8\x01 \x01(\v2\x12.fano.v1.FreeSlotsR\x04free\"'\n" +
 	"\vReleaseSlot\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\"Q\n" +
 	"\bUseQuota\x12\x18\n" +
@@ -2206,16 +2244,19 @@ const file_actors_proto_rawDesc = "" +
 	"\n" +
 	"Checkpoint\"\n" +
 	"\n" +
-	"\bShutdown\"/\n" +
+	"\bShutdown\"P\n" +
 	"\n" +
 	"NextAction\x12!\n" +
-	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"\x9d\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x1f\n" +
+	"\vend_if_done\x18\xc8\x01 \x01(\bR\tendIfDone\"\xe7\x01\n" +
 	"\x0fNextActionReply\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\x05R\x04kind\x12\x16\n" +
 	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x16\n" +
 	"\x06images\x18\x03 \x03(\tR\x06images\x12\x1b\n" +
 	"\tdeep_mode\x18\x04 \x01(\bR\bdeepMode\x12)\n" +
-	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"v\n" +
+	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\x12\x15\n" +
+	"\x05ended\x18\xc8\x01 \x01(\bR\x05ended\x121\n" +
+	"\tend_error\x18\xc9\x01 \x01(\v2\x13.fano.v1.ActorErrorR\bendError\"v\n" +
 	"\fModuleAnswer\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06answer\x18\x02 \x01(\tR\x06answer\x12+\n" +
@@ -2314,18 +2355,20 @@ var file_actors_proto_depIdxs = []int32{
 	38, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
 	36, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
 	38, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
-	38, // 6: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
-	38, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
-	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
-	38, // 9: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	38, // 10: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	37, // 11: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 12: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	8,  // 6: fano.v1.Allocated.free:type_name -> fano.v1.FreeSlots
+	38, // 7: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
+	38, // 8: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	3,  // 9: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
+	3,  // 10: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
+	38, // 11: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	38, // 12: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	37, // 13: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 14: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }

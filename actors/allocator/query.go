@@ -161,7 +161,11 @@ type FreeView struct {
 // wording any refusal: the allocator tells the scheduler at each Allocate
 // and ReleaseSlot.
 func (b *Book) FreeViews(now time.Time) []FreeView {
-	out := make([]FreeView, 0, len(b.names))
+	return b.AppendFreeViews(make([]FreeView, 0, len(b.names)), now)
+}
+
+// AppendFreeViews is FreeViews appended to out (a buffer reused).
+func (b *Book) AppendFreeViews(out []FreeView, now time.Time) []FreeView {
 	for _, name := range b.names {
 		q := b.backends[name]
 		out = append(out, FreeView{Name: name, Slots: max(0, q.cfg.MaxConcurrency-q.inUse),

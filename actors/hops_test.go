@@ -1,0 +1,68 @@
+package actors
+
+// Tests of the round trips a task no longer makes: each checks that what
+// the removed message did is still done.
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"fano/modules/probe"
+	"fano/pb"
+	"fano/wal"
+)
+
+// A module that says a task is done ends it in the same ask
+// (NextAction.end_if_done): its completion events are written once, and
+// before the task's completion in the log.
+func TestModuleEndsADoneTaskOnceBeforeItsCompletion(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(20), Turns: 2}})
+	sys := b.start()
+	b.waitCompleted(20)
+	require.NoError(t, sys.Stop())
+	ended := map[string]int{}
+	completed := 0
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if me := e.GetModuleEvent(); me != nil && me.Type == "question_done" {
+			ended[me.TaskId]++
+		}
+		if c := e.GetTaskCompleted(); c != nil {
+			completed++
+			require.Equal(t, 1, ended[c.TaskId], "task %s: its module's completion, once, before its own", c.TaskId)
+		}
+		return nil
+	}))
+	require.Equal(t, 20, completed)
+	for id, n := range ended {
+		require.Equal(t, 1, n, "task %s ended by its module %d times", id, n)
+	}
+}
+
+// A call's goroutine takes the call out of its gateway host's running
+// calls as it ends (no message to the host): once every task is done,
+// none is in flight.
+func TestGatewayCallsLeaveAsTheyEnd(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(10), Turns: 2}})
+	sys := b.start()
+	b.waitCompleted(10)
+	for _, h := range sys.BackendHealth(context.Background()) {
+		require.Zero(t, h.Running, "backend %s", h.Name)
+	}
+}
+
+// The archive key of a completed task, built by hand, is the one fmt
+// wrote: zero-padded to 20 digits so keys sort by completion time.
+func TestCompletedKeyAsFmtWroteIt(t *testing.T) {
+	for _, at := range []int64{0, 7, 1767607200000000000, math.MaxInt64, -5} {
+		tk := &pb.Task{Id: "probe/exploration/q1", CompletedAt: at}
+		require.Equal(t, fmt.Sprintf("done/%020d/%s", at, tk.Id), completedKey(tk))
+	}
+}
