@@ -612,6 +612,18 @@ func (m *Allocated) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Free != nil {
+		size, err := m.Free.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xc2
+	}
 	if len(m.Llm) > 0 {
 		i -= len(m.Llm)
 		copy(dAtA[i:], m.Llm)
@@ -1348,6 +1360,18 @@ func (m *NextAction) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.EndIfDone {
+		i--
+		if m.EndIfDone {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xc0
+	}
 	if m.Task != nil {
 		size, err := m.Task.MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
@@ -1390,6 +1414,30 @@ func (m *NextActionReply) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.EndError != nil {
+		size, err := m.EndError.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xca
+	}
+	if m.Ended {
+		i--
+		if m.Ended {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xc0
 	}
 	if m.Error != nil {
 		size, err := m.Error.MarshalToSizedBufferVT(dAtA[:i])
@@ -2147,6 +2195,10 @@ func (m *Allocated) SizeVT() (n int) {
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.Free != nil {
+		l = m.Free.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -2418,6 +2470,9 @@ func (m *NextAction) SizeVT() (n int) {
 		l = m.Task.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
+	if m.EndIfDone {
+		n += 3
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -2447,6 +2502,13 @@ func (m *NextActionReply) SizeVT() (n int) {
 	if m.Error != nil {
 		l = m.Error.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Ended {
+		n += 3
+	}
+	if m.EndError != nil {
+		l = m.EndError.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
 	return n
