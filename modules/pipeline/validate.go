@@ -337,9 +337,10 @@ func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, ans
 func (d *Definition) RenderPrompt(s *Step, it *Item, steps map[string]any, model string) (string, error) {
 	var buf strings.Builder
 	buf.Grow(s.promptSize + len(s.promptTail))
-	data := map[string]any{"item": it.fields(), "key": it.Key, "steps": steps, "model": model}
-	if err := s.tmpl.Execute(&buf, data); err != nil {
-		return "", fmt.Errorf("step %s, item %s: prompt: %w", s.Name, it.Key, err)
+	if s.parts == nil || !d.renderParts(&buf, s, it, model) {
+		if err := d.renderTemplate(&buf, s, it, steps, model); err != nil {
+			return "", err
+		}
 	}
 	buf.WriteString(s.promptTail)
 	return buf.String(), nil

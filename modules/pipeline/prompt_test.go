@@ -1,0 +1,75 @@
+package pipeline
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const promptKinds = `
+name: prompts
+items: {source: items.jsonl, key: id}
+models: [m1]
+steps:
+  - name: plain
+    llm: {prompt: "Claim {{.key}} for {{.model}}: {{.item.claim}} ({{.item.note}})\n{{- .item.claim -}}  !"}
+  - name: number
+    llm: {prompt: 'Size {{.item.size}} of {{.item.claim}}'}
+  - name: missing
+    llm: {prompt: 'Gone: {{.item.gone}}'}
+  - name: piped
+    llm: {prompt: 'Clipped: {{clip 5 .item.claim}}'}
+  - name: later
+    needs: [plain]
+    llm: {prompt: 'After {{.steps.plain}}: {{.item.claim}}'}
+`
+
+// A simple prompt is filled from parts, the rest by text/template; both
+// give the template's text for every item, and a field that is not a
+// string (a number, null, missing) goes through the template, which
+// prints or refuses it.
+func TestSimplePromptsFillAsTheTemplateWould(t *testing.T) {
+	dir := t.TempDir()
+	lines := `{"id": "a", "claim": "the sky is blue", "note": "n<&>\u00e9", "size": "3 m"}
+{"id": "b", "claim": "x", "note": null, "size": 1e6}
+{"id": "c", "claim": "only a claim"}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "items.jsonl"), []byte(lines), 0o644))
+	path := filepath.Join(dir, "p.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(promptKinds), 0o644))
+	def, err := Load(path)
+	require.NoError(t, err)
+	items, err := def.LoadItems()
+	require.NoError(t, err)
+
+	simple := map[string]bool{}
+	for _, s := range def.Order() {
+		simple[s.Name] = s.parts != nil
+	}
+	assert.Equal(t, map[string]bool{"plain": true, "number": true, "missing": true, "piped": false, "later": false}, simple)
+	assert.NotNil(t, items[0].refs, "item a's prompt fields are all text: kept from its line")
+	assert.NotZero(t, items[1].refText, "item b's claim is text")
+	assert.Zero(t, items[1].refText&(1<<1), "item b's note is null: its prompts with it go through the template")
+
+	steps := map[string]any{"plain": map[string]any{"verdict": true}}
+	for _, s := range def.Order() {
+		for _, it := range items {
+			got, gotErr := def.RenderPrompt(s, it, steps, "m1")
+			var want strings.Builder
+			wantErr := def.renderTemplate(&want, s, it, steps, "m1")
+			if wantErr != nil {
+				assert.Error(t, gotErr, "step %s, item %s", s.Name, it.Key)
+				continue
+			}
+			require.NoError(t, gotErr, "step %s, item %s", s.Name, it.Key)
+			assert.Equal(t, want.String()+s.promptTail, got, "step %s, item %s", s.Name, it.Key)
+		}
+	}
+	got, err := def.RenderPrompt(def.Step("plain"), items[0], nil, "m1")
+	require.NoError(t, err)
+	assert.Equal(t, "Claim a for m1: the sky is blue (n<&>é)the sky is blue!", got)
+}
