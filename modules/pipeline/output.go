@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -124,8 +123,42 @@ func appendValue(buf *bytes.Buffer, v any) error {
 	switch v := v.(type) {
 	case json.RawMessage:
 		return json.Compact(buf, v)
+	case nil:
+		buf.WriteString("null")
+		return nil
+	case bool:
+		buf.WriteString(strconv.FormatBool(v))
+		return nil
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			break // encoding/json's error
+		}
+		var scratch [32]byte
+		buf.Write(appendFloat(scratch[:0], v))
+		return nil
+	case []any:
+		if v == nil {
+			buf.WriteString("null")
+			return nil
+		}
+		buf.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendValue(buf, x); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
 	case map[string]any:
-		keys := make([]string, 0, len(v))
+		if v == nil {
+			buf.WriteString("null")
+			return nil
+		}
+		var room [8]string
+		keys := room[:0]
 		for k := range v {
 			keys = append(keys, k)
 		}
@@ -147,6 +180,18 @@ func appendValue(buf *bytes.Buffer, v any) error {
 		return nil
 	}
 	return appendJSON(buf, v)
+}
+
+// encodeValue encodes a value decoded from JSON (maps, slices, strings,
+// numbers, booleans, null) as json.Marshal does, the same bytes, without
+// its reflection: every valid answer's output is encoded so.
+func encodeValue(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(64)
+	if err := appendValue(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func appendJSON(buf *bytes.Buffer, v any) error {
@@ -363,13 +408,8 @@ func (m *Module) Progress() (finished, total int) {
 // and stored outputs that no longer pass the step's validation.
 func (m *Module) Verify() []modules.Problem {
 	var out []modules.Problem
-	keys := make([]string, 0, len(m.st.Pairs))
-	for k := range m.st.Pairs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p := m.st.Pairs[k]
+	for _, k := range m.pairKeys() {
+		p := m.pairAt(k)
 		step, item, model := splitPairKey(k)
 		id := step + "/" + item + "/" + model
 		s := m.def.Step(step)
@@ -405,17 +445,16 @@ func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEve
 		return nil, fmt.Errorf("pipeline: repair %s: bad id", p.ID)
 	}
 	var key string
-	for k := range m.st.Pairs {
-		step, item, model := splitPairKey(k)
-		if step+"/"+item+"/"+model == p.ID {
-			key = k
+	for id := range m.idx {
+		if id.step+"/"+id.item+"/"+id.model == p.ID {
+			key = id.key()
 		}
 	}
-	pr := m.st.Pairs[key]
+	pr := m.pairAt(key)
 	if pr == nil || pr.Status != StatusOK {
 		return nil, nil
 	}
-	return pairEvent("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
+	return pairEvent("output_invalidated", "", answerEvent{pair: pairIDOf(key), Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
 }
 
 // PanelReport is what the control panel shows of a pipeline.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,4 +73,23 @@ func TestSimplePromptsFillAsTheTemplateWould(t *testing.T) {
 	got, err := def.RenderPrompt(def.Step("plain"), items[0], nil, "m1")
 	require.NoError(t, err)
 	assert.Equal(t, "Claim a for m1: the sky is blue (n<&>é)the sky is blue!", got)
+}
+
+// An answer's output is encoded without reflection, to the same bytes
+// json.Marshal writes (results and later steps read them).
+func TestEncodeValueIsJSONMarshal(t *testing.T) {
+	for _, text := range []string{
+		`{"verdict": true, "confidence": 0.95, "why": "a<b & \"q\" \t\u0001 ü \u2028"}`,
+		`{"z": [1, 2.5, -0, 1e21, 1e-7, 123456789012345678, 0.000001, null, false], "a": {}, "m": {"y": [], "x": {"k": "v"}}}`,
+		`[{"b": 1, "a": 2, "c": 3, "d": 4, "e": 5, "f": 6, "g": 7, "h": 8, "i": 9, "j": 10}]`,
+		`"just text"`, `3.14`, `null`, `true`,
+	} {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(text), &v))
+		want, err := json.Marshal(v)
+		require.NoError(t, err)
+		got, err := encodeValue(v)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), text)
+	}
 }
