@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,5 +92,25 @@ func TestEncodeValueIsJSONMarshal(t *testing.T) {
 		got, err := encodeValue(v)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got), text)
+	}
+}
+
+// The simulator writes its answers without building them: the same
+// text as the drawn value through json.Marshal, the same numbers drawn.
+func TestSimAnswerIsTheDrawnValueEncoded(t *testing.T) {
+	for _, schema := range []string{
+		`{"type":"object","required":["verdict"],"properties":{"verdict":{"type":"boolean"}}}`,
+		`{"type":"object","properties":{"z":{"type":"number","minimum":-1e-9,"maximum":1e22},"a":{"type":"integer","minimum":3,"maximum":9},"t":{"type":"string","minLength":12,"maxLength":14},"e":{"enum":["x<y",2.5,null,{"k":[1]}]},"n":{"type":"null"},"l":{"type":"array","minItems":2,"items":{"type":"object","properties":{"b":{"type":"boolean"},"s":{"type":"string"}}}},"o":{"type":"object"},"bad":7}}`,
+		`{"type":"array","items":{"type":"integer"}}`,
+		`{"type":"string"}`,
+	} {
+		for seed := range uint64(20) {
+			got := SimAnswer("q\n\n"+SchemaMarker+schema, rand.New(rand.NewPCG(seed, 1)))
+			var s map[string]any
+			require.NoError(t, json.Unmarshal([]byte(schema), &s))
+			want, err := json.Marshal(sample(s, rand.New(rand.NewPCG(seed, 1))))
+			require.NoError(t, err)
+			assert.Equal(t, string(want), got, "schema %s, seed %d", schema, seed)
+		}
 	}
 }
