@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +36,7 @@ type Item struct {
 // fields returns the item's values, decoding its JSONL line on first use.
 func (it *Item) fields() map[string]any {
 	if it.Fields == nil && it.json != nil {
-		var f map[string]any
-		if json.Unmarshal(it.json, &f) == nil { // it did when the file was read
+		if f, err := decodeObject(it.json); err == nil { // it did when the file was read
 			it.Fields = f
 		}
 	}
@@ -177,8 +175,8 @@ func readJSONL(r io.Reader, path, keyField string, from *Definition) ([]*Item, e
 		if len(b) == 0 {
 			continue
 		}
-		var fields map[string]any
-		if err := json.Unmarshal(b, &fields); err != nil {
+		fields, err := decodeObject(b)
+		if err != nil {
 			return nil, fmt.Errorf("%s:%d: not a JSON object: %v", path, line, err)
 		}
 		key, err := itemKey(fields, keyField, line, path)

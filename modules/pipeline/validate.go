@@ -290,6 +290,9 @@ func extractJSON(answer string) (any, error) {
 	} else if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
 		text = text[i : j+1]
 	}
+	if m, ok := flatObject(text); ok {
+		return m, nil // the most common case, without reflection
+	}
 	var v any
 	if json.Unmarshal([]byte(text), &v) == nil {
 		return v, nil // the common case, without a Decoder's buffers
