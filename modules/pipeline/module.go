@@ -71,7 +71,7 @@ type Module struct {
 	// items' status (open, done, failed) and how many are finished,
 	// updated per item as its pairs change, so progress is not a walk
 	// over every item.
-	itemSt   []string
+	itemSt   []itemState
 	finished int
 	// allFinished mirrors finished == len(items) for other goroutines:
 	// `fano pipeline run` ends as soon as it is true and the system is
@@ -266,7 +266,7 @@ func done(p *pair) bool { return p != nil && p.Status != "" }
 // itemStatus: "done" when every llm pair of the item is finished (or can
 // never run because a dependency failed), "failed" if one failed, else
 // "open".
-func (m *Module) itemStatus(it *Item) string {
+func (m *Module) itemStatus(it *Item) itemState {
 	failed := false
 	for _, s := range m.def.order {
 		if s.LLM == nil {
@@ -281,22 +281,41 @@ func (m *Module) itemStatus(it *Item) string {
 			case m.blocked(s, it):
 				failed = true
 			default:
-				return "open"
+				return itemOpen
 			}
 		}
 	}
 	if failed {
+		return itemFailed
+	}
+	return itemDone
+}
+
+// itemState is an item's status, a byte each (a run holds one per item).
+type itemState uint8
+
+const (
+	itemOpen itemState = iota
+	itemDone
+	itemFailed
+)
+
+func (s itemState) String() string {
+	switch s {
+	case itemDone:
+		return "done"
+	case itemFailed:
 		return "failed"
 	}
-	return "done"
+	return "open"
 }
 
 // countItems works out every item's status.
 func (m *Module) countItems() {
-	m.itemSt, m.finished = make([]string, len(m.items)), 0
+	m.itemSt, m.finished = make([]itemState, len(m.items)), 0
 	for i, it := range m.items {
 		m.itemSt[i] = m.itemStatus(it)
-		if m.itemSt[i] != "open" {
+		if m.itemSt[i] != itemOpen {
 			m.finished++
 		}
 	}
@@ -310,8 +329,8 @@ func (m *Module) AllFinished() bool { return m.allFinished.Load() }
 // noteItem updates item i's status after its pairs changed.
 func (m *Module) noteItem(i int) {
 	was, now := m.itemSt[i], m.itemStatus(m.items[i])
-	if (was == "open") != (now == "open") {
-		if now == "open" {
+	if (was == itemOpen) != (now == itemOpen) {
+		if now == itemOpen {
 			m.finished--
 		} else {
 			m.finished++
@@ -319,7 +338,7 @@ func (m *Module) noteItem(i int) {
 		m.allFinished.Store(m.finished == len(m.items))
 	}
 	m.itemSt[i] = now
-	if now != "open" {
+	if now != itemOpen {
 		// Finished: no later step reads its outputs or renders its
 		// prompt; free the decoded ones.
 		m.items[i].release()
@@ -468,7 +487,7 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 	m.proposes++
 	reoffer := m.proposes%reofferEvery == 0
 	var out []*pb.Task
-	for m.low < len(m.items) && m.itemSt[m.low] != "open" {
+	for m.low < len(m.items) && m.itemSt[m.low] != itemOpen {
 		if m.low < m.scan {
 			m.open -= m.openAt[m.low]
 		}

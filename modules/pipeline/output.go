@@ -64,14 +64,14 @@ func (m *Module) results(raw bool) ([]byte, error) {
 	var scratch []byte
 	for i, it := range m.items {
 		st := m.itemSt[i]
-		if st == "open" {
+		if st == itemOpen {
 			continue
 		}
 		vals, err := m.stepValues(it, raw)
 		if err != nil {
 			return nil, err
 		}
-		r := Result{Key: it.Key, Status: st, Steps: vals}
+		r := Result{Key: it.Key, Status: st.String(), Steps: vals}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
 				if p := m.pairOf(s.Name, it.Key, model); p != nil {
@@ -295,7 +295,7 @@ type Failure struct {
 func (m *Module) Failures() []Failure {
 	var out []Failure
 	for i, it := range m.items {
-		if m.itemSt[i] == "done" {
+		if m.itemSt[i] == itemDone {
 			continue // done: none of its pairs failed
 		}
 		for _, s := range m.def.order {
@@ -390,9 +390,9 @@ func (m *Module) Summary() Summary {
 	}
 	for _, st := range m.itemSt {
 		switch st {
-		case "done":
+		case itemDone:
 			s.ItemsDone++
-		case "failed":
+		case itemFailed:
 			s.ItemsFailed++
 		}
 	}

@@ -228,9 +228,9 @@ func TestFinishedCountFollowsChanges(t *testing.T) {
 	walk := func(m *Module) (done, failed int) {
 		for _, it := range m.items {
 			switch m.itemStatus(it) {
-			case "done":
+			case itemDone:
 				done++
-			case "failed":
+			case itemFailed:
 				failed++
 			}
 		}
@@ -333,7 +333,7 @@ func TestProposeOffersEveryReadyPairInTheWindow(t *testing.T) {
 				if n >= int32(m.window) {
 					break
 				}
-				if m.itemStatus(it) != "open" {
+				if m.itemStatus(it) != itemOpen {
 					continue
 				}
 				for _, s := range m.def.order {
