@@ -284,6 +284,8 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		return err
 	}
 	defer a.close()
+	// The run's heap stays under the configured soft limit, as fano run's.
+	memLimit, memLimitFrom := fanoapp.SetMemoryLimit(a.cfg.Orchestrator.State.MemoryLimitMB)
 	// The definition this run used, beside its results.
 	if err := actors.WriteFileAtomic(filepath.Join(a.dataDir, pipelineSnapshot), ps.def.Source, 0o644); err != nil {
 		return err
@@ -322,6 +324,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	}
 	defer svc.Stop()
 	a.logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
+		Int64("memory_limit_mb", memLimit>>20).Str("memory_limit_from", memLimitFrom).
 		Int("pid", os.Getpid()).Str("run_dir", a.dataDir).Msg("pipeline running")
 	if f.retryFailed {
 		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,
