@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fano/pb"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -113,4 +114,28 @@ func TestSimAnswerIsTheDrawnValueEncoded(t *testing.T) {
 			assert.Equal(t, string(want), got, "schema %s, seed %d", schema, seed)
 		}
 	}
+}
+
+// results.jsonl's own writer (stored outputs, no maps built) writes what
+// encoding/json writes of the decoded results, also for failed items
+// whose group has only some of its steps.
+func TestResultsOfFailedItemsAsDecodedOnesWould(t *testing.T) {
+	def, items := writeDef(t, groupedNoExpr, 6)
+	h := newHarness(t, def, items)
+	h.answer = func(task *pb.Task, _ string) string {
+		if field(task, "step") == "long" && field(task, "item") >= "i03" {
+			return "no JSON here"
+		}
+		return `{"text": "fine", "n": 2}`
+	}
+	h.runAll()
+	sum := h.m.Summary()
+	require.Equal(t, 3, sum.ItemsDone)
+	require.Equal(t, 3, sum.ItemsFailed)
+	raw, err := h.m.results(true)
+	require.NoError(t, err)
+	decoded, err := h.m.results(false)
+	require.NoError(t, err)
+	assert.Equal(t, string(decoded), string(raw))
+	assert.Contains(t, string(raw), `"drafts":{"short":{`, "a group with only its short step")
 }
