@@ -617,11 +617,12 @@ func (t *traceLog) write(st traceStart, l traceLine) error {
 }
 
 func splitTaskID(id string) (module, taskType string) {
-	parts := strings.SplitN(id, "/", 3)
-	if len(parts) < 2 {
+	module, rest, ok := strings.Cut(id, "/")
+	if !ok {
 		return id, ""
 	}
-	return parts[0], parts[1]
+	taskType, _, _ = strings.Cut(rest, "/")
+	return module, taskType
 }
 
 // heartbeat builds the console heartbeat: a change summary when something
