@@ -692,16 +692,46 @@ func (m *Module) estimate(t *pb.Task) (string, float64, error) {
 }
 
 func (m *Module) priceRequest(r taskRef) (string, float64, error) {
-	vals, err := m.valuesFor(r.step, r.item)
-	if err != nil {
-		return "", 0, err
-	}
-	prompt, err := m.def.RenderPrompt(r.step, r.item, vals, r.model)
+	prompt, err := m.renderPrompt(r)
 	if err != nil {
 		return "", 0, err
 	}
 	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
 	return prompt, est, nil
+}
+
+// renderPrompt fills the task's prompt: a simple one from the item and
+// the outputs it reads, without building the values of every step;
+// else through RenderPrompt.
+func (m *Module) renderPrompt(r taskRef) (string, error) {
+	s := r.step
+	if s.parts != nil {
+		var buf strings.Builder
+		buf.Grow(s.promptSize + len(s.promptTail))
+		stepField := func(step, field string) (string, bool) {
+			dep := m.def.Step(step)
+			p := m.pairOf(dep.Name, r.item.Key, dep.models[0])
+			if p == nil || p.Status != StatusOK {
+				return "", false
+			}
+			v, err := p.value()
+			if err != nil {
+				return "", false
+			}
+			out, _ := v.(map[string]any)
+			f, ok := out[field].(string)
+			return f, ok
+		}
+		if m.def.renderParts(&buf, s, r.item, r.model, stepField) {
+			buf.WriteString(s.promptTail)
+			return buf.String(), nil
+		}
+	}
+	vals, err := m.valuesFor(s, r.item)
+	if err != nil {
+		return "", err
+	}
+	return m.def.RenderPrompt(s, r.item, vals, r.model)
 }
 
 type taskRef struct {
@@ -808,9 +838,11 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		}
 	}
 	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Cost: cost, Tokens: toks}
-	vals, err := m.valuesFor(r.step, r.item)
-	if err != nil {
-		return nil, err
+	var vals map[string]any // only the rules read the other steps
+	if len(r.step.rules) > 0 {
+		if vals, err = m.valuesFor(r.step, r.item); err != nil {
+			return nil, err
+		}
 	}
 	// The event is applied later (after it is durable): until then the
 	// request's actual cost stays held back, or other requests could be

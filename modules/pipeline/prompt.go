@@ -20,17 +20,20 @@ const (
 	partKey
 	partModel
 	partItemField
+	partStepField
 )
 
 // promptPart is one piece of a simple prompt.
 type promptPart struct {
 	kind  partKind
-	text  string // partText: the text; partItemField: the field's name
+	text  string // partText: the text; partItemField, partStepField: the field's name
 	field int    // partItemField: its place in Definition.itemRefs
+	step  string // partStepField: the llm step whose output has the field
 }
 
 // simpleParts splits a parsed prompt into parts, or returns ok false if
-// it does anything but put text, .key, .model and .item.<field> in.
+// it does anything but put text, .key, .model, .item.<field> and
+// .steps.<step>.<field> in.
 func simpleParts(t *template.Template) ([]promptPart, bool) {
 	if t == nil || t.Tree == nil || t.Tree.Root == nil || len(t.Templates()) > 1 {
 		return nil, false
@@ -55,6 +58,8 @@ func simpleParts(t *template.Template) ([]promptPart, bool) {
 				parts = append(parts, promptPart{kind: partModel})
 			case len(f.Ident) == 2 && f.Ident[0] == "item":
 				parts = append(parts, promptPart{kind: partItemField, text: f.Ident[1]})
+			case len(f.Ident) == 3 && f.Ident[0] == "steps":
+				parts = append(parts, promptPart{kind: partStepField, step: f.Ident[1], text: f.Ident[2]})
 			default:
 				return nil, false
 			}
@@ -79,6 +84,14 @@ func (d *Definition) compilePrompts() {
 			continue
 		}
 		for i, p := range parts {
+			if p.kind == partStepField {
+				// Only an llm step of one model has its output there
+				// (several: model -> output; a group: step -> output).
+				if dep := d.byName[p.step]; dep == nil || dep.LLM == nil || len(dep.models) != 1 {
+					ok = false
+					break
+				}
+			}
 			if p.kind != partItemField {
 				continue
 			}
@@ -90,7 +103,9 @@ func (d *Definition) compilePrompts() {
 			}
 			parts[i].field = j
 		}
-		s.parts = parts
+		if ok {
+			s.parts = parts
+		}
 	}
 }
 
@@ -116,14 +131,19 @@ func itemRefValues(fields map[string]any, refs []string) ([]string, uint64) {
 	return vals, text
 }
 
-// renderParts fills a simple prompt; ok false if an item field is not a
-// string (then the template fills it, printing or refusing the value).
-func (d *Definition) renderParts(buf *strings.Builder, s *Step, it *Item, model string) bool {
+// renderParts fills a simple prompt; ok false if a field it puts in is
+// not a string, or not there (then the template fills it, printing or
+// refusing the value). stepField reads a field of an llm step's output.
+func (d *Definition) renderParts(buf *strings.Builder, s *Step, it *Item, model string, stepField func(step, field string) (string, bool)) bool {
 	for _, p := range s.parts {
-		if p.kind != partItemField {
-			continue
+		ok := true
+		switch p.kind {
+		case partItemField:
+			_, ok = it.refValue(d, p)
+		case partStepField:
+			_, ok = stepField(p.step, p.text)
 		}
-		if _, ok := it.refValue(d, p); !ok {
+		if !ok {
 			return false
 		}
 	}
@@ -138,10 +158,17 @@ func (d *Definition) renderParts(buf *strings.Builder, s *Step, it *Item, model 
 		case partItemField:
 			v, _ := it.refValue(d, p)
 			buf.WriteString(v)
+		case partStepField:
+			v, _ := stepField(p.step, p.text)
+			buf.WriteString(v)
 		}
 	}
 	return true
 }
+
+// noStepFields: no step output is at hand (RenderPrompt's callers give
+// the values instead).
+func noStepFields(string, string) (string, bool) { return "", false }
 
 // refValue is an item field a simple prompt puts in: kept from the
 // JSONL line when it was read, else from the fields.

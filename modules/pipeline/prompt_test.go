@@ -139,3 +139,43 @@ func TestResultsOfFailedItemsAsDecodedOnesWould(t *testing.T) {
 	assert.Equal(t, string(decoded), string(raw))
 	assert.Contains(t, string(raw), `"drafts":{"short":{`, "a group with only its short step")
 }
+
+const chained = `
+name: chained
+items: {source: items.jsonl, key: id}
+models: [api]
+steps:
+  - name: extract
+    llm: {prompt: 'Extract the claim: {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+  - name: judge
+    needs: [extract]
+    llm: {prompt: 'Judge: {{.steps.extract.text}} ({{.key}})', schema: {type: object, required: [verdict], properties: {verdict: {type: boolean}}}}
+  - name: explain
+    needs: [judge]
+    llm: {prompt: 'Explain {{.steps.judge.verdict}} for {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+`
+
+// A later step's prompt that puts in a text field of an earlier step's
+// output is filled from that output alone; one whose field is not text
+// (a verdict) goes through the template; both as the template fills them.
+func TestPromptsWithEarlierOutputsFillAsTheTemplateWould(t *testing.T) {
+	def, items := writeDef(t, chained, 5)
+	assert.NotNil(t, def.Step("judge").parts)
+	assert.NotNil(t, def.Step("explain").parts, "simple, but its verdict is not text: the template prints it")
+	h := newHarness(t, def, items)
+	inner := h.answer
+	checked := 0
+	h.answer = func(task *pb.Task, prompt string) string {
+		s, it := def.Step(field(task, "step")), items[h.m.itemIdx[field(task, "item")]]
+		vals, err := h.m.stepValues(it, false)
+		require.NoError(t, err)
+		var want strings.Builder
+		require.NoError(t, def.renderTemplate(&want, s, it, vals, "api"))
+		assert.Equal(t, want.String()+s.promptTail, prompt)
+		checked++
+		return inner(task, prompt)
+	}
+	h.runAll()
+	assert.Equal(t, 15, checked)
+	assert.Equal(t, 5, h.m.Summary().ItemsDone)
+}

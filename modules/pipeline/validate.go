@@ -340,7 +340,15 @@ func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, ans
 func (d *Definition) RenderPrompt(s *Step, it *Item, steps map[string]any, model string) (string, error) {
 	var buf strings.Builder
 	buf.Grow(s.promptSize + len(s.promptTail))
-	if s.parts == nil || !d.renderParts(&buf, s, it, model) {
+	stepField := noStepFields
+	if steps != nil {
+		stepField = func(step, field string) (string, bool) {
+			out, _ := steps[step].(map[string]any)
+			v, ok := out[field].(string)
+			return v, ok
+		}
+	}
+	if s.parts == nil || !d.renderParts(&buf, s, it, model, stepField) {
 		if err := d.renderTemplate(&buf, s, it, steps, model); err != nil {
 			return "", err
 		}
