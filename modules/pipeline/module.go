@@ -397,16 +397,15 @@ func (m *Module) valuesFor(s *Step, it *Item) (map[string]any, error) {
 	if len(s.deps) == 0 {
 		return noValues, nil
 	}
-	return m.stepValues(it, false)
+	return m.stepValues(it)
 }
 
 // stepValues computes the outputs available to an item's steps: llm
 // outputs that are OK (one model: the output; several: model -> output),
-// expressions whose needs are met, and groups as step -> output. raw:
-// llm outputs stay their stored JSON (json.RawMessage), for writing them
-// out without decoding; only for a definition without expressions,
-// which would read them.
-func (m *Module) stepValues(it *Item, raw bool) (map[string]any, error) {
+// expressions whose needs are met, and groups as step -> output.
+// (results.jsonl without expression steps writes the stored outputs
+// instead: appendRawResult.)
+func (m *Module) stepValues(it *Item) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, s := range m.def.order {
 		switch {
@@ -415,10 +414,6 @@ func (m *Module) stepValues(it *Item, raw bool) (map[string]any, error) {
 			for _, model := range s.models {
 				p := m.pairOf(s.Name, it.Key, model)
 				if p == nil || p.Status != StatusOK {
-					continue
-				}
-				if raw {
-					outs[model] = json.RawMessage(p.Output)
 					continue
 				}
 				v, err := p.value()
@@ -960,7 +955,7 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 			continue
 		}
 		rv.Checked++
-		vals, err := m.stepValues(m.items[i], false)
+		vals, err := m.stepValues(m.items[i])
 		if err != nil {
 			return nil, rv, err
 		}

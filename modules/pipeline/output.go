@@ -82,7 +82,7 @@ func (m *Module) results(raw bool) ([]byte, error) {
 			}
 			continue
 		}
-		vals, err := m.stepValues(it, raw)
+		vals, err := m.stepValues(it)
 		if err != nil {
 			return nil, err
 		}
@@ -557,7 +557,7 @@ func (m *Module) Verify() []modules.Problem {
 		if p.Status != StatusOK {
 			continue
 		}
-		vals, err := m.stepValues(m.items[i], false)
+		vals, err := m.stepValues(m.items[i])
 		if err != nil {
 			out = append(out, modules.Problem{Kind: "invalid_output", ID: id, Detail: err.Error()})
 			continue

@@ -167,7 +167,7 @@ func TestPromptsWithEarlierOutputsFillAsTheTemplateWould(t *testing.T) {
 	checked := 0
 	h.answer = func(task *pb.Task, prompt string) string {
 		s, it := def.Step(field(task, "step")), items[h.m.itemIdx[field(task, "item")]]
-		vals, err := h.m.stepValues(it, false)
+		vals, err := h.m.stepValues(it)
 		require.NoError(t, err)
 		var want strings.Builder
 		require.NoError(t, def.renderTemplate(&want, s, it, vals, "api"))
