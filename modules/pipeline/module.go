@@ -233,6 +233,48 @@ func (m *Module) pairKeys() []string {
 	return keys
 }
 
+// sortedPairIDs lists the pairs in their keys' order, without building
+// the keys: with no NUL in the names (the keys' separator) that is the
+// order of step, then item, then model.
+func (m *Module) sortedPairIDs() []pairID {
+	ids := make([]pairID, 0, len(m.idx))
+	nul := false
+	for id := range m.idx {
+		ids = append(ids, id)
+		nul = nul || strings.IndexByte(id.step, 0) >= 0 || strings.IndexByte(id.item, 0) >= 0 || strings.IndexByte(id.model, 0) >= 0
+	}
+	if nul {
+		slices.SortFunc(ids, func(a, b pairID) int { return strings.Compare(a.key(), b.key()) })
+		return ids
+	}
+	slices.SortFunc(ids, func(a, b pairID) int {
+		if c := strings.Compare(a.step, b.step); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.item, b.item); c != 0 {
+			return c
+		}
+		return strings.Compare(a.model, b.model)
+	})
+	return ids
+}
+
+// appendPairKey writes a pair's key as a JSON string, as appendString
+// writes id.key().
+func appendPairKey(buf *bytes.Buffer, id pairID) error {
+	if !ascii(id.step) || !ascii(id.item) || !ascii(id.model) {
+		return appendString(buf, id.key())
+	}
+	buf.WriteByte('"')
+	appendASCIIBody(buf, id.step)
+	buf.WriteString(`\u0000`)
+	appendASCIIBody(buf, id.item)
+	buf.WriteString(`\u0000`)
+	appendASCIIBody(buf, id.model)
+	buf.WriteByte('"')
+	return nil
+}
+
 // pairAt is the pair of a key.
 func (m *Module) pairAt(key string) *pair { return m.idx[pairIDOf(key)] }
 
@@ -1091,16 +1133,16 @@ func (m *Module) Snapshot() ([]byte, error) {
 	buf.Grow(80 * len(m.idx))
 	buf.WriteString(`{"pairs":`)
 	buf.WriteByte('{')
-	for i, k := range m.pairKeys() {
+	for i, id := range m.sortedPairIDs() {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if err := appendString(&buf, k); err != nil {
+		if err := appendPairKey(&buf, id); err != nil {
 			return nil, err
 		}
 		buf.WriteByte(':')
-		if err := m.pairAt(k).appendJSON(&buf); err != nil {
-			return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", k, err)
+		if err := m.idx[id].appendJSON(&buf); err != nil {
+			return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
 		}
 	}
 	buf.WriteByte('}')

@@ -363,8 +363,14 @@ func ascii(s string) bool {
 // backslash escaped, \b \f \n \r \t by name, other control characters
 // and the HTML characters < > & as \u00XX.
 func appendASCII(buf *bytes.Buffer, s string) {
-	const hex = "0123456789abcdef"
 	buf.WriteByte('"')
+	appendASCIIBody(buf, s)
+	buf.WriteByte('"')
+}
+
+// appendASCIIBody is appendASCII without the quotes.
+func appendASCIIBody(buf *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -394,7 +400,6 @@ func appendASCII(buf *bytes.Buffer, s string) {
 		}
 	}
 	buf.WriteString(s[start:])
-	buf.WriteByte('"')
 }
 
 // appendFloat formats a float64 as encoding/json does: the shortest

@@ -179,3 +179,31 @@ func TestPromptsWithEarlierOutputsFillAsTheTemplateWould(t *testing.T) {
 	assert.Equal(t, 15, checked)
 	assert.Equal(t, 5, h.m.Summary().ItemsDone)
 }
+
+// A snapshot writes the pairs' keys without building them: the same
+// bytes as encoding/json of the pairs by key, for names that need
+// escaping, are not ASCII, or hold the keys' separator.
+func TestSnapshotKeysAsJSONWouldWriteThem(t *testing.T) {
+	for _, names := range [][]string{
+		{"i<1>", "i&2", "i\"3", "ä", "i", "i\t", "ia", "i0"},
+		{"a", "a\x00b", "a\x00", "ab"},
+	} {
+		def, items := writeDef(t, exportBenchDef, 1)
+		m := New(Config{Def: def, Items: items})
+		want := map[string]*pair{}
+		for i, item := range names {
+			p := &pair{Status: StatusOK, Output: json.RawMessage(`{"verdict":true}`), Gen: i}
+			for _, step := range []string{"verdict", "v"} {
+				m.idx[pairID{step, item, "api"}] = p
+				want[pairKey(step, item, "api")] = p
+			}
+		}
+		st := m.st
+		st.Pairs = want
+		wantJSON, err := json.Marshal(st)
+		require.NoError(t, err)
+		got, err := m.Snapshot()
+		require.NoError(t, err)
+		assert.Equal(t, string(wantJSON), string(got))
+	}
+}
