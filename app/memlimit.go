@@ -21,3 +21,8 @@ func memoryLimit(limitMB int) (bytes int64, source string) {
 	debug.SetMemoryLimit(b)
 	return b, "orchestrator.state.memory_limit_mb"
 }
+
+// SetMemoryLimit sets the config's soft memory limit for this process,
+// as `fano run` does; `fano pipeline run` calls it. It returns the limit
+// in bytes (0: none) and who set it.
+func SetMemoryLimit(limitMB int) (bytes int64, source string) { return memoryLimit(limitMB) }

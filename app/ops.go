@@ -186,12 +186,16 @@ func (o *ops) consume() {
 		select {
 		case n := <-o.notices:
 			o.handle(n)
+			if len(o.notices) == 0 {
+				o.flushTrace() // a burst of notices is one write
+			}
 		case <-o.finish:
 			for {
 				select {
 				case n := <-o.notices:
 					o.handle(n)
 				default:
+					o.flushTrace()
 					return
 				}
 			}
@@ -219,6 +223,12 @@ func (o *ops) handle(n actors.Notice) {
 		if err := o.trace.observe(e); err != nil {
 			o.rc.Logger.Warn().Err(err).Str("event", "cmd.fano.trace_failed").Msg("trace log")
 		}
+	}
+}
+
+func (o *ops) flushTrace() {
+	if err := o.trace.flush(); err != nil {
+		o.rc.Logger.Warn().Err(err).Str("event", "cmd.fano.trace_failed").Msg("trace log")
 	}
 }
 
@@ -483,10 +493,14 @@ func diskFigures(path string) (free uint64, usedPercent float64) {
 // traceLog writes logs/trace.log: one JSON line per LLM request when it
 // ends (answered, failed or cancelled), with sizes and times, never the
 // prompt, the answer or an error text (which could quote either). Not
-// safe for concurrent use: the ops consumer is its only caller.
+// safe for concurrent use: the ops consumer is its only caller. Lines
+// wait in buf until flush (the consumer flushes when it has no notice
+// waiting): a run of 20,000 requests a few seconds long is not 20,000
+// writes.
 type traceLog struct {
 	f       *os.File
 	pending map[string]traceStart // task id -> its request in flight
+	buf     []byte                // whole lines not written yet
 }
 
 type traceStart struct {
@@ -529,9 +543,20 @@ func openTrace(path string) (*traceLog, error) {
 
 func (t *traceLog) close() {
 	if t.f != nil {
+		_ = t.flush()
 		_ = t.f.Close()
 		t.f = nil
 	}
+}
+
+// flush writes the waiting lines in one write (O_APPEND keeps them whole).
+func (t *traceLog) flush() error {
+	if t.f == nil || len(t.buf) == 0 {
+		return nil
+	}
+	_, err := t.f.Write(t.buf)
+	t.buf = t.buf[:0]
+	return err
 }
 
 // observe pairs request starts with their ends and writes a line per end.
@@ -584,16 +609,20 @@ func (t *traceLog) write(st traceStart, l traceLine) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.f.Write(append(data, '\n')) // one write per line: O_APPEND keeps lines whole
-	return err
+	t.buf = append(append(t.buf, data...), '\n')
+	if len(t.buf) >= 64<<10 {
+		return t.flush()
+	}
+	return nil
 }
 
 func splitTaskID(id string) (module, taskType string) {
-	parts := strings.SplitN(id, "/", 3)
-	if len(parts) < 2 {
+	module, rest, ok := strings.Cut(id, "/")
+	if !ok {
 		return id, ""
 	}
-	return parts[0], parts[1]
+	taskType, _, _ = strings.Cut(rest, "/")
+	return module, taskType
 }
 
 // heartbeat builds the console heartbeat: a change summary when something

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -292,4 +293,34 @@ func sumHeartbeats(log, pattern string) int {
 		}
 	}
 	return sum
+}
+
+// Trace lines wait for a flush (the consumer flushes whenever no notice
+// waits), and a long burst is written in pieces of about 64 KB.
+func TestTraceLogWritesOnFlush(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "trace.log")
+	tr, err := openTrace(path)
+	require.NoError(t, err)
+	defer tr.close()
+	answered := func(i int) *pb.Event {
+		return &pb.Event{At: int64(i), Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: fmt.Sprintf("probe/bench/t%d", i), Llm: "alpha"}}}
+	}
+	require.NoError(t, tr.observe(answered(0)))
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Empty(t, raw, "not written before a flush")
+	require.NoError(t, tr.flush())
+	require.Len(t, readTrace(t, path), 1)
+	n := 1
+	for ; ; n++ {
+		st, err := os.Stat(path)
+		require.NoError(t, err)
+		if st.Size() > 64<<10 {
+			break
+		}
+		require.NoError(t, tr.observe(answered(n)))
+		require.Less(t, n, 10000, "a burst is written before it passes 64 KB")
+	}
+	require.NoError(t, tr.flush())
+	require.Equal(t, n, len(readTrace(t, path)), "lines 0..n-1, each once")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"fano/actors"
 	fanoapp "fano/app"
 	"fano/config"
+	"fano/gateway"
 	"fano/logging"
 	"fano/modules"
 	"fano/modules/pipeline"
@@ -282,6 +284,8 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		return err
 	}
 	defer a.close()
+	// The run's heap stays under the configured soft limit, as fano run's.
+	memLimit, memLimitFrom := fanoapp.SetMemoryLimit(a.cfg.Orchestrator.State.MemoryLimitMB)
 	// The definition this run used, beside its results.
 	if err := actors.WriteFileAtomic(filepath.Join(a.dataDir, pipelineSnapshot), ps.def.Source, 0o644); err != nil {
 		return err
@@ -292,11 +296,11 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	if err != nil {
 		return err
 	}
+	usage.wrap(opts.Backends)
 	sys, err := actors.Start(opts)
 	if err != nil {
 		return err
 	}
-	defer sys.Subscribe(usage.note)()
 	// The end of the run: every item finished and the last tasks settled.
 	// Once every item is finished, each applied event (the last answers,
 	// the last tasks' ends, in whichever order the actors apply them)
@@ -320,6 +324,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	}
 	defer svc.Stop()
 	a.logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
+		Int64("memory_limit_mb", memLimit>>20).Str("memory_limit_from", memLimitFrom).
 		Int("pid", os.Getpid()).Str("run_dir", a.dataDir).Msg("pipeline running")
 	if f.retryFailed {
 		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,
@@ -790,27 +795,64 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // usageBook carries the token counts a backend reported for an answer
-// (in the saved LLMResponseReceived event) to the pipeline module, which
-// turns them into cost. The executor saves the answer before the module
-// sees it, so the count is there first; a missing one falls back to an
-// estimate from sizes.
-type usageBook struct{ m sync.Map }
+// to the pipeline module, which turns them into cost; a missing count
+// falls back to an estimate from sizes. The counts are taken as the
+// backend returns the answer (usageBackend): the module decides on an
+// answer once the answer's event is queued, before it is applied, so a
+// notice of that event would come too late (and its count would stay in
+// the book for good).
+type usageBook struct {
+	mu sync.Mutex
+	m  map[string][2]int64 // task id -> prompt, completion tokens
+}
 
-func (u *usageBook) note(n actors.Notice) {
-	r := n.Event.GetLlmResponseReceived()
-	if r == nil || !strings.HasPrefix(r.TaskId, pipeline.Name+"/") || r.PromptTokens+r.CompletionTokens == 0 {
-		return
+// wrap has every backend of a run note its answers' usage in the book.
+func (u *usageBook) wrap(backends []gateway.Backend) {
+	for i, b := range backends {
+		backends[i] = &usageBackend{Backend: b, book: u}
 	}
-	u.m.Store(r.TaskId, [2]int64{r.PromptTokens, r.CompletionTokens})
+}
+
+func (u *usageBook) put(taskID string, prompt, completion int64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[string][2]int64{}
+	}
+	u.m[taskID] = [2]int64{prompt, completion}
 }
 
 func (u *usageBook) Take(taskID string) (int64, int64, bool) {
-	v, ok := u.m.LoadAndDelete(taskID)
-	if !ok {
-		return 0, 0, false
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t, ok := u.m[taskID]
+	delete(u.m, taskID)
+	return t[0], t[1], ok
+}
+
+// usageBackend notes the usage of a pipeline task's answers. Optional
+// interfaces of the backend stay reachable: through Unwrap (gateway.As),
+// and Reconnect, which the system asks for directly.
+type usageBackend struct {
+	gateway.Backend
+	book *usageBook
+}
+
+func (b *usageBackend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	resp, err := b.Backend.Send(ctx, req)
+	if err == nil && req.Module == pipeline.Name && resp.PromptTokens+resp.CompletionTokens > 0 {
+		b.book.put(req.TaskID, resp.PromptTokens, resp.CompletionTokens)
 	}
-	t := v.([2]int64)
-	return t[0], t[1], true
+	return resp, err
+}
+
+func (b *usageBackend) Unwrap() gateway.Backend { return b.Backend }
+
+func (b *usageBackend) Reconnect(ctx context.Context) error {
+	if r, ok := b.Backend.(actors.Reconnector); ok {
+		return r.Reconnect(ctx)
+	}
+	return nil
 }
 
 // startProfiles starts a CPU profile of the run into the file

@@ -45,6 +45,8 @@ type Definition struct {
 	Source []byte  `yaml:"-"`
 	order  []*Step // every runnable step (groups flattened), dependencies first
 	byName map[string]*Step
+	// itemRefs: the item fields simple prompts put in (prompt.go).
+	itemRefs []string
 }
 
 // Price is what a model costs, in USD per million tokens.
@@ -96,6 +98,9 @@ type Step struct {
 	Line   int    `yaml:"-"`
 	parent string // the group it belongs to
 	tmpl   *template.Template
+	// parts: the prompt, if it is simple text with item fields, key
+	// and model put in (prompt.go); nil: it runs as a template.
+	parts []promptPart
 	// promptTail follows every rendered prompt: the schema the answer
 	// must match, encoded once.
 	promptTail string
@@ -206,6 +211,7 @@ func Parse(data []byte, file string) (*Definition, error) {
 		sort.SliceStable(v.problems, func(i, j int) bool { return v.problems[i].Line < v.problems[j].Line })
 		return nil, v.problems
 	}
+	d.compilePrompts()
 	return d, nil
 }
 

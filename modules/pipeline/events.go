@@ -17,6 +17,9 @@ import (
 // answerEvent is one pair fact, decoded. The JSON tags are the old
 // encoding, kept to replay old runs.
 type answerEvent struct {
+	// pair is the pair the fact is about; Key its key in old (JSON)
+	// events only.
+	pair   pairID
 	Key    string          `json:"k"`
 	Gen    int             `json:"g"`
 	Output json.RawMessage `json:"o,omitempty"`
@@ -35,8 +38,7 @@ type keysEvent struct {
 func legacyJSON(data []byte) bool { return len(data) > 0 && data[0] == '{' }
 
 func encodeAnswer(a answerEvent) ([]byte, error) {
-	step, item, model := splitPairKey(a.Key)
-	return proto.Marshal(&pb.PipelinePairEvent{Step: step, Item: item, Model: model, Gen: int32(a.Gen),
+	return proto.Marshal(&pb.PipelinePairEvent{Step: a.pair.step, Item: a.pair.item, Model: a.pair.model, Gen: int32(a.Gen),
 		Output: a.Output, Stage: a.Stage, Error: a.Error, Raw: a.Raw, CostUsd: a.Cost, Tokens: a.Tokens})
 }
 
@@ -44,13 +46,14 @@ func decodeAnswer(data []byte) (answerEvent, error) {
 	var a answerEvent
 	if legacyJSON(data) {
 		err := json.Unmarshal(data, &a)
+		a.pair = pairIDOf(a.Key)
 		return a, err
 	}
 	var e pb.PipelinePairEvent
 	if err := proto.Unmarshal(data, &e); err != nil {
 		return a, err
 	}
-	return answerEvent{Key: pairKey(e.Step, e.Item, e.Model), Gen: int(e.Gen), Output: e.Output, Stage: e.Stage,
+	return answerEvent{pair: pairID{e.Step, e.Item, e.Model}, Gen: int(e.Gen), Output: e.Output, Stage: e.Stage,
 		Error: e.Error, Raw: e.Raw, Cost: e.CostUsd, Tokens: e.Tokens}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,13 +25,18 @@ type Item struct {
 	Fields map[string]any
 	Line   int    // line in the source file (0 for generated items)
 	json   []byte // the JSONL line (checked to decode when read)
+	// refs: the fields simple prompts put in (Definition.itemRefs), kept
+	// as text from the JSONL line while the item is open, so its prompts
+	// need no decoding of the line; nil: read them from the fields.
+	refs     []string
+	refText  uint64      // bit i: refs[i] is the field's text (else not a string, or missing)
+	refsFrom *Definition // whose itemRefs refs follows
 }
 
 // fields returns the item's values, decoding its JSONL line on first use.
 func (it *Item) fields() map[string]any {
 	if it.Fields == nil && it.json != nil {
-		var f map[string]any
-		if json.Unmarshal(it.json, &f) == nil { // it did when the file was read
+		if f, err := decodeObject(it.json); err == nil { // it did when the file was read
 			it.Fields = f
 		}
 	}
@@ -43,7 +47,7 @@ func (it *Item) fields() map[string]any {
 // prompts are not rendered again).
 func (it *Item) release() {
 	if it.json != nil {
-		it.Fields = nil
+		it.Fields, it.refs, it.refText = nil, nil, 0
 	}
 }
 
@@ -64,7 +68,7 @@ func (d *Definition) LoadItems() ([]*Item, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(d.Dir, path)
 		}
-		items, err = readSource(path, spec.Key)
+		items, err = readSource(path, spec.Key, d)
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +122,7 @@ func (v *checker) checkItems(d *Definition, root *yaml.Node) {
 	}
 }
 
-func readSource(path, keyField string) ([]*Item, error) {
+func readSource(path, keyField string, d *Definition) ([]*Item, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("items: %w", err)
@@ -133,7 +137,7 @@ func readSource(path, keyField string) ([]*Item, error) {
 	defer f.Close()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".jsonl", ".ndjson":
-		return readJSONL(f, path, keyField)
+		return readJSONL(f, path, keyField, d)
 	case ".csv":
 		return readCSV(f, path, keyField)
 	}
@@ -154,7 +158,13 @@ func itemKey(fields map[string]any, keyField string, line int, path string) (str
 	return fmt.Sprint(v), nil
 }
 
-func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
+// readJSONL reads a JSONL file's items; from, if not nil, is the
+// definition whose simple prompts' fields they keep as text.
+func readJSONL(r io.Reader, path, keyField string, from *Definition) ([]*Item, error) {
+	var refs []string
+	if from != nil {
+		refs = from.itemRefs
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var out []*Item
@@ -165,15 +175,17 @@ func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var fields map[string]any
-		if err := json.Unmarshal(b, &fields); err != nil {
+		fields, err := decodeObject(b)
+		if err != nil {
 			return nil, fmt.Errorf("%s:%d: not a JSON object: %v", path, line, err)
 		}
 		key, err := itemKey(fields, keyField, line, path)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &Item{Key: key, Line: line, json: bytes.Clone(b)})
+		it := &Item{Key: key, Line: line, json: bytes.Clone(b), refsFrom: from}
+		it.refs, it.refText = itemRefValues(fields, refs)
+		out = append(out, it)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -53,7 +53,7 @@ type Module struct {
 	deferred map[string]string      // task id -> why NextAction refused to ask
 	stopped  string                 // why no new work is proposed (a cap was reached)
 	low      int                    // items before it are finished (Propose's cursor)
-	idx      map[pairID]*pair       // the pairs of st.Pairs
+	idx      map[pairID]*pair       // the pairs (st.Pairs holds them only as a snapshot is read)
 	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
 	proposes int
 	now      time.Time
@@ -71,7 +71,7 @@ type Module struct {
 	// items' status (open, done, failed) and how many are finished,
 	// updated per item as its pairs change, so progress is not a walk
 	// over every item.
-	itemSt   []string
+	itemSt   []itemState
 	finished int
 	// allFinished mirrors finished == len(items) for other goroutines:
 	// `fano pipeline run` ends as soon as it is true and the system is
@@ -132,6 +132,8 @@ func (p *pair) value() (any, error) {
 
 // state is what a snapshot holds. (Snapshots of older runs also have
 // "spent", the pairs' cost summed; it is ignored and summed again.)
+// Pairs is filled only while a snapshot is read: the module keeps its
+// pairs in its index (Module.idx), by pairID, not by a key string each.
 type state struct {
 	Pairs    map[string]*pair `json:"pairs"`
 	Requests map[string]int   `json:"requests"` // UTC day -> LLM answers
@@ -167,17 +169,20 @@ func New(cfg Config) *Module {
 	}
 	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
-		idx: map[pairID]*pair{}, offered: map[offerID]bool{}, prep: map[int]bool{},
+		offered: map[offerID]bool{}, prep: map[int]bool{},
 		openAt: make([]int32, len(cfg.Items)), isDirty: make([]bool, len(cfg.Items)), starved: map[int]bool{}}
 	for i, it := range cfg.Items {
 		m.itemIdx[it.Key] = i
 	}
+	// Sized for every pair at once: growing it as a run goes would copy
+	// it again and again.
+	m.idx = make(map[pairID]*pair, m.pairsPlanned())
 	m.countItems()
 	return m
 }
 
 func newState() state {
-	return state{Pairs: map[string]*pair{}, Requests: map[string]int{}}
+	return state{Requests: map[string]int{}}
 }
 
 func (m *Module) Name() string        { return Name }
@@ -197,15 +202,105 @@ func splitPairKey(k string) (step, item, model string) {
 // pairID indexes the pairs without building a string key per lookup.
 type pairID struct{ step, item, model string }
 
+func pairIDOf(key string) pairID {
+	a, b, c := splitPairKey(key)
+	return pairID{a, b, c}
+}
+
+func (id pairID) key() string { return pairKey(id.step, id.item, id.model) }
+
 func (m *Module) pairOf(step, item, model string) *pair { return m.idx[pairID{step, item, model}] }
 
-// reindex rebuilds the pair index from the state.
-func (m *Module) reindex() {
-	m.idx = make(map[pairID]*pair, len(m.st.Pairs))
-	for k, p := range m.st.Pairs {
-		a, b, c := splitPairKey(k)
-		m.idx[pairID{a, b, c}] = p
+// pairsPlanned is the number of (llm step, item, model) pairs of the
+// definition, at most a million (the index grows past that).
+func (m *Module) pairsPlanned() int {
+	n := 0
+	for _, s := range m.def.order {
+		if s.LLM != nil {
+			n += len(s.models)
+		}
 	}
+	return min(n*len(m.items), 1<<20)
+}
+
+// pairKeys lists the pairs' keys, sorted.
+func (m *Module) pairKeys() []string {
+	keys := make([]string, 0, len(m.idx))
+	for id := range m.idx {
+		keys = append(keys, id.key())
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// sortedPairIDs lists the pairs in their keys' order, without building
+// the keys: with no NUL in the names (the keys' separator) that is the
+// order of step, then item, then model.
+func (m *Module) sortedPairIDs() []pairID {
+	ids := make([]pairID, 0, len(m.idx))
+	nul := false
+	for id := range m.idx {
+		ids = append(ids, id)
+		nul = nul || strings.IndexByte(id.step, 0) >= 0 || strings.IndexByte(id.item, 0) >= 0 || strings.IndexByte(id.model, 0) >= 0
+	}
+	if nul {
+		slices.SortFunc(ids, func(a, b pairID) int { return strings.Compare(a.key(), b.key()) })
+		return ids
+	}
+	slices.SortFunc(ids, func(a, b pairID) int {
+		if c := strings.Compare(a.step, b.step); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.item, b.item); c != 0 {
+			return c
+		}
+		return strings.Compare(a.model, b.model)
+	})
+	return ids
+}
+
+// appendPairKey writes a pair's key as a JSON string, as appendString
+// writes id.key().
+func appendPairKey(buf *bytes.Buffer, id pairID) error {
+	if !ascii(id.step) || !ascii(id.item) || !ascii(id.model) {
+		return appendString(buf, id.key())
+	}
+	buf.WriteByte('"')
+	appendASCIIBody(buf, id.step)
+	buf.WriteString(`\u0000`)
+	appendASCIIBody(buf, id.item)
+	buf.WriteString(`\u0000`)
+	appendASCIIBody(buf, id.model)
+	buf.WriteByte('"')
+	return nil
+}
+
+// pairAt is the pair of a key.
+func (m *Module) pairAt(key string) *pair { return m.idx[pairIDOf(key)] }
+
+// canonical is id with the definition's and items' own strings where it
+// has them (those of a decoded event are copies): a pair's index entry
+// then holds no strings of its own.
+func (m *Module) canonical(id pairID) pairID {
+	if s := m.def.Step(id.step); s != nil {
+		id.step = s.Name
+		if i := slices.Index(s.models, id.model); i >= 0 {
+			id.model = s.models[i]
+		}
+	}
+	if i, ok := m.itemIdx[id.item]; ok {
+		id.item = m.items[i].Key
+	}
+	return id
+}
+
+// reindex rebuilds the pair index from the pairs of a snapshot read.
+func (m *Module) reindex() {
+	m.idx = make(map[pairID]*pair, max(len(m.st.Pairs), m.pairsPlanned()))
+	for k, p := range m.st.Pairs {
+		m.idx[m.canonical(pairIDOf(k))] = p
+	}
+	m.st.Pairs = nil
 }
 
 func done(p *pair) bool { return p != nil && p.Status != "" }
@@ -213,7 +308,7 @@ func done(p *pair) bool { return p != nil && p.Status != "" }
 // itemStatus: "done" when every llm pair of the item is finished (or can
 // never run because a dependency failed), "failed" if one failed, else
 // "open".
-func (m *Module) itemStatus(it *Item) string {
+func (m *Module) itemStatus(it *Item) itemState {
 	failed := false
 	for _, s := range m.def.order {
 		if s.LLM == nil {
@@ -228,22 +323,41 @@ func (m *Module) itemStatus(it *Item) string {
 			case m.blocked(s, it):
 				failed = true
 			default:
-				return "open"
+				return itemOpen
 			}
 		}
 	}
 	if failed {
+		return itemFailed
+	}
+	return itemDone
+}
+
+// itemState is an item's status, a byte each (a run holds one per item).
+type itemState uint8
+
+const (
+	itemOpen itemState = iota
+	itemDone
+	itemFailed
+)
+
+func (s itemState) String() string {
+	switch s {
+	case itemDone:
+		return "done"
+	case itemFailed:
 		return "failed"
 	}
-	return "done"
+	return "open"
 }
 
 // countItems works out every item's status.
 func (m *Module) countItems() {
-	m.itemSt, m.finished = make([]string, len(m.items)), 0
+	m.itemSt, m.finished = make([]itemState, len(m.items)), 0
 	for i, it := range m.items {
 		m.itemSt[i] = m.itemStatus(it)
-		if m.itemSt[i] != "open" {
+		if m.itemSt[i] != itemOpen {
 			m.finished++
 		}
 	}
@@ -257,8 +371,8 @@ func (m *Module) AllFinished() bool { return m.allFinished.Load() }
 // noteItem updates item i's status after its pairs changed.
 func (m *Module) noteItem(i int) {
 	was, now := m.itemSt[i], m.itemStatus(m.items[i])
-	if (was == "open") != (now == "open") {
-		if now == "open" {
+	if (was == itemOpen) != (now == itemOpen) {
+		if now == itemOpen {
 			m.finished--
 		} else {
 			m.finished++
@@ -266,7 +380,7 @@ func (m *Module) noteItem(i int) {
 		m.allFinished.Store(m.finished == len(m.items))
 	}
 	m.itemSt[i] = now
-	if now != "open" {
+	if now != itemOpen {
 		// Finished: no later step reads its outputs or renders its
 		// prompt; free the decoded ones.
 		m.items[i].release()
@@ -325,16 +439,15 @@ func (m *Module) valuesFor(s *Step, it *Item) (map[string]any, error) {
 	if len(s.deps) == 0 {
 		return noValues, nil
 	}
-	return m.stepValues(it, false)
+	return m.stepValues(it)
 }
 
 // stepValues computes the outputs available to an item's steps: llm
 // outputs that are OK (one model: the output; several: model -> output),
-// expressions whose needs are met, and groups as step -> output. raw:
-// llm outputs stay their stored JSON (json.RawMessage), for writing them
-// out without decoding; only for a definition without expressions,
-// which would read them.
-func (m *Module) stepValues(it *Item, raw bool) (map[string]any, error) {
+// expressions whose needs are met, and groups as step -> output.
+// (results.jsonl without expression steps writes the stored outputs
+// instead: appendRawResult.)
+func (m *Module) stepValues(it *Item) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, s := range m.def.order {
 		switch {
@@ -343,10 +456,6 @@ func (m *Module) stepValues(it *Item, raw bool) (map[string]any, error) {
 			for _, model := range s.models {
 				p := m.pairOf(s.Name, it.Key, model)
 				if p == nil || p.Status != StatusOK {
-					continue
-				}
-				if raw {
-					outs[model] = json.RawMessage(p.Output)
 					continue
 				}
 				v, err := p.value()
@@ -415,7 +524,7 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 	m.proposes++
 	reoffer := m.proposes%reofferEvery == 0
 	var out []*pb.Task
-	for m.low < len(m.items) && m.itemSt[m.low] != "open" {
+	for m.low < len(m.items) && m.itemSt[m.low] != itemOpen {
 		if m.low < m.scan {
 			m.open -= m.openAt[m.low]
 		}
@@ -620,16 +729,46 @@ func (m *Module) estimate(t *pb.Task) (string, float64, error) {
 }
 
 func (m *Module) priceRequest(r taskRef) (string, float64, error) {
-	vals, err := m.valuesFor(r.step, r.item)
-	if err != nil {
-		return "", 0, err
-	}
-	prompt, err := m.def.RenderPrompt(r.step, r.item, vals, r.model)
+	prompt, err := m.renderPrompt(r)
 	if err != nil {
 		return "", 0, err
 	}
 	est, _ := m.cost(r.model, len(prompt), 4*m.def.Limits.MaxOutputTokens)
 	return prompt, est, nil
+}
+
+// renderPrompt fills the task's prompt: a simple one from the item and
+// the outputs it reads, without building the values of every step;
+// else through RenderPrompt.
+func (m *Module) renderPrompt(r taskRef) (string, error) {
+	s := r.step
+	if s.parts != nil {
+		var buf strings.Builder
+		buf.Grow(s.promptSize + len(s.promptTail))
+		stepField := func(step, field string) (string, bool) {
+			dep := m.def.Step(step)
+			p := m.pairOf(dep.Name, r.item.Key, dep.models[0])
+			if p == nil || p.Status != StatusOK {
+				return "", false
+			}
+			v, err := p.value()
+			if err != nil {
+				return "", false
+			}
+			out, _ := v.(map[string]any)
+			f, ok := out[field].(string)
+			return f, ok
+		}
+		if m.def.renderParts(&buf, s, r.item, r.model, stepField) {
+			buf.WriteString(s.promptTail)
+			return buf.String(), nil
+		}
+	}
+	vals, err := m.valuesFor(s, r.item)
+	if err != nil {
+		return "", err
+	}
+	return m.def.RenderPrompt(s, r.item, vals, r.model)
 }
 
 type taskRef struct {
@@ -659,8 +798,8 @@ func parseSubject(subject string) (step, model string, gen int, item string, ok 
 	return step, model, gen, item, true
 }
 
-// pairKey is the key of the task's pair in the state.
-func (r taskRef) pairKey() string { return pairKey(r.step.Name, r.item.Key, r.model) }
+// pairID is the task's pair.
+func (r taskRef) pairID() pairID { return pairID{r.step.Name, r.item.Key, r.model} }
 
 func (m *Module) ref(t *pb.Task) (taskRef, error) {
 	stepName, model, gen, item, ok := parseSubject(t.Subject)
@@ -735,10 +874,12 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 			cost, toks = (float64(in)*p.Input+float64(out)*p.Output)/1e6, in+out
 		}
 	}
-	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Cost: cost, Tokens: toks}
-	vals, err := m.valuesFor(r.step, r.item)
-	if err != nil {
-		return nil, err
+	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Cost: cost, Tokens: toks}
+	var vals map[string]any // only the rules read the other steps
+	if len(r.step.rules) > 0 {
+		if vals, err = m.valuesFor(r.step, r.item); err != nil {
+			return nil, err
+		}
 	}
 	// The event is applied later (after it is durable): until then the
 	// request's actual cost stays held back, or other requests could be
@@ -750,7 +891,7 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 		typ = "answer_invalid"
 		ev.Stage, ev.Error, ev.Raw = stage, verr.Error(), answer
 	} else {
-		b, err := json.Marshal(out)
+		b, err := encodeValue(out)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: encode output: %w", t.Id, err)
 		}
@@ -776,9 +917,9 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 	}
 	if why, ok := m.deferred[t.Id]; ok {
 		delete(m.deferred, t.Id)
-		return pairEvent("pair_deferred", t.Id, answerEvent{Key: r.pairKey(), Gen: r.gen, Error: why})
+		return pairEvent("pair_deferred", t.Id, answerEvent{pair: r.pairID(), Gen: r.gen, Error: why})
 	}
-	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
+	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
 	if p != nil {
 		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw
 	}
@@ -798,7 +939,7 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 	if p := m.pairOf(r.step.Name, r.item.Key, r.model); done(p) || (p != nil && p.Gen != r.gen) {
 		return nil, nil
 	}
-	ev := answerEvent{Key: r.pairKey(), Gen: r.gen, Stage: "request", Error: reason}
+	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: "request", Error: reason}
 	if p := m.pairOf(r.step.Name, r.item.Key, r.model); p != nil && p.Raw != "" {
 		ev.Raw = p.Raw
 	}
@@ -812,9 +953,9 @@ func (m *Module) DecideRetryFailed(step string) ([]*pb.ModuleEvent, error) {
 		return nil, fmt.Errorf("pipeline %s: no step %q", m.def.Name, step)
 	}
 	var keys []string
-	for k, p := range m.st.Pairs {
-		if s, _, _ := splitPairKey(k); p.Status == StatusFailed && (step == "" || s == step) {
-			keys = append(keys, k)
+	for id, p := range m.idx {
+		if p.Status == StatusFailed && (step == "" || id.step == step) {
+			keys = append(keys, id.key())
 		}
 	}
 	if len(keys) == 0 {
@@ -841,14 +982,14 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 	var rv Revalidation
 	var evs []*pb.ModuleEvent
 	keys := make([]string, 0)
-	for k, p := range m.st.Pairs {
+	for id, p := range m.idx {
 		if p.Status == StatusFailed && p.Raw != "" {
-			keys = append(keys, k)
+			keys = append(keys, id.key())
 		}
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		p := m.st.Pairs[k]
+		p := m.pairAt(k)
 		stepName, itemKey, model := splitPairKey(k)
 		s := m.def.Step(stepName)
 		i, ok := m.itemIdx[itemKey]
@@ -856,7 +997,7 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 			continue
 		}
 		rv.Checked++
-		vals, err := m.stepValues(m.items[i], false)
+		vals, err := m.stepValues(m.items[i])
 		if err != nil {
 			return nil, rv, err
 		}
@@ -868,7 +1009,7 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 		if err != nil {
 			return nil, rv, err
 		}
-		e, err := pairEvent("revalidated", "", answerEvent{Key: k, Gen: p.Gen, Output: b})
+		e, err := pairEvent("revalidated", "", answerEvent{pair: pairIDOf(k), Gen: p.Gen, Output: b})
 		if err != nil {
 			return nil, rv, err
 		}
@@ -887,22 +1028,19 @@ func (m *Module) DecideRunFinished() ([]*pb.ModuleEvent, error) {
 // Apply changes state. It is idempotent per generation: an event of an
 // older generation than the pair's is ignored.
 func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
-	get := func(k string) *pair {
-		p := m.st.Pairs[k]
+	get := func(id pairID) *pair {
+		p := m.idx[id]
 		if p == nil {
 			p = &pair{}
-			m.st.Pairs[k] = p
-			a, b, c := splitPairKey(k)
-			m.idx[pairID{a, b, c}] = p
+			m.idx[m.canonical(id)] = p
 		}
 		return p
 	}
 	// A fact about one pair changes its item's status, maybe its place in
 	// the prepared buffer, and makes Propose look at the item again; one
 	// that changes outputs may change a priced prompt.
-	changed := func(k string) {
-		_, item, _ := splitPairKey(k)
-		if i, ok := m.itemIdx[item]; ok {
+	changed := func(id pairID) {
+		if i, ok := m.itemIdx[id.item]; ok {
 			m.noteItem(i)
 			m.notePrepared(i)
 			m.markDirty(i)
@@ -917,18 +1055,15 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if err != nil {
 			return fmt.Errorf("pipeline: %s of task %s: %w", e.Type, e.TaskId, err)
 		}
-		p := get(a.Key)
+		p := get(a.pair)
 		if a.Gen != p.Gen {
 			return nil
 		}
 		p.val = nil // its output may change
-		defer changed(a.Key)
+		defer changed(a.pair)
 		// A settled pair, or one whose round is over, is not offered
 		// again under that round's task: Propose need not remember it.
-		forget := func() {
-			step, item, model := splitPairKey(a.Key)
-			delete(m.offered, offerID{pairID{step, item, model}, a.Gen})
-		}
+		forget := func() { delete(m.offered, offerID{a.pair, a.Gen}) }
 		switch e.Type {
 		case "answer_ok", "answer_invalid":
 			if p.Status != "" {
@@ -974,10 +1109,10 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			return fmt.Errorf("pipeline: retry_failed: %w", err)
 		}
 		for _, k := range keys {
-			if p := m.st.Pairs[k]; p != nil && p.Status == StatusFailed {
+			if p := m.pairAt(k); p != nil && p.Status == StatusFailed {
 				p.Status, p.Attempts, p.Stage, p.Error = "", 0, "", ""
 				p.Gen++
-				changed(k)
+				changed(pairIDOf(k))
 			}
 		}
 		m.priced = pricedTask{}
@@ -995,26 +1130,22 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 // of reflected keys: a checkpoint of a large run waits on it.
 func (m *Module) Snapshot() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(80 * len(m.st.Pairs))
+	buf.Grow(80 * len(m.idx))
 	buf.WriteString(`{"pairs":`)
-	if m.st.Pairs == nil {
-		buf.WriteString("null")
-	} else {
-		buf.WriteByte('{')
-		for i, k := range slices.Sorted(maps.Keys(m.st.Pairs)) {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := appendString(&buf, k); err != nil {
-				return nil, err
-			}
-			buf.WriteByte(':')
-			if err := m.st.Pairs[k].appendJSON(&buf); err != nil {
-				return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", k, err)
-			}
+	buf.WriteByte('{')
+	for i, id := range m.sortedPairIDs() {
+		if i > 0 {
+			buf.WriteByte(',')
 		}
-		buf.WriteByte('}')
+		if err := appendPairKey(&buf, id); err != nil {
+			return nil, err
+		}
+		buf.WriteByte(':')
+		if err := m.idx[id].appendJSON(&buf); err != nil {
+			return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
+		}
 	}
+	buf.WriteByte('}')
 	buf.WriteString(`,"requests":`)
 	if m.st.Requests == nil {
 		buf.WriteString("null")
@@ -1098,9 +1229,6 @@ func (m *Module) Restore(data []byte) error {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return fmt.Errorf("pipeline: restore: %w", err)
 	}
-	if st.Pairs == nil {
-		st.Pairs = map[string]*pair{}
-	}
 	if st.Requests == nil {
 		st.Requests = map[string]int{}
 	}
@@ -1110,7 +1238,7 @@ func (m *Module) Restore(data []byte) error {
 	m.priced = pricedTask{}
 	m.reindex()
 	m.spent = 0
-	for _, p := range m.st.Pairs {
+	for _, p := range m.idx {
 		m.spent += p.Cost
 	}
 	m.prep = map[int]bool{}

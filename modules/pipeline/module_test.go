@@ -195,7 +195,7 @@ func TestGroupRunsBothStepsAndFeedsTheNextOne(t *testing.T) {
 		h.runTask(tk)
 	}
 	h.runAll()
-	vals, err := h.m.stepValues(items[0], false)
+	vals, err := h.m.stepValues(items[0])
 	require.NoError(t, err)
 	group := vals["drafts"].(map[string]any)
 	assert.Contains(t, group, "short")
@@ -205,7 +205,7 @@ func TestGroupRunsBothStepsAndFeedsTheNextOne(t *testing.T) {
 	long := group["long"].(map[string]any)["text"].(string)
 	assert.Contains(t, prompts[2], "merge "+short+" and "+long)
 	// The expression is seeded per item: the same value every time.
-	assert.Equal(t, vals["angle"], func() any { v, _ := h.m.stepValues(items[0], false); return v["angle"] }())
+	assert.Equal(t, vals["angle"], func() any { v, _ := h.m.stepValues(items[0]); return v["angle"] }())
 	assert.True(t, strings.HasSuffix(vals["angle"].(string), "-i00"))
 }
 

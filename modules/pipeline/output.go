@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -63,16 +62,31 @@ func (m *Module) results(raw bool) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	var scratch []byte
+	var layout []resultKey
+	if raw {
+		layout = m.resultLayout()
+		buf.Grow(m.finished * 96)
+	}
 	for i, it := range m.items {
 		st := m.itemSt[i]
-		if st == "open" {
+		if st == itemOpen {
 			continue
 		}
-		vals, err := m.stepValues(it, raw)
+		if raw {
+			// What enc.Encode of the item's Result writes, without
+			// building its maps of steps: for a 20,000-item run this is
+			// most of the end of the run.
+			var err error
+			if scratch, err = m.appendRawResult(&buf, scratch, layout, it, st); err != nil {
+				return nil, fmt.Errorf("item %s: %w", it.Key, err)
+			}
+			continue
+		}
+		vals, err := m.stepValues(it)
 		if err != nil {
 			return nil, err
 		}
-		r := Result{Key: it.Key, Status: st, Steps: vals}
+		r := Result{Key: it.Key, Status: st.String(), Steps: vals}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
 				if p := m.pairOf(s.Name, it.Key, model); p != nil {
@@ -81,14 +95,6 @@ func (m *Module) results(raw bool) ([]byte, error) {
 			}
 		}
 		r.Cost = roundUSD(r.Cost)
-		if raw {
-			// What enc.Encode(r) writes, without its reflection: for a
-			// 20,000-item run this is most of the end of the run.
-			if scratch, err = appendResult(&buf, scratch, r); err != nil {
-				return nil, fmt.Errorf("item %s: %w", it.Key, err)
-			}
-			continue
-		}
 		if err := enc.Encode(r); err != nil {
 			return nil, err
 		}
@@ -96,36 +102,199 @@ func (m *Module) results(raw bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// appendResult writes r as encoding/json's Encoder would (the same
-// bytes; a test holds it to that), for steps of stored outputs
-// (json.RawMessage) and maps of them; other values go through
-// json.Marshal. scratch is reused between calls.
-func appendResult(buf *bytes.Buffer, scratch []byte, r Result) ([]byte, error) {
+// resultKey is one key of a result's steps, in the order encoding/json
+// writes a map's keys: an llm step, or a group with its llm steps.
+type resultKey struct {
+	name  string
+	step  *Step   // an llm step (nil for a group)
+	group []*Step // a group's llm steps, by name
+}
+
+// resultLayout lists the keys stepValues can give a result (without
+// expression steps), sorted by name.
+func (m *Module) resultLayout() []resultKey {
+	var keys []resultKey
+	groups := map[string]int{}
+	for _, s := range m.def.order {
+		if s.LLM == nil {
+			continue
+		}
+		keys = append(keys, resultKey{name: s.Name, step: s})
+		if s.parent == "" {
+			continue
+		}
+		g, ok := groups[s.parent]
+		if !ok {
+			g = len(keys)
+			groups[s.parent] = g
+			keys = append(keys, resultKey{name: s.parent})
+		}
+		keys[g].group = append(keys[g].group, s)
+	}
+	slices.SortFunc(keys, func(a, b resultKey) int { return strings.Compare(a.name, b.name) })
+	for _, k := range keys {
+		slices.SortFunc(k.group, func(a, b *Step) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return keys
+}
+
+// stepDone reports whether every model of an llm step has an OK output
+// for the item (stepValues puts only those in).
+func (m *Module) stepDone(s *Step, it *Item) bool {
+	for _, model := range s.models {
+		if p := m.pairOf(s.Name, it.Key, model); p == nil || p.Status != StatusOK {
+			return false
+		}
+	}
+	return true
+}
+
+// appendStepOutput writes an llm step's stored output (one model) or its
+// outputs by model, as appendValue writes stepValues' raw values.
+func (m *Module) appendStepOutput(buf *bytes.Buffer, s *Step, it *Item) error {
+	if len(s.models) == 1 {
+		return json.Compact(buf, m.pairOf(s.Name, it.Key, s.models[0]).Output)
+	}
+	models := slices.Clone(s.models)
+	slices.Sort(models)
+	buf.WriteByte('{')
+	for i, model := range models {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := appendString(buf, model); err != nil {
+			return err
+		}
+		buf.WriteByte(':')
+		if err := json.Compact(buf, m.pairOf(s.Name, it.Key, model).Output); err != nil {
+			return err
+		}
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+// appendRawResult writes a finished item's Result as encoding/json's
+// Encoder would, from the stored outputs, with layout's keys.
+func (m *Module) appendRawResult(buf *bytes.Buffer, scratch []byte, layout []resultKey, it *Item, st itemState) ([]byte, error) {
 	buf.WriteString(`{"key":`)
-	if err := appendJSON(buf, r.Key); err != nil {
+	if err := appendString(buf, it.Key); err != nil {
 		return scratch, err
 	}
 	buf.WriteString(`,"status":`)
-	if err := appendJSON(buf, r.Status); err != nil {
+	if err := appendString(buf, st.String()); err != nil {
 		return scratch, err
 	}
-	buf.WriteString(`,"steps":`)
-	if err := appendValue(buf, r.Steps); err != nil {
-		return scratch, err
+	buf.WriteString(`,"steps":{`)
+	first := true
+	key := func(name string) error {
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		if err := appendString(buf, name); err != nil {
+			return err
+		}
+		buf.WriteByte(':')
+		return nil
 	}
-	buf.WriteString(`,"cost_usd":`)
-	scratch = appendFloat(scratch[:0], r.Cost)
+	for _, k := range layout {
+		if k.step != nil {
+			if !m.stepDone(k.step, it) {
+				continue
+			}
+			if err := key(k.name); err != nil {
+				return scratch, err
+			}
+			if err := m.appendStepOutput(buf, k.step, it); err != nil {
+				return scratch, err
+			}
+			continue
+		}
+		inner := false
+		for _, s := range k.group {
+			if !m.stepDone(s, it) {
+				continue
+			}
+			if !inner {
+				if err := key(k.name); err != nil {
+					return scratch, err
+				}
+				buf.WriteByte('{')
+			} else {
+				buf.WriteByte(',')
+			}
+			inner = true
+			if err := appendString(buf, s.Name); err != nil {
+				return scratch, err
+			}
+			buf.WriteByte(':')
+			if err := m.appendStepOutput(buf, s, it); err != nil {
+				return scratch, err
+			}
+		}
+		if inner {
+			buf.WriteByte('}')
+		}
+	}
+	buf.WriteString(`},"cost_usd":`)
+	cost := 0.0
+	for _, s := range m.def.order {
+		for _, model := range s.models {
+			if p := m.pairOf(s.Name, it.Key, model); p != nil {
+				cost += p.Cost
+			}
+		}
+	}
+	scratch = appendFloat(scratch[:0], roundUSD(cost))
 	buf.Write(scratch)
 	buf.WriteString("}\n")
 	return scratch, nil
 }
 
+// appendValue writes v as json.Marshal would: a stored output
+// (json.RawMessage) compacted, a map by its sorted keys, and the values
+// JSON decodes to; anything else through json.Marshal.
 func appendValue(buf *bytes.Buffer, v any) error {
 	switch v := v.(type) {
 	case json.RawMessage:
 		return json.Compact(buf, v)
+	case nil:
+		buf.WriteString("null")
+		return nil
+	case bool:
+		buf.WriteString(strconv.FormatBool(v))
+		return nil
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			break // encoding/json's error
+		}
+		var scratch [32]byte
+		buf.Write(appendFloat(scratch[:0], v))
+		return nil
+	case []any:
+		if v == nil {
+			buf.WriteString("null")
+			return nil
+		}
+		buf.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendValue(buf, x); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
 	case map[string]any:
-		keys := make([]string, 0, len(v))
+		if v == nil {
+			buf.WriteString("null")
+			return nil
+		}
+		var room [8]string
+		keys := room[:0]
 		for k := range v {
 			keys = append(keys, k)
 		}
@@ -147,6 +316,18 @@ func appendValue(buf *bytes.Buffer, v any) error {
 		return nil
 	}
 	return appendJSON(buf, v)
+}
+
+// encodeValue encodes a value decoded from JSON (maps, slices, strings,
+// numbers, booleans, null) as json.Marshal does, the same bytes, without
+// its reflection: every valid answer's output is encoded so.
+func encodeValue(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(64)
+	if err := appendValue(&buf, v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 func appendJSON(buf *bytes.Buffer, v any) error {
@@ -182,8 +363,14 @@ func ascii(s string) bool {
 // backslash escaped, \b \f \n \r \t by name, other control characters
 // and the HTML characters < > & as \u00XX.
 func appendASCII(buf *bytes.Buffer, s string) {
-	const hex = "0123456789abcdef"
 	buf.WriteByte('"')
+	appendASCIIBody(buf, s)
+	buf.WriteByte('"')
+}
+
+// appendASCIIBody is appendASCII without the quotes.
+func appendASCIIBody(buf *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
@@ -213,7 +400,6 @@ func appendASCII(buf *bytes.Buffer, s string) {
 		}
 	}
 	buf.WriteString(s[start:])
-	buf.WriteByte('"')
 }
 
 // appendFloat formats a float64 as encoding/json does: the shortest
@@ -250,7 +436,7 @@ type Failure struct {
 func (m *Module) Failures() []Failure {
 	var out []Failure
 	for i, it := range m.items {
-		if m.itemSt[i] == "done" {
+		if m.itemSt[i] == itemDone {
 			continue // done: none of its pairs failed
 		}
 		for _, s := range m.def.order {
@@ -345,9 +531,9 @@ func (m *Module) Summary() Summary {
 	}
 	for _, st := range m.itemSt {
 		switch st {
-		case "done":
+		case itemDone:
 			s.ItemsDone++
-		case "failed":
+		case itemFailed:
 			s.ItemsFailed++
 		}
 	}
@@ -363,13 +549,8 @@ func (m *Module) Progress() (finished, total int) {
 // and stored outputs that no longer pass the step's validation.
 func (m *Module) Verify() []modules.Problem {
 	var out []modules.Problem
-	keys := make([]string, 0, len(m.st.Pairs))
-	for k := range m.st.Pairs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p := m.st.Pairs[k]
+	for _, k := range m.pairKeys() {
+		p := m.pairAt(k)
 		step, item, model := splitPairKey(k)
 		id := step + "/" + item + "/" + model
 		s := m.def.Step(step)
@@ -381,7 +562,7 @@ func (m *Module) Verify() []modules.Problem {
 		if p.Status != StatusOK {
 			continue
 		}
-		vals, err := m.stepValues(m.items[i], false)
+		vals, err := m.stepValues(m.items[i])
 		if err != nil {
 			out = append(out, modules.Problem{Kind: "invalid_output", ID: id, Detail: err.Error()})
 			continue
@@ -405,17 +586,16 @@ func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEve
 		return nil, fmt.Errorf("pipeline: repair %s: bad id", p.ID)
 	}
 	var key string
-	for k := range m.st.Pairs {
-		step, item, model := splitPairKey(k)
-		if step+"/"+item+"/"+model == p.ID {
-			key = k
+	for id := range m.idx {
+		if id.step+"/"+id.item+"/"+id.model == p.ID {
+			key = id.key()
 		}
 	}
-	pr := m.st.Pairs[key]
+	pr := m.pairAt(key)
 	if pr == nil || pr.Status != StatusOK {
 		return nil, nil
 	}
-	return pairEvent("output_invalidated", "", answerEvent{Key: key, Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
+	return pairEvent("output_invalidated", "", answerEvent{pair: pairIDOf(key), Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
 }
 
 // PanelReport is what the control panel shows of a pipeline.

@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -31,11 +33,12 @@ func SimAnswer(prompt string, r *rand.Rand) string {
 	if !ok {
 		return "{}"
 	}
-	b, err := json.Marshal(sample(schema, r))
-	if err != nil {
+	var buf bytes.Buffer
+	buf.Grow(64)
+	if err := appendSample(&buf, schema, r); err != nil {
 		return "{}"
 	}
-	return string(b)
+	return buf.String()
 }
 
 // schemas holds the schemas SimAnswer parsed, by their text (a pipeline
@@ -61,6 +64,65 @@ func parsedSchema(text string) (map[string]any, bool) {
 		schemas.Store(text, s)
 	}
 	return s, true
+}
+
+// appendSample writes json.Marshal(sample(s, r)), drawing the same
+// numbers from r, without building the value and reflecting on it: the
+// simulator answers every pipeline request so.
+func appendSample(buf *bytes.Buffer, s map[string]any, r *rand.Rand) error {
+	if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
+		return appendValue(buf, enum[r.IntN(len(enum))])
+	}
+	typ, _ := s["type"].(string)
+	switch typ {
+	case "object", "":
+		props, _ := s["properties"].(map[string]any)
+		var room [8]string
+		names := room[:0]
+		for n := range props {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		buf.WriteByte('{')
+		first := true
+		for _, n := range names {
+			ps, ok := props[n].(map[string]any)
+			if !ok {
+				continue
+			}
+			if !first {
+				buf.WriteByte(',')
+			}
+			first = false
+			if err := appendString(buf, n); err != nil {
+				return err
+			}
+			buf.WriteByte(':')
+			if err := appendSample(buf, ps, r); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+		return nil
+	case "array":
+		n := 1 + r.IntN(3)
+		if m, ok := toFloat(s["minItems"]); ok && float64(n) < m {
+			n = int(m)
+		}
+		is, _ := s["items"].(map[string]any)
+		buf.WriteByte('[')
+		for i := range n {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendSample(buf, is, r); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+		return nil
+	}
+	return appendValue(buf, sample(s, r)) // a scalar: no map to build
 }
 
 // sample draws a value that matches s.

@@ -127,6 +127,7 @@ func asOldJSON(t *testing.T, e *pb.ModuleEvent) *pb.ModuleEvent {
 	default:
 		a, derr := decodeAnswer(e.Data)
 		require.NoError(t, derr)
+		a.Key = a.pair.key() // the old events named the pair by its key
 		data, err = json.Marshal(a)
 	}
 	require.NoError(t, err)
@@ -227,9 +228,9 @@ func TestFinishedCountFollowsChanges(t *testing.T) {
 	walk := func(m *Module) (done, failed int) {
 		for _, it := range m.items {
 			switch m.itemStatus(it) {
-			case "done":
+			case itemDone:
 				done++
-			case "failed":
+			case itemFailed:
 				failed++
 			}
 		}
@@ -332,7 +333,7 @@ func TestProposeOffersEveryReadyPairInTheWindow(t *testing.T) {
 				if n >= int32(m.window) {
 					break
 				}
-				if m.itemStatus(it) != "open" {
+				if m.itemStatus(it) != itemOpen {
 					continue
 				}
 				for _, s := range m.def.order {
@@ -530,7 +531,12 @@ func TestSnapshotIsTheStateAsJSON(t *testing.T) {
 	}
 	same := func() string {
 		t.Helper()
-		want, err := json.Marshal(h.m.st)
+		st := h.m.st
+		st.Pairs = map[string]*pair{}
+		for id, p := range h.m.idx {
+			st.Pairs[id.key()] = p
+		}
+		want, err := json.Marshal(st)
 		require.NoError(t, err)
 		got, err := h.m.Snapshot()
 		require.NoError(t, err)
@@ -542,7 +548,7 @@ func TestSnapshotIsTheStateAsJSON(t *testing.T) {
 	assert.Contains(t, got, `"a":2`, "a failed pair's attempts")
 	assert.Contains(t, got, `"st":"rules"`, "the stage that failed")
 	h.apply(h.m.DecideRetryFailed(""))
-	h.m.st.Pairs[pairKey("verdict", "i07", "m1")].Cost = 1.5e-9
+	h.m.pairOf("verdict", "i07", "m1").Cost = 1.5e-9
 	h.m.st.Requests["2026-11-22"] = 3
 	got = same()
 	assert.Contains(t, got, `"g":1`, "a retried pair's generation")

@@ -290,6 +290,9 @@ func extractJSON(answer string) (any, error) {
 	} else if i, j := strings.IndexByte(text, '{'), strings.LastIndexByte(text, '}'); i >= 0 && j > i {
 		text = text[i : j+1]
 	}
+	if m, ok := flatObject(text); ok {
+		return m, nil // the most common case, without reflection
+	}
 	var v any
 	if json.Unmarshal([]byte(text), &v) == nil {
 		return v, nil // the common case, without a Decoder's buffers
@@ -337,9 +340,18 @@ func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, ans
 func (d *Definition) RenderPrompt(s *Step, it *Item, steps map[string]any, model string) (string, error) {
 	var buf strings.Builder
 	buf.Grow(s.promptSize + len(s.promptTail))
-	data := map[string]any{"item": it.fields(), "key": it.Key, "steps": steps, "model": model}
-	if err := s.tmpl.Execute(&buf, data); err != nil {
-		return "", fmt.Errorf("step %s, item %s: prompt: %w", s.Name, it.Key, err)
+	stepField := noStepFields
+	if steps != nil {
+		stepField = func(step, field string) (string, bool) {
+			out, _ := steps[step].(map[string]any)
+			v, ok := out[field].(string)
+			return v, ok
+		}
+	}
+	if s.parts == nil || !d.renderParts(&buf, s, it, model, stepField) {
+		if err := d.renderTemplate(&buf, s, it, steps, model); err != nil {
+			return "", err
+		}
 	}
 	buf.WriteString(s.promptTail)
 	return buf.String(), nil
