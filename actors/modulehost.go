@@ -21,7 +21,7 @@ type moduleHost struct {
 	j      *journal
 	last   uint64
 	desk   *desk
-	offers map[string]bool // task ids proposed and not refused (transient)
+	offers *moduleOffers
 	// lastPropose throttles proposals after events to one per tick
 	// interval: a module with thousands of open tasks rebuilds them all.
 	lastPropose time.Time
@@ -81,7 +81,7 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		h.acknowledged(m)
 	case *pb.TaskSubmitReply:
 		if !m.Accepted && !m.Duplicate {
-			delete(h.offers, m.TaskId) // refused for now (queue full): offer again later
+			h.offers.forget(m.TaskId) // refused for now (queue full): offer again later
 		}
 	case *pb.NextAction:
 		if h.ahead[m.Task.GetId()] > 0 {
@@ -105,12 +105,23 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		} else {
 			evs, err = h.mod.DecideCompletion(m.Task, now)
 		}
-		if m.ReplyWhenQueued && err == nil && len(evs) > 0 {
-			sender := ctx.Sender()
-			h.j.persistQueued(h.events(evs), nil, func(err error) { h.sys.asks.respondLater(sender, doneOf(err)) }, nil)
+		id := m.Task.GetId()
+		if err != nil || len(evs) == 0 {
+			if err == nil {
+				h.offers.forget(id)
+			}
+			respond(ctx, doneOf(err))
 			return
 		}
-		h.persist(ctx, evs, err)
+		sender := ctx.Sender()
+		if m.ReplyWhenQueued {
+			h.j.persistQueued(h.events(evs), nil, func(err error) { h.sys.asks.respondLater(sender, doneOf(err)) }, h.ended(id))
+			return
+		}
+		h.j.persist(h.events(evs), func(seqs []uint64, err error) {
+			h.ended(id)(seqs, err)
+			h.sys.asks.respondLater(sender, doneOf(err))
+		})
 	case *pb.ModuleCommand:
 		h.command(ctx, m)
 	case *pb.ModuleQuery:
@@ -133,7 +144,7 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 
 func (h *moduleHost) start(ctx actor.Context) {
 	h.owner = moduleOwner(h.mod.Name())
-	h.offers = map[string]bool{}
+	h.offers.reset()
 	h.ahead, h.waiting = map[string]int{}, map[string][]waitingNext{}
 	restarted := false
 	if last, ok := h.sys.recovery.takeModule(h.mod.Name()); ok {
@@ -212,7 +223,18 @@ func (h *moduleHost) nextAction(sender *actor.PID, m *pb.NextAction) {
 	h.j.persistQueued(h.events(evs), nil, func(err error) {
 		r.EndError = errorToWire(err)
 		h.sys.asks.respondLater(sender, r)
-	}, nil)
+	}, h.ended(m.Task.GetId()))
+}
+
+// ended is the callback for a task's end events: once they are applied,
+// the module no longer proposes the task, and its offer leaves. (Left
+// earlier, a proposal in between would offer the task again.)
+func (h *moduleHost) ended(id string) func([]uint64, error) {
+	return func(_ []uint64, err error) {
+		if err == nil {
+			h.offers.forget(id)
+		}
+	}
 }
 
 // command has the module decide a command's events on its current state,
@@ -248,10 +270,32 @@ func (h *moduleHost) propose(ctx actor.Context) {
 	}
 	h.lastPropose = h.sys.clock.Now()
 	for _, t := range h.mod.Propose(h.lastPropose) {
-		if h.offers[t.Id] {
+		if !h.offers.offer(t.Id) {
 			continue
 		}
-		h.offers[t.Id] = true
 		ctx.Request(h.sys.schedulerPID, &pb.TaskSubmit{Task: t})
 	}
 }
+
+// moduleOffers is the set of task ids a module host has submitted and
+// whose tasks have not ended (nor been refused): a module proposes a task
+// until it ends, and an offered id is not submitted again. An id leaves
+// once its task's end is applied, so over weeks the set holds the open
+// tasks, not every task ever proposed. Used only on the host's goroutine;
+// a restarted host starts it empty.
+type moduleOffers struct{ ids map[string]struct{} }
+
+func (o *moduleOffers) reset() { o.ids = map[string]struct{}{} }
+
+// offer marks id offered; false if it already was.
+func (o *moduleOffers) offer(id string) bool {
+	if _, ok := o.ids[id]; ok {
+		return false
+	}
+	o.ids[id] = struct{}{}
+	return true
+}
+
+func (o *moduleOffers) forget(id string) { delete(o.ids, id) }
+
+func (o *moduleOffers) len() int { return len(o.ids) }

@@ -59,7 +59,8 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b, calls: calls} })
 	}
 	for _, m := range s.opts.Modules {
-		spawn(s.modulePIDs[m.Name()], "module-"+m.Name(), func() actor.Actor { return &moduleHost{sys: s, mod: m} })
+		offers := s.moduleOffers[m.Name()]
+		spawn(s.modulePIDs[m.Name()], "module-"+m.Name(), func() actor.Actor { return &moduleHost{sys: s, mod: m, offers: offers} })
 	}
 	// Last: its first publish starts the scheduler's dispatching.
 	heir := &slotHeir{}

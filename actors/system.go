@@ -39,6 +39,9 @@ type System struct {
 	root                                        *actor.RootContext
 	orchestratorPID, schedulerPID, allocatorPID *actor.PID
 	modulePIDs, gatewayPIDs                     map[string]*actor.PID
+	// moduleOffers: per module, its host's open offers (see moduleOffers;
+	// read by tests under the module's desk guard).
+	moduleOffers map[string]*moduleOffers
 
 	// Each concern owns its facts in a type of its own (see each type's
 	// doc for who calls it from which goroutine); System only holds them.
@@ -92,7 +95,7 @@ func newSystem(opts Options) (*System, error) {
 	}
 	s := &System{
 		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
-		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{},
+		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{}, moduleOffers: map[string]*moduleOffers{},
 		dead:      make(chan struct{}),
 		stopLoops: make(chan struct{}), executors: newLiveExecutors(), inputs: newSchedulerInputs(),
 		storageGate: newStorageGate(), mailboxes: &mailboxes{},
@@ -152,6 +155,7 @@ func Start(opts Options) (*System, error) {
 	}
 	for _, m := range s.opts.Modules {
 		s.modulePIDs[m.Name()] = s.as.NewLocalPID("orchestrator/module-" + m.Name())
+		s.moduleOffers[m.Name()] = &moduleOffers{}
 	}
 	s.execEnv = &executorEnv{baseCtx: baseCtx, root: s.root, registry: s.as.ProcessRegistry, clock: s.clock, logger: s.logger, opts: &s.opts,
 		schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID,
