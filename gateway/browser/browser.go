@@ -678,6 +678,11 @@ func (b *Backend) do(ctx context.Context, fn func() error) error {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
+		select {
+		case err := <-done: // fn had finished too: the page is in use
+			return err
+		default:
+		}
 		b.dropPage()
 		<-done
 		return ctx.Err()
@@ -916,9 +921,12 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	}); err != nil {
 		return none, b.fail(ctx, fmt.Sprintf("typing the prompt into selectors.prompt %q", sel.Prompt), err)
 	}
-	if err := b.do(ctx, func() error {
-		return b.locate(page, sel.Send, true).Click(playwright.LocatorClickOptions{Timeout: b.actionMS()})
-	}); err != nil {
+	// The click is not cut short by ctx (it takes at most the action
+	// timeout, and closing the backend ends it): cut, it would close the
+	// page with the prompt perhaps sent, leaving the answer running on the
+	// site with no one to stop it. A ctx that ended meanwhile is seen by
+	// waitAnswer, which stops the answer.
+	if err := b.locate(page, sel.Send, true).Click(playwright.LocatorClickOptions{Timeout: b.actionMS()}); err != nil {
 		if ctx.Err() == nil && (errors.Is(err, playwright.ErrTargetClosed) || isClosed(page)) {
 			// The site may have the prompt already (a click returns after
 			// the page has handled it): a hang, not a transient error.

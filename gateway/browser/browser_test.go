@@ -266,10 +266,15 @@ func TestGenerateForeverEndsWithContext(t *testing.T) {
 	b := f.start(t)
 	f.site.SetControl(fakechat.Control{Forever: true})
 	_, stopped := f.site.Stops()
+	_, streaming := f.site.Streams()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
-	_, err := b.Send(ctx, gateway.Request{Prompt: "never ending"})
+	// The deadline passes once the answer shows, however slow the machine.
+	deadline := newManualDeadline()
+	errCh := make(chan error, 1)
+	go func() { _, err := b.Send(deadline, gateway.Request{Prompt: "never ending"}); errCh <- err }()
+	<-streaming
+	deadline.pass()
+	err := <-errCh
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, "transient", gateway.Kind(err))
 	assert.Contains(t, err.Error(), "test-chatgpt")
@@ -284,7 +289,7 @@ func TestGenerateForeverEndsWithContext(t *testing.T) {
 
 	// A caller that gives up (shutdown) gets a cancellation, not a failure.
 	f.site.SetControl(fakechat.Control{Forever: true})
-	ctx, cancel = context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { _, err := b.Send(ctx, gateway.Request{Prompt: "cancel me"}); done <- err }()
 	waitSends(t, f.site, 3)
@@ -439,3 +444,28 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// manualDeadline is a context whose deadline passes when pass is called:
+// a deadline that does not depend on how fast the machine is.
+type manualDeadline struct {
+	context.Context // Background: no values, no deadline of its own
+	done            chan struct{}
+	once            sync.Once
+}
+
+func newManualDeadline() *manualDeadline {
+	return &manualDeadline{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (d *manualDeadline) Done() <-chan struct{} { return d.done }
+
+func (d *manualDeadline) Err() error {
+	select {
+	case <-d.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func (d *manualDeadline) pass() { d.once.Do(func() { close(d.done) }) }

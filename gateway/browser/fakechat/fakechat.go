@@ -97,6 +97,10 @@ type Server struct {
 	stops    int
 	stopped  chan struct{} // closed and replaced on every stop
 	sendSeen chan struct{} // closed and replaced on every send
+	streams  int
+	// streamSeen is closed and replaced whenever a page starts showing
+	// an answer (the page tells the server).
+	streamSeen chan struct{}
 	// owners maps a conversation to the account (browser profile, by its
 	// cookie) that made it: like the real sites, another account's
 	// conversation is not found.
@@ -123,7 +127,7 @@ func NewInDir(dir, site string) (*Server, error) {
 	if _, err := os.Stat(filepath.Join(dir, siteDir(site), "index.html")); err != nil {
 		return nil, fmt.Errorf("fakechat: %w", err)
 	}
-	s := &Server{site: site, dir: dir, convs: map[string][]Message{}, owners: map[string]string{}, stopped: make(chan struct{}), sendSeen: make(chan struct{})}
+	s := &Server{site: site, dir: dir, convs: map[string][]Message{}, owners: map[string]string{}, stopped: make(chan struct{}), sendSeen: make(chan struct{}), streamSeen: make(chan struct{})}
 	s.srv = httptest.NewServer(s.routes())
 	return s, nil
 }
@@ -188,6 +192,14 @@ func (s *Server) Sends() (int, <-chan struct{}) {
 	return len(s.sent), s.sendSeen
 }
 
+// Streams returns how many answers a page began to show, and a channel
+// that is closed at the next one.
+func (s *Server) Streams() (int, <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streams, s.streamSeen
+}
+
 // Conversation returns a conversation's turns (nil if unknown).
 func (s *Server) Conversation(id string) []Message {
 	s.mu.Lock()
@@ -229,6 +241,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /__fake/api/conversation/{id}", s.conversation)
 	mux.HandleFunc("POST /__fake/api/send", s.send)
 	mux.HandleFunc("POST /__fake/api/stop", s.stop)
+	mux.HandleFunc("POST /__fake/api/streaming", s.streaming)
 	mux.HandleFunc("GET /__fake/control", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Control()) })
 	mux.HandleFunc("POST /__fake/control", func(w http.ResponseWriter, r *http.Request) {
 		var c Control
@@ -389,6 +402,15 @@ func (s *Server) stop(w http.ResponseWriter, _ *http.Request) {
 	s.stops++
 	close(s.stopped)
 	s.stopped = make(chan struct{})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) streaming(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams++
+	close(s.streamSeen)
+	s.streamSeen = make(chan struct{})
 	w.WriteHeader(http.StatusNoContent)
 }
 

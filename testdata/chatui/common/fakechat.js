@@ -45,6 +45,7 @@
         generating = true;
         site.setGenerating(true);
         current = site.addAssistant();
+        navigator.sendBeacon(API + '/streaming', ''); // tests wait on it
         const tokens = d.answer.match(/\S+\s*/g) || [];
         let i = 0;
         const step = () => {
