@@ -200,7 +200,12 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 			respond(ctx, doneOf(nil))
 			return
 		}
-		respond(ctx, doneOf(a.sys.checkpoints.save(ownerScheduler, a.last, a.state.Snapshot())))
+		data, err := a.state.SnapshotBytes()
+		if err != nil {
+			respond(ctx, doneOf(fmt.Errorf("checkpoint %s: encode: %w", ownerScheduler, err)))
+			return
+		}
+		respond(ctx, doneOf(a.sys.checkpoints.saveBytes(ownerScheduler, a.last, data)))
 	case *pb.Shutdown:
 		a.stopping = true
 		respond(ctx, &pb.Done{})

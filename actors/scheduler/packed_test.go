@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -149,4 +150,59 @@ func TestTasksScanOfEncodedTasks(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"a", "c", "d"}, []string{got[0].Subject, got[1].Subject, got[2].Subject})
+}
+
+// SnapshotBytes is Snapshot encoded: live, packed and forgotten tasks and
+// the recent starts, read back equal.
+func TestSnapshotBytesIsSnapshotEncoded(t *testing.T) {
+	s := New(Config{})
+	for _, subj := range []string{"a", "b", "c"} {
+		runArchived(t, s, subj, t0)
+	}
+	live := task("explorer", "exploration", "d")
+	live.Context = map[string]string{"question": "q d"}
+	submit(t, s, live, t0)
+	apply(t, s, evStarted(live.Id, "chatgpt", t0))
+	waiting := task("explorer", "exploration", "e")
+	submit(t, s, waiting, t0)
+	_, evs := s.DecideForget(t0.Add(time.Hour), time.Minute, 1)
+	require.Len(t, evs, 1)
+	apply(t, s, evs[0])
+	require.NotEmpty(t, s.forgotten, "a forgotten id for a tombstone")
+	require.NotEmpty(t, s.starts, "a recent start")
+
+	want := s.Snapshot()
+	data, err := s.SnapshotBytes()
+	require.NoError(t, err)
+	got := &pb.SchedulerSnapshot{}
+	require.NoError(t, proto.Unmarshal(data, got))
+	require.True(t, proto.Equal(want, got), "want %v\ngot  %v", want, got)
+	require.Len(t, got.Tasks, 5)
+	checkInvariants(t, s)
+}
+
+// BenchmarkSnapshotBytes: a checkpoint of 20k finished (packed) tasks,
+// beside the same snapshot built whole and then encoded (the baseline).
+func BenchmarkSnapshotBytes(b *testing.B) {
+	s := New(Config{})
+	tt := &testing.T{}
+	for i := range 20000 {
+		runArchived(tt, s, fmt.Sprintf("s%05d", i), t0)
+	}
+	b.Run("whole-then-encoded", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := proto.Marshal(s.Snapshot()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("streamed", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			if _, err := s.SnapshotBytes(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
