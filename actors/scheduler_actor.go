@@ -326,6 +326,7 @@ func (a *schedulerActor) unlessResuming(evs []*pb.Event) []*pb.Event {
 	return out
 }
 
+// submit queues one task: a batch of one, answered with its own reply.
 func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
 	sender := ctx.Sender()
 	a.submitTasks([]*pb.Task{m.GetTask()}, func(rs []*pb.TaskSubmitReply) { a.sys.asks.respondLater(sender, rs[0]) })
