@@ -49,8 +49,11 @@ func procStatusMB(field string) float64 {
 
 // BenchmarkEndToEnd: 20,000 tasks, each one zero-latency sim call, 64
 // running at once, from the first submit to the last durable completion.
+// 64 producers submit their tasks in batches of benchSubmitBatch
+// (System.SubmitBatch), as River's producer inserts its jobs in batches.
 // Goal: >= 5,000 tasks/s. Baseline in the same run: the same events written
-// straight to the WAL by 64 goroutines with no actors (the storage floor).
+// straight to the WAL by 64 goroutines with no actors (the storage floor),
+// their submits batched alike.
 func BenchmarkEndToEnd(b *testing.B) {
 	const tasks = 20000
 	b.Run("fano", func(b *testing.B) {
@@ -83,9 +86,19 @@ func BenchmarkEndToEnd(b *testing.B) {
 				wg.Add(1)
 				go func(w int) {
 					defer wg.Done()
-					for j := w; j < tasks; j += 64 {
-						if r, err := sys.Submit(benchTask(j)); err != nil || !r.Accepted {
-							panic(fmt.Sprint(r, err))
+					for _, js := range producerBatches(w, tasks) {
+						batch := make([]*pb.Task, len(js))
+						for k, j := range js {
+							batch[k] = benchTask(j)
+						}
+						rs, err := sys.SubmitBatch(batch)
+						if err != nil {
+							panic(err)
+						}
+						for _, r := range rs {
+							if !r.Accepted {
+								panic(fmt.Sprint(r))
+							}
 						}
 					}
 				}(w)
@@ -136,9 +149,31 @@ func BenchmarkEndToEnd(b *testing.B) {
 	// completion queued back to back); and in the six groups it waited on
 	// before (see taskLife), for comparison.
 	b.Run("wal-floor", func(b *testing.B) {
-		walFloor(b, tasks, func(t *pb.Task) [][]wal.Entry { return waitsNow(taskLife(t)) })
+		walFloor(b, tasks, true, func(t *pb.Task) [][]wal.Entry { return waitsNow(taskLife(t)) })
 	})
-	b.Run("wal-floor-six-waits", func(b *testing.B) { walFloor(b, tasks, taskLife) })
+	b.Run("wal-floor-six-waits", func(b *testing.B) { walFloor(b, tasks, false, taskLife) })
+}
+
+// benchSubmitBatch is how many tasks a producer of BenchmarkEndToEnd
+// submits at once.
+const benchSubmitBatch = 100
+
+// producerBatches is the task numbers producer w of 64 submits, in
+// batches of benchSubmitBatch.
+func producerBatches(w, tasks int) [][]int {
+	var out [][]int
+	var cur []int
+	for j := w; j < tasks; j += 64 {
+		cur = append(cur, j)
+		if len(cur) == benchSubmitBatch {
+			out = append(out, cur)
+			cur = nil
+		}
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // messagesPosted counts the user messages posted so far to the
@@ -171,8 +206,10 @@ func waitsNow(life [][]wal.Entry) [][]wal.Entry {
 }
 
 // walFloor writes tasks' WAL traffic straight to a WAL from 64 goroutines,
-// each waiting on the groups life returns in turn, with no actors.
-func walFloor(b *testing.B, tasks int, life func(*pb.Task) [][]wal.Entry) {
+// each waiting on the groups life returns in turn, with no actors. With
+// batchSubmits a goroutine writes the first group (the submit) of a
+// producer batch's tasks in one append, then each task's other groups.
+func walFloor(b *testing.B, tasks int, batchSubmits bool, life func(*pb.Task) [][]wal.Entry) {
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
 		log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{NoSync: benchNoSync()})
@@ -186,10 +223,27 @@ func walFloor(b *testing.B, tasks int, life func(*pb.Task) [][]wal.Entry) {
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
-				for j := w; j < tasks; j += 64 {
-					for _, batch := range life(benchTask(j)) {
-						if _, err := log.Append(context.Background(), batch...); err != nil {
-							panic(err)
+				appendAll := func(es []wal.Entry) {
+					if _, err := log.Append(context.Background(), es...); err != nil {
+						panic(err)
+					}
+				}
+				for _, js := range producerBatches(w, tasks) {
+					lives := make([][][]wal.Entry, len(js))
+					var submits []wal.Entry
+					for k, j := range js {
+						lives[k] = life(benchTask(j))
+						if batchSubmits {
+							submits = append(submits, lives[k][0]...)
+							lives[k] = lives[k][1:]
+						}
+					}
+					if batchSubmits {
+						appendAll(submits)
+					}
+					for _, groups := range lives {
+						for _, g := range groups {
+							appendAll(g)
 						}
 					}
 				}

@@ -79,9 +79,11 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		h.receive(ctx, m)
 	case *pb.ModuleMessageAck:
 		h.acknowledged(m)
-	case *pb.TaskSubmitReply:
-		if !m.Accepted && !m.Duplicate {
-			h.offers.forget(m.TaskId) // refused for now (queue full): offer again later
+	case *pb.TaskSubmitBatchReply:
+		for _, r := range m.Replies {
+			if !r.Accepted && !r.Duplicate {
+				h.offers.forget(r.TaskId) // refused for now (queue full): offer again later
+			}
 		}
 	case *pb.NextAction:
 		if h.ahead[m.Task.GetId()] > 0 {
@@ -263,17 +265,21 @@ func (h *moduleHost) command(ctx actor.Context, cmd *pb.ModuleCommand) {
 	})
 }
 
-// propose submits the tasks the module wants that it has not offered yet.
+// propose submits the tasks the module wants that it has not offered
+// yet, all in one batch: one message and one durable write per round.
 func (h *moduleHost) propose(ctx actor.Context) {
 	if !h.sys.Accepting() {
 		return
 	}
 	h.lastPropose = h.sys.clock.Now()
+	var fresh []*pb.Task
 	for _, t := range h.mod.Propose(h.lastPropose) {
-		if !h.offers.offer(t.Id) {
-			continue
+		if h.offers.offer(t.Id) {
+			fresh = append(fresh, t)
 		}
-		ctx.Request(h.sys.schedulerPID, &pb.TaskSubmit{Task: t})
+	}
+	if len(fresh) > 0 {
+		ctx.Request(h.sys.schedulerPID, &pb.TaskSubmitBatch{Tasks: fresh})
 	}
 }
 

@@ -124,6 +124,8 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 		a.dispatchSoon(ctx) // new, resumed or requeued tasks may run now
 	case *pb.TaskSubmit:
 		a.submit(ctx, m)
+	case *pb.TaskSubmitBatch:
+		a.submitBatch(ctx, m)
 	case *pb.TaskEvents:
 		a.persistTaskEvents(ctx, m)
 	case *pb.Tick:
@@ -329,31 +331,59 @@ func (a *schedulerActor) unlessResuming(evs []*pb.Event) []*pb.Event {
 	return out
 }
 
+// submit queues one task: a batch of one, answered with its own reply.
 func (a *schedulerActor) submit(ctx actor.Context, m *pb.TaskSubmit) {
-	respond := func(r *pb.TaskSubmitReply) {
-		if ctx.Sender() != nil {
-			ctx.Respond(r)
-		}
-	}
-	t := m.GetTask()
-	if err := a.sys.recovery.checkTask(t); err != nil {
-		respond(&pb.TaskSubmitReply{TaskId: t.GetId(), Reason: err.Error()})
-		return
-	}
-	ev, err := a.state.DecideSubmit(t, a.sys.clock.Now())
-	if err != nil {
-		var se *scheduler.SubmitError
-		dup := errors.As(err, &se) && se.Code == "duplicate"
-		respond(&pb.TaskSubmitReply{TaskId: t.GetId(), Duplicate: dup, Reason: err.Error()})
-		return
-	}
 	sender := ctx.Sender()
-	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-		r := &pb.TaskSubmitReply{TaskId: t.GetId(), Accepted: err == nil}
-		if err != nil {
-			r.Reason = err.Error()
+	a.submitTasks([]*pb.Task{m.GetTask()}, func(rs []*pb.TaskSubmitReply) { a.sys.asks.respondLater(sender, rs[0]) })
+}
+
+// submitBatch queues a batch's tasks with one journal batch: one durable
+// wait for all of them, one reply listing each task's answer.
+func (a *schedulerActor) submitBatch(ctx actor.Context, m *pb.TaskSubmitBatch) {
+	sender := ctx.Sender()
+	a.submitTasks(m.GetTasks(), func(rs []*pb.TaskSubmitReply) {
+		a.sys.asks.respondLater(sender, &pb.TaskSubmitBatchReply{Replies: rs})
+	})
+}
+
+// submitTasks decides every task in order (a task refused is answered
+// alone, the others go on; an id twice in tasks is a duplicate the
+// second time, as DecideSubmit reserves it), persists the accepted ones
+// as one batch and answers once they are applied (at once if none was
+// accepted).
+func (a *schedulerActor) submitTasks(tasks []*pb.Task, answer func(rs []*pb.TaskSubmitReply)) {
+	replies := make([]*pb.TaskSubmitReply, len(tasks))
+	var events []*pb.Event
+	var decided []int // index in tasks of each event
+	now := a.sys.clock.Now()
+	for i, t := range tasks {
+		if err := a.sys.recovery.checkTask(t); err != nil {
+			replies[i] = &pb.TaskSubmitReply{TaskId: t.GetId(), Reason: err.Error()}
+			continue
 		}
-		a.sys.asks.respondLater(sender, r)
+		ev, err := a.state.DecideSubmit(t, now)
+		if err != nil {
+			var se *scheduler.SubmitError
+			dup := errors.As(err, &se) && se.Code == "duplicate"
+			replies[i] = &pb.TaskSubmitReply{TaskId: t.GetId(), Duplicate: dup, Reason: err.Error()}
+			continue
+		}
+		events = append(events, ev)
+		decided = append(decided, i)
+	}
+	if len(events) == 0 {
+		answer(replies)
+		return
+	}
+	a.j.persist(events, func(_ []uint64, err error) {
+		for _, i := range decided {
+			r := &pb.TaskSubmitReply{TaskId: tasks[i].GetId(), Accepted: err == nil}
+			if err != nil {
+				r.Reason = err.Error()
+			}
+			replies[i] = r
+		}
+		answer(replies)
 	})
 }
 

@@ -423,6 +423,17 @@ func (s *System) Submit(t *pb.Task) (*pb.TaskSubmitReply, error) {
 	return res.(*pb.TaskSubmitReply), nil
 }
 
+// SubmitBatch queues tasks as Submit does, each with its own reply in the
+// same order, and waits once: the accepted ones are written together, in
+// one journal batch, and durable when it returns.
+func (s *System) SubmitBatch(tasks []*pb.Task) ([]*pb.TaskSubmitReply, error) {
+	res, err := s.root.RequestFuture(s.schedulerPID, &pb.TaskSubmitBatch{Tasks: tasks}, 30*time.Second).Result()
+	if err != nil {
+		return nil, fmt.Errorf("submit %d tasks: %w", len(tasks), err)
+	}
+	return res.(*pb.TaskSubmitBatchReply).GetReplies(), nil
+}
+
 // Cancel cancels a task: at once if it waits, through its executor if it runs.
 func (s *System) Cancel(id, reason string) error {
 	return s.asks.requestDone(s.schedulerPID, &pb.CancelTask{TaskId: id, Reason: reason})

@@ -56,11 +56,16 @@ func TestOpsServiceHeartbeatTraceAndStatus(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(stop)
 
-	// Two questions are asked; answers come after 2 s on the clock.
+	// Two questions are asked, in one batch; answers come after 2 s on the clock.
+	var asked []*pb.Task
 	for _, q := range []string{"one", "two"} {
-		r, err := o.sys.Submit(&pb.Task{Id: "probe/exploration/" + q, Module: probe.Name, TaskType: probe.TaskType, Subject: q,
+		asked = append(asked, &pb.Task{Id: "probe/exploration/" + q, Module: probe.Name, TaskType: probe.TaskType, Subject: q,
 			MaxRequests: 2, Context: map[string]string{"question": "question " + q}})
-		require.NoError(t, err)
+	}
+	rs, err := o.sys.SubmitBatch(asked)
+	require.NoError(t, err)
+	require.Len(t, rs, 2)
+	for _, r := range rs {
 		require.True(t, r.Accepted, r.Reason)
 	}
 	// The clock moves on a short real ticker until both are done.
