@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"fano/modules"
 	"fano/pb"
 )
@@ -292,6 +294,31 @@ func (m *Module) canonical(id pairID) pairID {
 		id.item = m.items[i].Key
 	}
 	return id
+}
+
+// internName is the definition's or items' own string for a step, item or
+// model name of a decoded pair fact (field 1, 2 or 3), looked up without
+// a copy; a name they do not have is copied.
+func (m *Module) internName(field protowire.Number, b []byte) string {
+	switch field {
+	case 1:
+		if s, ok := m.def.byName[string(b)]; ok {
+			return s.Name
+		}
+	case 2:
+		if i, ok := m.itemIdx[string(b)]; ok {
+			return m.items[i].Key
+		}
+	case 3:
+		for _, s := range m.def.order {
+			for _, model := range s.models {
+				if model == string(b) {
+					return model
+				}
+			}
+		}
+	}
+	return string(b)
 }
 
 // reindex rebuilds the pair index from the pairs of a snapshot read.
@@ -1051,7 +1078,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 	}
 	switch e.Type {
 	case "answer_ok", "answer_invalid", "pair_failed", "pair_deferred", "revalidated", "output_invalidated":
-		a, err := decodeAnswer(e.Data)
+		a, err := decodeAnswer(e.Data, m.internName)
 		if err != nil {
 			return fmt.Errorf("pipeline: %s of task %s: %w", e.Type, e.TaskId, err)
 		}

@@ -125,7 +125,7 @@ func asOldJSON(t *testing.T, e *pb.ModuleEvent) *pb.ModuleEvent {
 	case "run_finished":
 		return e
 	default:
-		a, derr := decodeAnswer(e.Data)
+		a, derr := decodeAnswer(e.Data, nil)
 		require.NoError(t, derr)
 		a.Key = a.pair.key() // the old events named the pair by its key
 		data, err = json.Marshal(a)
