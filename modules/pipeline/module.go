@@ -59,6 +59,7 @@ type Module struct {
 	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
 	proposes int
 	now      time.Time
+	dayKey   dayKey // the last day's text (dayOf)
 	// spent is the sum of the pairs' cost (not a second copy in the
 	// state): kept up to date by Apply, summed again by Restore.
 	spent float64
@@ -717,7 +718,23 @@ func (m *Module) expensiveOpen(it *Item) bool {
 	return false
 }
 
-func (m *Module) day() string { return m.now.UTC().Format("2006-01-02") }
+func (m *Module) day() string { return m.dayOf(m.now) }
+
+// dayOf is t's UTC day, "2006-01-02": the day's text is made once and
+// kept while the day lasts (every answer counts on its day).
+func (m *Module) dayOf(t time.Time) string {
+	y, mo, d := t.UTC().Date()
+	if k := m.dayKey; k.text == "" || k.y != y || k.m != mo || k.d != d {
+		m.dayKey = dayKey{y: y, m: mo, d: d, text: t.UTC().Format("2006-01-02")}
+	}
+	return m.dayKey.text
+}
+
+type dayKey struct {
+	y, d int
+	m    time.Month
+	text string
+}
 
 // dailySpent: today's requests (answered and in flight) reached the
 // daily budget.
@@ -1096,7 +1113,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			if p.Status != "" {
 				return nil // a duplicate: the pair is settled
 			}
-			m.st.Requests[at.UTC().Format("2006-01-02")]++
+			m.st.Requests[m.dayOf(at)]++
 			m.spent += a.Cost
 			p.Cost += a.Cost
 			p.Tokens += a.Tokens
