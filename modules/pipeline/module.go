@@ -525,9 +525,11 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 }
 
 func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
-	subject := offerKey(s.Name, model, gen, it.Key)
+	// The subject is the id's tail (modules.TaskKey): one string for both.
+	id := modules.TaskKey(Name, TaskType, offerKey(s.Name, model, gen, it.Key))
+	subject := id[len(Name)+1+len(TaskType)+1:]
 	return &pb.Task{
-		Id: modules.TaskKey(Name, TaskType, subject), Module: Name, TaskType: TaskType, Subject: subject,
+		Id: id, Module: Name, TaskType: TaskType, Subject: subject,
 		LlmPreference: model, MaxRequests: int32(s.LLM.Attempts),
 	}
 }
