@@ -59,7 +59,8 @@ type Module struct {
 	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
 	proposes int
 	now      time.Time
-	dayKey   dayKey // the last day's text (dayOf)
+	dayKey   dayKey     // the last day's text (dayOf)
+	grid     *gridOrder // the pairs' order by key (snapshots), once worked out
 	// spent is the sum of the pairs' cost (not a second copy in the
 	// state): kept up to date by Apply, summed again by Restore.
 	spent float64
@@ -241,6 +242,9 @@ func (m *Module) pairKeys() []string {
 // order of step, then item, then model.
 func (m *Module) sortedPairIDs() []pairID {
 	ids := make([]pairID, 0, len(m.idx))
+	if grid, ok := m.walkGrid(ids); ok {
+		return grid
+	}
 	nul := false
 	for id := range m.idx {
 		ids = append(ids, id)
@@ -260,6 +264,64 @@ func (m *Module) sortedPairIDs() []pairID {
 		return strings.Compare(a.model, b.model)
 	})
 	return ids
+}
+
+// gridOrder is the order of the definition's pairs by key, worked out
+// once (items and definition do not change under a module): llm steps by
+// name, items by key, each step's models by name.
+type gridOrder struct {
+	steps  []*Step
+	models [][]string
+	items  []*Item
+	size   int  // pairs in the grid
+	nul    bool // a name holds a NUL: the tuple order is not the keys'
+}
+
+func (m *Module) gridOrder() *gridOrder {
+	if m.grid != nil {
+		return m.grid
+	}
+	g := &gridOrder{items: slices.Clone(m.items)}
+	hasNUL := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+	for _, s := range m.def.order {
+		if s.LLM == nil {
+			continue
+		}
+		g.steps = append(g.steps, s)
+		g.nul = g.nul || hasNUL(s.Name) || slices.ContainsFunc(s.models, hasNUL)
+	}
+	slices.SortFunc(g.steps, func(a, b *Step) int { return strings.Compare(a.Name, b.Name) })
+	for _, s := range g.steps {
+		g.models = append(g.models, slices.Sorted(slices.Values(s.models)))
+		g.size += len(s.models) * len(m.items)
+	}
+	slices.SortFunc(g.items, func(a, b *Item) int { return strings.Compare(a.Key, b.Key) })
+	g.nul = g.nul || slices.ContainsFunc(g.items, func(it *Item) bool { return hasNUL(it.Key) })
+	m.grid = g
+	return g
+}
+
+// walkGrid appends the pairs to ids in their keys' order by walking the
+// definition's grid of pairs in that order, so a snapshot of a large run
+// does not sort its pairs again each time. It declines (false) where
+// sorting costs less (most of the grid not yet begun) or the walk would
+// not be the keys' order or miss pairs (a NUL in a name; pairs of steps,
+// models or items the definition no longer has).
+func (m *Module) walkGrid(ids []pairID) ([]pairID, bool) {
+	g := m.gridOrder()
+	if g.nul || len(m.idx) == 0 || len(m.idx) < g.size/4 {
+		return ids, false
+	}
+	for i, s := range g.steps {
+		for _, it := range g.items {
+			for _, model := range g.models[i] {
+				if id := (pairID{s.Name, it.Key, model}); m.idx[id] != nil {
+					ids = append(ids, id)
+				}
+			}
+		}
+	}
+	return ids, len(ids) == len(m.idx)
 }
 
 // appendPairKey writes a pair's key as a JSON string, as appendString
