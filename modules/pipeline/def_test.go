@@ -92,6 +92,19 @@ func TestItemSources(t *testing.T) {
 	assert.Equal(t, "two, quoted", its[1].Fields["claim"])
 	assert.Equal(t, 3, its[1].Line)
 
+	// A key is its text as written (a whole number without its ".0");
+	// an item without one, or with an empty one, is refused by its line.
+	write("keys.jsonl", "{\"id\": \"k/1\"}\n{\"id\": 7.0}\n{\"id\": true}\n")
+	its, err = load("{source: keys.jsonl, key: id}")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"k/1", "7", "true"}, []string{its[0].Key, its[1].Key, its[2].Key})
+	write("nokey.jsonl", "{\"id\": \"a\"}\n{\"id\": \"\"}\n")
+	_, err = load("{source: nokey.jsonl, key: id}")
+	require.ErrorContains(t, err, `nokey.jsonl:2: the item has no key field "id"`)
+	write("nokey2.jsonl", "{\"id\": \"a\"}\n{\"other\": 1}\n")
+	_, err = load("{source: nokey2.jsonl, key: id}")
+	require.ErrorContains(t, err, `nokey2.jsonl:2: the item has no key field "id"`)
+
 	_, err = load("{source: dup.jsonl, key: id}")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `key "1" appears twice (line 1 and line 3)`)

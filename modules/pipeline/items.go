@@ -149,6 +149,9 @@ func itemKey(fields map[string]any, keyField string, line int, path string) (str
 		return fmt.Sprintf("%06d", line), nil
 	}
 	v, ok := fields[keyField]
+	if s, isText := v.(string); isText && s != "" {
+		return s, nil // most keys: fmt.Sprint would copy it, twice
+	}
 	if !ok || v == nil || fmt.Sprint(v) == "" {
 		return "", fmt.Errorf("%s:%d: the item has no key field %q", path, line, keyField)
 	}

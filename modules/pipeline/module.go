@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"fano/modules"
 	"fano/pb"
 )
@@ -57,6 +59,8 @@ type Module struct {
 	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
 	proposes int
 	now      time.Time
+	dayKey   dayKey     // the last day's text (dayOf)
+	grid     *gridOrder // the pairs' order by key (snapshots), once worked out
 	// spent is the sum of the pairs' cost (not a second copy in the
 	// state): kept up to date by Apply, summed again by Restore.
 	spent float64
@@ -238,6 +242,9 @@ func (m *Module) pairKeys() []string {
 // order of step, then item, then model.
 func (m *Module) sortedPairIDs() []pairID {
 	ids := make([]pairID, 0, len(m.idx))
+	if grid, ok := m.walkGrid(ids); ok {
+		return grid
+	}
 	nul := false
 	for id := range m.idx {
 		ids = append(ids, id)
@@ -257,6 +264,64 @@ func (m *Module) sortedPairIDs() []pairID {
 		return strings.Compare(a.model, b.model)
 	})
 	return ids
+}
+
+// gridOrder is the order of the definition's pairs by key, worked out
+// once (items and definition do not change under a module): llm steps by
+// name, items by key, each step's models by name.
+type gridOrder struct {
+	steps  []*Step
+	models [][]string
+	items  []*Item
+	size   int  // pairs in the grid
+	nul    bool // a name holds a NUL: the tuple order is not the keys'
+}
+
+func (m *Module) gridOrder() *gridOrder {
+	if m.grid != nil {
+		return m.grid
+	}
+	g := &gridOrder{items: slices.Clone(m.items)}
+	hasNUL := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
+	for _, s := range m.def.order {
+		if s.LLM == nil {
+			continue
+		}
+		g.steps = append(g.steps, s)
+		g.nul = g.nul || hasNUL(s.Name) || slices.ContainsFunc(s.models, hasNUL)
+	}
+	slices.SortFunc(g.steps, func(a, b *Step) int { return strings.Compare(a.Name, b.Name) })
+	for _, s := range g.steps {
+		g.models = append(g.models, slices.Sorted(slices.Values(s.models)))
+		g.size += len(s.models) * len(m.items)
+	}
+	slices.SortFunc(g.items, func(a, b *Item) int { return strings.Compare(a.Key, b.Key) })
+	g.nul = g.nul || slices.ContainsFunc(g.items, func(it *Item) bool { return hasNUL(it.Key) })
+	m.grid = g
+	return g
+}
+
+// walkGrid appends the pairs to ids in their keys' order by walking the
+// definition's grid of pairs in that order, so a snapshot of a large run
+// does not sort its pairs again each time. It declines (false) where
+// sorting costs less (most of the grid not yet begun) or the walk would
+// not be the keys' order or miss pairs (a NUL in a name; pairs of steps,
+// models or items the definition no longer has).
+func (m *Module) walkGrid(ids []pairID) ([]pairID, bool) {
+	g := m.gridOrder()
+	if g.nul || len(m.idx) == 0 || len(m.idx) < g.size/4 {
+		return ids, false
+	}
+	for i, s := range g.steps {
+		for _, it := range g.items {
+			for _, model := range g.models[i] {
+				if id := (pairID{s.Name, it.Key, model}); m.idx[id] != nil {
+					ids = append(ids, id)
+				}
+			}
+		}
+	}
+	return ids, len(ids) == len(m.idx)
 }
 
 // appendPairKey writes a pair's key as a JSON string, as appendString
@@ -292,6 +357,31 @@ func (m *Module) canonical(id pairID) pairID {
 		id.item = m.items[i].Key
 	}
 	return id
+}
+
+// internName is the definition's or items' own string for a step, item or
+// model name of a decoded pair fact (field 1, 2 or 3), looked up without
+// a copy; a name they do not have is copied.
+func (m *Module) internName(field protowire.Number, b []byte) string {
+	switch field {
+	case 1:
+		if s, ok := m.def.byName[string(b)]; ok {
+			return s.Name
+		}
+	case 2:
+		if i, ok := m.itemIdx[string(b)]; ok {
+			return m.items[i].Key
+		}
+	case 3:
+		for _, s := range m.def.order {
+			for _, model := range s.models {
+				if model == string(b) {
+					return model
+				}
+			}
+		}
+	}
+	return string(b)
 }
 
 // reindex rebuilds the pair index from the pairs of a snapshot read.
@@ -497,9 +587,11 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 }
 
 func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
-	subject := offerKey(s.Name, model, gen, it.Key)
+	// The subject is the id's tail (modules.TaskKey): one string for both.
+	id := modules.TaskKey(Name, TaskType, offerKey(s.Name, model, gen, it.Key))
+	subject := id[len(Name)+1+len(TaskType)+1:]
 	return &pb.Task{
-		Id: modules.TaskKey(Name, TaskType, subject), Module: Name, TaskType: TaskType, Subject: subject,
+		Id: id, Module: Name, TaskType: TaskType, Subject: subject,
 		LlmPreference: model, MaxRequests: int32(s.LLM.Attempts),
 	}
 }
@@ -690,7 +782,23 @@ func (m *Module) expensiveOpen(it *Item) bool {
 	return false
 }
 
-func (m *Module) day() string { return m.now.UTC().Format("2006-01-02") }
+func (m *Module) day() string { return m.dayOf(m.now) }
+
+// dayOf is t's UTC day, "2006-01-02": the day's text is made once and
+// kept while the day lasts (every answer counts on its day).
+func (m *Module) dayOf(t time.Time) string {
+	y, mo, d := t.UTC().Date()
+	if k := m.dayKey; k.text == "" || k.y != y || k.m != mo || k.d != d {
+		m.dayKey = dayKey{y: y, m: mo, d: d, text: t.UTC().Format("2006-01-02")}
+	}
+	return m.dayKey.text
+}
+
+type dayKey struct {
+	y, d int
+	m    time.Month
+	text string
+}
 
 // dailySpent: today's requests (answered and in flight) reached the
 // daily budget.
@@ -1051,7 +1159,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 	}
 	switch e.Type {
 	case "answer_ok", "answer_invalid", "pair_failed", "pair_deferred", "revalidated", "output_invalidated":
-		a, err := decodeAnswer(e.Data)
+		a, err := decodeAnswer(e.Data, m.internName)
 		if err != nil {
 			return fmt.Errorf("pipeline: %s of task %s: %w", e.Type, e.TaskId, err)
 		}
@@ -1069,7 +1177,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			if p.Status != "" {
 				return nil // a duplicate: the pair is settled
 			}
-			m.st.Requests[at.UTC().Format("2006-01-02")]++
+			m.st.Requests[m.dayOf(at)]++
 			m.spent += a.Cost
 			p.Cost += a.Cost
 			p.Tokens += a.Tokens

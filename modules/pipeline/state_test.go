@@ -2,7 +2,10 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -125,7 +128,7 @@ func asOldJSON(t *testing.T, e *pb.ModuleEvent) *pb.ModuleEvent {
 	case "run_finished":
 		return e
 	default:
-		a, derr := decodeAnswer(e.Data)
+		a, derr := decodeAnswer(e.Data, nil)
 		require.NoError(t, derr)
 		a.Key = a.pair.key() // the old events named the pair by its key
 		data, err = json.Marshal(a)
@@ -555,4 +558,69 @@ func TestSnapshotIsTheStateAsJSON(t *testing.T) {
 	m := New(Config{Def: def, Items: items})
 	require.NoError(t, m.Restore([]byte(got)))
 	assert.Equal(t, h.m.Summary(), m.Summary())
+}
+
+// A snapshot lists the pairs in their keys' order whether it walks the
+// definition's grid (most pairs begun) or sorts them (few begun, or
+// pairs the definition no longer has): items whose keys sort otherwise
+// than their lines, keys that are each other's prefixes, models listed
+// out of order.
+func TestSnapshotPairOrderIsTheKeysOrder(t *testing.T) {
+	dir := t.TempDir()
+	keys := []string{"b", "a/x", "a", "a b", "ä", "10", "9", "a!"}
+	var lines strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&lines, "{\"id\": %q, \"claim\": \"c\"}\n", k)
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "items.jsonl"), []byte(lines.String()), 0o644))
+	path := filepath.Join(dir, "p.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`
+name: order
+items: {source: items.jsonl, key: id}
+models: [m2, m1]
+steps:
+  - name: judge
+    needs: [extract]
+    llm: {prompt: 'Judge {{.item.claim}}', schema: {type: object, required: [v], properties: {v: {type: boolean}}}}
+  - name: extract
+    llm: {prompt: 'Extract {{.item.claim}}', schema: {type: object, required: [t], properties: {t: {type: string}}}}
+`), 0o644))
+	def, err := Load(path)
+	require.NoError(t, err)
+	items, err := def.LoadItems()
+	require.NoError(t, err)
+	h := newHarness(t, def, items)
+	byKey := func() []pairID {
+		var ks []string
+		for id := range h.m.idx {
+			ks = append(ks, id.key())
+		}
+		slices.Sort(ks)
+		ids := make([]pairID, len(ks))
+		for i, k := range ks {
+			ids[i] = pairIDOf(k)
+		}
+		return ids
+	}
+
+	// Few pairs begun: sorted.
+	tasks := h.m.Propose(h.now)
+	require.NotEmpty(t, tasks)
+	h.runTask(tasks[0])
+	_, walked := h.m.walkGrid(nil)
+	assert.False(t, walked, "one pair of 32: sorting is cheaper")
+	assert.Equal(t, byKey(), h.m.sortedPairIDs())
+
+	// Every pair: the grid's walk.
+	h.runAll()
+	require.Len(t, h.m.idx, 2*2*len(keys))
+	_, walked = h.m.walkGrid(nil)
+	assert.True(t, walked)
+	assert.Equal(t, byKey(), h.m.sortedPairIDs())
+
+	// A pair of a model the definition no longer has: sorted, not lost.
+	h.m.idx[pairID{"extract", "a", "m0"}] = &pair{Status: StatusOK, Output: json.RawMessage(`{"t":"x"}`)}
+	_, walked = h.m.walkGrid(nil)
+	assert.False(t, walked)
+	assert.Equal(t, byKey(), h.m.sortedPairIDs())
 }

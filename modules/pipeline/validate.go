@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -179,11 +179,12 @@ func matchSchema(s map[string]any, v any, path string) error {
 			}
 		}
 		props, _ := s["properties"].(map[string]any)
-		keys := make([]string, 0, len(props))
+		var few [8]string // most objects have a few properties: no allocation
+		keys := few[:0]
 		for k := range props {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		slices.Sort(keys)
 		for _, k := range keys {
 			if fv, ok := obj[k]; ok {
 				if err := matchSchema(props[k].(map[string]any), fv, path+"."+k); err != nil {
