@@ -251,13 +251,22 @@ func (e *executor) nextAction() (act modules.Action, ended bool, endErr, err err
 }
 
 // moduleAnswer has the module decide on an answer; it answers once its
-// events are queued in the WAL, behind the answer's.
-func (e *executor) moduleAnswer(answer string) error {
+// events are queued in the WAL, behind the answer's. ended: the module
+// knew the answer ends the task and queued its completion with it
+// (endErr: it could not).
+func (e *executor) moduleAnswer(answer string) (ended bool, endErr, err error) {
 	pid, err := e.modulePID()
 	if err != nil {
-		return err
+		return false, nil, err
 	}
-	return e.askDone(pid, &pb.ModuleAnswer{Task: e.task, Answer: answer, ReplyWhenQueued: true})
+	r, err := ask[*pb.NextActionReply](e, pid, &pb.ModuleAnswer{Task: e.task, Answer: answer, ReplyWhenQueued: true, EndIfDone: true})
+	if err != nil {
+		return false, nil, err
+	}
+	if err := errorFromWire(r.Error); err != nil {
+		return false, nil, err
+	}
+	return r.Ended, errorFromWire(r.EndError), nil
 }
 
 func (e *executor) moduleEnd(failed bool, reason string) error {
@@ -528,11 +537,17 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 			return e.pause("wal", time.Time{})
 		}
 		e.env.faults.noteLearnedRate(llm)
-		if err := e.moduleAnswer(resp.Content); err != nil {
+		ended, endErr, err := e.moduleAnswer(resp.Content)
+		if err != nil {
 			if modules.IsValidation(err) {
 				return e.retryValidation("validation: "+err.Error(), "")
 			}
 			return e.fail(fmt.Sprintf("process answer: %v", err))
+		}
+		if ended {
+			// The module's completion is queued with the answer's events,
+			// whatever happened meanwhile (as with NextAction.end_if_done).
+			return e.completed(endErr)
 		}
 		return nil
 	}

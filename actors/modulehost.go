@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -92,6 +93,10 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		}
 		h.nextAction(ctx.Sender(), m)
 	case *pb.ModuleAnswer:
+		if m.EndIfDone {
+			h.answerEnding(ctx.Sender(), m)
+			return
+		}
 		evs, err := h.mod.DecideResponse(m.Task, m.Answer, h.sys.clock.Now())
 		if m.ReplyWhenQueued && err == nil && len(evs) > 0 {
 			h.persistAhead(ctx, m.Task.GetId(), evs)
@@ -191,18 +196,68 @@ func (h *moduleHost) persist(ctx actor.Context, evs []*pb.ModuleEvent, err error
 func (h *moduleHost) persistAhead(ctx actor.Context, id string, evs []*pb.ModuleEvent) {
 	sender := ctx.Sender()
 	h.ahead[id]++
-	h.j.persistQueued(h.events(evs), nil, func(err error) { h.sys.asks.respondLater(sender, doneOf(err)) },
-		func(_ []uint64, _ error) {
-			// Written or not, the state the module decides on is final now.
-			if h.ahead[id]--; h.ahead[id] > 0 {
-				return
-			}
-			delete(h.ahead, id)
-			for _, w := range h.waiting[id] {
-				h.nextAction(w.sender, w.ask)
-			}
-			delete(h.waiting, id)
-		})
+	h.j.persistQueued(h.events(evs), nil, func(err error) { h.sys.asks.respondLater(sender, doneOf(err)) }, h.settled(id))
+}
+
+// settled is the callback of a batch counted in ahead: once it is applied
+// (written or not, the state the module decides on is final then), the
+// NextActions waiting for the task are answered.
+func (h *moduleHost) settled(id string) func([]uint64, error) {
+	return func(_ []uint64, _ error) {
+		if h.ahead[id]--; h.ahead[id] > 0 {
+			return
+		}
+		delete(h.ahead, id)
+		for _, w := range h.waiting[id] {
+			h.nextAction(w.sender, w.ask)
+		}
+		delete(h.waiting, id)
+	}
+}
+
+// answerEnding decides an answer asked with end_if_done and answers with
+// a NextActionReply once its events are queued. A module that knows the
+// answer ends the task (modules.AnswerEnder) has its completion written
+// in the same batch: the reply says ended, and the executor completes
+// the task without a NextAction, which would wait for the answer's
+// events to be applied (persistAhead).
+func (h *moduleHost) answerEnding(sender *actor.PID, m *pb.ModuleAnswer) {
+	now := h.sys.clock.Now()
+	var evs, end []*pb.ModuleEvent
+	var ends bool
+	var err error
+	if ae, ok := h.mod.(modules.AnswerEnder); ok {
+		evs, ends, end, err = ae.DecideResponseEnd(m.Task, m.Answer, now)
+	} else {
+		evs, err = h.mod.DecideResponse(m.Task, m.Answer, now)
+	}
+	id := m.Task.GetId()
+	r := &pb.NextActionReply{}
+	switch {
+	case err != nil:
+		r.Error = errorToWire(err)
+		h.sys.asks.respondLater(sender, r)
+	case ends:
+		r.Ended = true
+		all := append(slices.Clip(evs), end...)
+		if len(all) == 0 {
+			h.offers.forget(id)
+			h.sys.asks.respondLater(sender, r)
+			return
+		}
+		h.j.persistQueued(h.events(all), nil, func(err error) {
+			r.EndError = errorToWire(err)
+			h.sys.asks.respondLater(sender, r)
+		}, h.ended(id))
+	case len(evs) == 0:
+		h.sys.asks.respondLater(sender, r)
+	default:
+		h.ahead[id]++
+		h.j.persistQueued(h.events(evs), nil, func(err error) {
+			r.Error = errorToWire(err)
+			h.sys.asks.respondLater(sender, r)
+		}, h.settled(id))
+	}
 }
 
 // nextAction answers sender what the task does next. A task that is done

@@ -229,3 +229,68 @@ func TestCancelReachesARunNotYetStarted(t *testing.T) {
 	}))
 	assert.Equal(t, []string{"task_submitted", "task_started", "task_cancelled"}, types)
 }
+
+// An answer asked with end_if_done that ends its task (the probe's last
+// turn) has the module's completion written with it, and is answered as
+// ended once both are queued, before they are durable: no NextAction
+// waits for the answer's events to be applied. An answer that leaves a
+// turn to go is answered not ended.
+func TestAnEndingAnswerEndsItsTaskWithoutWaitingForItsEvents(t *testing.T) {
+	b := setup(t, setupOpts{memory: true, probe: probe.Config{NoPropose: true, Turns: 2}})
+	store := &orderStore{Store: b.log}
+	b.log, b.opts.Log = store, store
+	sys := b.start()
+	replies := make(chan proto.Message, 4)
+	props := actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(proto.Message); ok {
+			replies <- m
+		}
+	}, actor.WithDispatcher(actor.NewSynchronizedDispatcher(10)))
+	me := sys.root.Spawn(props)
+	host := sys.modulePIDs[probe.Name]
+	task := &pb.Task{Id: "probe/exploration/e1", Module: probe.Name, Context: map[string]string{"question": "why?"}}
+	reply := func() *pb.NextActionReply {
+		t.Helper()
+		select {
+		case r := <-replies:
+			next, ok := r.(*pb.NextActionReply)
+			require.True(t, ok, "reply %T", r)
+			require.Nil(t, next.Error)
+			return next
+		case <-time.After(30 * time.Second):
+			t.Fatal("no reply")
+			return nil
+		}
+	}
+	answer := &pb.ModuleAnswer{Task: task, Answer: "because", ReplyWhenQueued: true, EndIfDone: true}
+
+	sys.root.RequestWithCustomSender(host, answer, me)
+	require.False(t, reply().Ended, "one turn is left")
+	sys.root.RequestWithCustomSender(host, &pb.NextAction{Task: task}, me)
+	require.Equal(t, int32(modules.ActionLLMRequest), reply().Kind, "the second turn")
+
+	store.mu.Lock()
+	store.hold, store.held = moduleOwner(probe.Name), make(chan struct{})
+	store.mu.Unlock()
+	sys.root.RequestWithCustomSender(host, answer, me)
+	last := reply() // with the module's fsync held
+	require.True(t, last.Ended, "the last answer ends the task")
+	require.Nil(t, last.EndError)
+	close(store.held)
+	require.NoError(t, sys.Stop())
+
+	var mine []string
+	var seqs []uint64
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if me := e.GetModuleEvent(); me != nil && me.TaskId == task.Id {
+			mine, seqs = append(mine, me.Type), append(seqs, ent.Seq)
+		}
+		return nil
+	}))
+	require.Equal(t, []string{"answer_recorded", "answer_recorded", "question_done"}, mine)
+	require.Equal(t, seqs[1]+1, seqs[2], "the completion is written with the last answer")
+}

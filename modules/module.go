@@ -79,6 +79,21 @@ type Module interface {
 	Restore(data []byte) error
 }
 
+// AnswerEnder is implemented by modules that can tell, as they decide an
+// answer's events, that those events end the task: NextAction on the
+// state after evs is applied would say ActionDone, and DecideCompletion
+// would then decide end. The host writes evs and end together and the
+// task completes at once, instead of waiting for evs to be applied before
+// it asks NextAction (the wait of a whole group commit per task).
+//
+// ends false means "not known": the task goes on as after
+// DecideResponse, and NextAction decides on the applied state. So a
+// module may answer ends only for the cases it is sure of. evs and err
+// are exactly DecideResponse's.
+type AnswerEnder interface {
+	DecideResponseEnd(t *pb.Task, answer string, now time.Time) (evs []*pb.ModuleEvent, ends bool, end []*pb.ModuleEvent, err error)
+}
+
 // Backlogger is implemented by modules whose waiting work raises the
 // priority of their tasks (spec §6.1.1 backlog pressure).
 type Backlogger interface {

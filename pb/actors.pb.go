@@ -1613,8 +1613,15 @@ type ModuleAnswer struct {
 	// WAL (see TaskEvents); the module answers a NextAction for the task
 	// only once they are applied.
 	ReplyWhenQueued bool `protobuf:"varint,200,opt,name=reply_when_queued,json=replyWhenQueued,proto3" json:"reply_when_queued,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// end_if_done: answered by a NextActionReply, not Done. A module that
+	// can tell its answer's events end the task (modules.AnswerEnder)
+	// decides the task's completion in the same step, written with them;
+	// the reply then says ended, and no NextAction follows. Otherwise the
+	// reply is empty (or carries the decision's error) and the task goes on
+	// as after reply_when_queued alone.
+	EndIfDone     bool `protobuf:"varint,201,opt,name=end_if_done,json=endIfDone,proto3" json:"end_if_done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModuleAnswer) Reset() {
@@ -1664,6 +1671,13 @@ func (x *ModuleAnswer) GetAnswer() string {
 func (x *ModuleAnswer) GetReplyWhenQueued() bool {
 	if x != nil {
 		return x.ReplyWhenQueued
+	}
+	return false
+}
+
+func (x *ModuleAnswer) GetEndIfDone() bool {
+	if x != nil {
+		return x.EndIfDone
 	}
 	return false
 }
@@ -2256,11 +2270,12 @@ const file_actors_proto_rawDesc = "" +
 	"\tdeep_mode\x18\x04 \x01(\bR\bdeepMode\x12)\n" +
 	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\x12\x15\n" +
 	"\x05ended\x18\xc8\x01 \x01(\bR\x05ended\x121\n" +
-	"\tend_error\x18\xc9\x01 \x01(\v2\x13.fano.v1.ActorErrorR\bendError\"v\n" +
+	"\tend_error\x18\xc9\x01 \x01(\v2\x13.fano.v1.ActorErrorR\bendError\"\x97\x01\n" +
 	"\fModuleAnswer\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06answer\x18\x02 \x01(\tR\x06answer\x12+\n" +
-	"\x11reply_when_queued\x18\xc8\x01 \x01(\bR\x0freplyWhenQueued\"\x8b\x01\n" +
+	"\x11reply_when_queued\x18\xc8\x01 \x01(\bR\x0freplyWhenQueued\x12\x1f\n" +
+	"\vend_if_done\x18\xc9\x01 \x01(\bR\tendIfDone\"\x8b\x01\n" +
 	"\tModuleEnd\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06failed\x18\x02 \x01(\bR\x06failed\x12\x16\n" +

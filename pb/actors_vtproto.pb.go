@@ -1513,6 +1513,18 @@ func (m *ModuleAnswer) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.EndIfDone {
+		i--
+		if m.EndIfDone {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xc8
+	}
 	if m.ReplyWhenQueued {
 		i--
 		if m.ReplyWhenQueued {
@@ -2529,6 +2541,9 @@ func (m *ModuleAnswer) SizeVT() (n int) {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	if m.ReplyWhenQueued {
+		n += 3
+	}
+	if m.EndIfDone {
 		n += 3
 	}
 	n += len(m.unknownFields)

@@ -133,6 +133,20 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 	return []*pb.ModuleEvent{{Type: "answer_recorded", Data: data, TaskId: t.Id}}, nil
 }
 
+// DecideResponseEnd is DecideResponse, and says whether the answer is the
+// task's last turn: then the task is done once it is recorded.
+func (m *Module) DecideResponseEnd(t *pb.Task, answer string, now time.Time) ([]*pb.ModuleEvent, bool, []*pb.ModuleEvent, error) {
+	evs, err := m.DecideResponse(t, answer, now)
+	if err != nil || len(m.state.Answers[t.Id])+1 < m.cfg.Turns {
+		return evs, false, nil, err
+	}
+	end, cerr := m.DecideCompletion(t, now)
+	if cerr != nil {
+		return evs, false, nil, nil // not sure: NextAction decides, as without this
+	}
+	return evs, true, end, nil
+}
+
 func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent, error) {
 	if m.state.Done[t.Id] {
 		return nil, nil
