@@ -1008,6 +1008,16 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 	return pairEvent(typ, t.Id, ev)
 }
 
+// DecideResponseEnd is DecideResponse, and says a valid answer ends its
+// task: its pair is then done (or of another round), so NextAction says
+// done and DecideCompletion decides nothing. An invalid answer is left to
+// NextAction, which counts the attempts on the applied state.
+func (m *Module) DecideResponseEnd(t *pb.Task, answer string, now time.Time) ([]*pb.ModuleEvent, bool, []*pb.ModuleEvent, error) {
+	evs, err := m.DecideResponse(t, answer, now)
+	ends := err == nil && len(evs) == 1 && evs[0].Type == "answer_ok"
+	return evs, ends, nil, err
+}
+
 // DecideCompletion ends a pair's task: a pair whose attempts were all
 // invalid fails with its last answer; one a cap held back is deferred to
 // a later run under a new task id.
