@@ -179,7 +179,15 @@ func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err 
 		return
 	}
 	sender := ctx.Sender()
-	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) { a.sys.asks.respondLater(sender, doneOf(err)) })
+	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
+		if err != nil && a.sys.state.allocator.Load() == a {
+			// Never applied: the charge this book decided for it is no
+			// longer in flight. (A restarted instance rebuilt its book from
+			// the WAL and never counted it.)
+			a.book.Abandon(ev)
+		}
+		a.sys.asks.respondLater(sender, doneOf(err))
+	})
 }
 
 func (a *allocatorActor) start(ctx actor.Context) {
