@@ -84,26 +84,31 @@ func TestQueuedRunsOnceTheEventsAreInTheLog(t *testing.T) {
 	assert.Equal(t, []string{"module/a", "module/b"}, owners, "the dependent write is behind in the log")
 }
 
-// A module answers an answer's events once they are queued, but its next
-// action for the task only once they are applied: it decides on its
-// state, which must hold the answer (the probe asks its follow-up only
-// after the first answer is recorded).
-func TestNextActionWaitsForTheAnswersEvents(t *testing.T) {
+// startHeldProbe starts a system on an in-memory log whose fsyncs of one
+// owner a test can hold (orderStore), with a probe module of two turns
+// proposing nothing, and an actor that collects the replies sent to it.
+// The actor runs in the sender's goroutine: a reply is in the channel
+// before the module host takes its next message.
+func startHeldProbe(t *testing.T) (*System, *orderStore, *actor.PID, chan proto.Message) {
 	b := setup(t, setupOpts{memory: true, probe: probe.Config{NoPropose: true, Turns: 2}})
 	store := &orderStore{Store: b.log}
 	b.log, b.opts.Log = store, store
 	sys := b.start()
-
-	// The replies come to an actor that runs in the sender's goroutine:
-	// a reply is in the channel before the module host takes its next
-	// message.
 	replies := make(chan proto.Message, 4)
 	props := actor.PropsFromFunc(func(c actor.Context) {
 		if m, ok := c.Message().(proto.Message); ok {
 			replies <- m
 		}
 	}, actor.WithDispatcher(actor.NewSynchronizedDispatcher(10)))
-	me := sys.root.Spawn(props)
+	return sys, store, sys.root.Spawn(props), replies
+}
+
+// A module answers an answer's events once they are queued, but its next
+// action for the task only once they are applied: it decides on its
+// state, which must hold the answer (the probe asks its follow-up only
+// after the first answer is recorded).
+func TestNextActionWaitsForTheAnswersEvents(t *testing.T) {
+	sys, store, me, replies := startHeldProbe(t)
 	host := sys.modulePIDs[probe.Name]
 	task := &pb.Task{Id: "probe/exploration/w1", Module: probe.Name, Context: map[string]string{"question": "why?"}}
 
@@ -236,17 +241,7 @@ func TestCancelReachesARunNotYetStarted(t *testing.T) {
 // waits for the answer's events to be applied. An answer that leaves a
 // turn to go is answered not ended.
 func TestAnEndingAnswerEndsItsTaskWithoutWaitingForItsEvents(t *testing.T) {
-	b := setup(t, setupOpts{memory: true, probe: probe.Config{NoPropose: true, Turns: 2}})
-	store := &orderStore{Store: b.log}
-	b.log, b.opts.Log = store, store
-	sys := b.start()
-	replies := make(chan proto.Message, 4)
-	props := actor.PropsFromFunc(func(c actor.Context) {
-		if m, ok := c.Message().(proto.Message); ok {
-			replies <- m
-		}
-	}, actor.WithDispatcher(actor.NewSynchronizedDispatcher(10)))
-	me := sys.root.Spawn(props)
+	sys, store, me, replies := startHeldProbe(t)
 	host := sys.modulePIDs[probe.Name]
 	task := &pb.Task{Id: "probe/exploration/e1", Module: probe.Name, Context: map[string]string{"question": "why?"}}
 	reply := func() *pb.NextActionReply {
@@ -281,7 +276,7 @@ func TestAnEndingAnswerEndsItsTaskWithoutWaitingForItsEvents(t *testing.T) {
 
 	var mine []string
 	var seqs []uint64
-	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+	require.NoError(t, store.Replay(1, func(ent wal.Entry) error {
 		e, err := decodeEvent(ent)
 		if err != nil {
 			return err
