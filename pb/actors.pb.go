@@ -1124,63 +1124,9 @@ func (x *BackendPause) GetPause() bool {
 	return false
 }
 
-// PreemptQuery is a standing question an executor asks the scheduler once,
-// at its start: tell me when a more urgent task should take my task's LLM.
-// The scheduler answers with a PreemptReply then and whenever its answer
-// changes at a tick.
-type PreemptQuery struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Llm           string                 `protobuf:"bytes,2,opt,name=llm,proto3" json:"llm,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PreemptQuery) Reset() {
-	*x = PreemptQuery{}
-	mi := &file_actors_proto_msgTypes[18]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PreemptQuery) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PreemptQuery) ProtoMessage() {}
-
-func (x *PreemptQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[18]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PreemptQuery.ProtoReflect.Descriptor instead.
-func (*PreemptQuery) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{18}
-}
-
-func (x *PreemptQuery) GetTaskId() string {
-	if x != nil {
-		return x.TaskId
-	}
-	return ""
-}
-
-func (x *PreemptQuery) GetLlm() string {
-	if x != nil {
-		return x.Llm
-	}
-	return ""
-}
-
-// PreemptReply names the task that should run instead ("" none: go on).
+// PreemptReply names the task that should run instead ("" none: go on):
+// the scheduler tells a running task's executor at its start and whenever
+// its answer changes at a tick.
 type PreemptReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Instead       string                 `protobuf:"bytes,1,opt,name=instead,proto3" json:"instead,omitempty"`
@@ -1190,7 +1136,7 @@ type PreemptReply struct {
 
 func (x *PreemptReply) Reset() {
 	*x = PreemptReply{}
-	mi := &file_actors_proto_msgTypes[19]
+	mi := &file_actors_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1202,7 +1148,7 @@ func (x *PreemptReply) String() string {
 func (*PreemptReply) ProtoMessage() {}
 
 func (x *PreemptReply) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[19]
+	mi := &file_actors_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1215,7 +1161,7 @@ func (x *PreemptReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptReply.ProtoReflect.Descriptor instead.
 func (*PreemptReply) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{19}
+	return file_actors_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PreemptReply) GetInstead() string {
@@ -1236,7 +1182,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_actors_proto_msgTypes[20]
+	mi := &file_actors_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1194,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[20]
+	mi := &file_actors_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1207,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{20}
+	return file_actors_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelTask) GetTaskId() string {
@@ -1288,7 +1234,7 @@ type CancelRun struct {
 
 func (x *CancelRun) Reset() {
 	*x = CancelRun{}
-	mi := &file_actors_proto_msgTypes[21]
+	mi := &file_actors_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1300,7 +1246,7 @@ func (x *CancelRun) String() string {
 func (*CancelRun) ProtoMessage() {}
 
 func (x *CancelRun) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[21]
+	mi := &file_actors_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1313,7 +1259,7 @@ func (x *CancelRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRun.ProtoReflect.Descriptor instead.
 func (*CancelRun) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{21}
+	return file_actors_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelRun) GetReason() string {
@@ -1321,64 +1267,6 @@ func (x *CancelRun) GetReason() string {
 		return x.Reason
 	}
 	return ""
-}
-
-// StartExecutor asks the orchestrator to run a task that has started.
-type StartExecutor struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// task: the scheduler's projection of the task after its start, which
-	// is queued in the WAL, not yet durable.
-	Task *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	// run numbers the scheduler's hand-outs: the executor names it in its
-	// TaskComplete, so the end of an earlier run of the same task is not
-	// taken for the end of this one.
-	Run           uint64 `protobuf:"varint,201,opt,name=run,proto3" json:"run,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *StartExecutor) Reset() {
-	*x = StartExecutor{}
-	mi := &file_actors_proto_msgTypes[22]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *StartExecutor) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*StartExecutor) ProtoMessage() {}
-
-func (x *StartExecutor) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[22]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use StartExecutor.ProtoReflect.Descriptor instead.
-func (*StartExecutor) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{22}
-}
-
-func (x *StartExecutor) GetTask() *Task {
-	if x != nil {
-		return x.Task
-	}
-	return nil
-}
-
-func (x *StartExecutor) GetRun() uint64 {
-	if x != nil {
-		return x.Run
-	}
-	return 0
 }
 
 // Checkpoint asks an owner of state to save its snapshot (answered by
@@ -1391,7 +1279,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_actors_proto_msgTypes[23]
+	mi := &file_actors_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1403,7 +1291,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[23]
+	mi := &file_actors_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1416,7 +1304,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{23}
+	return file_actors_proto_rawDescGZIP(), []int{21}
 }
 
 // Shutdown tells the scheduler that nothing is decided any more.
@@ -1428,7 +1316,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_actors_proto_msgTypes[24]
+	mi := &file_actors_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1328,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[24]
+	mi := &file_actors_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1341,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{24}
+	return file_actors_proto_rawDescGZIP(), []int{22}
 }
 
 // NextAction asks a module host what a running task does next.
@@ -1470,7 +1358,7 @@ type NextAction struct {
 
 func (x *NextAction) Reset() {
 	*x = NextAction{}
-	mi := &file_actors_proto_msgTypes[25]
+	mi := &file_actors_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1482,7 +1370,7 @@ func (x *NextAction) String() string {
 func (*NextAction) ProtoMessage() {}
 
 func (x *NextAction) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[25]
+	mi := &file_actors_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1495,7 +1383,7 @@ func (x *NextAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextAction.ProtoReflect.Descriptor instead.
 func (*NextAction) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{25}
+	return file_actors_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NextAction) GetTask() *Task {
@@ -1527,7 +1415,7 @@ type NextActionReply struct {
 
 func (x *NextActionReply) Reset() {
 	*x = NextActionReply{}
-	mi := &file_actors_proto_msgTypes[26]
+	mi := &file_actors_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1539,7 +1427,7 @@ func (x *NextActionReply) String() string {
 func (*NextActionReply) ProtoMessage() {}
 
 func (x *NextActionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[26]
+	mi := &file_actors_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1552,7 +1440,7 @@ func (x *NextActionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextActionReply.ProtoReflect.Descriptor instead.
 func (*NextActionReply) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{26}
+	return file_actors_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NextActionReply) GetKind() int32 {
@@ -1626,7 +1514,7 @@ type ModuleAnswer struct {
 
 func (x *ModuleAnswer) Reset() {
 	*x = ModuleAnswer{}
-	mi := &file_actors_proto_msgTypes[27]
+	mi := &file_actors_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1526,7 @@ func (x *ModuleAnswer) String() string {
 func (*ModuleAnswer) ProtoMessage() {}
 
 func (x *ModuleAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[27]
+	mi := &file_actors_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1539,7 @@ func (x *ModuleAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleAnswer.ProtoReflect.Descriptor instead.
 func (*ModuleAnswer) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{27}
+	return file_actors_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ModuleAnswer) GetTask() *Task {
@@ -1698,7 +1586,7 @@ type ModuleEnd struct {
 
 func (x *ModuleEnd) Reset() {
 	*x = ModuleEnd{}
-	mi := &file_actors_proto_msgTypes[28]
+	mi := &file_actors_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1710,7 +1598,7 @@ func (x *ModuleEnd) String() string {
 func (*ModuleEnd) ProtoMessage() {}
 
 func (x *ModuleEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[28]
+	mi := &file_actors_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1723,7 +1611,7 @@ func (x *ModuleEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleEnd.ProtoReflect.Descriptor instead.
 func (*ModuleEnd) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{28}
+	return file_actors_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ModuleEnd) GetTask() *Task {
@@ -1765,7 +1653,7 @@ type Persisted struct {
 
 func (x *Persisted) Reset() {
 	*x = Persisted{}
-	mi := &file_actors_proto_msgTypes[29]
+	mi := &file_actors_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1665,7 @@ func (x *Persisted) String() string {
 func (*Persisted) ProtoMessage() {}
 
 func (x *Persisted) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[29]
+	mi := &file_actors_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1678,7 @@ func (x *Persisted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Persisted.ProtoReflect.Descriptor instead.
 func (*Persisted) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{29}
+	return file_actors_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Persisted) GetGroup() uint64 {
@@ -1811,7 +1699,7 @@ type Archived struct {
 
 func (x *Archived) Reset() {
 	*x = Archived{}
-	mi := &file_actors_proto_msgTypes[30]
+	mi := &file_actors_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1823,7 +1711,7 @@ func (x *Archived) String() string {
 func (*Archived) ProtoMessage() {}
 
 func (x *Archived) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[30]
+	mi := &file_actors_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1836,7 +1724,7 @@ func (x *Archived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Archived.ProtoReflect.Descriptor instead.
 func (*Archived) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{30}
+	return file_actors_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Archived) GetEvents() []*Event {
@@ -1871,7 +1759,7 @@ type LLMError struct {
 
 func (x *LLMError) Reset() {
 	*x = LLMError{}
-	mi := &file_actors_proto_msgTypes[31]
+	mi := &file_actors_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +1771,7 @@ func (x *LLMError) String() string {
 func (*LLMError) ProtoMessage() {}
 
 func (x *LLMError) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[31]
+	mi := &file_actors_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +1784,7 @@ func (x *LLMError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMError.ProtoReflect.Descriptor instead.
 func (*LLMError) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{31}
+	return file_actors_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LLMError) GetMessage() string {
@@ -1967,7 +1855,7 @@ type LLMCancel struct {
 
 func (x *LLMCancel) Reset() {
 	*x = LLMCancel{}
-	mi := &file_actors_proto_msgTypes[32]
+	mi := &file_actors_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1979,7 +1867,7 @@ func (x *LLMCancel) String() string {
 func (*LLMCancel) ProtoMessage() {}
 
 func (x *LLMCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[32]
+	mi := &file_actors_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1992,7 +1880,7 @@ func (x *LLMCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMCancel.ProtoReflect.Descriptor instead.
 func (*LLMCancel) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{32}
+	return file_actors_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LLMCancel) GetRequestId() uint64 {
@@ -2009,51 +1897,6 @@ func (x *LLMCancel) GetCause() string {
 	return ""
 }
 
-// LLMCallDone tells a gateway host one of its calls returned.
-type LLMCallDone struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LLMCallDone) Reset() {
-	*x = LLMCallDone{}
-	mi := &file_actors_proto_msgTypes[33]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LLMCallDone) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LLMCallDone) ProtoMessage() {}
-
-func (x *LLMCallDone) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[33]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LLMCallDone.ProtoReflect.Descriptor instead.
-func (*LLMCallDone) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{33}
-}
-
-func (x *LLMCallDone) GetRequestId() uint64 {
-	if x != nil {
-		return x.RequestId
-	}
-	return 0
-}
-
 // BackendHealthQuery asks a gateway host for its backend's health.
 type BackendHealthQuery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2063,7 +1906,7 @@ type BackendHealthQuery struct {
 
 func (x *BackendHealthQuery) Reset() {
 	*x = BackendHealthQuery{}
-	mi := &file_actors_proto_msgTypes[34]
+	mi := &file_actors_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +1918,7 @@ func (x *BackendHealthQuery) String() string {
 func (*BackendHealthQuery) ProtoMessage() {}
 
 func (x *BackendHealthQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[34]
+	mi := &file_actors_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +1931,7 @@ func (x *BackendHealthQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendHealthQuery.ProtoReflect.Descriptor instead.
 func (*BackendHealthQuery) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{34}
+	return file_actors_proto_rawDescGZIP(), []int{31}
 }
 
 type BackendHealthReply struct {
@@ -2103,7 +1946,7 @@ type BackendHealthReply struct {
 
 func (x *BackendHealthReply) Reset() {
 	*x = BackendHealthReply{}
-	mi := &file_actors_proto_msgTypes[35]
+	mi := &file_actors_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2115,7 +1958,7 @@ func (x *BackendHealthReply) String() string {
 func (*BackendHealthReply) ProtoMessage() {}
 
 func (x *BackendHealthReply) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[35]
+	mi := &file_actors_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2128,7 +1971,7 @@ func (x *BackendHealthReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendHealthReply.ProtoReflect.Descriptor instead.
 func (*BackendHealthReply) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{35}
+	return file_actors_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BackendHealthReply) GetName() string {
@@ -2240,10 +2083,7 @@ const file_actors_proto_rawDesc = "" +
 	"\fBackendPause\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x14\n" +
-	"\x05pause\x18\x03 \x01(\bR\x05pause\"9\n" +
-	"\fPreemptQuery\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
-	"\x03llm\x18\x02 \x01(\tR\x03llm\"(\n" +
+	"\x05pause\x18\x03 \x01(\bR\x05pause\"(\n" +
 	"\fPreemptReply\x12\x18\n" +
 	"\ainstead\x18\x01 \x01(\tR\ainstead\"=\n" +
 	"\n" +
@@ -2251,10 +2091,7 @@ const file_actors_proto_rawDesc = "" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"#\n" +
 	"\tCancelRun\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"M\n" +
-	"\rStartExecutor\x12!\n" +
-	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x11\n" +
-	"\x03run\x18\xc9\x01 \x01(\x04R\x03runJ\x06\b\xc8\x01\x10\xc9\x01\"\f\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\f\n" +
 	"\n" +
 	"Checkpoint\"\n" +
 	"\n" +
@@ -2298,10 +2135,7 @@ const file_actors_proto_rawDesc = "" +
 	"\tLLMCancel\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x14\n" +
-	"\x05cause\x18\x02 \x01(\tR\x05cause\",\n" +
-	"\vLLMCallDone\x12\x1d\n" +
-	"\n" +
-	"request_id\x18\x01 \x01(\x04R\trequestId\"\x14\n" +
+	"\x05cause\x18\x02 \x01(\tR\x05cause\"\x14\n" +
 	"\x12BackendHealthQuery\"r\n" +
 	"\x12BackendHealthReply\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2321,7 +2155,7 @@ func file_actors_proto_rawDescGZIP() []byte {
 	return file_actors_proto_rawDescData
 }
 
-var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_actors_proto_goTypes = []any{
 	(*Tick)(nil),               // 0: fano.v1.Tick
 	(*Barrier)(nil),            // 1: fano.v1.Barrier
@@ -2341,49 +2175,45 @@ var file_actors_proto_goTypes = []any{
 	(*BackendCondition)(nil),   // 15: fano.v1.BackendCondition
 	(*LearnRate)(nil),          // 16: fano.v1.LearnRate
 	(*BackendPause)(nil),       // 17: fano.v1.BackendPause
-	(*PreemptQuery)(nil),       // 18: fano.v1.PreemptQuery
-	(*PreemptReply)(nil),       // 19: fano.v1.PreemptReply
-	(*CancelTask)(nil),         // 20: fano.v1.CancelTask
-	(*CancelRun)(nil),          // 21: fano.v1.CancelRun
-	(*StartExecutor)(nil),      // 22: fano.v1.StartExecutor
-	(*Checkpoint)(nil),         // 23: fano.v1.Checkpoint
-	(*Shutdown)(nil),           // 24: fano.v1.Shutdown
-	(*NextAction)(nil),         // 25: fano.v1.NextAction
-	(*NextActionReply)(nil),    // 26: fano.v1.NextActionReply
-	(*ModuleAnswer)(nil),       // 27: fano.v1.ModuleAnswer
-	(*ModuleEnd)(nil),          // 28: fano.v1.ModuleEnd
-	(*Persisted)(nil),          // 29: fano.v1.Persisted
-	(*Archived)(nil),           // 30: fano.v1.Archived
-	(*LLMError)(nil),           // 31: fano.v1.LLMError
-	(*LLMCancel)(nil),          // 32: fano.v1.LLMCancel
-	(*LLMCallDone)(nil),        // 33: fano.v1.LLMCallDone
-	(*BackendHealthQuery)(nil), // 34: fano.v1.BackendHealthQuery
-	(*BackendHealthReply)(nil), // 35: fano.v1.BackendHealthReply
-	nil,                        // 36: fano.v1.FreeSlots.BackendsEntry
-	(*Event)(nil),              // 37: fano.v1.Event
-	(*Task)(nil),               // 38: fano.v1.Task
+	(*PreemptReply)(nil),       // 18: fano.v1.PreemptReply
+	(*CancelTask)(nil),         // 19: fano.v1.CancelTask
+	(*CancelRun)(nil),          // 20: fano.v1.CancelRun
+	(*Checkpoint)(nil),         // 21: fano.v1.Checkpoint
+	(*Shutdown)(nil),           // 22: fano.v1.Shutdown
+	(*NextAction)(nil),         // 23: fano.v1.NextAction
+	(*NextActionReply)(nil),    // 24: fano.v1.NextActionReply
+	(*ModuleAnswer)(nil),       // 25: fano.v1.ModuleAnswer
+	(*ModuleEnd)(nil),          // 26: fano.v1.ModuleEnd
+	(*Persisted)(nil),          // 27: fano.v1.Persisted
+	(*Archived)(nil),           // 28: fano.v1.Archived
+	(*LLMError)(nil),           // 29: fano.v1.LLMError
+	(*LLMCancel)(nil),          // 30: fano.v1.LLMCancel
+	(*BackendHealthQuery)(nil), // 31: fano.v1.BackendHealthQuery
+	(*BackendHealthReply)(nil), // 32: fano.v1.BackendHealthReply
+	nil,                        // 33: fano.v1.FreeSlots.BackendsEntry
+	(*Event)(nil),              // 34: fano.v1.Event
+	(*Task)(nil),               // 35: fano.v1.Task
 }
 var file_actors_proto_depIdxs = []int32{
 	3,  // 0: fano.v1.Done.error:type_name -> fano.v1.ActorError
-	37, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
+	34, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
 	3,  // 2: fano.v1.TaskEventsReply.error:type_name -> fano.v1.ActorError
-	38, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
-	36, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
-	38, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
+	35, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
+	33, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
+	35, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
 	8,  // 6: fano.v1.Allocated.free:type_name -> fano.v1.FreeSlots
-	38, // 7: fano.v1.StartExecutor.task:type_name -> fano.v1.Task
-	38, // 8: fano.v1.NextAction.task:type_name -> fano.v1.Task
-	3,  // 9: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
-	3,  // 10: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
-	38, // 11: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	38, // 12: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	37, // 13: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 14: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	15, // [15:15] is the sub-list for method output_type
-	15, // [15:15] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	35, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
+	3,  // 9: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
+	35, // 10: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	35, // 11: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	34, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 13: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }
@@ -2399,7 +2229,7 @@ func file_actors_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_proto_rawDesc), len(file_actors_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

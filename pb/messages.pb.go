@@ -229,7 +229,7 @@ type TaskComplete struct {
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Result        *TaskResult            `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
 	Llm           string                 `protobuf:"bytes,3,opt,name=llm,proto3" json:"llm,omitempty"`
-	Run           uint64                 `protobuf:"varint,200,opt,name=run,proto3" json:"run,omitempty"` // StartExecutor.run of the executor that ended
+	Run           uint64                 `protobuf:"varint,200,opt,name=run,proto3" json:"run,omitempty"` // the run number the scheduler gave the executor that ended
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
