@@ -128,7 +128,7 @@ func launch(pw *playwright.Playwright, o launchOptions) (playwright.BrowserConte
 	if err != nil {
 		return nil, err
 	}
-	if pid, ok := profileInUse(o.ProfileDir); ok {
+	if pid, ok := waitProfileFree(o.ProfileDir, profileFreeWait, time.Sleep); ok {
 		return nil, fmt.Errorf("browser profile %s is in use by process %d (a `fano login` or another fano?); close it first", o.ProfileDir, pid)
 	}
 	args := append([]string{}, baseArgs...)
@@ -158,6 +158,26 @@ func launch(pw *playwright.Playwright, o launchOptions) (playwright.BrowserConte
 		return nil, fmt.Errorf("starting %s on profile %s: %w", exe, o.ProfileDir, err)
 	}
 	return bc, nil
+}
+
+// profileFreeWait is how long a launch waits for the holder of its
+// profile to end. A Chromium just killed (the crash a relaunch recovers
+// from) keeps its lock until the kernel has torn it down, which takes a
+// moment on a loaded machine; a holder still alive after that is another
+// program (a `fano login`, another fano).
+const profileFreeWait = 5 * time.Second
+
+// waitProfileFree waits up to wait, in steps of sleep, for no live
+// Chromium to hold dir's profile; it returns the holder if one still does.
+func waitProfileFree(dir string, wait time.Duration, sleep func(time.Duration)) (int, bool) {
+	const step = 20 * time.Millisecond
+	for waited := time.Duration(0); ; waited += step {
+		pid, inUse := profileInUse(dir)
+		if !inUse || waited >= wait {
+			return pid, inUse
+		}
+		sleep(step)
+	}
 }
 
 // profileInUse reports whether a live Chromium holds the profile's
