@@ -94,6 +94,9 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		a.publish(ctx)
 		ctx.Send(a.sys.schedulerPID, m)
 	case *pb.Allocate:
+		if m.Release != "" {
+			a.book.Release(m.Release) // the slot of a run that ended, handed on (schedulerActor.refill)
+		}
 		now := a.sys.clock.Now()
 		llm, ok := a.book.Choose(m.Task, a.book.Free(now), now)
 		if ok && !a.book.Acquire(llm) {

@@ -323,7 +323,9 @@ func (e *executor) finish(res *pb.TaskResult) {
 	e.env.offActor.Add(1)
 	defer e.env.offActor.Add(-1)
 	e.env.executors.ended() // first: the scheduler's next dispatch counts the free place
-	e.env.root.Send(e.env.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+	// The run's slot on llm goes back through the scheduler, which hands
+	// it to the next task in the same message to the allocator
+	// (schedulerActor.refill).
 	done := &pb.TaskComplete{TaskId: e.task.Id, Llm: llm, Result: res, Run: e.runNo}
 	// From this executor: the scheduler stops watching this run, not a
 	// later one of the same task.

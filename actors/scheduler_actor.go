@@ -192,6 +192,7 @@ func (a *schedulerActor) Receive(ctx actor.Context) {
 				a.cancel(nil, &pb.CancelTask{TaskId: m.TaskId, Reason: reason})
 			}
 		}
+		a.refill(ctx, m.Llm)
 		a.dispatchSoon(ctx)
 	case *pb.CancelTask:
 		a.cancel(ctx.Sender(), m)
@@ -546,6 +547,39 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 		a.allocating++
 		ctx.Send(a.sys.allocatorPID, &pb.Allocate{Task: t})
 	}
+}
+
+// refill gives back the slot on llm of a run that ended. It hands the
+// slot to the most urgent task that can use llm, in one message to the
+// allocator, which frees it and allocates that task: a slot freed and
+// published first (pb.ReleaseSlot, then pb.FreeSlots, then the pick's
+// pb.Allocate) stayed empty for two more trips through two busy mailboxes
+// per task. Where no task is picked now the slot is just given back.
+// With Options.DispatchOnTick nothing is picked between ticks.
+func (a *schedulerActor) refill(ctx actor.Context, llm string) {
+	if llm == "" {
+		return
+	}
+	budget := a.sys.opts.MaxRunning - int(a.sys.executors.Load()) - a.allocating
+	if a.sys.opts.DispatchOnTick || a.stopping || !a.sys.Accepting() || budget <= 0 {
+		ctx.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+		return
+	}
+	var free, deepFree []string
+	normal, deep := a.sys.inputs.canTake(llm)
+	if normal {
+		free = []string{llm}
+	}
+	if deep {
+		deepFree = []string{llm}
+	}
+	t, ok := a.state.PickFor(free, deepFree, a.sys.clock.Now())
+	if !ok {
+		ctx.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+		return
+	}
+	a.allocating++
+	ctx.Send(a.sys.allocatorPID, &pb.Allocate{Task: t, Release: llm})
 }
 
 func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {

@@ -563,8 +563,11 @@ func (x *FreeSlots) GetBackends() map[string]*BackendFree {
 
 // Allocate asks the allocator for an LLM (and a slot on it) for a task.
 type Allocate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Task  *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// release: a backend whose slot is given back first (the slot of a run
+	// that just ended, handed to this task in the same message).
+	Release       string `protobuf:"bytes,200,opt,name=release,proto3" json:"release,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -604,6 +607,13 @@ func (x *Allocate) GetTask() *Task {
 		return x.Task
 	}
 	return nil
+}
+
+func (x *Allocate) GetRelease() string {
+	if x != nil {
+		return x.Release
+	}
+	return ""
 }
 
 // Allocated answers Allocate; llm "" = nothing could be allocated.
@@ -2046,9 +2056,10 @@ const file_actors_proto_rawDesc = "" +
 	"\bbackends\x18\x01 \x03(\v2 .fano.v1.FreeSlots.BackendsEntryR\bbackends\x1aQ\n" +
 	"\rBackendsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12*\n" +
-	"\x05value\x18\x02 \x01(\v2\x14.fano.v1.BackendFreeR\x05value:\x028\x01\"-\n" +
+	"\x05value\x18\x02 \x01(\v2\x14.fano.v1.BackendFreeR\x05value:\x028\x01\"H\n" +
 	"\bAllocate\x12!\n" +
-	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"_\n" +
+	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x19\n" +
+	"\arelease\x18\xc8\x01 \x01(\tR\arelease\"_\n" +
 	"\tAllocated\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
 	"\x03llm\x18\x02 \x01(\tR\x03llm\x12'\n" +

@@ -569,6 +569,15 @@ func (m *Allocate) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.Release) > 0 {
+		i -= len(m.Release)
+		copy(dAtA[i:], m.Release)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Release)))
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xc2
+	}
 	if m.Task != nil {
 		size, err := m.Task.MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
@@ -2053,6 +2062,10 @@ func (m *Allocate) SizeVT() (n int) {
 	if m.Task != nil {
 		l = m.Task.SizeVT()
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	l = len(m.Release)
+	if l > 0 {
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
 	return n
