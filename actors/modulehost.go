@@ -134,6 +134,13 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 	case *pb.ModuleQuery:
 		respond(ctx, modules.View(h.mod, m))
 	case *pb.Barrier:
+		if m.Applied {
+			// Behind every batch queued before: the journal delivers in
+			// order, and an empty batch waits for no write.
+			sender := ctx.Sender()
+			h.j.persist(nil, func([]uint64, error) { h.sys.asks.respondLater(sender, &pb.BarrierReply{}) })
+			return
+		}
 		respond(ctx, &pb.BarrierReply{})
 	case *pb.Checkpoint:
 		if !h.sys.checkpoints.due(h.owner, h.last) {

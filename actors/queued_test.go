@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -288,4 +289,42 @@ func TestAnEndingAnswerEndsItsTaskWithoutWaitingForItsEvents(t *testing.T) {
 	}))
 	require.Equal(t, []string{"answer_recorded", "answer_recorded", "question_done"}, mine)
 	require.Equal(t, seqs[1]+1, seqs[2], "the completion is written with the last answer")
+}
+
+// A task seen completed has its module's events for it in what
+// WithModule shows. Its completion is written after them, but each owner
+// applies its own events as its journal hands them back: here the
+// module's are durable and held from it, and WithModule waits for them.
+func TestWithModuleShowsTheEventsOfACompletedTask(t *testing.T) {
+	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), memory: true, backends: []string{"api"},
+		probe: probe.Config{NoPropose: true, Turns: 1}})
+	store := &orderStore{Store: b.log, hold: moduleOwner(probe.Name), held: make(chan struct{})}
+	b.log, b.opts.Log = store, store
+	sys := b.start()
+	task := probeTask(1, 0)
+	_, err := sys.Submit(task)
+	require.NoError(t, err)
+	b.waitCompleted(1)
+
+	held := sys.offActor.Load() // the module's batch, its Persisted not yet posted
+	seen := make(chan int, 1)
+	go func() {
+		_ = sys.WithModule(probe.Name, func(m modules.Module) { seen <- len(m.(*probe.Module).Answers()[task.Id]) })
+	}()
+	released := false
+	for {
+		select {
+		case n := <-seen:
+			require.True(t, released, "WithModule read the module before its events were applied")
+			require.Equal(t, 1, n, "the module's answer for the completed task")
+			return
+		default:
+		}
+		// Released once WithModule's wait is queued behind the held batch.
+		if !released && sys.offActor.Load() > held {
+			close(store.held)
+			released = true
+		}
+		runtime.Gosched()
+	}
 }

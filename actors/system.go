@@ -323,15 +323,17 @@ func (s *System) Checkpoint() error {
 }
 
 // WithModule runs fn on a module's state between two messages of its
-// host, after every message sent to it before. fn must only read. It is
-// for in-process tooling only (the pipeline CLI's progress and summary,
-// tests): a reader that could be elsewhere uses Query.
+// host, after every message sent to it before and with every event it
+// queued before applied: a task seen completed has its module's events
+// for it there too. fn must only read. It is for in-process tooling only
+// (the pipeline CLI's progress and summary, tests): a reader that could
+// be elsewhere uses Query.
 func (s *System) WithModule(name string, fn func(modules.Module)) error {
 	pid, ok := s.modulePIDs[name]
 	if !ok {
 		return fmt.Errorf("no module %q", name)
 	}
-	if err := s.state.barrier(pid); err != nil {
+	if _, err := request[*pb.BarrierReply](s.asks, context.Background(), pid, &pb.Barrier{Applied: true}); err != nil {
 		return err
 	}
 	g := &s.desks.desk(moduleOwner(name)).guard

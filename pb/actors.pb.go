@@ -74,7 +74,13 @@ func (x *Tick) GetNow() int64 {
 // Barrier is answered with a BarrierReply once every message sent to the
 // actor before it has been handled.
 type Barrier struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// applied (module hosts): and once every event the host queued in the
+	// WAL before it is applied too. A run's completion is written after its
+	// module's events, but each owner applies its own events as its
+	// journal hands them back: a reader that saw the completion could still
+	// find the module without them.
+	Applied       bool `protobuf:"varint,200,opt,name=applied,proto3" json:"applied,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +113,13 @@ func (x *Barrier) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Barrier.ProtoReflect.Descriptor instead.
 func (*Barrier) Descriptor() ([]byte, []int) {
 	return file_actors_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Barrier) GetApplied() bool {
+	if x != nil {
+		return x.Applied
+	}
+	return false
 }
 
 type BarrierReply struct {
@@ -679,6 +692,70 @@ func (x *Allocated) GetFree() *FreeSlots {
 	return nil
 }
 
+// SlotPassed tells the allocator that the scheduler started a task on the
+// slot of a run that just ended on the same backend, with no other backend
+// free: the choice the allocator would have made. The slot stays in use;
+// the allocator records the grant.
+type SlotPassed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Backend       string                 `protobuf:"bytes,2,opt,name=backend,proto3" json:"backend,omitempty"`
+	Deep          bool                   `protobuf:"varint,3,opt,name=deep,proto3" json:"deep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SlotPassed) Reset() {
+	*x = SlotPassed{}
+	mi := &file_actors_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SlotPassed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SlotPassed) ProtoMessage() {}
+
+func (x *SlotPassed) ProtoReflect() protoreflect.Message {
+	mi := &file_actors_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SlotPassed.ProtoReflect.Descriptor instead.
+func (*SlotPassed) Descriptor() ([]byte, []int) {
+	return file_actors_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SlotPassed) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *SlotPassed) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *SlotPassed) GetDeep() bool {
+	if x != nil {
+		return x.Deep
+	}
+	return false
+}
+
 // ReleaseSlot gives back a request slot.
 type ReleaseSlot struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -689,7 +766,7 @@ type ReleaseSlot struct {
 
 func (x *ReleaseSlot) Reset() {
 	*x = ReleaseSlot{}
-	mi := &file_actors_proto_msgTypes[11]
+	mi := &file_actors_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +778,7 @@ func (x *ReleaseSlot) String() string {
 func (*ReleaseSlot) ProtoMessage() {}
 
 func (x *ReleaseSlot) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[11]
+	mi := &file_actors_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +791,7 @@ func (x *ReleaseSlot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseSlot.ProtoReflect.Descriptor instead.
 func (*ReleaseSlot) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{11}
+	return file_actors_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReleaseSlot) GetBackend() string {
@@ -736,7 +813,7 @@ type UseQuota struct {
 
 func (x *UseQuota) Reset() {
 	*x = UseQuota{}
-	mi := &file_actors_proto_msgTypes[12]
+	mi := &file_actors_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +825,7 @@ func (x *UseQuota) String() string {
 func (*UseQuota) ProtoMessage() {}
 
 func (x *UseQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[12]
+	mi := &file_actors_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +838,7 @@ func (x *UseQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UseQuota.ProtoReflect.Descriptor instead.
 func (*UseQuota) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{12}
+	return file_actors_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UseQuota) GetBackend() string {
@@ -797,7 +874,7 @@ type ReleaseQuota struct {
 
 func (x *ReleaseQuota) Reset() {
 	*x = ReleaseQuota{}
-	mi := &file_actors_proto_msgTypes[13]
+	mi := &file_actors_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +886,7 @@ func (x *ReleaseQuota) String() string {
 func (*ReleaseQuota) ProtoMessage() {}
 
 func (x *ReleaseQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[13]
+	mi := &file_actors_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +899,7 @@ func (x *ReleaseQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseQuota.ProtoReflect.Descriptor instead.
 func (*ReleaseQuota) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{13}
+	return file_actors_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ReleaseQuota) GetBackend() string {
@@ -861,7 +938,7 @@ type RateLimited struct {
 
 func (x *RateLimited) Reset() {
 	*x = RateLimited{}
-	mi := &file_actors_proto_msgTypes[14]
+	mi := &file_actors_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +950,7 @@ func (x *RateLimited) String() string {
 func (*RateLimited) ProtoMessage() {}
 
 func (x *RateLimited) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[14]
+	mi := &file_actors_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +963,7 @@ func (x *RateLimited) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RateLimited.ProtoReflect.Descriptor instead.
 func (*RateLimited) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{14}
+	return file_actors_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RateLimited) GetBackend() string {
@@ -949,7 +1026,7 @@ type BackendCondition struct {
 
 func (x *BackendCondition) Reset() {
 	*x = BackendCondition{}
-	mi := &file_actors_proto_msgTypes[15]
+	mi := &file_actors_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1038,7 @@ func (x *BackendCondition) String() string {
 func (*BackendCondition) ProtoMessage() {}
 
 func (x *BackendCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[15]
+	mi := &file_actors_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1051,7 @@ func (x *BackendCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendCondition.ProtoReflect.Descriptor instead.
 func (*BackendCondition) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{15}
+	return file_actors_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BackendCondition) GetBackend() string {
@@ -1024,7 +1101,7 @@ type LearnRate struct {
 
 func (x *LearnRate) Reset() {
 	*x = LearnRate{}
-	mi := &file_actors_proto_msgTypes[16]
+	mi := &file_actors_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1036,7 +1113,7 @@ func (x *LearnRate) String() string {
 func (*LearnRate) ProtoMessage() {}
 
 func (x *LearnRate) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[16]
+	mi := &file_actors_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1049,7 +1126,7 @@ func (x *LearnRate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LearnRate.ProtoReflect.Descriptor instead.
 func (*LearnRate) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{16}
+	return file_actors_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LearnRate) GetBackend() string {
@@ -1085,7 +1162,7 @@ type BackendPause struct {
 
 func (x *BackendPause) Reset() {
 	*x = BackendPause{}
-	mi := &file_actors_proto_msgTypes[17]
+	mi := &file_actors_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1174,7 @@ func (x *BackendPause) String() string {
 func (*BackendPause) ProtoMessage() {}
 
 func (x *BackendPause) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[17]
+	mi := &file_actors_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1187,7 @@ func (x *BackendPause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendPause.ProtoReflect.Descriptor instead.
 func (*BackendPause) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{17}
+	return file_actors_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackendPause) GetBackend() string {
@@ -1146,7 +1223,7 @@ type PreemptReply struct {
 
 func (x *PreemptReply) Reset() {
 	*x = PreemptReply{}
-	mi := &file_actors_proto_msgTypes[18]
+	mi := &file_actors_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1235,7 @@ func (x *PreemptReply) String() string {
 func (*PreemptReply) ProtoMessage() {}
 
 func (x *PreemptReply) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[18]
+	mi := &file_actors_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1248,7 @@ func (x *PreemptReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreemptReply.ProtoReflect.Descriptor instead.
 func (*PreemptReply) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{18}
+	return file_actors_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PreemptReply) GetInstead() string {
@@ -1192,7 +1269,7 @@ type CancelTask struct {
 
 func (x *CancelTask) Reset() {
 	*x = CancelTask{}
-	mi := &file_actors_proto_msgTypes[19]
+	mi := &file_actors_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1204,7 +1281,7 @@ func (x *CancelTask) String() string {
 func (*CancelTask) ProtoMessage() {}
 
 func (x *CancelTask) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[19]
+	mi := &file_actors_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1217,7 +1294,7 @@ func (x *CancelTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTask.ProtoReflect.Descriptor instead.
 func (*CancelTask) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{19}
+	return file_actors_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelTask) GetTaskId() string {
@@ -1244,7 +1321,7 @@ type CancelRun struct {
 
 func (x *CancelRun) Reset() {
 	*x = CancelRun{}
-	mi := &file_actors_proto_msgTypes[20]
+	mi := &file_actors_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1333,7 @@ func (x *CancelRun) String() string {
 func (*CancelRun) ProtoMessage() {}
 
 func (x *CancelRun) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[20]
+	mi := &file_actors_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1346,7 @@ func (x *CancelRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRun.ProtoReflect.Descriptor instead.
 func (*CancelRun) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{20}
+	return file_actors_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelRun) GetReason() string {
@@ -1289,7 +1366,7 @@ type Checkpoint struct {
 
 func (x *Checkpoint) Reset() {
 	*x = Checkpoint{}
-	mi := &file_actors_proto_msgTypes[21]
+	mi := &file_actors_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1301,7 +1378,7 @@ func (x *Checkpoint) String() string {
 func (*Checkpoint) ProtoMessage() {}
 
 func (x *Checkpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[21]
+	mi := &file_actors_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1314,7 +1391,7 @@ func (x *Checkpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Checkpoint.ProtoReflect.Descriptor instead.
 func (*Checkpoint) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{21}
+	return file_actors_proto_rawDescGZIP(), []int{22}
 }
 
 // Shutdown tells the scheduler that nothing is decided any more.
@@ -1326,7 +1403,7 @@ type Shutdown struct {
 
 func (x *Shutdown) Reset() {
 	*x = Shutdown{}
-	mi := &file_actors_proto_msgTypes[22]
+	mi := &file_actors_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1415,7 @@ func (x *Shutdown) String() string {
 func (*Shutdown) ProtoMessage() {}
 
 func (x *Shutdown) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[22]
+	mi := &file_actors_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1428,7 @@ func (x *Shutdown) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Shutdown.ProtoReflect.Descriptor instead.
 func (*Shutdown) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{22}
+	return file_actors_proto_rawDescGZIP(), []int{23}
 }
 
 // NextAction asks a module host what a running task does next.
@@ -1368,7 +1445,7 @@ type NextAction struct {
 
 func (x *NextAction) Reset() {
 	*x = NextAction{}
-	mi := &file_actors_proto_msgTypes[23]
+	mi := &file_actors_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1457,7 @@ func (x *NextAction) String() string {
 func (*NextAction) ProtoMessage() {}
 
 func (x *NextAction) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[23]
+	mi := &file_actors_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1470,7 @@ func (x *NextAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextAction.ProtoReflect.Descriptor instead.
 func (*NextAction) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{23}
+	return file_actors_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NextAction) GetTask() *Task {
@@ -1425,7 +1502,7 @@ type NextActionReply struct {
 
 func (x *NextActionReply) Reset() {
 	*x = NextActionReply{}
-	mi := &file_actors_proto_msgTypes[24]
+	mi := &file_actors_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1437,7 +1514,7 @@ func (x *NextActionReply) String() string {
 func (*NextActionReply) ProtoMessage() {}
 
 func (x *NextActionReply) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[24]
+	mi := &file_actors_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1450,7 +1527,7 @@ func (x *NextActionReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NextActionReply.ProtoReflect.Descriptor instead.
 func (*NextActionReply) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{24}
+	return file_actors_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *NextActionReply) GetKind() int32 {
@@ -1524,7 +1601,7 @@ type ModuleAnswer struct {
 
 func (x *ModuleAnswer) Reset() {
 	*x = ModuleAnswer{}
-	mi := &file_actors_proto_msgTypes[25]
+	mi := &file_actors_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1536,7 +1613,7 @@ func (x *ModuleAnswer) String() string {
 func (*ModuleAnswer) ProtoMessage() {}
 
 func (x *ModuleAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[25]
+	mi := &file_actors_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1549,7 +1626,7 @@ func (x *ModuleAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleAnswer.ProtoReflect.Descriptor instead.
 func (*ModuleAnswer) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{25}
+	return file_actors_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ModuleAnswer) GetTask() *Task {
@@ -1596,7 +1673,7 @@ type ModuleEnd struct {
 
 func (x *ModuleEnd) Reset() {
 	*x = ModuleEnd{}
-	mi := &file_actors_proto_msgTypes[26]
+	mi := &file_actors_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1685,7 @@ func (x *ModuleEnd) String() string {
 func (*ModuleEnd) ProtoMessage() {}
 
 func (x *ModuleEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[26]
+	mi := &file_actors_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1698,7 @@ func (x *ModuleEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleEnd.ProtoReflect.Descriptor instead.
 func (*ModuleEnd) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{26}
+	return file_actors_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ModuleEnd) GetTask() *Task {
@@ -1663,7 +1740,7 @@ type Persisted struct {
 
 func (x *Persisted) Reset() {
 	*x = Persisted{}
-	mi := &file_actors_proto_msgTypes[27]
+	mi := &file_actors_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1752,7 @@ func (x *Persisted) String() string {
 func (*Persisted) ProtoMessage() {}
 
 func (x *Persisted) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[27]
+	mi := &file_actors_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1765,7 @@ func (x *Persisted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Persisted.ProtoReflect.Descriptor instead.
 func (*Persisted) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{27}
+	return file_actors_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Persisted) GetGroup() uint64 {
@@ -1709,7 +1786,7 @@ type Archived struct {
 
 func (x *Archived) Reset() {
 	*x = Archived{}
-	mi := &file_actors_proto_msgTypes[28]
+	mi := &file_actors_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1721,7 +1798,7 @@ func (x *Archived) String() string {
 func (*Archived) ProtoMessage() {}
 
 func (x *Archived) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[28]
+	mi := &file_actors_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1734,7 +1811,7 @@ func (x *Archived) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Archived.ProtoReflect.Descriptor instead.
 func (*Archived) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{28}
+	return file_actors_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Archived) GetEvents() []*Event {
@@ -1769,7 +1846,7 @@ type LLMError struct {
 
 func (x *LLMError) Reset() {
 	*x = LLMError{}
-	mi := &file_actors_proto_msgTypes[29]
+	mi := &file_actors_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1781,7 +1858,7 @@ func (x *LLMError) String() string {
 func (*LLMError) ProtoMessage() {}
 
 func (x *LLMError) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[29]
+	mi := &file_actors_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1794,7 +1871,7 @@ func (x *LLMError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMError.ProtoReflect.Descriptor instead.
 func (*LLMError) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{29}
+	return file_actors_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LLMError) GetMessage() string {
@@ -1865,7 +1942,7 @@ type LLMCancel struct {
 
 func (x *LLMCancel) Reset() {
 	*x = LLMCancel{}
-	mi := &file_actors_proto_msgTypes[30]
+	mi := &file_actors_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1877,7 +1954,7 @@ func (x *LLMCancel) String() string {
 func (*LLMCancel) ProtoMessage() {}
 
 func (x *LLMCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[30]
+	mi := &file_actors_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1890,7 +1967,7 @@ func (x *LLMCancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMCancel.ProtoReflect.Descriptor instead.
 func (*LLMCancel) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{30}
+	return file_actors_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *LLMCancel) GetRequestId() uint64 {
@@ -1916,7 +1993,7 @@ type BackendHealthQuery struct {
 
 func (x *BackendHealthQuery) Reset() {
 	*x = BackendHealthQuery{}
-	mi := &file_actors_proto_msgTypes[31]
+	mi := &file_actors_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2005,7 @@ func (x *BackendHealthQuery) String() string {
 func (*BackendHealthQuery) ProtoMessage() {}
 
 func (x *BackendHealthQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[31]
+	mi := &file_actors_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2018,7 @@ func (x *BackendHealthQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendHealthQuery.ProtoReflect.Descriptor instead.
 func (*BackendHealthQuery) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{31}
+	return file_actors_proto_rawDescGZIP(), []int{32}
 }
 
 type BackendHealthReply struct {
@@ -1956,7 +2033,7 @@ type BackendHealthReply struct {
 
 func (x *BackendHealthReply) Reset() {
 	*x = BackendHealthReply{}
-	mi := &file_actors_proto_msgTypes[32]
+	mi := &file_actors_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1968,7 +2045,7 @@ func (x *BackendHealthReply) String() string {
 func (*BackendHealthReply) ProtoMessage() {}
 
 func (x *BackendHealthReply) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[32]
+	mi := &file_actors_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1981,7 +2058,7 @@ func (x *BackendHealthReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendHealthReply.ProtoReflect.Descriptor instead.
 func (*BackendHealthReply) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{32}
+	return file_actors_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BackendHealthReply) GetName() string {
@@ -2019,8 +2096,9 @@ const file_actors_proto_rawDesc = "" +
 	"\factors.proto\x12\afano.v1\x1a\n" +
 	"task.proto\x1a\fevents.proto\"\x18\n" +
 	"\x04Tick\x12\x10\n" +
-	"\x03now\x18\x01 \x01(\x03R\x03now\"\t\n" +
-	"\aBarrier\"\x0e\n" +
+	"\x03now\x18\x01 \x01(\x03R\x03now\"$\n" +
+	"\aBarrier\x12\x19\n" +
+	"\aapplied\x18\xc8\x01 \x01(\bR\aapplied\"\x0e\n" +
 	"\fBarrierReply\"\xef\x01\n" +
 	"\n" +
 	"ActorError\x12\x18\n" +
@@ -2063,7 +2141,12 @@ const file_actors_proto_rawDesc = "" +
 	"\tAllocated\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x10\n" +
 	"\x03llm\x18\x02 \x01(\tR\x03llm\x12'\n" +
-	"\x04free\x18\xc8\x01 \x01(\v2\x12.fano.v1.FreeSlotsR\x04free\"'\n" +
+	"\x04free\x18\xc8\x01 \x01(\v2\x12.fano.v1.FreeSlotsR\x04free\"S\n" +
+	"\n" +
+	"SlotPassed\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
+	"\abackend\x18\x02 \x01(\tR\abackend\x12\x12\n" +
+	"\x04deep\x18\x03 \x01(\bR\x04deep\"'\n" +
 	"\vReleaseSlot\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\"Q\n" +
 	"\bUseQuota\x12\x18\n" +
@@ -2166,7 +2249,7 @@ func file_actors_proto_rawDescGZIP() []byte {
 	return file_actors_proto_rawDescData
 }
 
-var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_actors_proto_goTypes = []any{
 	(*Tick)(nil),               // 0: fano.v1.Tick
 	(*Barrier)(nil),            // 1: fano.v1.Barrier
@@ -2179,46 +2262,47 @@ var file_actors_proto_goTypes = []any{
 	(*FreeSlots)(nil),          // 8: fano.v1.FreeSlots
 	(*Allocate)(nil),           // 9: fano.v1.Allocate
 	(*Allocated)(nil),          // 10: fano.v1.Allocated
-	(*ReleaseSlot)(nil),        // 11: fano.v1.ReleaseSlot
-	(*UseQuota)(nil),           // 12: fano.v1.UseQuota
-	(*ReleaseQuota)(nil),       // 13: fano.v1.ReleaseQuota
-	(*RateLimited)(nil),        // 14: fano.v1.RateLimited
-	(*BackendCondition)(nil),   // 15: fano.v1.BackendCondition
-	(*LearnRate)(nil),          // 16: fano.v1.LearnRate
-	(*BackendPause)(nil),       // 17: fano.v1.BackendPause
-	(*PreemptReply)(nil),       // 18: fano.v1.PreemptReply
-	(*CancelTask)(nil),         // 19: fano.v1.CancelTask
-	(*CancelRun)(nil),          // 20: fano.v1.CancelRun
-	(*Checkpoint)(nil),         // 21: fano.v1.Checkpoint
-	(*Shutdown)(nil),           // 22: fano.v1.Shutdown
-	(*NextAction)(nil),         // 23: fano.v1.NextAction
-	(*NextActionReply)(nil),    // 24: fano.v1.NextActionReply
-	(*ModuleAnswer)(nil),       // 25: fano.v1.ModuleAnswer
-	(*ModuleEnd)(nil),          // 26: fano.v1.ModuleEnd
-	(*Persisted)(nil),          // 27: fano.v1.Persisted
-	(*Archived)(nil),           // 28: fano.v1.Archived
-	(*LLMError)(nil),           // 29: fano.v1.LLMError
-	(*LLMCancel)(nil),          // 30: fano.v1.LLMCancel
-	(*BackendHealthQuery)(nil), // 31: fano.v1.BackendHealthQuery
-	(*BackendHealthReply)(nil), // 32: fano.v1.BackendHealthReply
-	nil,                        // 33: fano.v1.FreeSlots.BackendsEntry
-	(*Event)(nil),              // 34: fano.v1.Event
-	(*Task)(nil),               // 35: fano.v1.Task
+	(*SlotPassed)(nil),         // 11: fano.v1.SlotPassed
+	(*ReleaseSlot)(nil),        // 12: fano.v1.ReleaseSlot
+	(*UseQuota)(nil),           // 13: fano.v1.UseQuota
+	(*ReleaseQuota)(nil),       // 14: fano.v1.ReleaseQuota
+	(*RateLimited)(nil),        // 15: fano.v1.RateLimited
+	(*BackendCondition)(nil),   // 16: fano.v1.BackendCondition
+	(*LearnRate)(nil),          // 17: fano.v1.LearnRate
+	(*BackendPause)(nil),       // 18: fano.v1.BackendPause
+	(*PreemptReply)(nil),       // 19: fano.v1.PreemptReply
+	(*CancelTask)(nil),         // 20: fano.v1.CancelTask
+	(*CancelRun)(nil),          // 21: fano.v1.CancelRun
+	(*Checkpoint)(nil),         // 22: fano.v1.Checkpoint
+	(*Shutdown)(nil),           // 23: fano.v1.Shutdown
+	(*NextAction)(nil),         // 24: fano.v1.NextAction
+	(*NextActionReply)(nil),    // 25: fano.v1.NextActionReply
+	(*ModuleAnswer)(nil),       // 26: fano.v1.ModuleAnswer
+	(*ModuleEnd)(nil),          // 27: fano.v1.ModuleEnd
+	(*Persisted)(nil),          // 28: fano.v1.Persisted
+	(*Archived)(nil),           // 29: fano.v1.Archived
+	(*LLMError)(nil),           // 30: fano.v1.LLMError
+	(*LLMCancel)(nil),          // 31: fano.v1.LLMCancel
+	(*BackendHealthQuery)(nil), // 32: fano.v1.BackendHealthQuery
+	(*BackendHealthReply)(nil), // 33: fano.v1.BackendHealthReply
+	nil,                        // 34: fano.v1.FreeSlots.BackendsEntry
+	(*Event)(nil),              // 35: fano.v1.Event
+	(*Task)(nil),               // 36: fano.v1.Task
 }
 var file_actors_proto_depIdxs = []int32{
 	3,  // 0: fano.v1.Done.error:type_name -> fano.v1.ActorError
-	34, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
+	35, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
 	3,  // 2: fano.v1.TaskEventsReply.error:type_name -> fano.v1.ActorError
-	35, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
-	33, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
-	35, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
+	36, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
+	34, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
+	36, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
 	8,  // 6: fano.v1.Allocated.free:type_name -> fano.v1.FreeSlots
-	35, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	36, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
 	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
 	3,  // 9: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
-	35, // 10: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	35, // 11: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	34, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
+	36, // 10: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	36, // 11: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	35, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
 	7,  // 13: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
 	14, // [14:14] is the sub-list for method output_type
 	14, // [14:14] is the sub-list for method input_type
@@ -2240,7 +2324,7 @@ func file_actors_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_proto_rawDesc), len(file_actors_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
