@@ -109,6 +109,8 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 			llm = ""
 		}
 		ctx.Send(a.sys.schedulerPID, &pb.Allocated{TaskId: m.Task.GetId(), Llm: llm, Free: a.changedView()})
+	case *pb.SlotPassed:
+		a.book.Grant(m.TaskId, m.Backend, m.Deep, a.sys.clock.Now())
 	case *pb.ReleaseSlot:
 		a.book.Release(m.Backend) // one nobody holds is ignored
 		a.publish(ctx)
@@ -183,11 +185,19 @@ func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err 
 	}
 	sender := ctx.Sender()
 	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
-		if err != nil && a.sys.state.allocator.Load() == a {
+		cur := a.sys.state.allocator.Load()
+		if err != nil && cur == a {
 			// Never applied: the charge this book decided for it is no
 			// longer in flight. (A restarted instance rebuilt its book from
 			// the WAL and never counted it.)
 			a.book.Abandon(ev)
+		}
+		// Published before the answer: the scheduler passes slots on by the
+		// quota view (schedulerActor.refill), and a task that goes on from
+		// this answer may end and free its slot before the publish that
+		// follows the whole group of events.
+		if fs := cur.changedView(); fs != nil {
+			a.sys.root.Send(a.sys.schedulerPID, fs)
 		}
 		a.sys.asks.respondLater(sender, doneOf(err))
 	})

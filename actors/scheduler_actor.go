@@ -549,13 +549,16 @@ func (a *schedulerActor) dispatch(ctx actor.Context) {
 	}
 }
 
-// refill gives back the slot on llm of a run that ended. It hands the
-// slot to the most urgent task that can use llm, in one message to the
-// allocator, which frees it and allocates that task: a slot freed and
-// published first (pb.ReleaseSlot, then pb.FreeSlots, then the pick's
-// pb.Allocate) stayed empty for two more trips through two busy mailboxes
-// per task. Where no task is picked now the slot is just given back.
-// With Options.DispatchOnTick nothing is picked between ticks.
+// refill gives back the slot on llm of a run that ended, or hands it to
+// the most urgent task that can use llm: a slot freed and published first
+// (pb.ReleaseSlot, then pb.FreeSlots, then the pick's pb.Allocate, then
+// pb.Allocated) stayed empty for four trips through busy mailboxes per
+// task. Where the allocator could only choose llm for the task (see
+// passesSlot) the task starts on the slot at once and the allocator is
+// told (pb.SlotPassed); otherwise the allocator frees the slot and
+// allocates the task in one message. Where no task is picked now the slot
+// is just given back. With Options.DispatchOnTick nothing is picked
+// between ticks.
 func (a *schedulerActor) refill(ctx actor.Context, llm string) {
 	if llm == "" {
 		return
@@ -579,7 +582,24 @@ func (a *schedulerActor) refill(ctx actor.Context, llm string) {
 		return
 	}
 	a.allocating++
+	if a.passesSlot() {
+		ctx.Send(a.sys.allocatorPID, &pb.SlotPassed{TaskId: t.Id, Backend: llm, Deep: t.RequiresDeepMode})
+		a.onAllocated(ctx, &pb.Allocated{TaskId: t.Id, Llm: llm})
+		return
+	}
 	ctx.Send(a.sys.allocatorPID, &pb.Allocate{Task: t, Release: llm})
+}
+
+// passesSlot says whether the task picked for the backend whose slot a
+// run just freed may start there without asking the allocator: when the
+// allocator could choose nothing else (allocator.Book.Choose), as no
+// other backend has a free slot in its last view. The pick already kept
+// to the task's preference and exclusions and to the backend's quota for
+// its kind of request. That view can be a few messages old; a request
+// the quota then refuses never leaves (the task moves on, as after any
+// allocation the quota has outrun).
+func (a *schedulerActor) passesSlot() bool {
+	return len(a.free.GetBackends()) == 0
 }
 
 func (a *schedulerActor) onAllocated(ctx actor.Context, m *pb.Allocated) {

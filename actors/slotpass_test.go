@@ -1,0 +1,65 @@
+package actors
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/jonboulle/clockwork"
+	"github.com/stretchr/testify/require"
+
+	"fano/modules/probe"
+	"fano/pb"
+)
+
+// A slot an ended run passes straight to the next task (no trip through
+// the allocator) goes only to work the backend's quota can take: at the
+// hourly limit the slot is given back and the rest wait, PENDING. Passed
+// past the limit, each would start, have its request refused by the
+// allocator, and be paused for quota.
+func TestAPassedSlotStopsAtTheHourlyQuota(t *testing.T) {
+	b := setup(t, setupOpts{clock: clockwork.NewFakeClock(), backends: []string{"api"}, conc: 1, hourly: 10,
+		probe: probe.Config{NoPropose: true, Turns: 1}})
+	sys := b.start()
+	var tasks []*pb.Task
+	for i := range 12 {
+		tasks = append(tasks, probeTask(i, 0))
+	}
+	rs, err := sys.SubmitBatch(tasks)
+	require.NoError(t, err)
+	for _, r := range rs {
+		require.True(t, r.Accepted, r.Reason)
+	}
+	usable := 9 // 10 an hour less the 10 % buffer
+	b.waitCompleted(usable)
+	b.waitSlotsFree()
+	counts := sys.Counts()[probe.Name]
+	require.Equal(t, map[pb.TaskState]int{pb.TaskState_TASK_STATE_COMPLETED: usable, pb.TaskState_TASK_STATE_PENDING: 3}, counts)
+	for _, q := range sys.Quotas() {
+		require.Equal(t, usable, q.HourlyUsed, q.Name)
+	}
+}
+
+// The slot of an ended run is passed on only where the allocator could
+// choose no other backend. Here b is free too (only one task may run at a
+// time) and has more of its hour left than a: the allocator puts the next
+// task there, and so must the scheduler.
+func TestASlotIsPassedOnOnlyWhereNoOtherBackendIsFree(t *testing.T) {
+	b := setup(t, setupOpts{backends: []string{"a", "b"}, conc: 1, hourly: 100,
+		probe:  probe.Config{NoPropose: true, Turns: 1},
+		mutate: func(o *Options) { o.MaxRunning = 1 }})
+	sys := b.start()
+	first, second := probeTask(1, 0), probeTask(2, 0)
+	rs, err := sys.SubmitBatch([]*pb.Task{first, second})
+	require.NoError(t, err)
+	for _, r := range rs {
+		require.True(t, r.Accepted, r.Reason)
+	}
+	started := map[string]string{}
+	for len(started) < 2 {
+		n := b.waitEvent("a task start", func(n Notice) bool { return n.Event.GetTaskStarted() != nil })
+		s := n.Event.GetTaskStarted()
+		started[s.TaskId] = s.Llm
+	}
+	require.Equal(t, map[string]string{first.Id: "a", second.Id: "b"}, started,
+		fmt.Sprintf("a ran %s first; b had its whole hour left", first.Id))
+}
