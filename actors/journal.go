@@ -49,8 +49,12 @@ type pending struct {
 
 // batch is one decision's events and what to do once they are applied.
 type batch struct {
-	events  []*pb.Event
-	archive *wal.ArchiveRecord // written in the same transaction as the events
+	events []*pb.Event
+	// archive, if set, makes the record written in the same transaction
+	// as the events. It runs on the journal's loop goroutine, before the
+	// events are encoded (it may set fields of them): its encoding, a
+	// whole task at a completion, is off the owner's goroutine.
+	archive func() *wal.ArchiveRecord
 	seqs    []uint64
 	err     error
 	then    func(seqs []uint64, err error) // runs in the actor after apply
@@ -156,13 +160,13 @@ func (j *journal) persist(events []*pb.Event, then func([]uint64, error)) {
 }
 
 // persistArchiving is persist with an archive record that is written
-// exactly when the events are.
-func (j *journal) persistArchiving(events []*pb.Event, archive *wal.ArchiveRecord, then func([]uint64, error)) {
+// exactly when the events are (see batch.archive).
+func (j *journal) persistArchiving(events []*pb.Event, archive func() *wal.ArchiveRecord, then func([]uint64, error)) {
 	j.enqueue(&batch{events: events, archive: archive, then: then})
 }
 
 // persistQueued is persistArchiving with a queued callback (see batch).
-func (j *journal) persistQueued(events []*pb.Event, archive *wal.ArchiveRecord, queued func(error), then func([]uint64, error)) {
+func (j *journal) persistQueued(events []*pb.Event, archive func() *wal.ArchiveRecord, queued func(error), then func([]uint64, error)) {
 	j.enqueue(&batch{events: events, archive: archive, queued: queued, then: then})
 }
 
@@ -242,12 +246,16 @@ func (j *journal) flush() {
 	entries := make([]wal.Entry, 0, n)
 	ok := make([]*batch, 0, len(batches))
 	for _, b := range batches {
+		var archive *wal.ArchiveRecord
+		if b.archive != nil {
+			archive = b.archive()
+		}
 		first := len(entries)
 		if entries, b.err = encodeEvents(j.owner, b.events, entries); b.err != nil {
 			continue
 		}
 		if len(entries) > first {
-			entries[len(entries)-1].Archive = b.archive
+			entries[len(entries)-1].Archive = archive
 		}
 		ok = append(ok, b)
 	}

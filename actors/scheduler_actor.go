@@ -487,18 +487,23 @@ func completion(events []*pb.Event) *pb.TaskCompleted {
 // with them, and the completion says so: applying it, the scheduler keeps
 // only what lists, counts and dedup need, and readers of the conversation
 // take it from the archive (DESIGN.md §3: weeks of work must not grow the
-// heap). With t nil (the events do not apply; apply refuses them too)
-// nothing leaves memory.
-func archiveOnCompletion(t *pb.Task, done *pb.TaskCompleted) *wal.ArchiveRecord {
+// heap). With t nil (the events do not apply; apply refuses them too), or
+// a task that does not encode, nothing leaves memory. The record is made
+// by the journal (batch.archive), off the scheduler's goroutine: t is
+// never changed, only replaced (aheadTasks), and done is not read before
+// it is encoded.
+func archiveOnCompletion(t *pb.Task, done *pb.TaskCompleted) func() *wal.ArchiveRecord {
 	if t == nil || done == nil {
 		return nil
 	}
-	data, err := pb.MarshalTask(t)
-	if err != nil {
-		return nil
+	return func() *wal.ArchiveRecord {
+		data, err := pb.MarshalTask(t)
+		if err != nil {
+			return nil
+		}
+		done.Archived = true
+		return &wal.ArchiveRecord{Key: completedKey(t), Value: data}
 	}
-	done.Archived = true
-	return &wal.ArchiveRecord{Key: completedKey(t), Value: data}
 }
 
 // dispatchSoon dispatches now, or at the next tick with
