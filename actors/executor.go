@@ -277,27 +277,41 @@ func (e *executor) moduleEnd(failed bool, reason string) error {
 	return e.askDone(pid, &pb.ModuleEnd{Task: e.task, Failed: failed, Reason: reason})
 }
 
-// send runs one call on backend's gateway host. A cancellation of ctx
-// reaches the host as an LLMCancel naming the call; the host then ends
-// the call and answers as usual.
-func (e *executor) send(ctx context.Context, backend string, req gateway.Request) (gateway.Response, error) {
+// send runs one call on backend's gateway host. Once the request's
+// deadline (Options.RequestTimeout) passes or ctx ends, the host is told
+// to end the call (pb.LLMCancel, behind the request) and answers as
+// usual; cause is why (errTimeout, or ctx's cause), nil if neither came
+// first. It waits on the reply, the deadline and ctx at once: a derived
+// context and two callbacks a request were a share of fano's CPU.
+func (e *executor) send(ctx context.Context, backend string, req gateway.Request) (resp gateway.Response, err, cause error) {
 	pid, ok := e.env.gatewayPIDs[backend]
 	if !ok {
-		return gateway.Response{}, gateway.Unavailable(backend, "no such backend")
+		return gateway.Response{}, gateway.Unavailable(backend, "no such backend"), nil
 	}
 	id := e.env.calls.Add(1)
 	e.tell(pid, llmRequestToWire(id, backend, req))
-	// After the request: the host meets the cancel behind it.
-	stop := context.AfterFunc(ctx, func() {
-		e.env.root.Send(pid, &pb.LLMCancel{RequestId: id, Cause: causeToWire(context.Cause(ctx))})
-	})
-	defer stop()
-	res, err := e.reply()
-	r, ok := res.(*pb.LLMResponse)
-	if err != nil || !ok || r.RequestId != id {
-		return gateway.Response{}, fmt.Errorf("%s: %w", backend, context.Canceled)
+	deadline := e.env.clock.NewTimer(e.env.opts.RequestTimeout)
+	defer deadline.Stop()
+	expired, done := deadline.Chan(), ctx.Done()
+	for {
+		select {
+		case res := <-e.replies:
+			r, ok := res.(*pb.LLMResponse)
+			if res == nil || !ok || r.RequestId != id {
+				return gateway.Response{}, fmt.Errorf("%s: %w", backend, context.Canceled), cause
+			}
+			resp, err = llmResponseFromWire(r)
+			return resp, err, cause
+		case <-e.gone:
+			return gateway.Response{}, fmt.Errorf("%s: %w", backend, context.Canceled), cause
+		case <-expired:
+			cause = errTimeout
+		case <-done:
+			cause = context.Cause(ctx)
+		}
+		expired, done = nil, nil // one cancel a call
+		e.env.root.Send(pid, &pb.LLMCancel{RequestId: id, Cause: causeToWire(cause)})
 	}
-	return llmResponseFromWire(r)
 }
 
 // yielding reads the scheduler's answer at a safe point. With
@@ -510,17 +524,12 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	if err := e.env.storageGate.wait(ctx); errors.Is(err, errShutdown) {
 		return e.unwritten(err)
 	}
-	callCtx, cancel := context.WithCancelCause(ctx)
-	timer := e.env.clock.AfterFunc(e.env.opts.RequestTimeout, func() { cancel(errTimeout) })
 	start := e.env.clock.Now()
-	resp, err := e.send(callCtx, llm, gateway.Request{
+	resp, err, cause := e.send(ctx, llm, gateway.Request{
 		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
 		History: history, Images: act.Images, DeepMode: deep,
 		ConversationURL: web.url, KnownAnswers: web.answers, Interrupted: web.interrupted,
 	})
-	timer.Stop()
-	cause := context.Cause(callCtx)
-	cancel(nil)
 	if err == nil {
 		// A refusal or nothing is no answer: never saved as content.
 		if why, bad := e.env.opts.Refusals.Bad(resp.Content); bad {
