@@ -1,12 +1,15 @@
 package actors
 
 import (
+	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
+	"fano/gateway"
 	"fano/modules/probe"
 	"fano/pb"
 )
@@ -62,4 +65,33 @@ func TestASlotIsPassedOnOnlyWhereNoOtherBackendIsFree(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{first.Id: "a", second.Id: "b"}, started,
 		fmt.Sprintf("a ran %s first; b had its whole hour left", first.Id))
+}
+
+// While fano takes no new work (SetAccepting(false): low disk), the slot
+// of a run that ends is given back, not passed to the next task: running
+// tasks go on, waiting ones wait.
+func TestAnEndedRunPassesNoSlotWhileNoWorkIsTaken(t *testing.T) {
+	b := setup(t, setupOpts{backends: []string{"api"}, conc: 1, probe: probe.Config{NoPropose: true, Turns: 1}})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	b.simNamed("api").Inject(func(context.Context, gateway.Request) error {
+		once.Do(func() {
+			close(entered)
+			<-release
+		})
+		return nil
+	})
+	sys := b.start()
+	rs, err := sys.SubmitBatch([]*pb.Task{probeTask(1, 0), probeTask(2, 0), probeTask(3, 0)})
+	require.NoError(t, err)
+	for _, r := range rs {
+		require.True(t, r.Accepted, r.Reason)
+	}
+	<-entered
+	sys.SetAccepting(false)
+	close(release)
+	b.waitCompleted(1)
+	b.waitSlotsFree()
+	require.Equal(t, map[pb.TaskState]int{pb.TaskState_TASK_STATE_COMPLETED: 1, pb.TaskState_TASK_STATE_PENDING: 2},
+		sys.Counts()[probe.Name])
 }
