@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -300,15 +301,16 @@ func completedKey(t *pb.Task) string {
 	}
 	var digits [20]byte
 	n := strconv.AppendInt(digits[:0], t.CompletedAt, 10)
-	b := make([]byte, 0, len("done/")+20+1+len(t.Id))
-	b = append(b, "done/"...)
+	var b strings.Builder // one allocation: the key itself
+	b.Grow(len("done/") + 20 + 1 + len(t.Id))
+	b.WriteString("done/")
 	for range 20 - len(n) {
-		b = append(b, '0')
+		b.WriteByte('0')
 	}
-	b = append(b, n...)
-	b = append(b, '/')
-	b = append(b, t.Id...)
-	return string(b)
+	b.Write(n)
+	b.WriteByte('/')
+	b.WriteString(t.Id)
+	return b.String()
 }
 
 // archiveRef starts an archive value that is the key of another record,

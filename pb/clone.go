@@ -27,6 +27,10 @@ func CloneTask(t *Task) *Task {
 // would, without reflection. src must not be nil.
 func CopyTask(dst, src *Task) { copyTask(dst, src, deepCopy) }
 
+// CopyTaskSharing makes dst a copy of src that shares with it what
+// CloneTaskSharing shares. src must not be nil.
+func CopyTaskSharing(dst, src *Task) { copyTask(dst, src, sharingCopy) }
+
 // CloneTaskSharing returns a copy of t that shares with it what is never
 // changed in place once a task holds it: the context map, llm_exclude and
 // the conversation's Message values (a task's events append, truncate and

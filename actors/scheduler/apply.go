@@ -63,7 +63,8 @@ var ErrNotTaskEvent = errors.New("not a task event")
 // scheduler and the executor (which keeps its own copy of its task).
 // messageLimit bounds the conversation when t.message_limit is 0. It uses
 // e.At, never a clock. On error t is unchanged. TaskSubmitted replaces t's
-// contents with the submitted task; TaskForgotten leaves t as it is.
+// contents with the submitted task (sharing what pb.CloneTaskSharing
+// shares); TaskForgotten leaves t as it is.
 func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 	if t == nil {
 		return errors.New("scheduler: apply to a nil task")
@@ -80,7 +81,10 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 			return fmt.Errorf("scheduler: %s for task %q applied to task %q", eventName(e), id, t.Id)
 		}
 		if st := sub.TaskSubmitted.GetTask(); st != nil {
-			pb.CopyTask(t, st)
+			// The event's task is never changed once decided, and what
+			// the copy shares with it (the context map, llm_exclude) no
+			// event changes in place: one deep copy a task fewer.
+			pb.CopyTaskSharing(t, st)
 		} else {
 			proto.Reset(t)
 		}
