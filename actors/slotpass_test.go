@@ -3,9 +3,12 @@ package actors
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/require"
 
@@ -94,4 +97,85 @@ func TestAnEndedRunPassesNoSlotWhileNoWorkIsTaken(t *testing.T) {
 	b.waitSlotsFree()
 	require.Equal(t, map[pb.TaskState]int{pb.TaskState_TASK_STATE_COMPLETED: 1, pb.TaskState_TASK_STATE_PENDING: 2},
 		sys.Counts()[probe.Name])
+}
+
+// MaxRunning bounds the runs under way, slots passed on included. A
+// dispatch can land between a run's end and its TaskComplete (here a
+// tick, queued in the scheduler's mailbox before it) and take the place
+// the run left; the slot that run frees is then given back, not passed
+// to a third task.
+func TestAPassedSlotKeepsToMaxRunning(t *testing.T) {
+	b := setup(t, setupOpts{backends: []string{"a", "b"}, conc: 1, hourly: 100,
+		probe: probe.Config{NoPropose: true, Turns: 1},
+		mutate: func(o *Options) {
+			o.MaxRunning = 1
+			o.TickInterval = time.Hour // the one tick is the test's
+		}})
+	entered := make(chan string, 3)
+	release := make(chan struct{}, 3)
+	for _, name := range []string{"a", "b"} {
+		b.simNamed(name).Inject(func(ctx context.Context, r gateway.Request) error {
+			entered <- r.TaskID
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}
+	sys := b.start()
+	rs, err := sys.SubmitBatch([]*pb.Task{probeTask(1, 0), probeTask(2, 0), probeTask(3, 0)})
+	require.NoError(t, err)
+	for _, r := range rs {
+		require.True(t, r.Accepted, r.Reason)
+	}
+	first := <-entered
+
+	// Hold the module host, so the first run stops just before its end
+	// (the module ends the task as it takes the answer).
+	host := sys.modulePIDs[probe.Name].Id
+	moduleGuard := &sys.desks.desk(moduleOwner(probe.Name)).guard
+	moduleGuard.Lock()
+	release <- struct{}{}
+	waitUntil(t, "the answer at the module host", func() bool { return sys.mailboxes.queued(host) > 0 })
+
+	// Hold the scheduler with a tick queued, then let the run end: its
+	// TaskComplete queues behind the tick, whose dispatch sees the place
+	// free.
+	schedulerGuard := &sys.desks.desk(ownerScheduler).guard
+	schedulerGuard.Lock()
+	sys.root.Send(sys.schedulerPID, &pb.Tick{Now: nanos(sys.clock.Now())})
+	moduleGuard.Unlock()
+	waitUntil(t, "the first run's end", func() bool {
+		n := 0
+		sys.executors.each(func(*executor) { n++ })
+		return n == 0
+	})
+	schedulerGuard.Unlock()
+
+	// Once the scheduler, then the allocator, then the scheduler again
+	// handled all they were sent, every run they started is counted.
+	for _, pid := range []*actor.PID{sys.schedulerPID, sys.allocatorPID, sys.schedulerPID} {
+		_, err := request[*pb.BarrierReply](sys.asks, context.Background(), pid, &pb.Barrier{})
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, sys.Running(), "runs under way with MaxRunning 1")
+	second := <-entered
+	require.NotEqual(t, first, second)
+	release <- struct{}{}
+	third := <-entered
+	require.NotContains(t, []string{first, second}, third)
+	release <- struct{}{}
+	b.waitCompleted(3)
+}
+
+// waitUntil yields until cond holds: for a state another goroutine
+// reaches with no signal of its own.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; !cond(); i++ {
+		require.Less(t, i, 10_000_000, "never: %s", what)
+		runtime.Gosched()
+	}
 }
