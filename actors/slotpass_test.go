@@ -179,3 +179,38 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		runtime.Gosched()
 	}
 }
+
+// The allocator publishes the quota view a charge changes before it
+// answers the charge: whoever goes on from the answer (a run that ends
+// and passes its slot on, schedulerActor.refill) reads a view with the
+// charge in it. The charge here comes from a process that reads the view
+// as the answer reaches it, on the allocator's goroutine: answered first,
+// it would read the view from before.
+func TestTheQuotaViewHoldsAChargeBeforeItIsAnswered(t *testing.T) {
+	b := setup(t, setupOpts{backends: []string{"api"}, conc: 1, hourly: 2, // one usable, less the buffer
+		probe: probe.Config{NoPropose: true, Turns: 1}})
+	sys := b.start()
+	sys.Tick() // the allocator publishes its first view
+	_, err := request[*pb.BarrierReply](sys.asks, context.Background(), sys.allocatorPID, &pb.Barrier{})
+	require.NoError(t, err)
+	normal, _ := sys.inputs.canTake("api")
+	require.True(t, normal, "the view before the charge: quota left")
+	seen := make(chan bool, 1)
+	charger := &answerReader{read: func() { normal, _ := sys.inputs.canTake("api"); seen <- normal }}
+	pid, _ := sys.as.ProcessRegistry.Add(charger, "test-charger")
+	defer sys.as.ProcessRegistry.Remove(pid)
+	sys.root.RequestWithCustomSender(sys.allocatorPID, &pb.UseQuota{Backend: "api", TaskId: "charge-1"}, pid)
+	require.False(t, <-seen, "the view still had quota left when the charge that used it up was answered")
+}
+
+// answerReader is a process that runs read when an answer reaches it, in
+// the sender's goroutine.
+type answerReader struct{ read func() }
+
+func (p *answerReader) SendUserMessage(_ *actor.PID, message any) {
+	if _, ok := actor.UnwrapEnvelopeMessage(message).(*pb.Done); ok {
+		p.read()
+	}
+}
+func (p *answerReader) SendSystemMessage(*actor.PID, any) {}
+func (p *answerReader) Stop(*actor.PID)                   {}
