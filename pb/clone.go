@@ -32,11 +32,12 @@ func CopyTask(dst, src *Task) { copyTask(dst, src, deepCopy) }
 func CopyTaskSharing(dst, src *Task) { copyTask(dst, src, sharingCopy) }
 
 // CloneTaskSharing returns a copy of t that shares with it what is never
-// changed in place once a task holds it: the context map, llm_exclude and
+// changed in place once a task holds it: the context map, llm_exclude,
 // the conversation's Message values (a task's events append, truncate and
-// drop messages, never edit one). Its own are the task's fields, the
-// conversation and its per-backend records. For the scheduler's
-// copy-on-write; nil for nil.
+// drop messages, never edit one) and its map of per-backend records
+// (events replace it: BackendsWith, BackendsWithout). Its own are the
+// task's fields and the conversation. For the scheduler's copy-on-write;
+// nil for nil.
 func CloneTaskSharing(t *Task) *Task {
 	if t == nil {
 		return nil
@@ -132,10 +133,11 @@ func cloneConversation(c *ConversationState, deep bool) *ConversationState {
 			out.Messages[i] = m
 		}
 	}
-	if c.Backends != nil {
+	out.Backends = c.Backends
+	if deep && c.Backends != nil {
 		out.Backends = make(map[string]*BackendConversation, len(c.Backends))
 		for k, b := range c.Backends {
-			out.Backends[k] = cloneBackendConversation(b)
+			out.Backends[k] = CloneBackendConversation(b)
 		}
 	}
 	return out
@@ -148,10 +150,35 @@ func cloneMessage(m *Message) *Message {
 	return &Message{Role: m.Role, Content: m.Content, At: m.At, Llm: m.Llm, unknownFields: slices.Clone(m.unknownFields)}
 }
 
-func cloneBackendConversation(b *BackendConversation) *BackendConversation {
+// CloneBackendConversation returns a copy of b (nil for nil).
+func CloneBackendConversation(b *BackendConversation) *BackendConversation {
 	if b == nil {
 		return nil
 	}
 	return &BackendConversation{Url: b.Url, Answers: b.Answers, InterruptedPrompt: b.InterruptedPrompt,
 		unknownFields: slices.Clone(b.unknownFields)}
+}
+
+// BackendsWith returns a copy of m with llm's record set to b. A task's
+// map of per-backend records is shared by its copies (CloneTaskSharing):
+// a change makes a new map and a new record, never edits either.
+func BackendsWith(m map[string]*BackendConversation, llm string, b *BackendConversation) map[string]*BackendConversation {
+	out := make(map[string]*BackendConversation, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	out[llm] = b
+	return out
+}
+
+// BackendsWithout returns a copy of m without llm's record (see
+// BackendsWith).
+func BackendsWithout(m map[string]*BackendConversation, llm string) map[string]*BackendConversation {
+	out := make(map[string]*BackendConversation, len(m))
+	for k, v := range m {
+		if k != llm {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -186,8 +186,9 @@ func changeScalars(m protoreflect.Message) {
 }
 
 // CloneTaskSharing copies every field, and what it does not share (the
-// task's and conversation's fields, the message list, the per-backend
-// records) can change without changing the original.
+// task's and conversation's fields, the message list) can change without
+// changing the original; its per-backend records change through
+// BackendsWith and BackendsWithout, which never edit the shared map.
 func TestCloneTaskSharingOwnsWhatChanges(t *testing.T) {
 	orig := &Task{}
 	fill(orig.ProtoReflect(), 1)
@@ -198,10 +199,16 @@ func TestCloneTaskSharingOwnsWhatChanges(t *testing.T) {
 	}
 	changeScalars(c.ProtoReflect())
 	changeScalars(c.Conversation.ProtoReflect())
-	for _, b := range c.Conversation.Backends {
+	for k, b := range c.Conversation.Backends {
+		b = CloneBackendConversation(b)
 		change(b.ProtoReflect())
+		c.Conversation.Backends = BackendsWith(c.Conversation.Backends, k, b)
 	}
-	c.Conversation.Backends["added"] = &BackendConversation{}
+	c.Conversation.Backends = BackendsWith(c.Conversation.Backends, "added", &BackendConversation{})
+	for k := range orig.Conversation.Backends {
+		c.Conversation.Backends = BackendsWithout(c.Conversation.Backends, k)
+		break
+	}
 	c.Conversation.Messages[0] = nil
 	c.Conversation.Messages = append(c.Conversation.Messages, &Message{Content: "new"})
 	if !proto.Equal(orig, want) {

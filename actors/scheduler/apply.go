@@ -222,21 +222,20 @@ func answeredOn(c *pb.ConversationState, r *pb.LLMResponseReceived) {
 	if r.ConversationUrl == "" || r.Llm == "" {
 		return
 	}
-	if c.Backends == nil {
-		c.Backends = map[string]*pb.BackendConversation{}
-	}
-	bc := c.Backends[r.Llm]
-	if bc == nil || bc.Url != r.ConversationUrl {
-		bc = &pb.BackendConversation{Url: r.ConversationUrl}
-		c.Backends[r.Llm] = bc
+	// A new record in a new map: copies of the task share both.
+	bc := &pb.BackendConversation{Url: r.ConversationUrl}
+	if old := c.Backends[r.Llm]; old != nil && old.Url == r.ConversationUrl {
+		bc = pb.CloneBackendConversation(old)
 	}
 	bc.Answers++
 	bc.InterruptedPrompt = ""
+	c.Backends = pb.BackendsWith(c.Backends, r.Llm, bc)
 }
 
 // failedOn forgets a backend's conversation that is gone, and remembers
 // the prompt a stop interrupted, so that asking it again reads the page
-// first. Called before the unanswered prompt is dropped.
+// first (in a new map, as answeredOn). Called before the unanswered
+// prompt is dropped.
 func failedOn(c *pb.ConversationState, r *pb.LLMRequestFailed) {
 	bc := c.Backends[r.Llm]
 	if bc == nil {
@@ -249,7 +248,7 @@ func failedOn(c *pb.ConversationState, r *pb.LLMRequestFailed) {
 	}
 	switch r.Kind {
 	case "conversation_gone":
-		delete(c.Backends, r.Llm)
+		c.Backends = pb.BackendsWithout(c.Backends, r.Llm)
 		if c.Url == bc.Url {
 			c.Url = ""
 		}
@@ -258,7 +257,9 @@ func failedOn(c *pb.ConversationState, r *pb.LLMRequestFailed) {
 		// asking again reads the page first. A stalled answer that was
 		// stopped came back as content, not as this failure.
 		if n := len(c.Messages); c.AwaitingResponse && n > 0 && c.Messages[n-1].Role == "user" {
+			bc = pb.CloneBackendConversation(bc)
 			bc.InterruptedPrompt = c.Messages[n-1].Content
+			c.Backends = pb.BackendsWith(c.Backends, r.Llm, bc)
 		}
 	}
 }

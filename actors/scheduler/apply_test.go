@@ -163,3 +163,30 @@ func TestApplyRejects(t *testing.T) {
 	assert.True(t, proto.Equal(before, s.Snapshot()), "state unchanged")
 	assert.Zero(t, s.Forgotten())
 }
+
+// Events applied to a copy that shares the task's per-backend records
+// (pb.CloneTaskSharing: the scheduler's projections, the copies executors
+// hold) leave the original as it was: an answer on the same conversation,
+// an interrupted request, a conversation gone.
+func TestApplyToASharingCopyLeavesTheOriginal(t *testing.T) {
+	orig := &pb.Task{Id: "m/t/s", State: pb.TaskState_TASK_STATE_RUNNING, Conversation: &pb.ConversationState{
+		Llm: "a", AwaitingResponse: true, Messages: []*pb.Message{{Role: "user", Content: "q"}},
+		Backends: map[string]*pb.BackendConversation{
+			"a": {Url: "https://a/c/1", Answers: 2},
+			"b": {Url: "https://b/c/9", Answers: 1},
+		},
+	}}
+	before := proto.Clone(orig)
+	at := t0.UnixNano()
+	for _, ev := range []*pb.Event{
+		{At: at, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
+			TaskId: orig.Id, Llm: "a", Content: "answer", ConversationUrl: "https://a/c/1"}}},
+		{At: at, Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{TaskId: orig.Id, Llm: "a", Kind: "interrupted"}}},
+		{At: at, Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{TaskId: orig.Id, Llm: "b", Kind: "conversation_gone"}}},
+	} {
+		c := pb.CloneTaskSharing(orig)
+		require.NoError(t, ApplyToTask(c, ev, 50))
+		require.True(t, proto.Equal(before, orig), "applying %s to a copy changed the original:\n%v", eventName(ev), orig)
+		require.False(t, proto.Equal(before, c), "%s changed nothing", eventName(ev))
+	}
+}
