@@ -76,7 +76,7 @@ func (g *gatewayHost) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		g.calls.cancelAll(errShutdown)
 	case *pb.LLMRequest:
-		callCtx, cancel := context.WithCancelCause(withWaitCounter(context.Background(), &g.sys.callsWaiting))
+		callCtx, cancel := context.WithCancelCause(g.sys.callBase)
 		g.calls.add(m.RequestId, cancel)
 		sender := ctx.Sender()
 		// On a warm goroutine: a call goes deep (the backend, its

@@ -68,6 +68,9 @@ type System struct {
 	// (CallWaiting). fano simulate reads both (see QueuedMessages).
 	offActor     atomic.Int64
 	callsWaiting waitingCalls
+	// callBase is the parent of every call's context: it carries
+	// callsWaiting, made once rather than once a call.
+	callBase context.Context
 
 	report     *RecoveryReport
 	baseCancel context.CancelCauseFunc // cancels every executor's context
@@ -102,6 +105,7 @@ func newSystem(opts Options) (*System, error) {
 		notices: &notices{observe: opts.Observe},
 	}
 	s.callsWaiting.idle = &s.mailboxes.idle
+	s.callBase = withWaitCounter(context.Background(), &s.callsWaiting)
 	s.desks = &desks{logger: opts.Logger, notices: s.notices}
 	s.checkpoints = &checkpoints{log: opts.Log, publish: s.Publish}
 	s.faults = &backendFaults{backends: opts.Backends, clock: opts.Clock, credentialsRecheck: opts.CredentialsRecheck,
