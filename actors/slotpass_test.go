@@ -157,8 +157,7 @@ func TestAPassedSlotKeepsToMaxRunning(t *testing.T) {
 	// Once the scheduler, then the allocator, then the scheduler again
 	// handled all they were sent, every run they started is counted.
 	for _, pid := range []*actor.PID{sys.schedulerPID, sys.allocatorPID, sys.schedulerPID} {
-		_, err := request[*pb.BarrierReply](sys.asks, context.Background(), pid, &pb.Barrier{})
-		require.NoError(t, err)
+		require.NoError(t, sys.state.barrier(pid))
 	}
 	require.Equal(t, 1, sys.Running(), "runs under way with MaxRunning 1")
 	second := <-entered
@@ -191,8 +190,7 @@ func TestTheQuotaViewHoldsAChargeBeforeItIsAnswered(t *testing.T) {
 		probe: probe.Config{NoPropose: true, Turns: 1}})
 	sys := b.start()
 	sys.Tick() // the allocator publishes its first view
-	_, err := request[*pb.BarrierReply](sys.asks, context.Background(), sys.allocatorPID, &pb.Barrier{})
-	require.NoError(t, err)
+	require.NoError(t, sys.state.barrier(sys.allocatorPID))
 	normal, _ := sys.inputs.canTake("api")
 	require.True(t, normal, "the view before the charge: quota left")
 	seen := make(chan bool, 1)
