@@ -116,7 +116,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 		a.publish(ctx)
 	case *pb.UseQuota:
 		ev, err := a.book.DecideUse(m.Backend, m.Deep, m.TaskId, a.sys.clock.Now())
-		a.persistAndRespond(ctx, ev, err)
+		a.charge(ctx, ev, err)
 	case *pb.RateLimited:
 		rl := allocator.RateLimit{RetryAfter: time.Duration(m.RetryAfterNs), Until: timeOf(m.Until), Cap: m.Cap, Reason: m.Reason}
 		ev := a.book.DecideRateLimit(m.Backend, rl, m.TaskId, a.sys.clock.Now())
@@ -196,6 +196,38 @@ func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err 
 		// quota view (schedulerActor.refill), and a task that goes on from
 		// this answer may end and free its slot before the publish that
 		// follows the whole group of events.
+		if fs := cur.changedView(); fs != nil {
+			a.sys.root.Send(a.sys.schedulerPID, fs)
+		}
+		a.sys.asks.respondLater(sender, doneOf(err))
+	})
+}
+
+// charge persists a decided quota charge and answers the sender with
+// pb.Done once it is durable, before it is applied (see batch.durable):
+// the request waits for this answer, and the view the scheduler passes
+// slots on by (schedulerActor.refill) holds the charge from the decision
+// on, as the book counts it in flight. A charge that could not be written
+// is answered once it is abandoned and the view published again.
+func (a *allocatorActor) charge(ctx actor.Context, ev *pb.Event, err error) {
+	if err != nil {
+		respond(ctx, doneOf(err))
+		return
+	}
+	a.publish(ctx)
+	sender := ctx.Sender()
+	a.j.persistDurable([]*pb.Event{ev}, func(_ []uint64, err error) {
+		if err == nil {
+			a.sys.asks.respondLater(sender, &pb.Done{})
+		}
+	}, func(_ []uint64, err error) {
+		if err == nil {
+			return
+		}
+		cur := a.sys.state.allocator.Load()
+		if cur == a {
+			a.book.Abandon(ev) // see persistAndRespond
+		}
 		if fs := cur.changedView(); fs != nil {
 			a.sys.root.Send(a.sys.schedulerPID, fs)
 		}

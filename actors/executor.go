@@ -250,23 +250,44 @@ func (e *executor) nextAction() (act modules.Action, ended bool, endErr, err err
 	return act, r.Ended, errorFromWire(r.EndError), err
 }
 
-// moduleAnswer has the module decide on an answer; it answers once its
-// events are queued in the WAL, behind the answer's. ended: the module
-// knew the answer ends the task and queued its completion with it
-// (endErr: it could not).
-func (e *executor) moduleAnswer(answer string) (ended bool, endErr, err error) {
-	pid, err := e.modulePID()
-	if err != nil {
-		return false, nil, err
+// answer writes an answer's event (ev) through the scheduler and has the
+// module decide on the answer. Its reply is not kept waiting for the
+// event's fsync: what the loop writes next is queued behind it, so the
+// log never holds that without it (a crash leaves a prefix); the next
+// request leaves only once its own intent is durable, and that write
+// follows. The module decides once the event is queued: the scheduler hands it on (TaskEvents then_module), and
+// the module answers here once its events are queued in the WAL, behind
+// the answer's. perr: the answer's event was not queued (nothing was
+// decided). ended: the module knew the answer ends the task and queued
+// its completion with it (endErr: it could not). err: the module could
+// not decide.
+func (e *executor) answer(ev *pb.Event, content string) (ended bool, endErr, err, perr error) {
+	m := e.taskEvents([]*pb.Event{ev})
+	m.ReplyWhenQueued = true
+	m.ThenModule = &pb.ModuleAnswer{Answer: content, ReplyWhenQueued: true, EndIfDone: true}
+	e.tell(e.env.schedulerPID, m)
+	r, rerr := e.reply()
+	if rerr != nil {
+		return false, nil, nil, rerr
 	}
-	r, err := ask[*pb.NextActionReply](e, pid, &pb.ModuleAnswer{Task: e.task, Answer: answer, ReplyWhenQueued: true, EndIfDone: true})
-	if err != nil {
-		return false, nil, err
+	switch r := r.(type) {
+	case *pb.TaskEventsReply: // not handed on
+		_, perr = e.persisted(m, r, nil)
+		if perr == nil {
+			perr = fmt.Errorf("task %s: the answer was queued but not handed to the module", e.task.Id)
+		}
+		return false, nil, nil, perr
+	case *pb.NextActionReply:
+		if r.Task != nil {
+			e.task = r.Task
+		}
+		if err := errorFromWire(r.Error); err != nil {
+			return false, nil, err, nil
+		}
+		return r.Ended, errorFromWire(r.EndError), nil, nil
+	default:
+		return false, nil, nil, fmt.Errorf("task %s: unexpected reply %T to its answer", e.task.Id, r)
 	}
-	if err := errorFromWire(r.Error); err != nil {
-		return false, nil, err
-	}
-	return r.Ended, errorFromWire(r.EndError), nil
 }
 
 func (e *executor) moduleEnd(failed bool, reason string) error {
@@ -357,22 +378,6 @@ func (e *executor) persist(events ...*pb.Event) ([]uint64, error) {
 	m := e.taskEvents(events)
 	r, err := ask[*pb.TaskEventsReply](e, e.env.schedulerPID, m)
 	return e.persisted(m, r, err)
-}
-
-// persistQueued writes task events through the scheduler like persist,
-// but takes its reply once they are queued in the WAL, not once they are
-// durable: what the loop writes next is queued behind them, so the log
-// never holds it without them (a crash leaves a prefix). The task taken
-// back is the scheduler's projection of it after them. Only for events
-// after which nothing leaves fano before a durable write: the next
-// request leaves only once its intent is durable, and that write
-// follows these.
-func (e *executor) persistQueued(events ...*pb.Event) error {
-	m := e.taskEvents(events)
-	m.ReplyWhenQueued = true
-	r, err := ask[*pb.TaskEventsReply](e, e.env.schedulerPID, m)
-	_, err = e.persisted(m, r, err)
-	return err
 }
 
 // taskEvents stamps events with the time and says whether the loop reads
@@ -538,17 +543,17 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	}
 	if err == nil {
 		// Not waiting for the answer's fsync: the module's events for it
-		// and everything after are queued behind it (see persistQueued).
-		if perr := e.persistQueued(&pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
+		// and everything after are queued behind it (see answer).
+		ended, endErr, err, perr := e.answer(&pb.Event{Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{
 			TaskId: t.Id, Llm: llm, Content: resp.Content, Turn: turn, RequestSeq: reqSeq,
 			DurationNs: int64(e.env.clock.Since(start)), ConversationUrl: resp.ConversationURL,
 			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
 			PrimedTurns: int32(resp.PrimedTurns), FromPage: resp.FromPage, Incomplete: resp.Incomplete,
-		}}}); perr != nil {
+		}}}, resp.Content)
+		if perr != nil {
 			return e.pause("wal", time.Time{})
 		}
 		e.env.faults.noteLearnedRate(llm)
-		ended, endErr, err := e.moduleAnswer(resp.Content)
 		if err != nil {
 			if modules.IsValidation(err) {
 				return e.retryValidation("validation: "+err.Error(), "")

@@ -65,6 +65,16 @@ type batch struct {
 	// leaves a prefix), so a sender may go on at once with a write that
 	// depends on them, and skip the wait for their fsync.
 	queued func(err error)
+	// durable, if set, runs once the events are durable (err: they could
+	// not be written), on the journal's delivery goroutine, after their
+	// pb.Persisted is posted to the owner: it may only send messages. An
+	// answer sent from it reaches its asker two hand-offs sooner than one
+	// sent by then (the owner's mailbox, then the apply of the whole
+	// group), and whatever the asker sends the owner next is queued
+	// behind that pb.Persisted, so the owner still applies these events
+	// first (etcd raft's order: save, then send, then apply). Only for
+	// answers that need nothing of the owner's state after the apply.
+	durable func(seqs []uint64, err error)
 }
 
 // outbox holds the groups of batches a journal delivered until the owning
@@ -170,6 +180,13 @@ func (j *journal) persistQueued(events []*pb.Event, archive func() *wal.ArchiveR
 	j.enqueue(&batch{events: events, archive: archive, queued: queued, then: then})
 }
 
+// persistDurable is persist with a durable callback (see batch): durable
+// runs on the journal's goroutine once the events are durable, then in
+// the actor once they are applied.
+func (j *journal) persistDurable(events []*pb.Event, durable, then func([]uint64, error)) {
+	j.enqueue(&batch{events: events, durable: durable, then: then})
+}
+
 func (j *journal) enqueue(b *batch) {
 	j.pending.Add(1)
 	j.mu.Lock()
@@ -225,6 +242,13 @@ func (j *journal) deliver() {
 			}
 		}
 		j.root.Send(j.self, &pb.Persisted{Group: j.box.put(p.batches)})
+		// After the post: the owner takes these events before anything
+		// an answer below leads to.
+		for _, b := range p.batches {
+			if b.durable != nil {
+				b.durable(b.seqs, b.err)
+			}
+		}
 		j.pending.Add(-int64(len(p.batches)))
 	}
 }

@@ -239,7 +239,7 @@ func (h *moduleHost) answerEnding(sender *actor.PID, m *pb.ModuleAnswer) {
 		evs, err = h.mod.DecideResponse(m.Task, m.Answer, now)
 	}
 	id := m.Task.GetId()
-	r := &pb.NextActionReply{}
+	r := &pb.NextActionReply{Task: m.Task}
 	switch {
 	case err != nil:
 		r.Error = errorToWire(err)

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,8 @@ type orderStore struct {
 	trace []string
 	hold  string        // owner whose appends wait for release ("" none)
 	held  chan struct{} // closed by release
+	// before, if set, runs in AppendAsync before the entries are queued.
+	before func(entries []wal.Entry)
 }
 
 func (s *orderStore) note(what string) {
@@ -36,6 +39,12 @@ func (s *orderStore) note(what string) {
 }
 
 func (s *orderStore) AppendAsync(entries ...wal.Entry) func() ([]uint64, error) {
+	s.mu.Lock()
+	before := s.before
+	s.mu.Unlock()
+	if before != nil {
+		before(entries)
+	}
 	s.note("append " + entries[0].Owner)
 	wait := s.Store.AppendAsync(entries...)
 	s.mu.Lock()
@@ -327,4 +336,43 @@ func TestWithModuleShowsTheEventsOfACompletedTask(t *testing.T) {
 		}
 		runtime.Gosched()
 	}
+}
+
+// The scheduler hands an answer to the module (TaskEvents then_module)
+// only once the answer's event is queued in the log: the module's events
+// for it land behind it, so the log never holds them without it. The
+// store lets the module host take everything sent to it so far, and
+// write what it decided, before the answer is queued.
+func TestTheModuleTakesAnAnswerOnceItIsQueued(t *testing.T) {
+	b := setup(t, setupOpts{memory: true, probe: probe.Config{NoPropose: true, Turns: 1}})
+	store := &orderStore{Store: b.log}
+	b.log, b.opts.Log = store, store
+	sys := b.start()
+	host := sys.modulePIDs[probe.Name]
+	store.mu.Lock()
+	store.before = func(entries []wal.Entry) {
+		for _, e := range entries {
+			if e.Type != "llm_response_received" {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := request[*pb.BarrierReply](sys.asks, ctx, host, &pb.Barrier{Applied: true})
+			assert.NoError(t, err)
+			store.note("answer")
+		}
+	}
+	store.mu.Unlock()
+	_, err := sys.Submit(probeTask(1, 0))
+	require.NoError(t, err)
+	b.waitCompleted(1)
+
+	store.mu.Lock()
+	trace := slices.Clone(store.trace)
+	store.mu.Unlock()
+	answer := slices.Index(trace, "answer")
+	require.GreaterOrEqual(t, answer, 0, "trace %v", trace)
+	module := slices.Index(trace, "append "+moduleOwner(probe.Name))
+	require.GreaterOrEqual(t, module, 0, "trace %v", trace)
+	assert.Less(t, answer, module, "the module wrote before the answer was queued: %v", trace)
 }

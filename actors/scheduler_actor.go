@@ -415,6 +415,10 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 	var queued func(error)
 	if m.ReplyWhenQueued && !m.NoReply {
 		queued = func(err error) { // on the journal's goroutine: next is never changed
+			if err == nil && next != nil && m.ThenModule != nil {
+				a.handToModule(sender, next, m.ThenModule)
+				return
+			}
 			r := &pb.TaskEventsReply{Error: errorToWire(err)}
 			if err == nil && m.WantTask {
 				r.Task = next
@@ -423,7 +427,15 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		}
 	}
 	tracked := next != nil
-	a.j.persistQueued(m.Events, archive, queued, func(seqs []uint64, err error) {
+	// An answer with no task in it (a request's intent) leaves once the
+	// events are durable, not once they are applied (see batch.durable).
+	var durable func([]uint64, error)
+	if !m.NoReply && !m.ReplyWhenQueued && !m.WantTask && archive == nil {
+		durable = func(seqs []uint64, err error) {
+			a.sys.asks.respondLater(sender, &pb.TaskEventsReply{Seqs: seqs, Error: errorToWire(err)})
+		}
+	}
+	a.j.enqueue(&batch{events: m.Events, archive: archive, queued: queued, durable: durable, then: func(seqs []uint64, err error) {
 		cur := a.current()
 		if tracked {
 			cur.ahead.settle(id)
@@ -431,7 +443,7 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		if err == nil {
 			a.logAnswers(m.Events)
 		}
-		if m.NoReply || m.ReplyWhenQueued {
+		if m.NoReply || m.ReplyWhenQueued || durable != nil {
 			return
 		}
 		r := &pb.TaskEventsReply{Seqs: seqs, Error: errorToWire(err)}
@@ -439,11 +451,24 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 			r.Task, _ = cur.state.TaskView(id) // shared: the executor never changes it
 		}
 		a.sys.asks.respondLater(sender, r)
-	})
+	}})
+}
+
+// handToModule hands an answer, queued in the WAL, to its task's module
+// on the behalf of sender, who gets the module's reply (TaskEvents
+// then_module). It runs on the journal's goroutine: it only sends.
+func (a *schedulerActor) handToModule(sender *actor.PID, t *pb.Task, m *pb.ModuleAnswer) {
+	pid, ok := a.sys.modulePIDs[t.Module]
+	if !ok {
+		a.sys.asks.respondLater(sender, &pb.NextActionReply{Error: errorToWire(fmt.Errorf("task %s: no module %q", t.Id, t.Module))})
+		return
+	}
+	m.Task = t
+	a.sys.root.RequestWithCustomSender(pid, m, sender)
 }
 
 // logAnswers logs the answers among events once they are durable (the
-// executor goes on before: see executor.persistQueued).
+// executor goes on before: see executor.answer).
 func (a *schedulerActor) logAnswers(events []*pb.Event) {
 	for _, ev := range events {
 		if r := ev.GetLlmResponseReceived(); r != nil {

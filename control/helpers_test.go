@@ -149,7 +149,7 @@ func (f *fixture) waitFor(what string, cond func() bool) {
 }
 
 // drive lets the sim answer (advancing the fake clock whenever a request
-// is in flight) until cond holds.
+// is in flight and the actors have nothing left to do) until cond holds.
 func (f *fixture) drive(what string, cond func() bool) {
 	f.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -163,6 +163,19 @@ func (f *fixture) drive(what string, cond func() bool) {
 			bcancel()
 			if err != nil {
 				f.t.Fatalf("timed out driving to %s", what)
+			}
+			if sim := f.sys.Simulation(); sim.QueuedMessages() > 0 {
+				// The actors have work left that may meet cond (a
+				// completion not yet applied while the next task's
+				// request already waits): the clock moves once it is
+				// done, as in `fano simulate`.
+				select {
+				case <-sim.Activity():
+				case <-f.notices:
+				case <-ctx.Done():
+					f.t.Fatalf("timed out driving to %s", what)
+				}
+				continue
 			}
 			f.clock.Advance(simLatency)
 		case <-f.notices:

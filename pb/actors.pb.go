@@ -336,8 +336,15 @@ type TaskEvents struct {
 	// then the scheduler's projection of it after them.
 	ReplyWhenQueued bool `protobuf:"varint,200,opt,name=reply_when_queued,json=replyWhenQueued,proto3" json:"reply_when_queued,omitempty"`
 	NoReply         bool `protobuf:"varint,201,opt,name=no_reply,json=noReply,proto3" json:"no_reply,omitempty"` // answer nothing: the sender has ended
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// then_module, with reply_when_queued: once the events are queued, the
+	// scheduler hands this answer to the task's module on the sender's
+	// behalf, its task set to the scheduler's projection after the events;
+	// the module's NextActionReply (carrying that task) goes to the sender,
+	// one trip through the sender fewer. If the events could not be queued
+	// or do not apply, the sender gets the TaskEventsReply instead.
+	ThenModule    *ModuleAnswer `protobuf:"bytes,202,opt,name=then_module,json=thenModule,proto3" json:"then_module,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskEvents) Reset() {
@@ -403,6 +410,13 @@ func (x *TaskEvents) GetNoReply() bool {
 		return x.NoReply
 	}
 	return false
+}
+
+func (x *TaskEvents) GetThenModule() *ModuleAnswer {
+	if x != nil {
+		return x.ThenModule
+	}
+	return nil
 }
 
 // TaskEventsReply: the events' sequence numbers and, if asked for, the
@@ -1488,14 +1502,17 @@ func (x *NextAction) GetEndIfDone() bool {
 }
 
 type NextActionReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Kind          int32                  `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"` // modules.ActionKind
-	Prompt        string                 `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
-	Images        []string               `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
-	DeepMode      bool                   `protobuf:"varint,4,opt,name=deep_mode,json=deepMode,proto3" json:"deep_mode,omitempty"`
-	Error         *ActorError            `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
-	Ended         bool                   `protobuf:"varint,200,opt,name=ended,proto3" json:"ended,omitempty"`                      // NextAction.end_if_done was carried out
-	EndError      *ActorError            `protobuf:"bytes,201,opt,name=end_error,json=endError,proto3" json:"end_error,omitempty"` // the completion's error, if ended
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Kind     int32                  `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"` // modules.ActionKind
+	Prompt   string                 `protobuf:"bytes,2,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	Images   []string               `protobuf:"bytes,3,rep,name=images,proto3" json:"images,omitempty"`
+	DeepMode bool                   `protobuf:"varint,4,opt,name=deep_mode,json=deepMode,proto3" json:"deep_mode,omitempty"`
+	Error    *ActorError            `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Ended    bool                   `protobuf:"varint,200,opt,name=ended,proto3" json:"ended,omitempty"`                      // NextAction.end_if_done was carried out
+	EndError *ActorError            `protobuf:"bytes,201,opt,name=end_error,json=endError,proto3" json:"end_error,omitempty"` // the completion's error, if ended
+	// task: to a ModuleAnswer handed on by the scheduler (TaskEvents
+	// then_module), the task the module decided on.
+	Task          *Task `protobuf:"bytes,202,opt,name=task,proto3" json:"task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1575,6 +1592,13 @@ func (x *NextActionReply) GetEnded() bool {
 func (x *NextActionReply) GetEndError() *ActorError {
 	if x != nil {
 		return x.EndError
+	}
+	return nil
+}
+
+func (x *NextActionReply) GetTask() *Task {
+	if x != nil {
+		return x.Task
 	}
 	return nil
 }
@@ -2114,14 +2138,16 @@ const file_actors_proto_rawDesc = "" +
 	"\x03raw\x18\n" +
 	" \x01(\tR\x03raw\"1\n" +
 	"\x04Done\x12)\n" +
-	"\x05error\x18\x01 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"\xb3\x01\n" +
+	"\x05error\x18\x01 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\"\xec\x01\n" +
 	"\n" +
 	"TaskEvents\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12&\n" +
 	"\x06events\x18\x02 \x03(\v2\x0e.fano.v1.EventR\x06events\x12\x1b\n" +
 	"\twant_task\x18\x03 \x01(\bR\bwantTask\x12+\n" +
 	"\x11reply_when_queued\x18\xc8\x01 \x01(\bR\x0freplyWhenQueued\x12\x1a\n" +
-	"\bno_reply\x18\xc9\x01 \x01(\bR\anoReply\"s\n" +
+	"\bno_reply\x18\xc9\x01 \x01(\bR\anoReply\x127\n" +
+	"\vthen_module\x18\xca\x01 \x01(\v2\x15.fano.v1.ModuleAnswerR\n" +
+	"thenModule\"s\n" +
 	"\x0fTaskEventsReply\x12\x12\n" +
 	"\x04seqs\x18\x01 \x03(\x04R\x04seqs\x12)\n" +
 	"\x05error\x18\x02 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\x12!\n" +
@@ -2193,7 +2219,7 @@ const file_actors_proto_rawDesc = "" +
 	"\n" +
 	"NextAction\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x1f\n" +
-	"\vend_if_done\x18\xc8\x01 \x01(\bR\tendIfDone\"\xe7\x01\n" +
+	"\vend_if_done\x18\xc8\x01 \x01(\bR\tendIfDone\"\x8b\x02\n" +
 	"\x0fNextActionReply\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\x05R\x04kind\x12\x16\n" +
 	"\x06prompt\x18\x02 \x01(\tR\x06prompt\x12\x16\n" +
@@ -2201,7 +2227,8 @@ const file_actors_proto_rawDesc = "" +
 	"\tdeep_mode\x18\x04 \x01(\bR\bdeepMode\x12)\n" +
 	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\x12\x15\n" +
 	"\x05ended\x18\xc8\x01 \x01(\bR\x05ended\x121\n" +
-	"\tend_error\x18\xc9\x01 \x01(\v2\x13.fano.v1.ActorErrorR\bendError\"\x97\x01\n" +
+	"\tend_error\x18\xc9\x01 \x01(\v2\x13.fano.v1.ActorErrorR\bendError\x12\"\n" +
+	"\x04task\x18\xca\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"\x97\x01\n" +
 	"\fModuleAnswer\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06answer\x18\x02 \x01(\tR\x06answer\x12+\n" +
@@ -2292,23 +2319,25 @@ var file_actors_proto_goTypes = []any{
 var file_actors_proto_depIdxs = []int32{
 	3,  // 0: fano.v1.Done.error:type_name -> fano.v1.ActorError
 	35, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
-	3,  // 2: fano.v1.TaskEventsReply.error:type_name -> fano.v1.ActorError
-	36, // 3: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
-	34, // 4: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
-	36, // 5: fano.v1.Allocate.task:type_name -> fano.v1.Task
-	8,  // 6: fano.v1.Allocated.free:type_name -> fano.v1.FreeSlots
-	36, // 7: fano.v1.NextAction.task:type_name -> fano.v1.Task
-	3,  // 8: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
-	3,  // 9: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
-	36, // 10: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	36, // 11: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	35, // 12: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 13: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	26, // 2: fano.v1.TaskEvents.then_module:type_name -> fano.v1.ModuleAnswer
+	3,  // 3: fano.v1.TaskEventsReply.error:type_name -> fano.v1.ActorError
+	36, // 4: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
+	34, // 5: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
+	36, // 6: fano.v1.Allocate.task:type_name -> fano.v1.Task
+	8,  // 7: fano.v1.Allocated.free:type_name -> fano.v1.FreeSlots
+	36, // 8: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	3,  // 9: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
+	3,  // 10: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
+	36, // 11: fano.v1.NextActionReply.task:type_name -> fano.v1.Task
+	36, // 12: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	36, // 13: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	35, // 14: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 15: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }

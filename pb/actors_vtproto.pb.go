@@ -309,6 +309,18 @@ func (m *TaskEvents) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ThenModule != nil {
+		size, err := m.ThenModule.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xd2
+	}
 	if m.NoReply {
 		i--
 		if m.NoReply {
@@ -1396,6 +1408,18 @@ func (m *NextActionReply) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Task != nil {
+		size, err := m.Task.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xd2
+	}
 	if m.EndError != nil {
 		size, err := m.EndError.MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
@@ -2054,6 +2078,10 @@ func (m *TaskEvents) SizeVT() (n int) {
 	if m.NoReply {
 		n += 3
 	}
+	if m.ThenModule != nil {
+		l = m.ThenModule.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -2456,6 +2484,10 @@ func (m *NextActionReply) SizeVT() (n int) {
 	}
 	if m.EndError != nil {
 		l = m.EndError.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.Task != nil {
+		l = m.Task.SizeVT()
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
