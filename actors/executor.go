@@ -251,16 +251,16 @@ func (e *executor) nextAction() (act modules.Action, ended bool, endErr, err err
 }
 
 // answer writes an answer's event (ev) through the scheduler and has the
-// module decide on the answer. Its reply is not kept waiting for the
-// event's fsync: what the loop writes next is queued behind it, so the
-// log never holds that without it (a crash leaves a prefix); the next
-// request leaves only once its own intent is durable, and that write
-// follows. The module decides once the event is queued: the scheduler hands it on (TaskEvents then_module), and
-// the module answers here once its events are queued in the WAL, behind
-// the answer's. perr: the answer's event was not queued (nothing was
-// decided). ended: the module knew the answer ends the task and queued
-// its completion with it (endErr: it could not). err: the module could
-// not decide.
+// module decide on the answer, in one ask. Nothing waits for the event's
+// fsync: what the loop writes next is queued behind it, so the log never
+// holds that without it (a crash leaves a prefix), and the next request
+// leaves only once its own intent, queued later, is durable. The
+// scheduler hands the answer to the module once the event is queued
+// (TaskEvents then_module); the module answers here once its own events
+// are queued behind it, with the task as it is after the answer.
+// perr: the answer's event was not queued (nothing was decided). ended:
+// the module knew the answer ends the task and queued its completion
+// with it (endErr: it could not). err: the module could not decide.
 func (e *executor) answer(ev *pb.Event, content string) (ended bool, endErr, err, perr error) {
 	m := e.taskEvents([]*pb.Event{ev})
 	m.ReplyWhenQueued = true
