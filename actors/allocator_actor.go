@@ -183,8 +183,14 @@ func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err 
 		respond(ctx, doneOf(err))
 		return
 	}
-	sender := ctx.Sender()
-	a.j.persist([]*pb.Event{ev}, func(_ []uint64, err error) {
+	a.j.persist([]*pb.Event{ev}, a.applied(ev, ctx.Sender()))
+}
+
+// applied is the continuation of a decided event's batch, in the actor
+// once the event is applied or could not be written: it publishes the
+// view, then answers sender.
+func (a *allocatorActor) applied(ev *pb.Event, sender *actor.PID) func([]uint64, error) {
+	return func(_ []uint64, err error) {
 		cur := a.sys.state.allocator.Load()
 		if err != nil && cur == a {
 			// Never applied: the charge this book decided for it is no
@@ -200,7 +206,7 @@ func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err 
 			a.sys.root.Send(a.sys.schedulerPID, fs)
 		}
 		a.sys.asks.respondLater(sender, doneOf(err))
-	})
+	}
 }
 
 // charge persists a decided quota charge and answers the sender with
@@ -208,7 +214,7 @@ func (a *allocatorActor) persistAndRespond(ctx actor.Context, ev *pb.Event, err 
 // the request waits for this answer, and the view the scheduler passes
 // slots on by (schedulerActor.refill) holds the charge from the decision
 // on, as the book counts it in flight. A charge that could not be written
-// is answered once it is abandoned and the view published again.
+// is answered as persistAndRespond answers, once it is abandoned.
 func (a *allocatorActor) charge(ctx actor.Context, ev *pb.Event, err error) {
 	if err != nil {
 		respond(ctx, doneOf(err))
@@ -216,22 +222,15 @@ func (a *allocatorActor) charge(ctx actor.Context, ev *pb.Event, err error) {
 	}
 	a.publish(ctx)
 	sender := ctx.Sender()
+	failed := a.applied(ev, sender)
 	a.j.persistDurable([]*pb.Event{ev}, func(_ []uint64, err error) {
 		if err == nil {
 			a.sys.asks.respondLater(sender, &pb.Done{})
 		}
-	}, func(_ []uint64, err error) {
-		if err == nil {
-			return
+	}, func(seqs []uint64, err error) {
+		if err != nil {
+			failed(seqs, err)
 		}
-		cur := a.sys.state.allocator.Load()
-		if cur == a {
-			a.book.Abandon(ev) // see persistAndRespond
-		}
-		if fs := cur.changedView(); fs != nil {
-			a.sys.root.Send(a.sys.schedulerPID, fs)
-		}
-		a.sys.asks.respondLater(sender, doneOf(err))
 	})
 }
 

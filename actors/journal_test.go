@@ -2,11 +2,9 @@ package actors
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 
-	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -50,7 +48,18 @@ func TestApplyLeftAppliesWhatAStoppedActorMissed(t *testing.T) {
 func TestADurableAnswerFollowsItsPersisted(t *testing.T) {
 	b := setup(t, setupOpts{probe: probe.Config{NoPropose: true}})
 	sys := b.start()
-	owner := &seenInOrder{}
+	var mu sync.Mutex
+	var seen []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, s)
+	}
+	owner := &funcProcess{fn: func(m any) {
+		if _, ok := m.(*pb.Persisted); ok {
+			note("persisted")
+		}
+	}}
 	pid, _ := sys.as.ProcessRegistry.Add(owner, "test-owner")
 	defer sys.as.ProcessRegistry.Remove(pid)
 	j := newJournal(sys, "test/owner", pid)
@@ -58,39 +67,14 @@ func TestADurableAnswerFollowsItsPersisted(t *testing.T) {
 	done := make(chan error, 1)
 	j.persistDurable([]*pb.Event{{Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: "x"}}}},
 		func(seqs []uint64, err error) {
-			owner.add("durable")
+			note("durable")
 			if err == nil && len(seqs) != 1 {
 				err = fmt.Errorf("seqs %v", seqs)
 			}
 			done <- err
 		}, nil)
 	require.NoError(t, <-done)
-	assert.Equal(t, []string{"persisted", "durable"}, owner.seen())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"persisted", "durable"}, seen)
 }
-
-// seenInOrder is a process that notes which pb.Persisted messages reach
-// it, in the sender's goroutine, in order with what else is noted.
-type seenInOrder struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (p *seenInOrder) add(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.list = append(p.list, s)
-}
-
-func (p *seenInOrder) seen() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return slices.Clone(p.list)
-}
-
-func (p *seenInOrder) SendUserMessage(_ *actor.PID, message any) {
-	if _, ok := actor.UnwrapEnvelopeMessage(message).(*pb.Persisted); ok {
-		p.add("persisted")
-	}
-}
-func (p *seenInOrder) SendSystemMessage(*actor.PID, any) {}
-func (p *seenInOrder) Stop(*actor.PID)                   {}

@@ -427,10 +427,11 @@ func (a *schedulerActor) persistTaskEvents(ctx actor.Context, m *pb.TaskEvents) 
 		}
 	}
 	tracked := next != nil
-	// An answer with no task in it (a request's intent) leaves once the
-	// events are durable, not once they are applied (see batch.durable).
+	// An answer with no task in it (a request's intent, a pause) leaves
+	// once the events are durable, not once they are applied (see
+	// batch.durable).
 	var durable func([]uint64, error)
-	if !m.NoReply && !m.ReplyWhenQueued && !m.WantTask && archive == nil {
+	if !m.NoReply && !m.ReplyWhenQueued && !m.WantTask {
 		durable = func(seqs []uint64, err error) {
 			a.sys.asks.respondLater(sender, &pb.TaskEventsReply{Seqs: seqs, Error: errorToWire(err)})
 		}

@@ -194,21 +194,24 @@ func TestTheQuotaViewHoldsAChargeBeforeItIsAnswered(t *testing.T) {
 	normal, _ := sys.inputs.canTake("api")
 	require.True(t, normal, "the view before the charge: quota left")
 	seen := make(chan bool, 1)
-	charger := &answerReader{read: func() { normal, _ := sys.inputs.canTake("api"); seen <- normal }}
+	charger := &funcProcess{fn: func(m any) {
+		if _, ok := m.(*pb.Done); ok {
+			normal, _ := sys.inputs.canTake("api")
+			seen <- normal
+		}
+	}}
 	pid, _ := sys.as.ProcessRegistry.Add(charger, "test-charger")
 	defer sys.as.ProcessRegistry.Remove(pid)
 	sys.root.RequestWithCustomSender(sys.allocatorPID, &pb.UseQuota{Backend: "api", TaskId: "charge-1"}, pid)
 	require.False(t, <-seen, "the view still had quota left when the charge that used it up was answered")
 }
 
-// answerReader is a process that runs read when an answer reaches it, in
-// the sender's goroutine.
-type answerReader struct{ read func() }
+// funcProcess is a process that runs fn on each message that reaches it,
+// in the sender's goroutine.
+type funcProcess struct{ fn func(msg any) }
 
-func (p *answerReader) SendUserMessage(_ *actor.PID, message any) {
-	if _, ok := actor.UnwrapEnvelopeMessage(message).(*pb.Done); ok {
-		p.read()
-	}
+func (p *funcProcess) SendUserMessage(_ *actor.PID, message any) {
+	p.fn(actor.UnwrapEnvelopeMessage(message))
 }
-func (p *answerReader) SendSystemMessage(*actor.PID, any) {}
-func (p *answerReader) Stop(*actor.PID)                   {}
+func (p *funcProcess) SendSystemMessage(*actor.PID, any) {}
+func (p *funcProcess) Stop(*actor.PID)                   {}
