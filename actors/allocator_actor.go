@@ -222,14 +222,13 @@ func (a *allocatorActor) charge(ctx actor.Context, ev *pb.Event, err error) {
 	}
 	a.publish(ctx)
 	sender := ctx.Sender()
-	failed := a.applied(ev, sender)
 	a.j.persistDurable([]*pb.Event{ev}, func(_ []uint64, err error) {
 		if err == nil {
 			a.sys.asks.respondLater(sender, &pb.Done{})
 		}
 	}, func(seqs []uint64, err error) {
 		if err != nil {
-			failed(seqs, err)
+			a.applied(ev, sender)(seqs, err) // made only then: a charge a task
 		}
 	})
 }
