@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -236,11 +235,6 @@ func (j *journal) deliver() {
 			b.seqs = seqs[i : i+len(b.events)]
 			i += len(b.events)
 		}
-		if err == nil {
-			if done := answeredSeqs(p.ok); len(done) > 0 {
-				go commitAnswered(j.log, done) // off the append path; see commitAnswered
-			}
-		}
 		j.root.Send(j.self, &pb.Persisted{Group: j.box.put(p.batches)})
 		// After the post: the owner takes these events before anything
 		// an answer below leads to.
@@ -295,34 +289,6 @@ func (j *journal) flush() {
 	j.inflight <- pending{batches: batches, ok: ok, wait: wait}
 }
 
-// answeredSeqs are the request intents that the persisted answers and
-// failures among batches close (spec §7.1 intent/commit).
-func answeredSeqs(batches []*batch) []uint64 {
-	var done []uint64
-	for _, b := range batches {
-		for _, e := range b.events {
-			switch x := e.Body.(type) {
-			case *pb.Event_LlmResponseReceived:
-				if x.LlmResponseReceived.RequestSeq > 0 {
-					done = append(done, x.LlmResponseReceived.RequestSeq)
-				}
-			case *pb.Event_LlmRequestFailed:
-				if x.LlmRequestFailed.RequestSeq > 0 {
-					done = append(done, x.LlmRequestFailed.RequestSeq)
-				}
-			}
-		}
-	}
-	return done
-}
-
-// commitAnswered marks closed request intents as committed. A lost
-// commit only means recovery meets an answered request again and finds
-// its answer in the task; it never loses work.
-func commitAnswered(log Store, done []uint64) {
-	_ = log.Commit(context.Background(), done...)
-}
-
 // encodeEvent turns an event into a WAL entry of owner.
 func encodeEvent(owner string, e *pb.Event) (wal.Entry, error) {
 	return encodeInto(make([]byte, pb.EventSize(e)), owner, e)
@@ -370,7 +336,20 @@ func encodeInto(buf []byte, owner string, e *pb.Event) (wal.Entry, error) {
 		return wal.Entry{}, fmt.Errorf("%s: encode %s: %w", owner, eventType(e), err)
 	}
 	_, intent := e.Body.(*pb.Event_LlmRequestStarted)
-	return wal.Entry{Time: timeOf(e.At), Type: kind, Owner: owner, Intent: intent, Payload: buf}, nil
+	return wal.Entry{Time: timeOf(e.At), Type: kind, Owner: owner, Intent: intent, Closes: closes(e), Payload: buf}, nil
+}
+
+// closes is the request intent e closes, 0 for none: an answer or a
+// failure closes its request in the transaction that makes it durable
+// (spec §7.1 intent/commit), so no commit of its own waits for a writer.
+func closes(e *pb.Event) uint64 {
+	switch x := e.Body.(type) {
+	case *pb.Event_LlmResponseReceived:
+		return x.LlmResponseReceived.RequestSeq
+	case *pb.Event_LlmRequestFailed:
+		return x.LlmRequestFailed.RequestSeq
+	}
+	return 0
 }
 
 // decodeEvent reads a WAL entry back; an entry that does not decode is an

@@ -148,9 +148,10 @@ func TestNextActionWaitsForTheAnswersEvents(t *testing.T) {
 	assert.Contains(t, next.Prompt, "Follow-up 1", "decided on the state with the first answer")
 }
 
-// An answer names its request's intent: the first write of a run carries
-// the task's start before the intent, and the answer must close the
-// intent, not the start (verify reports an intent no answer closes).
+// An answer names its request's intent, and closes it: the first write of
+// a run carries the task's start before the intent, and the answer must
+// close the intent, not the start (verify reports an intent no answer
+// closes).
 func TestAnswersNameTheirIntents(t *testing.T) {
 	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(4), Turns: 2}})
 	sys := b.start()
@@ -175,6 +176,9 @@ func TestAnswersNameTheirIntents(t *testing.T) {
 		return nil
 	}))
 	assert.Equal(t, 8, answers)
+	open, err := b.log.Uncommitted()
+	require.NoError(t, err)
+	assert.Empty(t, seqsOf(open), "every answer closed its intent as it was written")
 }
 
 // blockedNext is the probe whose first NextAction waits for release: the

@@ -184,6 +184,28 @@ var storeContract = []struct {
 		require.Equal(t, []uint64{seqs[2]}, seqsOf(open), "a commit with an unknown seq commits nothing")
 		require.ErrorIs(t, s.Commit(ctx, 0), wal.ErrUnknownSeq)
 	}},
+	{"an entry closes the intent it names when it is written", func(t *testing.T, s Store, _ func() error) {
+		ctx := context.Background()
+		seqs, err := s.Append(ctx, entry("a", "i", true, "1"), entry("a", "i", true, "2"))
+		require.NoError(t, err)
+		answer := entry("a", "e", false, "answer")
+		answer.Closes = seqs[0]
+		_, err = s.Append(ctx, answer)
+		require.NoError(t, err)
+		open, err := s.Uncommitted()
+		require.NoError(t, err)
+		require.Equal(t, []uint64{seqs[1]}, seqsOf(open))
+		require.Zero(t, replayAll(t, s, 3)[0].Closes, "not read back")
+
+		bad := entry("a", "e", false, "bad")
+		bad.Closes = s.LastSeq() + 1 // its own seq
+		_, err = s.AppendAsync(bad)()
+		require.ErrorIs(t, err, wal.ErrUnknownSeq)
+		require.Equal(t, uint64(3), s.LastSeq(), "the failed append took no seq")
+		open, err = s.Uncommitted()
+		require.NoError(t, err)
+		require.Equal(t, []uint64{seqs[1]}, seqsOf(open))
+	}},
 	{"checkpoints replace each other per owner", func(t *testing.T, s Store, _ func() error) {
 		_, found, err := s.LoadCheckpoint("a")
 		require.NoError(t, err)

@@ -15,6 +15,11 @@ type Entry struct {
 	Owner   string    // caller's owner name, e.g. "scheduler", "module/explorer"
 	Intent  bool      // an intent (spec §7.1): listed by Uncommitted until Commit(seq)
 	Payload []byte
+	// Closes, if set on input, commits the intent with that seq (see
+	// Commit) in the same transaction as the entry: an answer closes its
+	// request exactly when it is durable, with no Commit of its own. It
+	// must be below the entry's seq. Not read back by Replay.
+	Closes uint64
 	// Archive, if set on input, is put in the archive (see Log.Archive)
 	// in the same transaction as the entry: a record that exists exactly
 	// when the entry does. Not read back by Replay.

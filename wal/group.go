@@ -228,14 +228,19 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		return buf, l.queued()
 	}
 
-	// Assign seqs, encode entries into one block, validate commits and
-	// checkpoints against the seqs known once this batch is written.
+	// Validate each request against the seqs known once the requests
+	// before it are written (a failed one takes none), then assign seqs
+	// and encode its entries into the one block.
 	buf = buf[:0]
 	first := l.lastSeq.Load() + 1
 	next := first
 	nEntries, archived := 0, 0
 	write := live[:0]
 	for _, r := range live {
+		if err := r.check(next); err != nil {
+			r.finish(err)
+			continue
+		}
 		if len(r.entries) > 0 {
 			r.first = next
 			for i := range r.entries {
@@ -251,20 +256,6 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 				}
 			}
 			nEntries += len(r.entries)
-		}
-		var err error
-		for _, s := range r.commits {
-			if s == 0 || s >= next {
-				err = fmt.Errorf("wal: commit seq %d: %w (last seq %d)", s, ErrUnknownSeq, next-1)
-				break
-			}
-		}
-		if r.cpValue != nil && r.cpSeq >= next {
-			err = fmt.Errorf("wal: checkpoint %q at seq %d: %w (last seq %d)", r.cpOwner, r.cpSeq, ErrUnknownSeq, next-1)
-		}
-		if err != nil {
-			r.finish(err)
-			continue
 		}
 		write = append(write, r)
 	}
@@ -304,6 +295,25 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		l.noteTouched(len(buf) + archived) // after the answers: no writer waits on it
 	}
 	return buf, waiting
+}
+
+// check validates r's commits, checkpoint and closed intents when its
+// first entry would take seq next.
+func (r *request) check(next uint64) error {
+	for i := range r.entries {
+		if c := r.entries[i].Closes; c >= next+uint64(i) {
+			return fmt.Errorf("wal: entry %d (%s) closes seq %d: %w (not below its own seq %d)", i, r.entries[i].Type, c, ErrUnknownSeq, next+uint64(i))
+		}
+	}
+	for _, s := range r.commits {
+		if s == 0 || s >= next {
+			return fmt.Errorf("wal: commit seq %d: %w (last seq %d)", s, ErrUnknownSeq, next-1)
+		}
+	}
+	if r.cpValue != nil && r.cpSeq >= next {
+		return fmt.Errorf("wal: checkpoint %q at seq %d: %w (last seq %d)", r.cpOwner, r.cpSeq, ErrUnknownSeq, next-1)
+	}
+	return nil
 }
 
 // writeTx is the one bbolt transaction of a group commit.
@@ -351,6 +361,15 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 					intents = tx.Bucket(bucketIntents)
 				}
 				if err := intents.Put(key[:], []byte{}); err != nil {
+					return err
+				}
+			}
+			if c := r.entries[i].Closes; c > 0 {
+				binary.BigEndian.PutUint64(key[:], c)
+				if intents == nil {
+					intents = tx.Bucket(bucketIntents)
+				}
+				if err := intents.Delete(key[:]); err != nil {
 					return err
 				}
 			}

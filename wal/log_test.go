@@ -248,6 +248,84 @@ func TestCommitErrors(t *testing.T) {
 	require.Empty(t, un)
 }
 
+// An entry that closes an intent commits it in its own transaction: the
+// intent is open until the entry is durable and closed once it is, across
+// a reopen, even when both are in one append.
+func TestAnEntryClosesItsIntent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	s := appendT(t, l, intent("a", "request", "1"), intent("a", "request", "2"))
+	answer := func(closes uint64) Entry {
+		e := ent("a", "answer", fmt.Sprint(closes))
+		e.Closes = closes
+		return e
+	}
+	appendT(t, l, answer(s[0]))
+	own := l.LastSeq() + 1 // an intent and its answer in one append
+	appendT(t, l, intent("a", "request", "3"), answer(own))
+	un, err := l.Uncommitted()
+	require.NoError(t, err)
+	require.Equal(t, []uint64{s[1]}, seqsOf(un))
+	require.NoError(t, l.Close())
+
+	l = openTest(t, path, testOptions())
+	un, err = l.Uncommitted()
+	require.NoError(t, err)
+	require.Equal(t, []uint64{s[1]}, seqsOf(un))
+	require.Empty(t, replayAll(t, l, 0)[2].Closes, "Closes is not read back")
+}
+
+// An entry may only close a seq below its own. A bad one fails its append
+// alone, takes no seq, and closes nothing, even in a group commit beside
+// good appends.
+func TestAnEntryClosingALaterSeqFailsItsAppendAlone(t *testing.T) {
+	l := openTest(t, "", testOptions())
+	s := appendT(t, l, intent("a", "request", "open"))
+	enqueued := make(chan struct{}, 10)
+	inCommit := make(chan struct{})
+	release := make(chan struct{})
+	var batches []int
+	l.hookEnqueued = func() { enqueued <- struct{}{} }
+	l.hookBeforeCommit = func(n int) {
+		batches = append(batches, n) // only the writer goroutine calls this
+		if len(batches) == 1 {
+			close(inCommit)
+			<-release
+		}
+	}
+	hold := l.AppendAsync(ent("a", "t", "held"))
+	waitFor(t, enqueued)
+	waitFor(t, inCommit) // the next three share one transaction
+	bad := ent("a", "answer", "bad")
+	bad.Closes = s[0] + 4 // its own seq, were it written
+	before := l.AppendAsync(ent("a", "t", "before"))
+	waitFor(t, enqueued)
+	failed := l.AppendAsync(ent("a", "t", "beside"), bad)
+	waitFor(t, enqueued)
+	after := l.AppendAsync(ent("a", "t", "after"))
+	waitFor(t, enqueued)
+	close(release)
+	_, err := hold()
+	require.NoError(t, err)
+	_, err = failed()
+	require.ErrorIs(t, err, ErrUnknownSeq)
+	require.ErrorContains(t, err, "closes seq 5")
+	b, err := before()
+	require.NoError(t, err)
+	a, err := after()
+	require.NoError(t, err)
+	require.Equal(t, []uint64{s[0] + 2, s[0] + 3}, append(b, a...), "the failed append took no seq")
+	require.Equal(t, []int{1, 2}, batches)
+	un, err := l.Uncommitted()
+	require.NoError(t, err)
+	require.Equal(t, []uint64{s[0]}, seqsOf(un))
+	var payloads []string
+	for _, e := range replayAll(t, l, 0) {
+		payloads = append(payloads, string(e.Payload))
+	}
+	require.Equal(t, []string{"open", "held", "before", "after"}, payloads)
+}
+
 func TestUncommittedOrderAcrossBlocks(t *testing.T) {
 	l := openTest(t, "", testOptions())
 	ctx := context.Background()

@@ -95,6 +95,11 @@ func (l *Log) append(entries []wal.Entry) ([]uint64, error) {
 	if l.closed {
 		return nil, wal.ErrClosed
 	}
+	for i, e := range block {
+		if e.Closes > l.lastSeq+uint64(i) {
+			return nil, fmt.Errorf("wal: entry %d (%s) closes seq %d: %w (not below its own seq %d)", i, e.Type, e.Closes, wal.ErrUnknownSeq, l.lastSeq+uint64(i)+1)
+		}
+	}
 	seqs := make([]uint64, len(block))
 	for i := range block {
 		l.lastSeq++
@@ -102,6 +107,10 @@ func (l *Log) append(entries []wal.Entry) ([]uint64, error) {
 		seqs[i] = l.lastSeq
 		if block[i].Intent {
 			l.intents[l.lastSeq] = true
+		}
+		if c := block[i].Closes; c > 0 {
+			delete(l.intents, c)
+			block[i].Closes = 0 // not read back
 		}
 		// As in the file: the record exists exactly when the entry does,
 		// and Replay does not carry it.
