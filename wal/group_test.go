@@ -15,18 +15,7 @@ func TestMaxBatch(t *testing.T) {
 	opts := testOptions()
 	opts.MaxBatch = 2
 	l := openTest(t, "", opts)
-	enqueued := make(chan struct{}, 100)
-	inCommit := make(chan struct{})
-	release := make(chan struct{})
-	var batches []int
-	l.hookEnqueued = func() { enqueued <- struct{}{} }
-	l.hookBeforeCommit = func(n int) {
-		batches = append(batches, n)
-		if len(batches) == 1 {
-			close(inCommit)
-			<-release
-		}
-	}
+	h := holdFirstCommit(l)
 	var wg sync.WaitGroup
 	appendAsync := func(es ...Entry) {
 		wg.Add(1)
@@ -35,19 +24,19 @@ func TestMaxBatch(t *testing.T) {
 			_, err := l.Append(context.Background(), es...)
 			assertNoError(t, err)
 		}()
-		waitFor(t, enqueued)
+		waitFor(t, h.enqueued)
 	}
 	appendAsync(ent("a", "t", "0"))
-	waitFor(t, inCommit)
+	waitFor(t, h.inCommit)
 	// Queued in this order while the first commit is held.
 	appendAsync(ent("a", "t", "1"))
 	appendAsync(ent("a", "t", "2"))
 	appendAsync(ent("a", "t", "3"))
 	appendAsync(ent("a", "t", "4"), ent("a", "t", "5"), ent("a", "t", "6"))
 	appendAsync(ent("a", "t", "7"))
-	close(release)
+	close(h.release)
 	wg.Wait()
-	require.Equal(t, []int{1, 2, 1, 3, 1}, batches)
+	require.Equal(t, []int{1, 2, 1, 3, 1}, h.batches)
 	require.Len(t, replayAll(t, l, 1), 8)
 }
 

@@ -62,3 +62,25 @@ func ent(owner, typ, payload string) Entry {
 func intent(owner, typ, payload string) Entry {
 	return Entry{Owner: owner, Type: typ, Payload: []byte(payload), Intent: true}
 }
+
+// heldCommit holds the writer in its first transaction until release is
+// closed, so what is appended meanwhile shares the next group commit.
+type heldCommit struct {
+	enqueued chan struct{} // one a request queued
+	inCommit chan struct{} // closed once the writer holds the first
+	release  chan struct{}
+	batches  []int // entries of each transaction; read once the writes returned
+}
+
+func holdFirstCommit(l *Log) *heldCommit {
+	h := &heldCommit{enqueued: make(chan struct{}, 100), inCommit: make(chan struct{}), release: make(chan struct{})}
+	l.hookEnqueued = func() { h.enqueued <- struct{}{} }
+	l.hookBeforeCommit = func(n int) {
+		h.batches = append(h.batches, n) // only the writer goroutine calls this
+		if len(h.batches) == 1 {
+			close(h.inCommit)
+			<-h.release
+		}
+	}
+	return h
+}

@@ -134,18 +134,7 @@ func assertNoError(t *testing.T, err error) bool {
 // the next single transaction (one block).
 func TestGroupCommitOneTransaction(t *testing.T) {
 	l := openTest(t, "", testOptions())
-	enqueued := make(chan struct{}, 100)
-	inCommit := make(chan struct{})
-	release := make(chan struct{})
-	var batches []int
-	l.hookEnqueued = func() { enqueued <- struct{}{} }
-	l.hookBeforeCommit = func(n int) {
-		batches = append(batches, n) // only the writer goroutine calls this
-		if len(batches) == 1 {
-			close(inCommit)
-			<-release
-		}
-	}
+	h := holdFirstCommit(l)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -153,8 +142,8 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 		_, err := l.Append(context.Background(), ent("a", "t", "first"))
 		assertNoError(t, err)
 	}()
-	waitFor(t, enqueued)
-	waitFor(t, inCommit) // the writer holds the first append in its transaction
+	waitFor(t, h.enqueued)
+	waitFor(t, h.inCommit) // the writer holds the first append in its transaction
 	const n = 10
 	for i := range n {
 		wg.Add(1)
@@ -165,11 +154,11 @@ func TestGroupCommitOneTransaction(t *testing.T) {
 		}()
 	}
 	for range n {
-		waitFor(t, enqueued)
+		waitFor(t, h.enqueued)
 	}
-	close(release)
+	close(h.release)
 	wg.Wait()
-	require.Equal(t, []int{1, 2 * n}, batches)
+	require.Equal(t, []int{1, 2 * n}, h.batches)
 	st, err := l.Stats()
 	require.NoError(t, err)
 	require.Equal(t, 2, st.Blocks)
@@ -281,30 +270,19 @@ func TestAnEntryClosesItsIntent(t *testing.T) {
 func TestAnEntryClosingALaterSeqFailsItsAppendAlone(t *testing.T) {
 	l := openTest(t, "", testOptions())
 	s := appendT(t, l, intent("a", "request", "open"))
-	enqueued := make(chan struct{}, 10)
-	inCommit := make(chan struct{})
-	release := make(chan struct{})
-	var batches []int
-	l.hookEnqueued = func() { enqueued <- struct{}{} }
-	l.hookBeforeCommit = func(n int) {
-		batches = append(batches, n) // only the writer goroutine calls this
-		if len(batches) == 1 {
-			close(inCommit)
-			<-release
-		}
-	}
+	h := holdFirstCommit(l)
 	hold := l.AppendAsync(ent("a", "t", "held"))
-	waitFor(t, enqueued)
-	waitFor(t, inCommit) // the next three share one transaction
+	waitFor(t, h.enqueued)
+	waitFor(t, h.inCommit) // the next three share one transaction
 	bad := ent("a", "answer", "bad")
 	bad.Closes = s[0] + 4 // its own seq, were it written
 	before := l.AppendAsync(ent("a", "t", "before"))
-	waitFor(t, enqueued)
+	waitFor(t, h.enqueued)
 	failed := l.AppendAsync(ent("a", "t", "beside"), bad)
-	waitFor(t, enqueued)
+	waitFor(t, h.enqueued)
 	after := l.AppendAsync(ent("a", "t", "after"))
-	waitFor(t, enqueued)
-	close(release)
+	waitFor(t, h.enqueued)
+	close(h.release)
 	_, err := hold()
 	require.NoError(t, err)
 	_, err = failed()
@@ -315,7 +293,7 @@ func TestAnEntryClosingALaterSeqFailsItsAppendAlone(t *testing.T) {
 	a, err := after()
 	require.NoError(t, err)
 	require.Equal(t, []uint64{s[0] + 2, s[0] + 3}, append(b, a...), "the failed append took no seq")
-	require.Equal(t, []int{1, 2}, batches)
+	require.Equal(t, []int{1, 2}, h.batches)
 	un, err := l.Uncommitted()
 	require.NoError(t, err)
 	require.Equal(t, []uint64{s[0]}, seqsOf(un))
