@@ -341,6 +341,17 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 	// checkpoint, and opening one costs a search and a few allocations.
 	var intents, cps, archive *bolt.Bucket
 	var key [8]byte
+	// intent opens (put) or closes (delete) the intent at seq.
+	intent := func(seq uint64, open bool) error {
+		binary.BigEndian.PutUint64(key[:], seq)
+		if intents == nil {
+			intents = tx.Bucket(bucketIntents)
+		}
+		if open {
+			return intents.Put(key[:], []byte{})
+		}
+		return intents.Delete(key[:])
+	}
 	for _, r := range reqs {
 		for i := range r.entries {
 			if a := r.entries[i].Archive; a != nil {
@@ -356,30 +367,18 @@ func (l *Log) writeTx(reqs []*request, first uint64, block []byte, nEntries int)
 				}
 			}
 			if r.entries[i].Intent {
-				binary.BigEndian.PutUint64(key[:], r.first+uint64(i))
-				if intents == nil {
-					intents = tx.Bucket(bucketIntents)
-				}
-				if err := intents.Put(key[:], []byte{}); err != nil {
+				if err := intent(r.first+uint64(i), true); err != nil {
 					return err
 				}
 			}
 			if c := r.entries[i].Closes; c > 0 {
-				binary.BigEndian.PutUint64(key[:], c)
-				if intents == nil {
-					intents = tx.Bucket(bucketIntents)
-				}
-				if err := intents.Delete(key[:]); err != nil {
+				if err := intent(c, false); err != nil {
 					return err
 				}
 			}
 		}
 		for _, s := range r.commits {
-			binary.BigEndian.PutUint64(key[:], s)
-			if intents == nil {
-				intents = tx.Bucket(bucketIntents)
-			}
-			if err := intents.Delete(key[:]); err != nil {
+			if err := intent(s, false); err != nil {
 				return err
 			}
 		}
