@@ -134,8 +134,15 @@ func (l *Log) run() {
 			l.gather(waiting + answered)
 		}
 		l.mu.Lock()
-		for len(l.queue) == 0 && !l.closed {
-			l.cond.Wait()
+		if len(l.queue) == 0 && !l.closed {
+			idle := time.Now()
+			for len(l.queue) == 0 && !l.closed {
+				if l.hookIdle != nil {
+					l.hookIdle()
+				}
+				l.cond.Wait()
+			}
+			l.duty.idle.Add(int64(time.Since(idle)))
 		}
 		if len(l.queue) == 0 {
 			l.mu.Unlock()
@@ -146,7 +153,9 @@ func (l *Log) run() {
 		l.mu.Unlock()
 
 		answered = len(batch)
+		start := time.Now()
 		buf, waiting = l.writeBatch(batch, buf, failed)
+		l.duty.wrote(len(batch), time.Since(start))
 		clear(batch)
 		if cap(buf) > maxBatchBytes {
 			buf = nil

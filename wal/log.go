@@ -145,9 +145,11 @@ type Log struct {
 	done        chan struct{}
 
 	blockCounts blockCountCache // Stats' entries per block
+	duty        writerDuty      // what the writer spent its time on
 
 	// Test hooks, set before the first write.
 	hookEnqueued     func()          // after a request is queued
+	hookIdle         func()          // in the writer, each time it waits for a request; set under l.mu
 	hookBeforeCommit func(batch int) // in the writer, before tx.Commit; batch = entries
 }
 

@@ -1,0 +1,63 @@
+package wal
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The writer counts its group commits, the requests they carried, the
+// time it spent writing them and the time it waited with nothing queued.
+func TestDutyCountsCommitsAndTheirTime(t *testing.T) {
+	l := openTest(t, "", testOptions())
+	h := holdFirstCommit(l)
+	idle := make(chan struct{}, 10)
+	l.mu.Lock()
+	l.hookIdle = func() {
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+	}
+	l.cond.Broadcast() // a writer waiting already waits again, through the hook
+	l.mu.Unlock()
+	waitFor(t, idle) // the writer waits for work from here on
+	idleSince := time.Now()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	idleUntil := time.Now() // nothing is queued before this
+	go func() {
+		defer wg.Done()
+		_, err := l.Append(context.Background(), ent("a", "t", "first"))
+		assertNoError(t, err)
+	}()
+	waitFor(t, h.enqueued)
+	waitFor(t, h.inCommit)
+	heldSince := time.Now()
+	const n = 3
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := l.Append(context.Background(), ent("a", "t", string(rune('a'+i))))
+			assertNoError(t, err)
+		}()
+	}
+	for range n {
+		waitFor(t, h.enqueued)
+	}
+	held := time.Since(heldSince) // the first commit is still being written
+	close(h.release)
+	wg.Wait()
+	require.NoError(t, l.Close()) // the writer has counted its last commit
+
+	d := l.Duty()
+	require.Equal(t, int64(2), d.Commits, "the first append, then the three queued behind it in one")
+	require.Equal(t, int64(1+n), d.Requests)
+	require.GreaterOrEqual(t, d.Writing, held, "the held commit's time is writing time")
+	require.GreaterOrEqual(t, d.Idle, idleUntil.Sub(idleSince), "waiting for the first append is idle time")
+}
