@@ -22,6 +22,7 @@ import (
 	"fano/config"
 	"fano/gateway"
 	"fano/health"
+	"fano/internal/procs"
 	"fano/modules"
 	"fano/pb"
 	"fano/wal"
@@ -101,6 +102,8 @@ type Main struct {
 	result                Result
 	memLimit              int64
 	memLimitFrom          string
+	procs                 int
+	procsFrom             string
 }
 
 // Result is how a Run ended.
@@ -182,6 +185,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	}
 	m.data = d
 	m.memLimit, m.memLimitFrom = memoryLimit(m.cfg.Orchestrator.State.MemoryLimitMB)
+	m.procs, m.procsFrom = procs.Set()
 	w := d.Wiring(m.clock)
 	w.NewBackend, w.Modules, w.UntilIdle, w.Observe = o.NewBackend, o.Modules, o.UntilIdle, o.Observe
 	w.DispatchOnTick = o.DispatchOnTick
@@ -214,6 +218,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		Int("tasks_recovered", rep.TasksRecovered).Int("entries_replayed", rep.EntriesReplayed).
 		Int("tasks_paused", rep.TasksPaused).Strs("repairs", rep.Repairs).Strs("problems", rep.Problems).
 		Int64("memory_limit_mb", m.memLimit>>20).Str("memory_limit_from", m.memLimitFrom).
+		Int("gomaxprocs", m.procs).Str("gomaxprocs_from", m.procsFrom).
 		Msg("fano is running")
 	m.result = Result{Recovered: rep.TasksRecovered, CompletedBefore: rep.TaskStates["COMPLETED"], Continued: earlier > 0}
 	if earlier > 0 {

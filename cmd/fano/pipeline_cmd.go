@@ -23,6 +23,7 @@ import (
 	fanoapp "fano/app"
 	"fano/config"
 	"fano/gateway"
+	"fano/internal/procs"
 	"fano/logging"
 	"fano/modules"
 	"fano/modules/pipeline"
@@ -286,6 +287,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	defer a.close()
 	// The run's heap stays under the configured soft limit, as fano run's.
 	memLimit, memLimitFrom := fanoapp.SetMemoryLimit(a.cfg.Orchestrator.State.MemoryLimitMB)
+	nprocs, nprocsFrom := procs.Set() // as fano run's: a spare P while the WAL writer is in fsync
 	// The definition this run used, beside its results.
 	if err := actors.WriteFileAtomic(filepath.Join(a.dataDir, pipelineSnapshot), ps.def.Source, 0o644); err != nil {
 		return err
@@ -325,6 +327,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	defer svc.Stop()
 	a.logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
 		Int64("memory_limit_mb", memLimit>>20).Str("memory_limit_from", memLimitFrom).
+		Int("gomaxprocs", nprocs).Str("gomaxprocs_from", nprocsFrom).
 		Int("pid", os.Getpid()).Str("run_dir", a.dataDir).Msg("pipeline running")
 	if f.retryFailed {
 		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,

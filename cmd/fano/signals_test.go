@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -251,6 +253,7 @@ func TestRunWiresOps(t *testing.T) {
 	dataDir := filepath.Join(dir, "data")
 	cfg := writeConfig(t, dir, slowConfig(60_000))
 	r := startFano(t, cfg, dataDir, true)
+	requireProcsLogged(t, filepath.Join(dataDir, "logs", "fano.log"))
 	require.NoError(t, r.cmd.Process.Signal(syscall.SIGUSR1))
 	waitLogLines(t, filepath.Join(dataDir, "logs", "fano.log"), `"event":"cmd.fano.stack_dump"`, 1)
 	dumps, _ := filepath.Glob(filepath.Join(dataDir, "logs", "stacks-*.txt"))
@@ -289,4 +292,32 @@ func TestRunWiresOps(t *testing.T) {
 	require.NoError(t, err, errOut)
 	require.Contains(t, out, `"source": "wal"`)
 	require.Contains(t, out, `"llm_requests": {`)
+}
+
+// requireProcsLogged checks the started line of the log at path: fano runs
+// with one P more than the CPUs (internal/procs), unless GOMAXPROCS is set
+// in the environment it inherited.
+func requireProcsLogged(t *testing.T, path string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, `"event":"cmd.fano.started"`) {
+			continue
+		}
+		var started struct {
+			Procs int    `json:"gomaxprocs"`
+			From  string `json:"gomaxprocs_from"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &started), line)
+		if env := os.Getenv("GOMAXPROCS"); env != "" {
+			require.Equal(t, "GOMAXPROCS", started.From, line)
+			require.Equal(t, env, strconv.Itoa(started.Procs), line)
+			return
+		}
+		require.Equal(t, "fano: the CPUs + 1", started.From, line)
+		require.Equal(t, runtime.NumCPU()+1, started.Procs, line)
+		return
+	}
+	t.Fatalf("no started line in %s", path)
 }
