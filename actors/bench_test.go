@@ -23,6 +23,7 @@ import (
 	"fano/actors/scheduler"
 	"fano/gateway"
 	"fano/gateway/sim"
+	"fano/internal/procs"
 	"fano/modules/probe"
 	"fano/pb"
 	"fano/wal"
@@ -56,6 +57,9 @@ func procStatusMB(field string) float64 {
 // their submits batched alike.
 func BenchmarkEndToEnd(b *testing.B) {
 	const tasks = 20000
+	// As fano run and fano pipeline run do (internal/procs): one P more
+	// than the CPUs, unless GOMAXPROCS is set. The floor runs so too.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs.For(runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS"))))
 	b.Run("fano", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			runtime.GC()
@@ -77,6 +81,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 			}
 			start := time.Now()
 			cpu0 := processCPU()
+			duty0 := bu.file.Duty()
 			msgs0 := messagesPosted(sys)
 			var ms0 runtime.MemStats
 			runtime.ReadMemStats(&ms0)
@@ -109,12 +114,14 @@ func BenchmarkEndToEnd(b *testing.B) {
 				b.Fatalf("only %d of %d completed", done.Load(), tasks)
 			}
 			elapsed := time.Since(start)
+			duty := bu.file.Duty()
 			cpu := processCPU() - cpu0
 			var ms1 runtime.MemStats
 			runtime.ReadMemStats(&ms1)
 			wg.Wait()
 			b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
 			b.ReportMetric(float64(cpu.Microseconds())/tasks, "cpu-µs/task")
+			reportDuty(b, tasks, elapsed, duty0, duty)
 			// Messages between the long-lived actors: each is a hop (a
 			// mailbox post, often a goroutine woken).
 			b.ReportMetric(float64(messagesPosted(sys)-msgs0)/tasks, "msgs/task")
@@ -218,6 +225,7 @@ func walFloor(b *testing.B, tasks int, batchSubmits bool, life func(*pb.Task) []
 		}
 		start := time.Now()
 		cpu0 := processCPU()
+		duty0 := log.Duty()
 		var wg sync.WaitGroup
 		for w := 0; w < 64; w++ {
 			wg.Add(1)
@@ -250,10 +258,29 @@ func walFloor(b *testing.B, tasks int, batchSubmits bool, life func(*pb.Task) []
 			}(w)
 		}
 		wg.Wait()
-		b.ReportMetric(float64(tasks)/time.Since(start).Seconds(), "tasks/s")
+		elapsed := time.Since(start)
+		b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
 		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(tasks), "cpu-µs/task")
+		reportDuty(b, tasks, elapsed, duty0, log.Duty())
 		_ = log.Close()
 	}
+}
+
+// reportDuty reports what the WAL's writer did while tasks ran for
+// elapsed (from before to after): the share of the time it was writing
+// (writer-busy-%) and idle with nothing queued (writer-idle-%), and the
+// tasks each group commit carried. A writer that is not busy waits on
+// the system's own hops between one durable write and the next; one that
+// is, on the disk.
+func reportDuty(b *testing.B, tasks int, elapsed time.Duration, before, after wal.Duty) {
+	commits := after.Commits - before.Commits
+	if commits == 0 || elapsed <= 0 {
+		return
+	}
+	b.ReportMetric(100*float64(after.Writing-before.Writing)/float64(elapsed), "writer-busy-%")
+	b.ReportMetric(100*float64(after.Idle-before.Idle)/float64(elapsed), "writer-idle-%")
+	b.ReportMetric(float64(tasks)/float64(commits), "tasks/commit")
+	b.ReportMetric(float64(after.Writing-before.Writing)/float64(commits)/float64(time.Microsecond), "µs/commit")
 }
 
 // benchNoSync: FANO_BENCH_NOSYNC=1 runs BenchmarkEndToEnd and its floor
