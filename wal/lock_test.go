@@ -80,3 +80,28 @@ func deadPID(t *testing.T) int {
 	require.NoError(t, cmd.Run())
 	return cmd.Process.Pid
 }
+
+// A file another open holds is being written: Open waits for its lock
+// and reports it locked, never damaged from pages read mid-write (a
+// `fano pipeline status` beside a running pipeline once said "damaged").
+// Once nobody holds it, the same file is checked and found damaged.
+func TestAFileInUseIsLockedNotDamaged(t *testing.T) {
+	dir := t.TempDir()
+	whole := filepath.Join(dir, "whole.db")
+	bigLog(t, whole)
+	path := filepath.Join(dir, "fano.db")
+	copyFile(t, whole, path, 3*4096) // what a reader may see of a file mid-write
+	holder, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	require.NoError(t, lockExclusive(holder))
+
+	opts := testOptions()
+	opts.LockTimeout = 50 * time.Millisecond
+	_, err = Open(path, opts)
+	require.ErrorIs(t, err, ErrLocked)
+	require.NotErrorIs(t, err, ErrDamaged)
+
+	require.NoError(t, holder.Close()) // the lock goes with it
+	_, err = Open(path, opts)
+	require.ErrorIs(t, err, ErrDamaged)
+}

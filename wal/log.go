@@ -175,10 +175,22 @@ func Open(path string, opts Options) (*Log, error) {
 	}
 	// bbolt maps the file and trusts its meta page: pages it names beyond
 	// the end of a cut-short file fault (SIGSEGV/SIGBUS) on first touch.
-	if err := CheckFile(path); err != nil {
-		return nil, err
+	// A file another process holds is being written: read now, its pages
+	// may be torn, and it would look damaged. It is checked once bbolt
+	// has waited for the lock, before anything reads it through the map.
+	inUse := heldByAnother(path)
+	if !inUse {
+		if err := CheckFile(path); err != nil {
+			return nil, err
+		}
 	}
 	db, err := openBolt(path, opts)
+	if err == nil && inUse {
+		if cerr := CheckFile(path); cerr != nil {
+			_ = db.Close()
+			return nil, cerr
+		}
+	}
 	if err != nil {
 		switch {
 		case errors.Is(err, berrors.ErrTimeout):
@@ -751,4 +763,16 @@ func (c *blockCountCache) invalidate() {
 	defer c.mu.Unlock()
 	c.gen++
 	c.counts = nil
+}
+
+// heldByAnother reports whether another open of path holds its lock now
+// (flock is per open file, so this process's other opens count too). A
+// missing or unreadable file is not held.
+func heldByAnother(path string) bool {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close() // closing releases the lock if we took it
+	return lockExclusive(f) != nil
 }
