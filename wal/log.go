@@ -177,7 +177,8 @@ func Open(path string, opts Options) (*Log, error) {
 	// the end of a cut-short file fault (SIGSEGV/SIGBUS) on first touch.
 	// A file another process holds is being written: read now, its pages
 	// may be torn, and it would look damaged. It is checked once bbolt
-	// has waited for the lock, before anything reads it through the map.
+	// has waited for the lock instead (bbolt's own reads at open turn a
+	// fault into an error: openBolt).
 	inUse := heldByAnother(path)
 	if !inUse {
 		if err := CheckFile(path); err != nil {
