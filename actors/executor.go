@@ -82,9 +82,10 @@ type executorEnv struct {
 	opts     *Options // read only
 
 	schedulerPID, allocatorPID *actor.PID
-	modulePIDs, gatewayPIDs    map[string]*actor.PID
+	modulePIDs                 map[string]*actor.PID
+	gateways                   map[string]*gatewayCalls // by backend
 
-	calls       atomic.Uint64 // numbers LLM calls for LLMCancel
+	calls       atomic.Uint64 // numbers LLM calls for their cancel
 	offActor    *atomic.Int64 // the System's (see QueuedMessages)
 	executors   *liveExecutors
 	faults      *backendFaults
@@ -298,19 +299,20 @@ func (e *executor) moduleEnd(failed bool, reason string) error {
 	return e.askDone(pid, &pb.ModuleEnd{Task: e.task, Failed: failed, Reason: reason})
 }
 
-// send runs one call on backend's gateway host. Once the request's
-// deadline (Options.RequestTimeout) passes or ctx ends, the host is told
-// to end the call (pb.LLMCancel, behind the request) and answers as
-// usual; cause is why (errTimeout, or ctx's cause), nil if neither came
-// first. It waits on the reply, the deadline and ctx at once: a derived
-// context and two callbacks a request were a share of fano's CPU.
+// send runs one call on backend: the request goes straight to the
+// backend's calls (gatewayCalls.start), not through its host's mailbox.
+// Once the request's deadline (Options.RequestTimeout) passes or ctx
+// ends, the call is cancelled and answers as usual; cause is why
+// (errTimeout, or ctx's cause), nil if neither came first. It waits on
+// the reply, the deadline and ctx at once: a derived context and two
+// callbacks a request were a share of fano's CPU.
 func (e *executor) send(ctx context.Context, backend string, req gateway.Request) (resp gateway.Response, err, cause error) {
-	pid, ok := e.env.gatewayPIDs[backend]
+	calls, ok := e.env.gateways[backend]
 	if !ok {
 		return gateway.Response{}, gateway.Unavailable(backend, "no such backend"), nil
 	}
 	id := e.env.calls.Add(1)
-	e.tell(pid, llmRequestToWire(id, backend, req))
+	calls.start(llmRequestToWire(id, backend, req), e.self)
 	deadline := e.env.clock.NewTimer(e.env.opts.RequestTimeout)
 	defer deadline.Stop()
 	expired, done := deadline.Chan(), ctx.Done()
@@ -331,7 +333,7 @@ func (e *executor) send(ctx context.Context, backend string, req gateway.Request
 			cause = context.Cause(ctx)
 		}
 		expired, done = nil, nil // one cancel a call
-		e.env.root.Send(pid, &pb.LLMCancel{RequestId: id, Cause: causeToWire(cause)})
+		calls.running.cancel(id, cause)
 	}
 }
 

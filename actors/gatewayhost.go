@@ -11,17 +11,44 @@ import (
 	"fano/pb"
 )
 
-// gatewayHost wraps one backend. Calls run in their own goroutines, each
-// under a context the host cancels on the caller's pb.LLMCancel, so the
-// host keeps answering status while a request runs; the allocator's slots
-// bound how many run at once.
+// gatewayHost is the actor of one backend: it answers health queries and
+// cancels, and ends the backend's running calls when it stops. The calls
+// themselves start where they are asked (gatewayCalls.start): an
+// executor hands its request straight to them, not through this mailbox,
+// which was one goroutine woken more a request, on the path every task
+// waits on. Calls run in their own goroutines, each under a context
+// cancelled on the caller's cancel, so the host keeps answering status
+// while a request runs; the allocator's slots bound how many run at once.
 type gatewayHost struct {
+	sys   *System
+	calls *gatewayCalls
+}
+
+// gatewayCalls runs one backend's calls. It is safe from any goroutine,
+// and outlives a host instance that fails (the orchestrator's producer
+// hands it on), so a call started before a restart can still be
+// cancelled.
+type gatewayCalls struct {
 	sys     *System
 	backend gateway.Backend
-	// calls are the running calls. They outlive an instance that fails
-	// (the orchestrator's producer hands them on), so a call started
-	// before a restart can still be cancelled.
-	calls *runningCalls
+	running runningCalls
+}
+
+// start runs the call m on a warm goroutine and answers replyTo with its
+// pb.LLMResponse. The call is running (cancel finds it) once start
+// returns.
+func (c *gatewayCalls) start(m *pb.LLMRequest, replyTo *actor.PID) {
+	callCtx, cancel := context.WithCancelCause(c.sys.callBase)
+	c.running.add(m.RequestId, cancel)
+	// On a warm goroutine: a call goes deep (the backend, its limiter,
+	// the answer's encoding), and a new goroutine grew its stack for
+	// every call.
+	warmDispatcher.Go(func() {
+		resp, err := c.call(callCtx, llmRequestFromWire(m))
+		cancel(nil)
+		c.running.done(m.RequestId)
+		c.sys.asks.respondLater(replyTo, llmResponseToWire(m.RequestId, c.backend.Name(), resp, err))
+	})
 }
 
 // runningCalls holds the cancel of each running call by request id. A
@@ -74,25 +101,15 @@ func (c *runningCalls) count() int {
 func (g *gatewayHost) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Stopping:
-		g.calls.cancelAll(errShutdown)
+		g.calls.running.cancelAll(errShutdown)
 	case *pb.LLMRequest:
-		callCtx, cancel := context.WithCancelCause(g.sys.callBase)
-		g.calls.add(m.RequestId, cancel)
-		sender := ctx.Sender()
-		// On a warm goroutine: a call goes deep (the backend, its
-		// limiter, the answer's encoding), and a new goroutine grew its
-		// stack for every call.
-		warmDispatcher.Go(func() {
-			resp, err := g.call(callCtx, llmRequestFromWire(m))
-			cancel(nil)
-			g.calls.done(m.RequestId)
-			g.sys.asks.respondLater(sender, llmResponseToWire(m.RequestId, g.backend.Name(), resp, err))
-		})
+		g.calls.start(m, ctx.Sender())
 	case *pb.LLMCancel:
-		g.calls.cancel(m.RequestId, causeFromWire(m.Cause))
+		g.calls.running.cancel(m.RequestId, causeFromWire(m.Cause))
 	case *pb.BackendHealthQuery:
-		st := &pb.BackendHealthReply{Name: g.backend.Name(), Running: int32(g.calls.count()), Healthy: true}
-		if err := g.backend.Health(context.Background()); err != nil {
+		backend := g.calls.backend
+		st := &pb.BackendHealthReply{Name: backend.Name(), Running: int32(g.calls.running.count()), Healthy: true}
+		if err := backend.Health(context.Background()); err != nil {
 			st.Healthy, st.Error = false, err.Error()
 		}
 		respond(ctx, st)
@@ -101,15 +118,16 @@ func (g *gatewayHost) Receive(ctx actor.Context) {
 
 // call runs one request; a panic in a backend becomes a permanent error
 // of that request instead of taking the process down.
-func (g *gatewayHost) call(ctx context.Context, req gateway.Request) (resp gateway.Response, err error) {
+func (c *gatewayCalls) call(ctx context.Context, req gateway.Request) (resp gateway.Response, err error) {
+	name := c.backend.Name()
 	defer func() {
 		if r := recover(); r != nil {
-			err = gateway.Permanent(g.backend.Name(), "backend panicked: %v", r)
+			err = gateway.Permanent(name, "backend panicked: %v", r)
 		}
 	}()
-	resp, err = g.backend.Send(ctx, req)
+	resp, err = c.backend.Send(ctx, req)
 	if err != nil && ctx.Err() != nil && gateway.Kind(err) != "cancelled" && gateway.Kind(err) != "transient" {
-		err = fmt.Errorf("%s: %w", g.backend.Name(), context.Cause(ctx))
+		err = fmt.Errorf("%s: %w", name, context.Cause(ctx))
 	}
 	return resp, err
 }

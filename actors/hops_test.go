@@ -66,3 +66,29 @@ func TestCompletedKeyAsFmtWroteIt(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("done/%020d/%s", at, tk.Id), completedKey(tk))
 	}
 }
+
+// An executor hands its request straight to the backend's calls: the
+// gateway host's mailbox carries none of them, and the calls still ran
+// and were answered.
+func TestRequestsSkipTheGatewayMailbox(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(10), Turns: 2}})
+	sys := b.start()
+	b.waitCompleted(10)
+	var posted int64
+	for _, pid := range sys.gatewayPIDs {
+		posted += sys.mailboxes.posted(pid.Id)
+	}
+	require.Zero(t, posted, "messages through the gateway hosts' mailboxes")
+	answers := 0
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if e.GetLlmResponseReceived() != nil {
+			answers++
+		}
+		return nil
+	}))
+	require.Equal(t, 20, answers, "two answered calls a task")
+}

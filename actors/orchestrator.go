@@ -55,8 +55,8 @@ func (o *orchestrator) spawnChildren(ctx actor.Context) {
 	heirs := &schedulerHeir{}
 	spawn(s.schedulerPID, "scheduler", func() actor.Actor { return &schedulerActor{sys: s, heir: heirs} })
 	for _, b := range s.opts.Backends {
-		calls := &runningCalls{}
-		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, backend: b, calls: calls} })
+		calls := s.gateways[b.Name()]
+		spawn(s.gatewayPIDs[b.Name()], "gateway-"+b.Name(), func() actor.Actor { return &gatewayHost{sys: s, calls: calls} })
 	}
 	for _, m := range s.opts.Modules {
 		offers := s.moduleOffers[m.Name()]

@@ -39,6 +39,7 @@ type System struct {
 	root                                        *actor.RootContext
 	orchestratorPID, schedulerPID, allocatorPID *actor.PID
 	modulePIDs, gatewayPIDs                     map[string]*actor.PID
+	gateways                                    map[string]*gatewayCalls // by backend: its calls, shared by its host's instances
 	// moduleOffers: per module, its host's open offers (see moduleOffers;
 	// read by tests under the module's desk guard).
 	moduleOffers map[string]*moduleOffers
@@ -98,7 +99,7 @@ func newSystem(opts Options) (*System, error) {
 	}
 	s := &System{
 		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
-		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{}, moduleOffers: map[string]*moduleOffers{},
+		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{}, gateways: map[string]*gatewayCalls{}, moduleOffers: map[string]*moduleOffers{},
 		dead:      make(chan struct{}),
 		stopLoops: make(chan struct{}), executors: newLiveExecutors(), inputs: newSchedulerInputs(),
 		storageGate: newStorageGate(), mailboxes: &mailboxes{},
@@ -156,6 +157,7 @@ func Start(opts Options) (*System, error) {
 	s.faults.root, s.faults.allocator = s.root, s.allocatorPID
 	for _, b := range s.opts.Backends {
 		s.gatewayPIDs[b.Name()] = s.as.NewLocalPID("orchestrator/gateway-" + b.Name())
+		s.gateways[b.Name()] = &gatewayCalls{sys: s, backend: b}
 	}
 	for _, m := range s.opts.Modules {
 		s.modulePIDs[m.Name()] = s.as.NewLocalPID("orchestrator/module-" + m.Name())
@@ -163,7 +165,7 @@ func Start(opts Options) (*System, error) {
 	}
 	s.execEnv = &executorEnv{baseCtx: baseCtx, root: s.root, registry: s.as.ProcessRegistry, clock: s.clock, logger: s.logger, opts: &s.opts,
 		schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID,
-		modulePIDs: s.modulePIDs, gatewayPIDs: s.gatewayPIDs, offActor: &s.offActor, executors: s.executors,
+		modulePIDs: s.modulePIDs, gateways: s.gateways, offActor: &s.offActor, executors: s.executors,
 		faults: s.faults, storageGate: s.storageGate}
 	s.state = &stateAccess{asks: s.asks, desks: s.desks, schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, modulePIDs: s.modulePIDs}
 	// A fault that began before the start holds work from the first
