@@ -157,8 +157,7 @@ func TestMoreUrgentTaskPreempts(t *testing.T) {
 	high := probeTask(2, 500)
 	_, err = b.sys.Submit(high)
 	require.NoError(t, err)
-	b.sys.Tick()                                         // recompute priorities with the urgent task waiting
-	b.sys.state.withScheduler(func(*scheduler.State) {}) // the tick was handled
+	b.tickHandled() // recompute priorities with the urgent task waiting
 	close(release)
 	n := b.waitEvent("the low task's end", func(n Notice) bool {
 		return (n.Event.GetTaskPaused() != nil && n.Event.GetTaskPaused().TaskId == low.Id) ||
@@ -338,8 +337,7 @@ func TestCredentialsParkBackendNotTask(t *testing.T) {
 	p := b.waitEvent("the task parked", func(n Notice) bool { return n.Event.GetTaskPaused() != nil })
 	assert.Equal(t, "credentials", p.Event.GetTaskPaused().Reason)
 	b.waitSlotsFree()
-	b.sys.Tick()
-	b.sys.state.withScheduler(func(*scheduler.State) {})
+	b.tickHandled()
 	tk, _ := b.sys.Task(task.Id)
 	assert.NotEqual(t, pb.TaskState_TASK_STATE_FAILED, tk.State)
 	q := b.sys.Quotas()[0]

@@ -154,6 +154,16 @@ func (b *bundle) waitEvent(what string, match func(Notice) bool) Notice {
 	}
 }
 
+// tickHandled runs one tick and returns once the scheduler has handled
+// it. A tick goes to the allocator first, which hands it on (see
+// System.tick): a barrier to the scheduler alone could pass it on the way.
+func (b *bundle) tickHandled() {
+	b.t.Helper()
+	b.sys.Tick()
+	b.sys.state.withAllocator(func(*allocator.Book) {})
+	b.sys.state.withScheduler(func(*scheduler.State) {})
+}
+
 // replayOwner rebuilds one owner's state from the log, from sequence 1
 // (ignoring checkpoints) or from its checkpoint.
 func (b *bundle) rebuildScheduler(fromCheckpoint bool) *scheduler.State {
