@@ -12,13 +12,12 @@ import (
 )
 
 // gatewayHost is the actor of one backend: it answers health queries and
-// cancels, and ends the backend's running calls when it stops. The calls
-// themselves start where they are asked (gatewayCalls.start): an
-// executor hands its request straight to them, not through this mailbox,
-// which was one goroutine woken more a request, on the path every task
-// waits on. Calls run in their own goroutines, each under a context
-// cancelled on the caller's cancel, so the host keeps answering status
-// while a request runs; the allocator's slots bound how many run at once.
+// ends the backend's running calls when it stops. An executor starts and
+// cancels its calls itself (gatewayCalls), not through this mailbox: that
+// was one goroutine woken more a request, on the path every task waits
+// on. Calls run in their own goroutines, each under a context the caller
+// cancels, so the host keeps answering status while a request runs; the
+// allocator's slots bound how many run at once.
 type gatewayHost struct {
 	sys   *System
 	calls *gatewayCalls
@@ -99,13 +98,9 @@ func (c *runningCalls) count() int {
 }
 
 func (g *gatewayHost) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
+	switch ctx.Message().(type) {
 	case *actor.Stopping:
 		g.calls.running.cancelAll(errShutdown)
-	case *pb.LLMRequest:
-		g.calls.start(m, ctx.Sender())
-	case *pb.LLMCancel:
-		g.calls.running.cancel(m.RequestId, causeFromWire(m.Cause))
 	case *pb.BackendHealthQuery:
 		backend := g.calls.backend
 		st := &pb.BackendHealthReply{Name: backend.Name(), Running: int32(g.calls.running.count()), Healthy: true}

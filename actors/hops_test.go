@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"fano/gateway"
 	"fano/modules/probe"
 	"fano/pb"
 	"fano/wal"
@@ -91,4 +93,48 @@ func TestRequestsSkipTheGatewayMailbox(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, 20, answers, "two answered calls a task")
+}
+
+// A cancelled call's backend sees why, as the executor gave it: a
+// person's cancel by its reason, a shutdown as gateway.ErrShutdown (a
+// browser leaves an answer running then).
+func TestCancelledCallSeesItsCause(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(b *bundle, id string)
+		want func(t *testing.T, cause error)
+	}{
+		{"by a person", func(b *bundle, id string) { require.NoError(t, b.sys.Cancel(id, "by me")) },
+			func(t *testing.T, cause error) { require.EqualError(t, cause, "cancelled: by me") }},
+		{"shutdown", func(b *bundle, _ string) { go func() { _ = b.sys.Stop() }() },
+			func(t *testing.T, cause error) { require.ErrorIs(t, cause, gateway.ErrShutdown) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _ := fakeRig(t)
+			entered, causes := make(chan struct{}, 1), make(chan error, 1)
+			b.simNamed("a").Inject(func(ctx context.Context, _ gateway.Request) error {
+				entered <- struct{}{}
+				<-ctx.Done()
+				causes <- context.Cause(ctx)
+				return ctx.Err()
+			})
+			b.start()
+			task := probeTask(1, 0)
+			_, err := b.sys.Submit(task)
+			require.NoError(t, err)
+			b.sys.Tick()
+			select {
+			case <-entered:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the call never reached the backend")
+			}
+			tc.stop(b, task.Id)
+			select {
+			case cause := <-causes:
+				tc.want(t, cause)
+			case <-time.After(30 * time.Second):
+				t.Fatal("the call was never cancelled")
+			}
+		})
+	}
 }

@@ -272,36 +272,6 @@ func llmErrorFromWire(w *pb.LLMError) error {
 	return e
 }
 
-// Why a call was cancelled, on the wire: the gateway host rebuilds the
-// cause the backend sees (a browser leaves an answer running on a
-// shutdown).
-const (
-	causeShutdown = "shutdown"
-	causeTimeout  = "timeout"
-)
-
-func causeToWire(cause error) string {
-	switch {
-	case errors.Is(cause, errShutdown):
-		return causeShutdown
-	case errors.Is(cause, errTimeout):
-		return causeTimeout
-	case cause == nil:
-		return context.Canceled.Error()
-	}
-	return cause.Error()
-}
-
-func causeFromWire(c string) error {
-	switch c {
-	case causeShutdown:
-		return errShutdown
-	case causeTimeout:
-		return errTimeout
-	}
-	return errors.New(c) // a preemption, a person's cancel: the text is all the backend needs
-}
-
 func actionToWire(a modules.Action, err error) *pb.NextActionReply {
 	return &pb.NextActionReply{Kind: int32(a.Kind), Prompt: a.Prompt, Images: a.Images, DeepMode: a.DeepMode, Error: errorToWire(err)}
 }

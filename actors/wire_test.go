@@ -109,15 +109,6 @@ func TestLLMRequestAndResponseRoundTrip(t *testing.T) {
 	assert.Equal(t, resp, got)
 }
 
-// A cancellation's cause reaches the backend as the executor gave it: a
-// browser leaves an answer running on a shutdown.
-func TestCancelCauses(t *testing.T) {
-	assert.ErrorIs(t, causeFromWire(causeToWire(errShutdown)), gateway.ErrShutdown)
-	assert.ErrorIs(t, causeFromWire(causeToWire(errTimeout)), context.DeadlineExceeded)
-	assert.Equal(t, "preempted", causeFromWire(causeToWire(errPreempted)).Error())
-	assert.Equal(t, "cancelled: by me", causeFromWire(causeToWire(&cancelledByUser{reason: "by me"})).Error())
-}
-
 // A request open when fano stops, and one made after, fail at once
 // instead of waiting for an actor that is gone.
 func TestRequestsAtStopFail(t *testing.T) {

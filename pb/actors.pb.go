@@ -1954,60 +1954,6 @@ func (x *LLMError) GetReason() string {
 	return ""
 }
 
-// LLMCancel cancels a call in flight; cause says why ("shutdown",
-// "timeout", or the reason's text).
-type LLMCancel struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Cause         string                 `protobuf:"bytes,2,opt,name=cause,proto3" json:"cause,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LLMCancel) Reset() {
-	*x = LLMCancel{}
-	mi := &file_actors_proto_msgTypes[31]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LLMCancel) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LLMCancel) ProtoMessage() {}
-
-func (x *LLMCancel) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[31]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LLMCancel.ProtoReflect.Descriptor instead.
-func (*LLMCancel) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{31}
-}
-
-func (x *LLMCancel) GetRequestId() uint64 {
-	if x != nil {
-		return x.RequestId
-	}
-	return 0
-}
-
-func (x *LLMCancel) GetCause() string {
-	if x != nil {
-		return x.Cause
-	}
-	return ""
-}
-
 // BackendHealthQuery asks a gateway host for its backend's health.
 type BackendHealthQuery struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2017,7 +1963,7 @@ type BackendHealthQuery struct {
 
 func (x *BackendHealthQuery) Reset() {
 	*x = BackendHealthQuery{}
-	mi := &file_actors_proto_msgTypes[32]
+	mi := &file_actors_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +1975,7 @@ func (x *BackendHealthQuery) String() string {
 func (*BackendHealthQuery) ProtoMessage() {}
 
 func (x *BackendHealthQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[32]
+	mi := &file_actors_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +1988,7 @@ func (x *BackendHealthQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendHealthQuery.ProtoReflect.Descriptor instead.
 func (*BackendHealthQuery) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{32}
+	return file_actors_proto_rawDescGZIP(), []int{31}
 }
 
 type BackendHealthReply struct {
@@ -2057,7 +2003,7 @@ type BackendHealthReply struct {
 
 func (x *BackendHealthReply) Reset() {
 	*x = BackendHealthReply{}
-	mi := &file_actors_proto_msgTypes[33]
+	mi := &file_actors_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2015,7 @@ func (x *BackendHealthReply) String() string {
 func (*BackendHealthReply) ProtoMessage() {}
 
 func (x *BackendHealthReply) ProtoReflect() protoreflect.Message {
-	mi := &file_actors_proto_msgTypes[33]
+	mi := &file_actors_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2028,7 @@ func (x *BackendHealthReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendHealthReply.ProtoReflect.Descriptor instead.
 func (*BackendHealthReply) Descriptor() ([]byte, []int) {
-	return file_actors_proto_rawDescGZIP(), []int{33}
+	return file_actors_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BackendHealthReply) GetName() string {
@@ -2252,11 +2198,7 @@ const file_actors_proto_rawDesc = "" +
 	"\x0eretry_after_ns\x18\x05 \x01(\x03R\fretryAfterNs\x12\x14\n" +
 	"\x05until\x18\x06 \x01(\x03R\x05until\x12\x10\n" +
 	"\x03cap\x18\a \x01(\bR\x03cap\x12\x16\n" +
-	"\x06reason\x18\b \x01(\tR\x06reason\"@\n" +
-	"\tLLMCancel\x12\x1d\n" +
-	"\n" +
-	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x14\n" +
-	"\x05cause\x18\x02 \x01(\tR\x05cause\"\x14\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\"\x14\n" +
 	"\x12BackendHealthQuery\"r\n" +
 	"\x12BackendHealthReply\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
@@ -2276,7 +2218,7 @@ func file_actors_proto_rawDescGZIP() []byte {
 	return file_actors_proto_rawDescData
 }
 
-var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_actors_proto_goTypes = []any{
 	(*Tick)(nil),               // 0: fano.v1.Tick
 	(*Barrier)(nil),            // 1: fano.v1.Barrier
@@ -2309,29 +2251,28 @@ var file_actors_proto_goTypes = []any{
 	(*Persisted)(nil),          // 28: fano.v1.Persisted
 	(*Archived)(nil),           // 29: fano.v1.Archived
 	(*LLMError)(nil),           // 30: fano.v1.LLMError
-	(*LLMCancel)(nil),          // 31: fano.v1.LLMCancel
-	(*BackendHealthQuery)(nil), // 32: fano.v1.BackendHealthQuery
-	(*BackendHealthReply)(nil), // 33: fano.v1.BackendHealthReply
-	nil,                        // 34: fano.v1.FreeSlots.BackendsEntry
-	(*Event)(nil),              // 35: fano.v1.Event
-	(*Task)(nil),               // 36: fano.v1.Task
+	(*BackendHealthQuery)(nil), // 31: fano.v1.BackendHealthQuery
+	(*BackendHealthReply)(nil), // 32: fano.v1.BackendHealthReply
+	nil,                        // 33: fano.v1.FreeSlots.BackendsEntry
+	(*Event)(nil),              // 34: fano.v1.Event
+	(*Task)(nil),               // 35: fano.v1.Task
 }
 var file_actors_proto_depIdxs = []int32{
 	3,  // 0: fano.v1.Done.error:type_name -> fano.v1.ActorError
-	35, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
+	34, // 1: fano.v1.TaskEvents.events:type_name -> fano.v1.Event
 	26, // 2: fano.v1.TaskEvents.then_module:type_name -> fano.v1.ModuleAnswer
 	3,  // 3: fano.v1.TaskEventsReply.error:type_name -> fano.v1.ActorError
-	36, // 4: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
-	34, // 5: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
-	36, // 6: fano.v1.Allocate.task:type_name -> fano.v1.Task
+	35, // 4: fano.v1.TaskEventsReply.task:type_name -> fano.v1.Task
+	33, // 5: fano.v1.FreeSlots.backends:type_name -> fano.v1.FreeSlots.BackendsEntry
+	35, // 6: fano.v1.Allocate.task:type_name -> fano.v1.Task
 	8,  // 7: fano.v1.Allocated.free:type_name -> fano.v1.FreeSlots
-	36, // 8: fano.v1.NextAction.task:type_name -> fano.v1.Task
+	35, // 8: fano.v1.NextAction.task:type_name -> fano.v1.Task
 	3,  // 9: fano.v1.NextActionReply.error:type_name -> fano.v1.ActorError
 	3,  // 10: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
-	36, // 11: fano.v1.NextActionReply.task:type_name -> fano.v1.Task
-	36, // 12: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	36, // 13: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	35, // 14: fano.v1.Archived.events:type_name -> fano.v1.Event
+	35, // 11: fano.v1.NextActionReply.task:type_name -> fano.v1.Task
+	35, // 12: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
+	35, // 13: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	34, // 14: fano.v1.Archived.events:type_name -> fano.v1.Event
 	7,  // 15: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
 	16, // [16:16] is the sub-list for method output_type
 	16, // [16:16] is the sub-list for method input_type
@@ -2353,7 +2294,7 @@ func file_actors_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_actors_proto_rawDesc), len(file_actors_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

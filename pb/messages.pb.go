@@ -305,7 +305,7 @@ type LLMRequest struct {
 	TaskType        string                 `protobuf:"bytes,8,opt,name=task_type,json=taskType,proto3" json:"task_type,omitempty"`
 	Module          string                 `protobuf:"bytes,9,opt,name=module,proto3" json:"module,omitempty"`
 	TimeoutNs       int64                  `protobuf:"varint,10,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
-	RequestId       uint64                 `protobuf:"varint,200,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`          // names the call for LLMCancel
+	RequestId       uint64                 `protobuf:"varint,200,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`          // names the call, for its answer and its cancel
 	KnownAnswers    int32                  `protobuf:"varint,201,opt,name=known_answers,json=knownAnswers,proto3" json:"known_answers,omitempty"` // answers recorded in conversation_url
 	Interrupted     bool                   `protobuf:"varint,202,opt,name=interrupted,proto3" json:"interrupted,omitempty"`                       // this prompt was in flight when fano stopped
 	unknownFields   protoimpl.UnknownFields
