@@ -14,6 +14,7 @@ import (
 type Duty struct {
 	Commits  int64         // group commits written (failed ones too)
 	Requests int64         // requests they carried
+	Bytes    int64         // entry blocks, archive records and checkpoints they wrote
 	Writing  time.Duration // in write transactions, fsync included
 	Idle     time.Duration // waiting with an empty queue
 }
@@ -21,12 +22,13 @@ type Duty struct {
 // writerDuty counts Duty: written only by the writer goroutine, read by
 // anyone.
 type writerDuty struct {
-	commits, requests, writing, idle atomic.Int64
+	commits, requests, bytes, writing, idle atomic.Int64
 }
 
-func (d *writerDuty) wrote(requests int, took time.Duration) {
+func (d *writerDuty) wrote(requests, bytes int, took time.Duration) {
 	d.commits.Add(1)
 	d.requests.Add(int64(requests))
+	d.bytes.Add(int64(bytes))
 	d.writing.Add(int64(took))
 }
 
@@ -37,6 +39,7 @@ func (l *Log) Duty() Duty {
 	return Duty{
 		Commits:  l.duty.commits.Load(),
 		Requests: l.duty.requests.Load(),
+		Bytes:    l.duty.bytes.Load(),
 		Writing:  time.Duration(l.duty.writing.Load()),
 		Idle:     time.Duration(l.duty.idle.Load()),
 	}

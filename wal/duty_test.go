@@ -61,3 +61,23 @@ func TestDutyCountsCommitsAndTheirTime(t *testing.T) {
 	require.GreaterOrEqual(t, d.Writing, held, "the held commit's time is writing time")
 	require.GreaterOrEqual(t, d.Idle, idleUntil.Sub(idleSince), "waiting for the first append is idle time")
 }
+
+// Bytes counts what each commit wrote: its entries as encoded in the
+// block, the archive records they carry, and checkpoints.
+func TestDutyCountsTheBytesWritten(t *testing.T) {
+	l := openTest(t, "", testOptions())
+	a := ent("a", "t", "first payload")
+	b := ent("a", "t", "second")
+	b.Archive = &ArchiveRecord{Key: "done/1", Value: []byte("the archived record")}
+	seqs, err := l.Append(context.Background(), a, b)
+	require.NoError(t, err)
+	a.Seq, a.Time = seqs[0], testTime
+	b.Seq, b.Time = seqs[1], testTime
+	block := len(encodeEntry(encodeEntry(nil, &a), &b))
+	require.Equal(t, int64(block+len(b.Archive.Value)), l.Duty().Bytes, "the block and the archive record")
+
+	snapshot := []byte("a checkpoint of some bytes")
+	require.NoError(t, l.SaveCheckpoint("a", seqs[1], snapshot))
+	cp := encodeCheckpoint(Checkpoint{Owner: "a", Seq: seqs[1], Time: testTime, Snapshot: snapshot})
+	require.Equal(t, int64(block+len(b.Archive.Value)+len(cp)), l.Duty().Bytes, "and the checkpoint as stored")
+}

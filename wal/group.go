@@ -154,8 +154,9 @@ func (l *Log) run() {
 
 		answered = len(batch)
 		start := time.Now()
-		buf, waiting = l.writeBatch(batch, buf, failed)
-		l.duty.wrote(len(batch), time.Since(start))
+		var wrote int
+		buf, waiting, wrote = l.writeBatch(batch, buf, failed)
+		l.duty.wrote(len(batch), wrote, time.Since(start))
 		clear(batch)
 		if cap(buf) > maxBatchBytes {
 			buf = nil
@@ -215,9 +216,10 @@ func (l *Log) takeBatch(batch []*request) []*request {
 }
 
 // writeBatch writes the live requests of batch in one transaction and
-// answers every request. It returns buf for reuse, and how many requests
-// were queued when it answered.
-func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, waiting int) {
+// answers every request. It returns buf for reuse, how many requests
+// were queued when it answered, and the bytes it wrote (entries, archive
+// records, checkpoints; 0 when the write failed).
+func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, waiting, wrote int) {
 	live := batch[:0]
 	for _, r := range batch {
 		if !r.state.CompareAndSwap(pendingState, takenState) {
@@ -234,7 +236,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		live = append(live, r)
 	}
 	if len(live) == 0 {
-		return buf, l.queued()
+		return buf, l.queued(), 0
 	}
 
 	// Validate each request against the seqs known once the requests
@@ -269,7 +271,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		write = append(write, r)
 	}
 	if len(write) == 0 {
-		return buf, l.queued()
+		return buf, l.queued(), 0
 	}
 
 	err := l.writeTx(write, first, buf, nEntries)
@@ -301,9 +303,13 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		r.finish(err)
 	}
 	if err == nil {
-		l.noteTouched(len(buf) + archived) // after the answers: no writer waits on it
+		wrote = len(buf) + archived
+		for _, r := range write {
+			wrote += len(r.cpValue)
+		}
+		l.noteTouched(wrote) // after the answers: no writer waits on it
 	}
-	return buf, waiting
+	return buf, waiting, wrote
 }
 
 // check validates r's commits, checkpoint and closed intents when its
