@@ -151,14 +151,15 @@ func BenchmarkEndToEnd(b *testing.B) {
 			os.RemoveAll(bu.dir)
 		}
 	})
-	// The floor: the same entries in the groups fano waits on now
+	// The floor: the same writes (entries, the archived task, the closed
+	// intent: written-KB/task shows both) in the groups fano waits on now
 	// (submit; start + intent beside the quota; answer, module events and
 	// completion queued back to back); and in the six groups it waited on
 	// before (see taskLife), for comparison.
 	b.Run("wal-floor", func(b *testing.B) {
-		walFloor(b, tasks, true, func(t *pb.Task) [][]wal.Entry { return waitsNow(taskLife(t)) })
+		walFloor(b, tasks, true, func(t *pb.Task) [][]wal.Entry { return waitsNow(archivedLife(t)) })
 	})
-	b.Run("wal-floor-six-waits", func(b *testing.B) { walFloor(b, tasks, false, taskLife) })
+	b.Run("wal-floor-six-waits", func(b *testing.B) { walFloor(b, tasks, false, archivedLife) })
 }
 
 // benchSubmitBatch is how many tasks a producer of BenchmarkEndToEnd
@@ -231,9 +232,17 @@ func walFloor(b *testing.B, tasks int, batchSubmits bool, life func(*pb.Task) []
 			wg.Add(1)
 			go func(w int) {
 				defer wg.Done()
+				var intent uint64 // the seq of the task's request intent
 				appendAll := func(es []wal.Entry) {
-					if _, err := log.Append(context.Background(), es...); err != nil {
+					floorAtAppend(es, intent)
+					seqs, err := log.Append(context.Background(), es...)
+					if err != nil {
 						panic(err)
+					}
+					for i, e := range es {
+						if e.Intent {
+							intent = seqs[i]
+						}
 					}
 				}
 				for _, js := range producerBatches(w, tasks) {
@@ -280,6 +289,7 @@ func reportDuty(b *testing.B, tasks int, elapsed time.Duration, before, after wa
 	b.ReportMetric(100*float64(after.Writing-before.Writing)/float64(elapsed), "writer-busy-%")
 	b.ReportMetric(100*float64(after.Idle-before.Idle)/float64(elapsed), "writer-idle-%")
 	b.ReportMetric(float64(tasks)/float64(commits), "tasks/commit")
+	b.ReportMetric(float64(after.Bytes-before.Bytes)/1024/float64(tasks), "written-KB/task")
 	b.ReportMetric(float64(after.Writing-before.Writing)/float64(commits)/float64(time.Microsecond), "µs/commit")
 }
 
@@ -298,24 +308,78 @@ func processCPU() time.Duration {
 
 // taskLife is the WAL traffic of one task, grouped the way fano waited on
 // it until this round: submit; start; quota; request; answer + module
-// event; completion (waitsNow: the groups of today).
+// event; completion (waitsNow: the groups of today). The completion does
+// not archive the task (see archivedLife).
 func taskLife(t *pb.Task) [][]wal.Entry {
-	ent := func(owner string, e *pb.Event) wal.Entry {
-		x, err := encodeEvent(owner, e)
-		if err != nil {
-			panic(err)
-		}
-		return x
-	}
 	now := time.Now().UnixNano()
 	return [][]wal.Entry{
-		{ent(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskSubmitted{TaskSubmitted: &pb.TaskSubmitted{Task: t}}})},
-		{ent(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: t.Id, Llm: "api"}}})},
-		{ent(ownerAllocator, &pb.Event{At: now, Body: &pb.Event_QuotaUsed{QuotaUsed: &pb.QuotaUsed{Backend: "api", TaskId: t.Id}}})},
-		{ent(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: t.Id, Llm: "api", Prompt: t.Context["question"]}}})},
-		{ent(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: strings.Repeat("answer ", 40)}}}),
-			ent(moduleOwner(probe.Name), &pb.Event{At: now, Body: &pb.Event_ModuleEvent{ModuleEvent: &pb.ModuleEvent{Module: probe.Name, Type: "answer_recorded", TaskId: t.Id}}})},
-		{ent(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: t.Id}}})},
+		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskSubmitted{TaskSubmitted: &pb.TaskSubmitted{Task: t}}})},
+		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: t.Id, Llm: "api"}}})},
+		{benchEntry(ownerAllocator, &pb.Event{At: now, Body: &pb.Event_QuotaUsed{QuotaUsed: &pb.QuotaUsed{Backend: "api", TaskId: t.Id}}})},
+		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: t.Id, Llm: "api", Prompt: t.Context["question"]}}})},
+		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: benchAnswer}}}),
+			benchEntry(moduleOwner(probe.Name), &pb.Event{At: now, Body: &pb.Event_ModuleEvent{ModuleEvent: &pb.ModuleEvent{Module: probe.Name, Type: "answer_recorded", TaskId: t.Id}}})},
+		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: t.Id}}})},
+	}
+}
+
+// benchAnswer is the answer of taskLife's request.
+var benchAnswer = strings.Repeat("answer ", 40)
+
+func benchEntry(owner string, e *pb.Event) wal.Entry {
+	x, err := encodeEvent(owner, e)
+	if err != nil {
+		panic(err)
+	}
+	return x
+}
+
+// archivedLife is taskLife as fano's BenchmarkEndToEnd writes it: the
+// answer is the one fano's run gets (the same simulated backend asked the
+// same), the completion carries the finished task, conversation and all,
+// to the archive (see archiveOnCompletion), and the answer closes its
+// request's intent (walFloor sets the seq and the archive key as it
+// writes them: floorAtAppend).
+func archivedLife(t *pb.Task) [][]wal.Entry {
+	now := time.Now().UnixNano()
+	prompt := t.Context["question"]
+	resp, err := floorSim.Send(context.Background(), gateway.Request{TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: prompt})
+	if err != nil {
+		panic(err)
+	}
+	life := taskLife(t)
+	life[4][0] = benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: resp.Content}}})
+	finished := pb.CloneTask(t)
+	finished.State, finished.LlmAssigned, finished.RequestCount = pb.TaskState_TASK_STATE_COMPLETED, "api", 1
+	finished.CreatedAt, finished.StartedAt, finished.UpdatedAt, finished.CompletedAt = now, now, now, now
+	finished.Conversation = &pb.ConversationState{Llm: "api", TurnCount: 1, Messages: []*pb.Message{
+		{Role: "user", Content: prompt, Llm: "api"}, {Role: "assistant", Content: resp.Content, Llm: "api"}}}
+	data, err := pb.MarshalTask(finished)
+	if err != nil {
+		panic(err)
+	}
+	done := benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: t.Id, Archived: true}}})
+	done.Archive = &wal.ArchiveRecord{Key: t.Id, Value: data}
+	life[5] = []wal.Entry{done}
+	return life
+}
+
+// floorSim answers the floor's requests as BenchmarkEndToEnd's backend
+// answers fano's (fanotest.Sims: the first backend, style api).
+var floorSim = sim.New(sim.Config{Name: "api", Style: "api", Seed: 1}, nil)
+
+// floorAtAppend readies es as fano's journal does when it writes them:
+// the answer closes the request intent written at seq, and an archived
+// task lies under its completion key of now (keys in completion order,
+// as fano's grow).
+func floorAtAppend(es []wal.Entry, seq uint64) {
+	for i := range es {
+		if es[i].Type == "llm_response_received" {
+			es[i].Closes = seq
+		}
+		if a := es[i].Archive; a != nil {
+			es[i].Archive = &wal.ArchiveRecord{Key: completedKey(&pb.Task{Id: a.Key, CompletedAt: time.Now().UnixNano()}), Value: a.Value}
+		}
 	}
 }
 
