@@ -83,7 +83,8 @@ type executorEnv struct {
 
 	schedulerPID, allocatorPID *actor.PID
 	modulePIDs                 map[string]*actor.PID
-	gateways                   map[string]*gatewayCalls // by backend
+	moduleHosts                map[string]*atomic.Pointer[moduleHost] // see moduleHost.nextActionNow
+	gateways                   map[string]*gatewayCalls               // by backend
 
 	calls       atomic.Uint64 // numbers LLM calls for their cancel
 	offActor    *atomic.Int64 // the System's (see QueuedMessages)
@@ -235,17 +236,24 @@ func (e *executor) modulePID() (*actor.PID, error) {
 	return pid, nil
 }
 
-// nextAction asks the module what the task does next. If it is done,
-// the module ends it in the same ask (ended): its completion events are
-// queued in the WAL, or endErr says why not.
+// nextAction asks the module what the task does next: in place when it
+// can (moduleHost.nextActionNow), else through its host's mailbox. If it
+// is done, the module ends it in the same ask (ended): its completion
+// events are queued in the WAL, or endErr says why not.
 func (e *executor) nextAction() (act modules.Action, ended bool, endErr, err error) {
-	pid, err := e.modulePID()
-	if err != nil {
-		return modules.Action{}, false, nil, err
+	var r *pb.NextActionReply
+	now := false
+	if h := e.env.moduleHosts[e.task.Module]; h != nil { // nil: no such module (modulePID says so)
+		r, now = h.Load().nextActionNow(e.task)
 	}
-	r, err := ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: e.task, EndIfDone: true})
-	if err != nil {
-		return modules.Action{}, false, nil, err
+	if !now {
+		pid, err := e.modulePID()
+		if err != nil {
+			return modules.Action{}, false, nil, err
+		}
+		if r, err = ask[*pb.NextActionReply](e, pid, &pb.NextAction{Task: e.task, EndIfDone: true}); err != nil {
+			return modules.Action{}, false, nil, err
+		}
 	}
 	act, err = actionFromWire(r)
 	return act, r.Ended, errorFromWire(r.EndError), err

@@ -138,3 +138,31 @@ func TestCancelledCallSeesItsCause(t *testing.T) {
 		})
 	}
 }
+
+// An executor asks its module what a task does next in its own goroutine
+// (moduleHost.nextActionNow): with nothing to wait for, no such ask goes
+// through the module host's mailbox, and the tasks still make the
+// requests their module decides. A stopped host is asked through its
+// mailbox again.
+func TestNextActionSkipsTheModuleMailbox(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{Questions: questions(10), Turns: 1}})
+	sys := b.start()
+	b.waitCompleted(10)
+	host := sys.moduleHosts[probe.Name].Load()
+	require.NotNil(t, host)
+	require.Zero(t, host.mailed.Load(), "NextAction asks through the module host's mailbox")
+	require.NoError(t, sys.Stop())
+	require.Nil(t, sys.moduleHosts[probe.Name].Load(), "a stopped host is not asked in place")
+	asked := 0
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if e.GetLlmRequestStarted() != nil {
+			asked++
+		}
+		return nil
+	}))
+	require.Equal(t, 10, asked, "one request a task, decided by NextAction")
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -33,6 +34,9 @@ type moduleHost struct {
 	// answered once they are: the module decides on its applied state.
 	ahead   map[string]int
 	waiting map[string][]waitingNext
+	// mailed counts the NextAction asks that came through the mailbox
+	// (see nextActionNow), for tests.
+	mailed atomic.Int64
 }
 
 // waitingNext is a NextAction ask held until the task's events apply.
@@ -51,10 +55,12 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 	case *actor.Started:
 		h.start(ctx)
 	case *actor.Restarting:
+		h.sys.moduleHosts[h.mod.Name()].CompareAndSwap(h, nil)
 		if h.j != nil {
 			h.j.close() // the next instance takes what it delivered
 		}
 	case *actor.Stopping:
+		h.sys.moduleHosts[h.mod.Name()].CompareAndSwap(h, nil)
 		if h.j != nil {
 			h.j.close()
 			h.sys.desks.applyLeft(h.owner, &h.last, h.apply)
@@ -87,6 +93,7 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 			}
 		}
 	case *pb.NextAction:
+		h.mailed.Add(1)
 		if h.ahead[m.Task.GetId()] > 0 {
 			h.waiting[m.Task.Id] = append(h.waiting[m.Task.Id], waitingNext{ctx.Sender(), m})
 			return
@@ -174,6 +181,7 @@ func (h *moduleHost) start(ctx actor.Context) {
 	h.j = newJournal(h.sys, h.owner, ctx.Self())
 	h.startFlows(ctx, restarted)
 	h.propose(ctx)
+	h.sys.moduleHosts[h.mod.Name()].Store(h) // executors may ask it in place
 }
 
 func (h *moduleHost) apply(e *pb.Event) error {
@@ -288,6 +296,32 @@ func (h *moduleHost) nextAction(sender *actor.PID, m *pb.NextAction) {
 		r.EndError = errorToWire(err)
 		h.sys.asks.respondLater(sender, r)
 	}, h.ended(m.Task.GetId()))
+}
+
+// nextActionNow is what the task does next, decided by the module in the
+// asking executor's goroutine, under the host's guard (as its Receive
+// decides): an ask through the mailbox woke the host's goroutine and then
+// the executor's again, for a decision that reads the module's state and
+// writes nothing. now is false, and the executor asks through the mailbox
+// (nextAction), where the mailbox does more than answer: when the host is
+// not running (h nil), when the task's module events answered once queued
+// are not applied yet (the ask waits for them there), and when the task
+// is done (the module ends it in the same ask, writing its events).
+func (h *moduleHost) nextActionNow(t *pb.Task) (r *pb.NextActionReply, now bool) {
+	if h == nil {
+		return nil, false
+	}
+	g := &h.desk.guard
+	g.Lock()
+	defer g.Unlock()
+	if h.sys.moduleHosts[h.mod.Name()].Load() != h || h.ahead[t.GetId()] > 0 {
+		return nil, false // stopped or restarted meanwhile; or events to wait for
+	}
+	r = actionToWire(h.mod.NextAction(t))
+	if r.Error == nil && modules.ActionKind(r.Kind) == modules.ActionDone {
+		return nil, false
+	}
+	return r, true
 }
 
 // ended is the callback for a task's end events: once they are applied,

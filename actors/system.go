@@ -43,6 +43,9 @@ type System struct {
 	// moduleOffers: per module, its host's open offers (see moduleOffers;
 	// read by tests under the module's desk guard).
 	moduleOffers map[string]*moduleOffers
+	// moduleHosts: per module, its host instance while it runs (see
+	// moduleHost.nextActionNow); made at Start, never changed after.
+	moduleHosts map[string]*atomic.Pointer[moduleHost]
 
 	// Each concern owns its facts in a type of its own (see each type's
 	// doc for who calls it from which goroutine); System only holds them.
@@ -100,8 +103,9 @@ func newSystem(opts Options) (*System, error) {
 	s := &System{
 		opts: opts, log: opts.Log, clock: opts.Clock, logger: opts.Logger,
 		modulePIDs: map[string]*actor.PID{}, gatewayPIDs: map[string]*actor.PID{}, gateways: map[string]*gatewayCalls{}, moduleOffers: map[string]*moduleOffers{},
-		dead:      make(chan struct{}),
-		stopLoops: make(chan struct{}), executors: newLiveExecutors(), inputs: newSchedulerInputs(),
+		moduleHosts: map[string]*atomic.Pointer[moduleHost]{},
+		dead:        make(chan struct{}),
+		stopLoops:   make(chan struct{}), executors: newLiveExecutors(), inputs: newSchedulerInputs(),
 		storageGate: newStorageGate(), mailboxes: &mailboxes{},
 		notices: &notices{observe: opts.Observe},
 	}
@@ -162,10 +166,11 @@ func Start(opts Options) (*System, error) {
 	for _, m := range s.opts.Modules {
 		s.modulePIDs[m.Name()] = s.as.NewLocalPID("orchestrator/module-" + m.Name())
 		s.moduleOffers[m.Name()] = &moduleOffers{}
+		s.moduleHosts[m.Name()] = &atomic.Pointer[moduleHost]{}
 	}
 	s.execEnv = &executorEnv{baseCtx: baseCtx, root: s.root, registry: s.as.ProcessRegistry, clock: s.clock, logger: s.logger, opts: &s.opts,
 		schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID,
-		modulePIDs: s.modulePIDs, gateways: s.gateways, offActor: &s.offActor, executors: s.executors,
+		modulePIDs: s.modulePIDs, moduleHosts: s.moduleHosts, gateways: s.gateways, offActor: &s.offActor, executors: s.executors,
 		faults: s.faults, storageGate: s.storageGate}
 	s.state = &stateAccess{asks: s.asks, desks: s.desks, schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, modulePIDs: s.modulePIDs}
 	// A fault that began before the start holds work from the first
