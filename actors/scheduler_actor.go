@@ -609,17 +609,24 @@ func (a *schedulerActor) refill(ctx actor.Context, llm string) {
 	if deep {
 		deepFree = []string{llm}
 	}
-	t, ok := a.state.PickFor(free, deepFree, a.sys.clock.Now())
+	now := a.sys.clock.Now()
+	if a.passesSlot() {
+		id, deep, ok := a.state.PickIDFor(free, deepFree, now)
+		if !ok {
+			ctx.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
+			return
+		}
+		a.allocating++
+		ctx.Send(a.sys.allocatorPID, &pb.SlotPassed{TaskId: id, Backend: llm, Deep: deep})
+		a.onAllocated(ctx, &pb.Allocated{TaskId: id, Llm: llm})
+		return
+	}
+	t, ok := a.state.PickFor(free, deepFree, now)
 	if !ok {
 		ctx.Send(a.sys.allocatorPID, &pb.ReleaseSlot{Backend: llm})
 		return
 	}
 	a.allocating++
-	if a.passesSlot() {
-		ctx.Send(a.sys.allocatorPID, &pb.SlotPassed{TaskId: t.Id, Backend: llm, Deep: t.RequiresDeepMode})
-		a.onAllocated(ctx, &pb.Allocated{TaskId: t.Id, Llm: llm})
-		return
-	}
 	ctx.Send(a.sys.allocatorPID, &pb.Allocate{Task: t, Release: llm})
 }
 

@@ -422,3 +422,28 @@ func TestPickIsARoutingCopy(t *testing.T) {
 	assert.Equal(t, "gemini", full.GetConversation().GetLlm())
 	assert.Equal(t, map[string]string{"question": "q"}, full.Context, "the scheduler's task keeps its context")
 }
+
+// PickIDFor picks as PickFor does, in the same order, and says which
+// picks need deep mode: the refill that passes a slot on relies on both.
+func TestPickIDForPicksAsPickFor(t *testing.T) {
+	byCopy, byID := New(Config{}), New(Config{})
+	for i, typ := range []string{"synthesis", "exploration", "critique", "review_section", "exploration"} {
+		tk := task("explorer", typ, fmt.Sprintf("s%d", i))
+		tk.RequiresDeepMode = i%2 == 0
+		submit(t, byCopy, tk, t0)
+		submit(t, byID, pb.CloneTask(tk), t0)
+	}
+	free, deepFree := []string{"api"}, []string{"api"}
+	for {
+		want, ok := byCopy.PickFor(free, deepFree, t0)
+		id, deep, idOK := byID.PickIDFor(free, deepFree, t0)
+		require.Equal(t, ok, idOK)
+		if !ok {
+			break
+		}
+		require.Equal(t, want.Id, id)
+		require.Equal(t, want.RequiresDeepMode, deep, "task %s", id)
+		require.True(t, byID.Picked(id))
+	}
+	checkInvariants(t, byID)
+}
