@@ -287,6 +287,14 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		l.lastSeq.Store(next - 1)
 	}
 	waiting = l.queued()
+	if err == nil {
+		// Counted before the answers: a waiter answered may put its
+		// request back in the pool at once (request.release).
+		wrote = len(buf) + archived
+		for _, r := range write {
+			wrote += len(r.cpValue)
+		}
+	}
 	// The seqs of all the batch's appends, in one allocation.
 	var seqs []uint64
 	if err == nil {
@@ -303,10 +311,6 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		r.finish(err)
 	}
 	if err == nil {
-		wrote = len(buf) + archived
-		for _, r := range write {
-			wrote += len(r.cpValue)
-		}
 		l.noteTouched(wrote) // after the answers: no writer waits on it
 	}
 	return buf, waiting, wrote
