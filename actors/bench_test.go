@@ -308,23 +308,33 @@ func processCPU() time.Duration {
 
 // taskLife is the WAL traffic of one task, grouped the way fano waited on
 // it until this round: submit; start; quota; request; answer + module
-// event; completion (waitsNow: the groups of today). The completion does
-// not archive the task (see archivedLife).
-func taskLife(t *pb.Task) [][]wal.Entry {
+// event; completion (waitsNow: the groups of today). Its answer is
+// benchAnswer, and the completion does not archive the task (see
+// archivedLife).
+func taskLife(t *pb.Task) [][]wal.Entry { return lifeOf(t, benchAnswer, nil) }
+
+// benchAnswer is the answer of taskLife's request.
+var benchAnswer = strings.Repeat("answer ", 40)
+
+// lifeOf is a task's WAL traffic (see taskLife) with answer as its
+// request's answer; with archive set, the completion carries
+// archive(now) to the archive and says so.
+func lifeOf(t *pb.Task, answer string, archive func(now int64) *wal.ArchiveRecord) [][]wal.Entry {
 	now := time.Now().UnixNano()
+	done := benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: t.Id, Archived: archive != nil}}})
+	if archive != nil {
+		done.Archive = archive(now)
+	}
 	return [][]wal.Entry{
 		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskSubmitted{TaskSubmitted: &pb.TaskSubmitted{Task: t}}})},
 		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: t.Id, Llm: "api"}}})},
 		{benchEntry(ownerAllocator, &pb.Event{At: now, Body: &pb.Event_QuotaUsed{QuotaUsed: &pb.QuotaUsed{Backend: "api", TaskId: t.Id}}})},
 		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: t.Id, Llm: "api", Prompt: t.Context["question"]}}})},
-		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: benchAnswer}}}),
+		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: answer}}}),
 			benchEntry(moduleOwner(probe.Name), &pb.Event{At: now, Body: &pb.Event_ModuleEvent{ModuleEvent: &pb.ModuleEvent{Module: probe.Name, Type: "answer_recorded", TaskId: t.Id}}})},
-		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: t.Id}}})},
+		{done},
 	}
 }
-
-// benchAnswer is the answer of taskLife's request.
-var benchAnswer = strings.Repeat("answer ", 40)
 
 func benchEntry(owner string, e *pb.Event) wal.Entry {
 	x, err := encodeEvent(owner, e)
@@ -341,27 +351,23 @@ func benchEntry(owner string, e *pb.Event) wal.Entry {
 // request's intent (walFloor sets the seq and the archive key as it
 // writes them: floorAtAppend).
 func archivedLife(t *pb.Task) [][]wal.Entry {
-	now := time.Now().UnixNano()
 	prompt := t.Context["question"]
 	resp, err := floorSim.Send(context.Background(), gateway.Request{TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: prompt})
 	if err != nil {
 		panic(err)
 	}
-	life := taskLife(t)
-	life[4][0] = benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: resp.Content}}})
-	finished := pb.CloneTask(t)
-	finished.State, finished.LlmAssigned, finished.RequestCount = pb.TaskState_TASK_STATE_COMPLETED, "api", 1
-	finished.CreatedAt, finished.StartedAt, finished.UpdatedAt, finished.CompletedAt = now, now, now, now
-	finished.Conversation = &pb.ConversationState{Llm: "api", TurnCount: 1, Messages: []*pb.Message{
-		{Role: "user", Content: prompt, Llm: "api"}, {Role: "assistant", Content: resp.Content, Llm: "api"}}}
-	data, err := pb.MarshalTask(finished)
-	if err != nil {
-		panic(err)
-	}
-	done := benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: t.Id, Archived: true}}})
-	done.Archive = &wal.ArchiveRecord{Key: t.Id, Value: data}
-	life[5] = []wal.Entry{done}
-	return life
+	return lifeOf(t, resp.Content, func(now int64) *wal.ArchiveRecord {
+		finished := pb.CloneTask(t)
+		finished.State, finished.LlmAssigned, finished.RequestCount = pb.TaskState_TASK_STATE_COMPLETED, "api", 1
+		finished.CreatedAt, finished.StartedAt, finished.UpdatedAt, finished.CompletedAt = now, now, now, now
+		finished.Conversation = &pb.ConversationState{Llm: "api", TurnCount: 1, Messages: []*pb.Message{
+			{Role: "user", Content: prompt, Llm: "api"}, {Role: "assistant", Content: resp.Content, Llm: "api"}}}
+		data, err := pb.MarshalTask(finished)
+		if err != nil {
+			panic(err)
+		}
+		return &wal.ArchiveRecord{Key: t.Id, Value: data}
+	})
 }
 
 // floorSim answers the floor's requests as BenchmarkEndToEnd's backend
