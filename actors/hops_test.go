@@ -81,17 +81,7 @@ func TestRequestsSkipTheGatewayMailbox(t *testing.T) {
 		posted += sys.mailboxes.posted(pid.Id)
 	}
 	require.Zero(t, posted, "messages through the gateway hosts' mailboxes")
-	answers := 0
-	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
-		e, err := decodeEvent(ent)
-		if err != nil {
-			return err
-		}
-		if e.GetLlmResponseReceived() != nil {
-			answers++
-		}
-		return nil
-	}))
+	answers := b.logged(t, func(e *pb.Event) bool { return e.GetLlmResponseReceived() != nil })
 	require.Equal(t, 20, answers, "two answered calls a task")
 }
 
@@ -153,16 +143,6 @@ func TestNextActionSkipsTheModuleMailbox(t *testing.T) {
 	require.Zero(t, host.mailed.Load(), "NextAction asks through the module host's mailbox")
 	require.NoError(t, sys.Stop())
 	require.Nil(t, sys.moduleHosts[probe.Name].Load(), "a stopped host is not asked in place")
-	asked := 0
-	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
-		e, err := decodeEvent(ent)
-		if err != nil {
-			return err
-		}
-		if e.GetLlmRequestStarted() != nil {
-			asked++
-		}
-		return nil
-	}))
+	asked := b.logged(t, func(e *pb.Event) bool { return e.GetLlmRequestStarted() != nil })
 	require.Equal(t, 10, asked, "one request a task, decided by NextAction")
 }

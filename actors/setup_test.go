@@ -154,6 +154,23 @@ func (b *bundle) waitEvent(what string, match func(Notice) bool) Notice {
 	}
 }
 
+// logged counts the events in the WAL that match.
+func (b *bundle) logged(t testing.TB, match func(*pb.Event) bool) int {
+	t.Helper()
+	n := 0
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if match(e) {
+			n++
+		}
+		return nil
+	}))
+	return n
+}
+
 // tickHandled runs one tick and returns once the scheduler has handled
 // it. A tick goes to the allocator first, which hands it on (see
 // System.tick): a barrier to the scheduler alone could pass it on the way.
