@@ -157,9 +157,15 @@ func BenchmarkEndToEnd(b *testing.B) {
 	// completion queued back to back); and in the six groups it waited on
 	// before (see taskLife), for comparison.
 	b.Run("wal-floor", func(b *testing.B) {
-		walFloor(b, tasks, true, func(t *pb.Task) [][]wal.Entry { return waitsNow(archivedLife(t)) })
+		walFloor(b, tasks, true, false, func(t *pb.Task) [][]wal.Entry { return waitsNow(archivedLife(t)) })
 	})
-	b.Run("wal-floor-six-waits", func(b *testing.B) { walFloor(b, tasks, false, archivedLife) })
+	// The same with every entry made before the clock starts: the disk's
+	// and the WAL's share alone, a bound no system that makes its entries
+	// as it goes reaches.
+	b.Run("wal-floor-premade", func(b *testing.B) {
+		walFloor(b, tasks, true, true, func(t *pb.Task) [][]wal.Entry { return waitsNow(archivedLife(t)) })
+	})
+	b.Run("wal-floor-six-waits", func(b *testing.B) { walFloor(b, tasks, false, false, archivedLife) })
 }
 
 // benchSubmitBatch is how many tasks a producer of BenchmarkEndToEnd
@@ -208,21 +214,46 @@ func waitsNow(life [][]wal.Entry) [][]wal.Entry {
 		}
 		return out
 	}
-	done := life[4][1]
-	done.Type = "module_event" // the module's completion event, beside its answer event
-	return [][]wal.Entry{life[0], join(life[1], life[2], life[3]), join(life[4], []wal.Entry{done}, life[5])}
+	return [][]wal.Entry{life[0], join(life[1], life[2], life[3]), join(life[4], life[5])}
 }
 
 // walFloor writes tasks' WAL traffic straight to a WAL from 64 goroutines,
 // each waiting on the groups life returns in turn, with no actors. With
 // batchSubmits a goroutine writes the first group (the submit) of a
 // producer batch's tasks in one append, then each task's other groups.
-func walFloor(b *testing.B, tasks int, batchSubmits bool, life func(*pb.Task) [][]wal.Entry) {
+func walFloor(b *testing.B, tasks int, batchSubmits, premade bool, life func(*pb.Task) [][]wal.Entry) {
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
 		log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{NoSync: benchNoSync()})
 		if err != nil {
 			b.Fatal(err)
+		}
+		// A producer batch's entries, made as the batch is written, or
+		// before the clock starts with premade (the writes alone timed).
+		type producerBatch struct {
+			submits []wal.Entry
+			lives   [][][]wal.Entry
+		}
+		made := func(js []int) producerBatch {
+			var pbt producerBatch
+			for _, j := range js {
+				life := life(benchTask(j))
+				if batchSubmits {
+					pbt.submits = append(pbt.submits, life[0]...)
+					life = life[1:]
+				}
+				pbt.lives = append(pbt.lives, life)
+			}
+			return pbt
+		}
+		var premades [][]producerBatch
+		if premade {
+			premades = make([][]producerBatch, 64)
+			for w := range premades {
+				for _, js := range producerBatches(w, tasks) {
+					premades[w] = append(premades[w], made(js))
+				}
+			}
 		}
 		start := time.Now()
 		cpu0 := processCPU()
@@ -245,20 +276,17 @@ func walFloor(b *testing.B, tasks int, batchSubmits bool, life func(*pb.Task) []
 						}
 					}
 				}
-				for _, js := range producerBatches(w, tasks) {
-					lives := make([][][]wal.Entry, len(js))
-					var submits []wal.Entry
-					for k, j := range js {
-						lives[k] = life(benchTask(j))
-						if batchSubmits {
-							submits = append(submits, lives[k][0]...)
-							lives[k] = lives[k][1:]
-						}
+				for k, js := range producerBatches(w, tasks) {
+					var pbt producerBatch
+					if premade {
+						pbt = premades[w][k]
+					} else {
+						pbt = made(js)
 					}
 					if batchSubmits {
-						appendAll(submits)
+						appendAll(pbt.submits)
 					}
-					for _, groups := range lives {
+					for _, groups := range pbt.lives {
 						for _, g := range groups {
 							appendAll(g)
 						}
@@ -344,30 +372,92 @@ func benchEntry(owner string, e *pb.Event) wal.Entry {
 	return x
 }
 
-// archivedLife is taskLife as fano's BenchmarkEndToEnd writes it: the
-// answer is the one fano's run gets (the same simulated backend asked the
-// same), the completion carries the finished task, conversation and all,
-// to the archive (see archiveOnCompletion), and the answer closes its
-// request's intent (walFloor sets the seq and the archive key as it
-// writes them: floorAtAppend).
+// archivedLife is taskLife as fano's BenchmarkEndToEnd writes it, each
+// event made by what makes fano's: the submitted task as the scheduler
+// decides it (defaults filled in); the answer the one fano's run gets
+// (the same simulated backend asked the same), with the call's
+// measurements and its request's seq; the probe module's own events for
+// the answer and the task's end (the answer's text, then question_done);
+// the completion carrying the finished task, conversation and all, to the
+// archive (see archiveOnCompletion); and the answer closing its request's
+// intent (walFloor sets the seq and the archive key as it writes them:
+// floorAtAppend).
 func archivedLife(t *pb.Task) [][]wal.Entry {
 	prompt := t.Context["question"]
+	sent := time.Now()
 	resp, err := floorSim.Send(context.Background(), gateway.Request{TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: prompt})
 	if err != nil {
 		panic(err)
 	}
-	return lifeOf(t, resp.Content, func(now int64) *wal.ArchiveRecord {
+	took := time.Since(sent)
+	t = floorSubmitted(t)
+	answered, ended, end, err := floorProbe.DecideResponseEnd(t, resp.Content, time.Now())
+	if err != nil || !ended {
+		panic(fmt.Sprintf("probe: ended %v, err %v", ended, err))
+	}
+	// A seq of the magnitude fano's requests get in this run (about
+	// eight entries a task): the same bytes on disk. walFloor cannot know
+	// the real one before it writes the intent.
+	reqSeq := uint64(8)
+	if n, err := strconv.Atoi(strings.TrimPrefix(t.Subject, "b")); err == nil {
+		reqSeq = uint64(8*n + 4)
+	}
+	response := &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: resp.Content, RequestSeq: reqSeq, DurationNs: int64(took),
+		ConversationUrl: resp.ConversationURL, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
+	life := lifeOf(t, resp.Content, func(now int64) *wal.ArchiveRecord {
+		// The task as the scheduler has it once these events apply: what
+		// fano archives at the completion (decided on the completion
+		// before it says archived: archiveOnCompletion).
 		finished := pb.CloneTask(t)
-		finished.State, finished.LlmAssigned, finished.RequestCount = pb.TaskState_TASK_STATE_COMPLETED, "api", 1
-		finished.CreatedAt, finished.StartedAt, finished.UpdatedAt, finished.CompletedAt = now, now, now, now
-		finished.Conversation = &pb.ConversationState{Llm: "api", TurnCount: 1, Messages: []*pb.Message{
-			{Role: "user", Content: prompt, Llm: "api"}, {Role: "assistant", Content: resp.Content, Llm: "api"}}}
+		for _, ev := range []*pb.Event{
+			{At: now, Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: t.Id, Llm: "api"}}},
+			{At: now, Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: t.Id, Llm: "api", Prompt: prompt}}},
+			{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: response}},
+			{At: now, Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: t.Id}}},
+		} {
+			if err := scheduler.ApplyToTask(finished, ev, 50); err != nil {
+				panic(err)
+			}
+		}
 		data, err := pb.MarshalTask(finished)
 		if err != nil {
 			panic(err)
 		}
 		return &wal.ArchiveRecord{Key: t.Id, Value: data}
 	})
+	now := time.Now().UnixNano()
+	life[4] = []wal.Entry{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: response}})}
+	for _, me := range append(answered, end...) {
+		me.Module = probe.Name
+		life[4] = append(life[4], benchEntry(moduleOwner(probe.Name), &pb.Event{At: now, Body: &pb.Event_ModuleEvent{ModuleEvent: me}}))
+	}
+	return life
+}
+
+// floorProbe decides the floor's module events as fano's probe module
+// decides them (the configuration of BenchmarkEndToEnd's). It only reads
+// its state, which nothing changes: safe from the floor's goroutines.
+var floorProbe = probe.New(probe.Config{NoPropose: true, Turns: 1, TaskType: benchTaskType})
+
+// floorDefaults is what fano's scheduler (setup's configuration) fills in
+// when a bench task is submitted, decided once: every bench task gets the
+// same, and one scheduler shared by the floor's goroutines would make
+// them queue for it.
+var floorDefaults = sync.OnceValue(func() *pb.Task {
+	ev, err := scheduler.New(scheduler.Config{PreemptionThreshold: 20, MaxPending: 100000, MessageLimit: 50}).DecideSubmit(benchTask(0), time.Now())
+	if err != nil {
+		panic(err)
+	}
+	return ev.GetTaskSubmitted().GetTask()
+})
+
+// floorSubmitted is t as the scheduler's submit event holds it.
+func floorSubmitted(t *pb.Task) *pb.Task {
+	d, now := floorDefaults(), time.Now().UnixNano()
+	nt := pb.CloneTask(t)
+	nt.State, nt.CreatedAt, nt.UpdatedAt = d.State, now, now
+	nt.MessageLimit, nt.BasePriority, nt.Priority = d.MessageLimit, d.BasePriority, d.Priority
+	return nt
 }
 
 // floorSim answers the floor's requests as BenchmarkEndToEnd's backend
