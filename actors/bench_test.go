@@ -221,6 +221,7 @@ func waitsNow(life [][]wal.Entry) [][]wal.Entry {
 // each waiting on the groups life returns in turn, with no actors. With
 // batchSubmits a goroutine writes the first group (the submit) of a
 // producer batch's tasks in one append, then each task's other groups.
+// With premade every task's traffic is made before the clock starts.
 func walFloor(b *testing.B, tasks int, batchSubmits, premade bool, life func(*pb.Task) [][]wal.Entry) {
 	for i := 0; i < b.N; i++ {
 		dir := b.TempDir()
@@ -339,16 +340,23 @@ func processCPU() time.Duration {
 // event; completion (waitsNow: the groups of today). Its answer is
 // benchAnswer, and the completion does not archive the task (see
 // archivedLife).
-func taskLife(t *pb.Task) [][]wal.Entry { return lifeOf(t, benchAnswer, nil) }
+func taskLife(t *pb.Task) [][]wal.Entry {
+	return lifeOf(t, &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: benchAnswer},
+		[]*pb.ModuleEvent{{Module: probe.Name, Type: "answer_recorded", TaskId: t.Id}}, nil)
+}
 
 // benchAnswer is the answer of taskLife's request.
 var benchAnswer = strings.Repeat("answer ", 40)
 
 // lifeOf is a task's WAL traffic (see taskLife) with answer as its
-// request's answer; with archive set, the completion carries
-// archive(now) to the archive and says so.
-func lifeOf(t *pb.Task, answer string, archive func(now int64) *wal.ArchiveRecord) [][]wal.Entry {
+// request's answer and module as the module's events for it; with archive
+// set, the completion carries archive(now) to the archive and says so.
+func lifeOf(t *pb.Task, answer *pb.LLMResponseReceived, module []*pb.ModuleEvent, archive func(now int64) *wal.ArchiveRecord) [][]wal.Entry {
 	now := time.Now().UnixNano()
+	answered := []wal.Entry{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: answer}})}
+	for _, me := range module {
+		answered = append(answered, benchEntry(moduleOwner(me.Module), &pb.Event{At: now, Body: &pb.Event_ModuleEvent{ModuleEvent: me}}))
+	}
 	done := benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: t.Id, Archived: archive != nil}}})
 	if archive != nil {
 		done.Archive = archive(now)
@@ -358,8 +366,7 @@ func lifeOf(t *pb.Task, answer string, archive func(now int64) *wal.ArchiveRecor
 		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_TaskStarted{TaskStarted: &pb.TaskStarted{TaskId: t.Id, Llm: "api"}}})},
 		{benchEntry(ownerAllocator, &pb.Event{At: now, Body: &pb.Event_QuotaUsed{QuotaUsed: &pb.QuotaUsed{Backend: "api", TaskId: t.Id}}})},
 		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: t.Id, Llm: "api", Prompt: t.Context["question"]}}})},
-		{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: answer}}}),
-			benchEntry(moduleOwner(probe.Name), &pb.Event{At: now, Body: &pb.Event_ModuleEvent{ModuleEvent: &pb.ModuleEvent{Module: probe.Name, Type: "answer_recorded", TaskId: t.Id}}})},
+		answered,
 		{done},
 	}
 }
@@ -391,7 +398,7 @@ func archivedLife(t *pb.Task) [][]wal.Entry {
 	}
 	took := time.Since(sent)
 	t = floorSubmitted(t)
-	answered, ended, end, err := floorProbe.DecideResponseEnd(t, resp.Content, time.Now())
+	module, ended, end, err := floorProbe.DecideResponseEnd(t, resp.Content, time.Now())
 	if err != nil || !ended {
 		panic(fmt.Sprintf("probe: ended %v, err %v", ended, err))
 	}
@@ -404,7 +411,11 @@ func archivedLife(t *pb.Task) [][]wal.Entry {
 	}
 	response := &pb.LLMResponseReceived{TaskId: t.Id, Llm: "api", Content: resp.Content, RequestSeq: reqSeq, DurationNs: int64(took),
 		ConversationUrl: resp.ConversationURL, PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
-	life := lifeOf(t, resp.Content, func(now int64) *wal.ArchiveRecord {
+	module = append(module, end...)
+	for _, me := range module {
+		me.Module = probe.Name
+	}
+	return lifeOf(t, response, module, func(now int64) *wal.ArchiveRecord {
 		// The task as the scheduler has it once these events apply: what
 		// fano archives at the completion (decided on the completion
 		// before it says archived: archiveOnCompletion).
@@ -425,13 +436,6 @@ func archivedLife(t *pb.Task) [][]wal.Entry {
 		}
 		return &wal.ArchiveRecord{Key: t.Id, Value: data}
 	})
-	now := time.Now().UnixNano()
-	life[4] = []wal.Entry{benchEntry(ownerScheduler, &pb.Event{At: now, Body: &pb.Event_LlmResponseReceived{LlmResponseReceived: response}})}
-	for _, me := range append(answered, end...) {
-		me.Module = probe.Name
-		life[4] = append(life[4], benchEntry(moduleOwner(probe.Name), &pb.Event{At: now, Body: &pb.Event_ModuleEvent{ModuleEvent: me}}))
-	}
-	return life
 }
 
 // floorProbe decides the floor's module events as fano's probe module
