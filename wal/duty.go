@@ -34,7 +34,8 @@ func (d *writerDuty) wrote(requests, bytes int, took time.Duration) {
 
 // Duty returns the writer's counts so far. Safe from any goroutine; the
 // counts are read one by one, so a commit ending meanwhile may show in
-// some and not in others.
+// some and not in others. A commit is counted before its requests are
+// answered: once an Append has returned, its commit shows here.
 func (l *Log) Duty() Duty {
 	return Duty{
 		Commits:  l.duty.commits.Load(),

@@ -66,6 +66,12 @@ func TestDutyCountsCommitsAndTheirTime(t *testing.T) {
 // block, the archive records they carry, and checkpoints.
 func TestDutyCountsTheBytesWritten(t *testing.T) {
 	l := openTest(t, "", testOptions())
+	// The writer stops after it answered the first commit: Duty shows the
+	// commit once its Append returned, not once the writer went on.
+	read := make(chan struct{})
+	defer close(read)
+	var first sync.Once
+	l.hookAnswered = func() { first.Do(func() { <-read }) }
 	a := ent("a", "t", "first payload")
 	b := ent("a", "t", "second")
 	b.Archive = &ArchiveRecord{Key: "done/1", Value: []byte("the archived record")}
@@ -74,7 +80,11 @@ func TestDutyCountsTheBytesWritten(t *testing.T) {
 	a.Seq, a.Time = seqs[0], testTime
 	b.Seq, b.Time = seqs[1], testTime
 	block := len(encodeEntry(encodeEntry(nil, &a), &b))
-	require.Equal(t, int64(block+len(b.Archive.Value)), l.Duty().Bytes, "the block and the archive record")
+	d := l.Duty()
+	require.Equal(t, int64(block+len(b.Archive.Value)), d.Bytes, "the block and the archive record")
+	require.Equal(t, int64(1), d.Commits)
+	require.Equal(t, int64(1), d.Requests)
+	read <- struct{}{} // the writer goes on
 
 	snapshot := []byte("a checkpoint of some bytes")
 	require.NoError(t, l.SaveCheckpoint("a", seqs[1], snapshot))

@@ -153,10 +153,7 @@ func (l *Log) run() {
 		l.mu.Unlock()
 
 		answered = len(batch)
-		start := time.Now()
-		var wrote int
-		buf, waiting, wrote = l.writeBatch(batch, buf, failed)
-		l.duty.wrote(len(batch), wrote, time.Since(start))
+		buf, waiting = l.writeBatch(batch, buf, failed, time.Now())
 		clear(batch)
 		if cap(buf) > maxBatchBytes {
 			buf = nil
@@ -216,10 +213,12 @@ func (l *Log) takeBatch(batch []*request) []*request {
 }
 
 // writeBatch writes the live requests of batch in one transaction and
-// answers every request. It returns buf for reuse, how many requests
-// were queued when it answered, and the bytes it wrote (entries, archive
-// records, checkpoints; 0 when the write failed).
-func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, waiting, wrote int) {
+// answers every request. It returns buf for reuse and how many requests
+// were queued when it answered. It counts the batch in the writer's Duty
+// (its time from start; the bytes it wrote: entries, archive records,
+// checkpoints, 0 when the write failed) before it answers the requests
+// it writes, so a caller that got its answer finds its commit counted.
+func (l *Log) writeBatch(batch []*request, buf []byte, failed error, start time.Time) (_ []byte, waiting int) {
 	live := batch[:0]
 	for _, r := range batch {
 		if !r.state.CompareAndSwap(pendingState, takenState) {
@@ -236,7 +235,8 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		live = append(live, r)
 	}
 	if len(live) == 0 {
-		return buf, l.queued(), 0
+		l.duty.wrote(len(batch), 0, time.Since(start))
+		return buf, l.queued()
 	}
 
 	// Validate each request against the seqs known once the requests
@@ -271,7 +271,8 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		write = append(write, r)
 	}
 	if len(write) == 0 {
-		return buf, l.queued(), 0
+		l.duty.wrote(len(batch), 0, time.Since(start))
+		return buf, l.queued()
 	}
 
 	err := l.writeTx(write, first, buf, nEntries)
@@ -287,14 +288,17 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		l.lastSeq.Store(next - 1)
 	}
 	waiting = l.queued()
+	wrote := 0
 	if err == nil {
 		// Counted before the answers: a waiter answered may put its
-		// request back in the pool at once (request.release).
+		// request back in the pool at once (request.release), and finds
+		// its commit in Duty.
 		wrote = len(buf) + archived
 		for _, r := range write {
 			wrote += len(r.cpValue)
 		}
 	}
+	l.duty.wrote(len(batch), wrote, time.Since(start))
 	// The seqs of all the batch's appends, in one allocation.
 	var seqs []uint64
 	if err == nil {
@@ -310,10 +314,13 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error) (_ []byte, 
 		}
 		r.finish(err)
 	}
+	if l.hookAnswered != nil {
+		l.hookAnswered()
+	}
 	if err == nil {
 		l.noteTouched(wrote) // after the answers: no writer waits on it
 	}
-	return buf, waiting, wrote
+	return buf, waiting
 }
 
 // check validates r's commits, checkpoint and closed intents when its

@@ -151,6 +151,7 @@ type Log struct {
 	hookEnqueued     func()          // after a request is queued
 	hookIdle         func()          // in the writer, each time it waits for a request; set under l.mu
 	hookBeforeCommit func(batch int) // in the writer, before tx.Commit; batch = entries
+	hookAnswered     func()          // in the writer, once a written commit's requests are answered
 }
 
 // Open opens (creating if needed) the log in the bbolt file at path and
