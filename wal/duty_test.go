@@ -53,7 +53,7 @@ func TestDutyCountsCommitsAndTheirTime(t *testing.T) {
 	held := time.Since(heldSince) // the first commit is still being written
 	close(h.release)
 	wg.Wait()
-	require.NoError(t, l.Close()) // the writer has counted its last commit
+	require.NoError(t, l.Close()) // nothing more is written: the counts below are final
 
 	d := l.Duty()
 	require.Equal(t, int64(2), d.Commits, "the first append, then the three queued behind it in one")
