@@ -146,3 +146,61 @@ func TestNextActionSkipsTheModuleMailbox(t *testing.T) {
 	asked := b.logged(t, func(e *pb.Event) bool { return e.GetLlmRequestStarted() != nil })
 	require.Equal(t, 10, asked, "one request a task, decided by NextAction")
 }
+
+// A request's intent is queued in the scheduler's journal by its
+// executor, not sent through the scheduler's mailbox: with the scheduler
+// held busy from just before the intent, the intent and the quota still
+// become durable and the call goes out. Through the mailbox the call
+// would wait for the scheduler.
+func TestRequestIntentSkipsTheSchedulersMailbox(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{NoPropose: true, Turns: 1}})
+	called := make(chan struct{}, 1)
+	b.sims[0].Inject(func(context.Context, gateway.Request) error {
+		select {
+		case called <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	sys := b.start()
+	guard := &sys.desks.desk(ownerScheduler).guard
+	ready, held := make(chan string), make(chan struct{})
+	sys.execEnv.hookBeforeIntent = func(id string) {
+		ready <- id
+		<-held
+	}
+	_, err := sys.Submit(probeTask(1, 0))
+	require.NoError(t, err)
+	sys.Tick()
+	id := <-ready
+	guard.Lock() // the scheduler handles no message until Unlock
+	sys.execEnv.hookBeforeIntent = nil
+	close(held)
+	select {
+	case <-called:
+	case <-time.After(20 * time.Second):
+		guard.Unlock()
+		t.Fatalf("task %s: no call while the scheduler was busy: its intent waited in the scheduler's mailbox", id)
+	}
+	guard.Unlock()
+	b.waitCompleted(1)
+
+	// Written once, after the run's start and before the answer.
+	var kinds []string
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		switch {
+		case e.GetTaskStarted() != nil:
+			kinds = append(kinds, "started")
+		case e.GetLlmRequestStarted() != nil:
+			kinds = append(kinds, "intent")
+		case e.GetLlmResponseReceived() != nil:
+			kinds = append(kinds, "answer")
+		}
+		return nil
+	}))
+	require.Equal(t, []string{"started", "intent", "answer"}, kinds)
+}

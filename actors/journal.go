@@ -33,6 +33,7 @@ type journal struct {
 
 	mu       sync.Mutex
 	queue    []*batch
+	closed   bool // the loop took its last queue: offer refuses batches
 	wake     chan struct{}
 	stop     chan struct{}
 	stopped  chan struct{}
@@ -191,6 +192,28 @@ func (j *journal) enqueue(b *batch) {
 	j.mu.Lock()
 	j.queue = append(j.queue, b)
 	j.mu.Unlock()
+	j.poke()
+}
+
+// offer is enqueue for a writer other than the owner, from any goroutine:
+// false, and nothing queued, once the journal is closing (the owner
+// stopped or is restarting), when the writer must go through the owner's
+// mailbox instead. A batch it takes is written and delivered like the
+// owner's own, in the order they were queued.
+func (j *journal) offer(b *batch) bool {
+	j.mu.Lock()
+	if j.closed {
+		j.mu.Unlock()
+		return false
+	}
+	j.pending.Add(1)
+	j.queue = append(j.queue, b)
+	j.mu.Unlock()
+	j.poke()
+	return true
+}
+
+func (j *journal) poke() {
 	select {
 	case j.wake <- struct{}{}:
 	default:
@@ -213,7 +236,12 @@ func (j *journal) loop() {
 		select {
 		case <-j.wake:
 		case <-j.stop:
-			j.flush() // what was queued before the stop goes out too
+			// What was queued before the stop goes out too; nothing
+			// offered after it is taken.
+			j.mu.Lock()
+			j.closed = true
+			j.mu.Unlock()
+			j.flush()
 			return
 		}
 		j.flush()

@@ -78,3 +78,33 @@ func TestADurableAnswerFollowsItsPersisted(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"persisted", "durable"}, seen)
 }
+
+// A journal that is closing refuses a batch offered from outside its
+// actor, and counts nothing pending for it: the writer goes through the
+// owner's mailbox instead, and the system is not held busy by a batch
+// nobody will write. One offered before is written and delivered.
+func TestAClosedJournalRefusesOffers(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{NoPropose: true}})
+	sys := b.start()
+	owner := &funcProcess{fn: func(any) {}}
+	pid, _ := sys.as.ProcessRegistry.Add(owner, "test-offers")
+	defer sys.as.ProcessRegistry.Remove(pid)
+	j := newJournal(sys, "test/offers", pid)
+	ev := func() []*pb.Event {
+		return []*pb.Event{{Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: "x"}}}}
+	}
+	done := make(chan error, 1)
+	require.True(t, j.offer(&batch{events: ev(), durable: func(seqs []uint64, err error) {
+		if err == nil && len(seqs) != 1 {
+			err = fmt.Errorf("seqs %v", seqs)
+		}
+		done <- err
+	}}))
+	require.NoError(t, <-done)
+	j.close()
+	before := j.pending.Load()
+	require.False(t, j.offer(&batch{events: ev(), durable: func([]uint64, error) {
+		t.Error("a refused batch was written")
+	}}))
+	require.Equal(t, before, j.pending.Load(), "nothing pending for a refused batch")
+}

@@ -240,6 +240,7 @@ func (a *schedulerActor) start(ctx actor.Context) {
 	}
 	a.handedOut, a.ahead, a.free, a.runs = map[string]uint64{}, a.heir.ahead, a.heir.free, a.heir.runs
 	a.j = newJournal(a.sys, ownerScheduler, ctx.Self())
+	a.sys.execEnv.schedulerJournal.Store(a.j)
 	a.sys.state.scheduler.Store(a)
 }
 
