@@ -204,3 +204,38 @@ func TestRequestIntentSkipsTheSchedulersMailbox(t *testing.T) {
 	}))
 	require.Equal(t, []string{"started", "intent", "answer"}, kinds)
 }
+
+// An intent the scheduler's journal refuses (it is closing: the scheduler
+// stops or restarts) goes through the scheduler's mailbox: the request
+// still leaves and the task completes, nothing written through the
+// closed journal.
+func TestRefusedIntentGoesThroughTheSchedulersMailbox(t *testing.T) {
+	b := setup(t, setupOpts{probe: probe.Config{NoPropose: true, Turns: 2}})
+	sys := b.start()
+	owner := &funcProcess{fn: func(any) {}}
+	pid, _ := sys.as.ProcessRegistry.Add(owner, "test-closed-journal")
+	defer sys.as.ProcessRegistry.Remove(pid)
+	closed := newJournal(sys, ownerScheduler, pid)
+	closed.close()
+	pending := closed.pending.Load()
+	sys.execEnv.schedulerJournal.Store(closed)
+	for i := range 3 {
+		_, err := sys.Submit(probeTask(i, 0))
+		require.NoError(t, err)
+	}
+	sys.Tick()
+	b.waitCompleted(3)
+	require.Equal(t, pending, closed.pending.Load(), "nothing offered to the closed journal was taken")
+	intents := 0
+	require.NoError(t, b.log.Replay(1, func(ent wal.Entry) error {
+		e, err := decodeEvent(ent)
+		if err != nil {
+			return err
+		}
+		if e.GetLlmRequestStarted() != nil {
+			intents++
+		}
+		return nil
+	}))
+	require.Equal(t, 6, intents, "two requests for each of three tasks")
+}
