@@ -118,6 +118,10 @@ func OpenData(cfg *config.Config, o OpenOptions) (*Data, error) {
 	if pid := log.StalePID(); pid != 0 {
 		logger.Warn().Int("pid", pid).Str("event", "cmd.fano.stale_pid").Msg("took over the data directory from a process that is gone")
 	}
+	if _, err := log.WriterSlice(); err != nil {
+		logger.Warn().Err(err).Str("event", "cmd.fano.wal_writer_slice").
+			Msg("the WAL's writer runs with the kernel's own slice: while every core is busy its commits wait longer for a CPU")
+	}
 	if !readOnly {
 		// Leftovers of a `wal compact --shrink` or a restore that was
 		// killed: we hold the WAL's lock, so no one is writing them.

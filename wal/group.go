@@ -120,8 +120,10 @@ func (l *Log) await(r *request) error {
 
 // run is the writer goroutine: it takes every request waiting, writes them
 // in one transaction, and answers them, until Close with an empty queue.
-func (l *Log) run() {
+func (l *Log) run(started chan<- struct{}) {
 	defer close(l.done)
+	l.writer = startWriterThread(l.opts.WriterSlice)
+	close(started)
 	var (
 		batch []*request
 		buf   []byte
