@@ -56,101 +56,17 @@ func procStatusMB(field string) float64 {
 // straight to the WAL by 64 goroutines with no actors (the storage floor),
 // their submits batched alike.
 func BenchmarkEndToEnd(b *testing.B) {
-	const tasks = 20000
+	const tasks = endToEndTasks
 	// As fano run and fano pipeline run do (internal/procs): one P more
 	// than the CPUs, unless GOMAXPROCS is set. The floor runs so too.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs.For(runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS"))))
-	b.Run("fano", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			runtime.GC()
-			bu := setup(&testing.T{}, setupOpts{backends: []string{"api"}, conc: 64, hourly: 1 << 30,
-				probe:  probe.Config{NoPropose: true, Turns: 1, TaskType: benchTaskType},
-				noSync: benchNoSync()})
-			bu.t = nil
-			bu.opts.TickInterval = 100 * time.Millisecond
-			var done atomic.Int64
-			all := make(chan struct{})
-			bu.opts.Observe = func(_ string, e *pb.Event) {
-				if e.GetTaskCompleted() != nil && done.Add(1) == tasks {
-					close(all)
-				}
-			}
-			sys, err := Start(bu.opts)
-			if err != nil {
-				b.Fatal(err)
-			}
-			start := time.Now()
-			cpu0 := processCPU()
-			duty0 := bu.file.Duty()
-			msgs0 := messagesPosted(sys)
-			var ms0 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			peak := heapPeak()
-			var wg sync.WaitGroup
-			for w := 0; w < 64; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					for _, js := range producerBatches(w, tasks) {
-						batch := make([]*pb.Task, len(js))
-						for k, j := range js {
-							batch[k] = benchTask(j)
-						}
-						rs, err := sys.SubmitBatch(batch)
-						if err != nil {
-							panic(err)
-						}
-						for _, r := range rs {
-							if !r.Accepted {
-								panic(fmt.Sprint(r))
-							}
-						}
-					}
-				}(w)
-			}
-			select {
-			case <-all:
-			case <-time.After(5 * time.Minute):
-				b.Fatalf("only %d of %d completed", done.Load(), tasks)
-			}
-			elapsed := time.Since(start)
-			duty := bu.file.Duty()
-			cpu := processCPU() - cpu0
-			var ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms1)
-			wg.Wait()
-			b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
-			b.ReportMetric(float64(cpu.Microseconds())/tasks, "cpu-µs/task")
-			reportDuty(b, tasks, elapsed, duty0, duty)
-			// Messages between the long-lived actors: each is a hop (a
-			// mailbox post, often a goroutine woken).
-			b.ReportMetric(float64(messagesPosted(sys)-msgs0)/tasks, "msgs/task")
-			// Allocations per task: the collector's work follows them, and
-			// unlike CPU time they hardly move when the cores are shared.
-			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/tasks, "allocs/task")
-			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/tasks, "alloc-KB/task")
-			b.ReportMetric(rssMB(), "rss-MB")
-			b.ReportMetric(procStatusMB("RssFile:"), "rss-file-MB")
-			b.ReportMetric(procStatusMB("RssAnon:"), "rss-anon-MB")
-			b.ReportMetric(peak(), "peak-heap-MB")
-			runtime.GC()
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-heap-MB")
-			if f := os.Getenv("FANO_BENCH_HEAPPROFILE"); f != "" {
-				if out, err := os.Create(f); err == nil {
-					_ = pprof.WriteHeapProfile(out)
-					out.Close()
-				}
-			}
-			if st, err := bu.log.Stats(); err == nil && st.Blocks > 0 {
-				b.ReportMetric(float64(st.Entries)/float64(st.Blocks), "entries/commit")
-			}
-			_ = sys.Stop()
-			_ = bu.file.Close()
-			os.RemoveAll(bu.dir)
-		}
-	})
+	// fano with its WAL's writer on the kernel's own slice, the baseline
+	// of the short one it asks for (wal.Options.WriterSlice).
+	run := func(slice time.Duration) func(b *testing.B) {
+		return func(b *testing.B) { benchEndToEnd(b, slice) }
+	}
+	b.Run("fano", run(0))
+	b.Run("fano-kernel-slice", run(-1))
 	// The floor: the same writes (entries, the archived task, the closed
 	// intent: written-KB/task shows both) in the groups fano waits on now
 	// (submit; start + intent beside the quota; answer, module events and
@@ -166,6 +82,104 @@ func BenchmarkEndToEnd(b *testing.B) {
 		walFloor(b, tasks, true, true, func(t *pb.Task) [][]wal.Entry { return waitsNow(archivedLife(t)) })
 	})
 	b.Run("wal-floor-six-waits", func(b *testing.B) { walFloor(b, tasks, false, false, archivedLife) })
+}
+
+// endToEndTasks is how many tasks BenchmarkEndToEnd runs.
+const endToEndTasks = 20000
+
+// benchEndToEnd is BenchmarkEndToEnd's fano, its WAL's writer
+// on slice (wal.Options.WriterSlice).
+func benchEndToEnd(b *testing.B, slice time.Duration) {
+	const tasks = endToEndTasks
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		bu := setup(&testing.T{}, setupOpts{backends: []string{"api"}, conc: 64, hourly: 1 << 30,
+			probe:  probe.Config{NoPropose: true, Turns: 1, TaskType: benchTaskType},
+			noSync: benchNoSync(), walSlice: slice})
+		bu.t = nil
+		bu.opts.TickInterval = 100 * time.Millisecond
+		var done atomic.Int64
+		all := make(chan struct{})
+		bu.opts.Observe = func(_ string, e *pb.Event) {
+			if e.GetTaskCompleted() != nil && done.Add(1) == tasks {
+				close(all)
+			}
+		}
+		sys, err := Start(bu.opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		cpu0 := processCPU()
+		duty0 := bu.file.Duty()
+		msgs0 := messagesPosted(sys)
+		var ms0 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		peak := heapPeak()
+		var wg sync.WaitGroup
+		for w := 0; w < 64; w++ {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				for _, js := range producerBatches(w, tasks) {
+					batch := make([]*pb.Task, len(js))
+					for k, j := range js {
+						batch[k] = benchTask(j)
+					}
+					rs, err := sys.SubmitBatch(batch)
+					if err != nil {
+						panic(err)
+					}
+					for _, r := range rs {
+						if !r.Accepted {
+							panic(fmt.Sprint(r))
+						}
+					}
+				}
+			}(w)
+		}
+		select {
+		case <-all:
+		case <-time.After(5 * time.Minute):
+			b.Fatalf("only %d of %d completed", done.Load(), tasks)
+		}
+		elapsed := time.Since(start)
+		duty := bu.file.Duty()
+		cpu := processCPU() - cpu0
+		var ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms1)
+		wg.Wait()
+		b.ReportMetric(float64(tasks)/elapsed.Seconds(), "tasks/s")
+		b.ReportMetric(float64(cpu.Microseconds())/tasks, "cpu-µs/task")
+		reportDuty(b, tasks, elapsed, duty0, duty)
+		// Messages between the long-lived actors: each is a hop (a
+		// mailbox post, often a goroutine woken).
+		b.ReportMetric(float64(messagesPosted(sys)-msgs0)/tasks, "msgs/task")
+		// Allocations per task: the collector's work follows them, and
+		// unlike CPU time they hardly move when the cores are shared.
+		b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/tasks, "allocs/task")
+		b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/tasks, "alloc-KB/task")
+		b.ReportMetric(rssMB(), "rss-MB")
+		b.ReportMetric(procStatusMB("RssFile:"), "rss-file-MB")
+		b.ReportMetric(procStatusMB("RssAnon:"), "rss-anon-MB")
+		b.ReportMetric(peak(), "peak-heap-MB")
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-heap-MB")
+		if f := os.Getenv("FANO_BENCH_HEAPPROFILE"); f != "" {
+			if out, err := os.Create(f); err == nil {
+				_ = pprof.WriteHeapProfile(out)
+				out.Close()
+			}
+		}
+		if st, err := bu.log.Stats(); err == nil && st.Blocks > 0 {
+			b.ReportMetric(float64(st.Entries)/float64(st.Blocks), "entries/commit")
+		}
+		_ = sys.Stop()
+		_ = bu.file.Close()
+		os.RemoveAll(bu.dir)
+	}
 }
 
 // benchSubmitBatch is how many tasks a producer of BenchmarkEndToEnd

@@ -51,8 +51,9 @@ type setupOpts struct {
 	latency   time.Duration
 	probe     probe.Config
 	mutate    func(*Options)
-	noSync    bool // benchmarks: the bbolt file without fsync
-	memory    bool // tests of logic, not storage: the in-memory store
+	noSync    bool          // benchmarks: the bbolt file without fsync
+	walSlice  time.Duration // the WAL writer's slice (wal.Options.WriterSlice)
+	memory    bool          // tests of logic, not storage: the in-memory store
 }
 
 func setup(t testing.TB, so setupOpts) *bundle {
@@ -67,7 +68,7 @@ func setup(t testing.TB, so setupOpts) *bundle {
 		t.Cleanup(func() { _ = mem.Close() })
 		b.log = mem
 	} else {
-		b.file = fanotest.OpenWAL(t, dir, so.noSync)
+		b.file = fanotest.OpenWALWith(t, dir, wal.Options{NoSync: so.noSync, WriterSlice: so.walSlice})
 		b.log = b.file
 	}
 	var (

@@ -31,12 +31,7 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 func benchFano(b *testing.B, writers int, payload []byte) {
-	benchFanoWith(b, writers, payload, Options{})
-}
-
-// benchFanoWith is benchFano on a log opened with opts.
-func benchFanoWith(b *testing.B, writers int, payload []byte, opts Options) {
-	l, err := Open(filepath.Join(b.TempDir(), "bench.db"), opts)
+	l, err := Open(filepath.Join(b.TempDir(), "bench.db"), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,8 +67,6 @@ func benchFanoWith(b *testing.B, writers int, payload []byte, opts Options) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 	b.ReportMetric(float64(entries.Load())/float64(max(batches.Load(), 1)), "entries/commit")
-	d := l.Duty()
-	b.ReportMetric(float64(d.Writing.Microseconds())/float64(max(d.Commits, 1)), "µs/commit")
 }
 
 func benchRaw(b *testing.B, perSync int, payload []byte) {

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"os/exec"
 	"runtime"
 	"testing"
 	"time"
@@ -66,39 +65,4 @@ func TestANegativeWriterSliceLeavesTheKernelsOwn(t *testing.T) {
 	require.Zero(t, slice)
 	_, got := commitThread(t, l)
 	require.Equal(t, kernelSlice(t), got)
-}
-
-// BenchmarkCommitWhileCoresBusy: 64 goroutines appending one ~200-byte
-// entry each at a time (real fsync), while as many other processes as
-// there are CPUs spin, with the writer's short slice and, as the baseline
-// in the same run, with the kernel's own. A commit waits for the disk,
-// then for a CPU to finish: the second wait is what the slice shortens.
-func BenchmarkCommitWhileCoresBusy(b *testing.B) {
-	payload := make([]byte, 200)
-	spin := func(b *testing.B) func() {
-		var cmds []*exec.Cmd
-		for range runtime.NumCPU() {
-			c := exec.Command("sh", "-c", "while :; do :; done")
-			if err := c.Start(); err != nil {
-				b.Fatal(err)
-			}
-			cmds = append(cmds, c)
-		}
-		return func() {
-			for _, c := range cmds {
-				_ = c.Process.Kill()
-				_ = c.Wait()
-			}
-		}
-	}
-	for _, c := range []struct {
-		name  string
-		slice time.Duration
-	}{{"slice=100us", 0}, {"kernel-slice", -1}} {
-		b.Run(c.name, func(b *testing.B) {
-			stop := spin(b)
-			defer stop()
-			benchFanoWith(b, 64, payload, Options{WriterSlice: c.slice})
-		})
-	}
 }

@@ -25,7 +25,16 @@ import (
 // noSync skips fsync (benchmarks and tests of logic, not durability).
 func OpenWAL(t testing.TB, dir string, noSync bool) *wal.Log {
 	t.Helper()
-	log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{LockTimeout: 5 * time.Second, NoSync: noSync})
+	return OpenWALWith(t, dir, wal.Options{NoSync: noSync})
+}
+
+// OpenWALWith is OpenWAL with opts (a lock timeout of 5 s if none).
+func OpenWALWith(t testing.TB, dir string, opts wal.Options) *wal.Log {
+	t.Helper()
+	if opts.LockTimeout == 0 {
+		opts.LockTimeout = 5 * time.Second
+	}
+	log, err := wal.Open(filepath.Join(dir, "fano.db"), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = log.Close() })
 	return log
