@@ -88,9 +88,12 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	})
 	// The panel starts once the system runs, as in `fano run`; here once
 	// q0's first request is in flight, so the counts below are exact.
-	f.waitFor("q0's request in flight, q1 and q2 queued", func() bool {
+	// Its quota use too: the request goes out once that is durable,
+	// which may be before the allocator has applied it.
+	f.waitFor("q0's request in flight, its quota used, q1 and q2 queued", func() bool {
 		t, _ := f.sys.Task(q0)
 		return t.GetState() == pb.TaskState_TASK_STATE_RUNNING && t.GetConversation().GetAwaitingResponse() &&
+			f.sys.Quotas()[0].HourlyUsed == 1 &&
 			f.state(q1) == pb.TaskState_TASK_STATE_PENDING && f.state(q2) == pb.TaskState_TASK_STATE_PENDING
 	})
 	f.srv, err = New(Options{Sys: sys, Token: testToken, Logger: logger, DataDir: dir, ClientBuffer: fo.clientBuffer,
@@ -163,6 +166,13 @@ func (f *fixture) drive(what string, cond func() bool) {
 			bcancel()
 			if err != nil {
 				f.t.Fatalf("timed out driving to %s", what)
+			}
+			// cond may have come true while the goroutine waited: the
+			// request now in flight is then the next task's (its
+			// notice lost the select to inFlight), and advancing would
+			// answer it behind the test's back.
+			if cond() {
+				return
 			}
 			if sim := f.sys.Simulation(); sim.QueuedMessages() > 0 {
 				// The actors have work left that may meet cond (a
