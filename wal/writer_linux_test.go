@@ -1,7 +1,10 @@
 package wal
 
 import (
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -65,4 +68,65 @@ func TestANegativeWriterSliceLeavesTheKernelsOwn(t *testing.T) {
 	require.Zero(t, slice)
 	_, got := commitThread(t, l)
 	require.Equal(t, kernelSlice(t), got)
+}
+
+// TestAWriterUnderAnotherPolicyKeepsIt: a process someone started under
+// another scheduling policy than the default (here SCHED_IDLE, which
+// needs no privilege to take; a realtime one is treated alike) keeps it
+// on the writer's thread, with no slice asked for and no error. It runs
+// in a child process whose every thread has that policy, as under
+// `chrt --idle 0 fano run`.
+func TestAWriterUnderAnotherPolicyKeepsIt(t *testing.T) {
+	if os.Getenv("FANO_WAL_TEST_IDLE_CHILD") == "1" {
+		idleWriterChild(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAWriterUnderAnotherPolicyKeepsIt$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "FANO_WAL_TEST_IDLE_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "writer kept SCHED_IDLE", "the child's check did not run")
+}
+
+// idleWriterChild puts every thread of this process under SCHED_IDLE,
+// then opens a log asking for the default short slice.
+func idleWriterChild(t *testing.T) {
+	// Threads made meanwhile are cloned from ones already idle or not yet
+	// seen: repeat until a pass changes none.
+	for changed := true; changed; {
+		changed = false
+		tasks, err := os.ReadDir("/proc/self/task")
+		require.NoError(t, err)
+		for _, e := range tasks {
+			tid, err := strconv.Atoi(e.Name())
+			require.NoError(t, err)
+			attr, err := unix.SchedGetAttr(tid, 0)
+			if err != nil {
+				continue // the thread has ended
+			}
+			if attr.Policy != unix.SCHED_IDLE {
+				attr.Policy, attr.Nice, attr.Runtime = unix.SCHED_IDLE, 0, 0
+				require.NoError(t, unix.SchedSetAttr(tid, attr, 0))
+				changed = true
+			}
+		}
+	}
+	l := openTest(t, "", testOptions())
+	slice, err := l.WriterSlice()
+	require.NoError(t, err)
+	require.Zero(t, slice, "a slice was asked for under another policy")
+	policy := make(chan uint32, 1)
+	l.hookBeforeCommit = func(int) {
+		attr, err := unix.SchedGetAttr(0, 0)
+		if err != nil {
+			panic(err)
+		}
+		select {
+		case policy <- attr.Policy:
+		default:
+		}
+	}
+	appendT(t, l, ent("o", "t", "x"))
+	require.Equal(t, uint32(unix.SCHED_IDLE), <-policy)
+	t.Log("writer kept SCHED_IDLE")
 }
