@@ -103,13 +103,7 @@ func benchEndToEnd(b *testing.B, slice time.Duration) {
 			noSync: benchNoSync(), walSlice: slice})
 		bu.t = nil
 		bu.opts.TickInterval = 100 * time.Millisecond
-		var done atomic.Int64
-		all := make(chan struct{})
-		bu.opts.Observe = func(_ string, e *pb.Event) {
-			if e.GetTaskCompleted() != nil && done.Add(1) == tasks {
-				close(all)
-			}
-		}
+		completed := awaitCompletions(&bu.opts, tasks)
 		sys, err := Start(bu.opts)
 		if err != nil {
 			b.Fatal(err)
@@ -143,11 +137,7 @@ func benchEndToEnd(b *testing.B, slice time.Duration) {
 				}
 			}(w)
 		}
-		select {
-		case <-all:
-		case <-time.After(5 * time.Minute):
-			b.Fatalf("only %d of %d completed", done.Load(), tasks)
-		}
+		completed(b, 5*time.Minute)
 		elapsed := time.Since(start)
 		duty := bu.file.Duty()
 		cpu := processCPU() - cpu0
@@ -184,6 +174,26 @@ func benchEndToEnd(b *testing.B, slice time.Duration) {
 		_ = sys.Stop()
 		_ = bu.file.Close()
 		os.RemoveAll(bu.dir)
+	}
+}
+
+// awaitCompletions has opts observe task completions. The function it
+// returns waits until n tasks have completed, and fails b if they have
+// not within the time given.
+func awaitCompletions(opts *Options, n int) func(b *testing.B, within time.Duration) {
+	var done atomic.Int64
+	all := make(chan struct{})
+	opts.Observe = func(_ string, e *pb.Event) {
+		if e.GetTaskCompleted() != nil && done.Add(1) == int64(n) {
+			close(all)
+		}
+	}
+	return func(b *testing.B, within time.Duration) {
+		select {
+		case <-all:
+		case <-time.After(within):
+			b.Fatalf("only %d of %d completed", done.Load(), n)
+		}
 	}
 }
 

@@ -6,12 +6,10 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"fano/modules/probe"
-	"fano/pb"
 )
 
 // BenchmarkEndToEndMemoryLimit is BenchmarkEndToEnd under the soft memory
@@ -44,13 +42,7 @@ func BenchmarkMemoryCurve(b *testing.B) {
 				bu.t = nil
 				bu.opts.TickInterval = 100 * time.Millisecond
 				bu.opts.Scheduler.MaxPending = n + 1
-				var done atomic.Int64
-				all := make(chan struct{})
-				bu.opts.Observe = func(_ string, e *pb.Event) {
-					if e.GetTaskCompleted() != nil && done.Add(1) == int64(n) {
-						close(all)
-					}
-				}
+				completed := awaitCompletions(&bu.opts, n)
 				sys, err := Start(bu.opts)
 				if err != nil {
 					b.Fatal(err)
@@ -77,11 +69,7 @@ func BenchmarkMemoryCurve(b *testing.B) {
 						}
 					}()
 				}
-				select {
-				case <-all:
-				case <-time.After(30 * time.Minute):
-					b.Fatalf("only %d of %d completed", done.Load(), n)
-				}
+				completed(b, 30*time.Minute)
 				elapsed := time.Since(start)
 				wg.Wait()
 				b.ReportMetric(float64(n)/elapsed.Seconds(), "tasks/s")
