@@ -121,6 +121,13 @@ func (c *gatewayCalls) call(ctx context.Context, req gateway.Request) (resp gate
 		}
 	}()
 	resp, err = c.backend.Send(ctx, req)
+	if err == nil {
+		// A cut or failed answer is never recorded (DESIGN §4): it is a
+		// transient fault of the backend, retried like one.
+		if err = gateway.Whole(name, resp); err != nil {
+			resp = gateway.Response{}
+		}
+	}
 	if err != nil && ctx.Err() != nil && gateway.Kind(err) != "cancelled" && gateway.Kind(err) != "transient" {
 		err = fmt.Errorf("%s: %w", name, context.Cause(ctx))
 	}

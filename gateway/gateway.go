@@ -8,6 +8,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -51,8 +53,12 @@ type Response struct {
 	// FromPage: the answer to an interrupted prompt, read from the page
 	// instead of asking again.
 	FromPage bool
+	// Ended is how the answer ended. Only EndComplete (the site's or the
+	// provider's own completion signal was seen) may be recorded: Whole
+	// checks it, once, where every backend's answer passes.
+	Ended Ending
 	// Incomplete says why Content may be cut short (the answer stalled and
-	// was stopped); the caller validates it like any answer.
+	// was stopped); such an answer never ends EndComplete.
 	Incomplete string
 	// Model is set when the site said it answered with another model than
 	// usual (a browser site's degraded notice); "" = the usual model.
@@ -72,4 +78,42 @@ type Backend interface {
 	// error says why not (login expired, browser gone).
 	Health(ctx context.Context) error
 	Close() error
+}
+
+// Ending says how an answer ended.
+type Ending string
+
+const (
+	// EndUnknown: the backend did not say; treated as cut.
+	EndUnknown Ending = ""
+	// EndComplete: the completion signal was seen (the site's action bar or
+	// cleared streaming flag, a finish_reason, the stream's [DONE]).
+	EndComplete Ending = "complete"
+	// EndCut: the text stopped before the completion signal (a stream or a
+	// page that went quiet, a browser torn down mid-answer).
+	EndCut Ending = "cut"
+	// EndErrorTurn: the site ended the turn with an error ("Something went
+	// wrong", "could not be fully generated").
+	EndErrorTurn Ending = "error_turn"
+)
+
+// ErrCut is the transient fault of an answer whose completion was not
+// seen: it is never recorded, and the request is retried.
+var ErrCut = errors.New("answer not complete")
+
+// Whole returns nil when resp may be recorded as an answer, and otherwise
+// a transient error (errors.Is ErrCut and ErrTransient) naming how the
+// answer ended. It is the one place that decides.
+func Whole(backend string, resp Response) error {
+	if resp.Ended == EndComplete && resp.Incomplete == "" {
+		return nil
+	}
+	why := string(resp.Ended)
+	if why == "" {
+		why = "no completion signal"
+	}
+	if resp.Incomplete != "" {
+		why += ": " + resp.Incomplete
+	}
+	return &Error{Backend: backend, Kind: ErrTransient, Msg: fmt.Sprintf("answer not recorded (%s, %d chars)", why, len(resp.Content)), Err: ErrCut}
 }

@@ -567,7 +567,8 @@ func (b *Backend) readJSON(ctx, rctx context.Context, req gateway.Request, body 
 	if strings.TrimSpace(text) == "" {
 		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (no content, finish_reason %q)", req.TaskID, cr.Choices[0].FinishReason)
 	}
-	out := gateway.Response{Content: text}
+	// A whole JSON body is the provider's own end of the answer.
+	out := gateway.Response{Content: text, Ended: gateway.EndComplete}
 	if cr.Usage != nil {
 		out.PromptTokens, out.CompletionTokens = cr.Usage.PromptTokens, cr.Usage.CompletionTokens
 	}

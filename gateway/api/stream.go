@@ -97,6 +97,7 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, bod
 		}
 	}
 	out.Content = text.String()
+	out.Ended = gateway.EndComplete // only [DONE] leaves the loop without an error
 	if strings.TrimSpace(out.Content) == "" {
 		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (stream had no content)", req.TaskID)
 	}

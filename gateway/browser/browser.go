@@ -885,7 +885,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 		if err != nil {
 			return none, err
 		}
-		return gateway.Response{Content: text, ConversationURL: req.ConversationURL, FromPage: true, Incomplete: incomplete}, nil
+		return gateway.Response{Content: text, ConversationURL: req.ConversationURL, FromPage: true, Incomplete: incomplete, Ended: endedBy(incomplete)}, nil
 	}
 	prompt, primed := req.Prompt, 0
 	if !continuing {
@@ -945,7 +945,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if convURL == b.p.StartURL {
 		convURL = "" // the site gave this conversation no address of its own
 	}
-	return gateway.Response{Content: text, ConversationURL: convURL, PrimedTurns: primed, Incomplete: incomplete}, nil
+	return gateway.Response{Content: text, ConversationURL: convURL, PrimedTurns: primed, Incomplete: incomplete, Ended: endedBy(incomplete)}, nil
 }
 
 func (b *Backend) actionMS() *float64 {
@@ -1257,4 +1257,12 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// endedBy is how an answer read from the page ended.
+func endedBy(incomplete string) gateway.Ending {
+	if incomplete != "" {
+		return gateway.EndCut
+	}
+	return gateway.EndComplete
 }

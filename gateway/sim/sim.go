@@ -299,6 +299,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	}
 	return gateway.Response{
 		Content:          content,
+		Ended:            gateway.EndComplete,
 		ConversationURL:  b.conversationURL(req, seed),
 		Duration:         b.clock.Since(start),
 		PromptTokens:     int64((promptLen + 3) / 4),
