@@ -50,6 +50,9 @@ func (s *Server) routes() *http.ServeMux {
 	m.Handle("POST /api/backends/{name}/resume", s.auth(http.HandlerFunc(s.handleResume)))
 	m.Handle("POST /api/wal/backup", s.auth(http.HandlerFunc(s.handleBackup)))
 	m.HandleFunc("GET /api/document", s.handleDocument)
+	m.HandleFunc("GET /api/alerts", s.handleAlerts)
+	m.HandleFunc("GET /api/history", s.handleHistory)
+	m.HandleFunc("GET /api/tasks", s.handleTaskPage)
 	m.HandleFunc("GET /api/events", s.handleEvents)
 	m.HandleFunc("GET /simulation", s.handleSimulation)
 	m.HandleFunc("GET /simulation/{name}", s.handleSimulationFile)
@@ -369,14 +372,15 @@ func (s *Server) handleTasks(w http.ResponseWriter, r *http.Request) {
 	match := func(t *pb.Task) bool {
 		return (module == "" || t.GetModule() == module) && (state == 0 || t.GetState() == state)
 	}
-	writeJSON(w, http.StatusOK, s.newestTasks(match, limit))
+	tasks, _ := s.pageOfTasks(match, 0, limit)
+	writeJSON(w, http.StatusOK, tasks)
 }
 
-// newestTasks returns up to limit matching tasks, newest first. A first
-// pass inside the scheduler keeps only (created, id) of every match, a
-// second copies just the chosen tasks, so a large queue is never cloned
-// whole.
-func (s *Server) newestTasks(match func(*pb.Task) bool, limit int) []TaskView {
+// pageOfTasks returns up to limit matching tasks from offset on, newest
+// first, and how many match in all. A first pass inside the scheduler
+// keeps only (created, id) of every match, a second copies just the
+// chosen tasks, so a large queue is never cloned whole.
+func (s *Server) pageOfTasks(match func(*pb.Task) bool, offset, limit int) ([]TaskView, int) {
 	type key struct {
 		created int64
 		id      string
@@ -394,6 +398,8 @@ func (s *Server) newestTasks(match func(*pb.Task) bool, limit int) []TaskView {
 		}
 		return strings.Compare(a.id, b.id)
 	})
+	total := len(keys)
+	keys = keys[min(offset, total):]
 	if len(keys) > limit {
 		keys = keys[:limit]
 	}
@@ -407,7 +413,7 @@ func (s *Server) newestTasks(match func(*pb.Task) bool, limit int) []TaskView {
 	for _, t := range tasks {
 		out = append(out, taskView(t, false))
 	}
-	return out
+	return out, total
 }
 
 func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
@@ -417,7 +423,12 @@ func (s *Server) handleTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "task %q not found (unknown, or finished and forgotten after its retention period)", id)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskView(t, true))
+	d := TaskDetail{TaskView: taskView(t, true)}
+	d.Timeline, d.TimelineDropped = s.obs.timeline(id)
+	if d.Timeline == nil {
+		d.Timeline = []Step{}
+	}
+	writeJSON(w, http.StatusOK, d)
 }
 
 type cancelRequest struct {
@@ -560,7 +571,7 @@ func (s *Server) command(w http.ResponseWriter, action string, cmd *pb.ModuleCom
 		writeError(w, http.StatusConflict, "module %q cannot do this", module)
 		return false
 	case errors.As(err, &ce):
-		writeError(w, http.StatusBadRequest, "%s: %s", module, ce.Reason)
+		writeError(w, http.StatusBadRequest, "%s", refusal(module, ce.Reason))
 		return false
 	case err != nil:
 		s.logger.Error().Err(err).Str("event", "control."+module+".command_failed").Str("action", action).Msg("module command")
@@ -574,6 +585,26 @@ func (s *Server) command(w http.ResponseWriter, action string, cmd *pb.ModuleCom
 	}
 	writeJSON(w, http.StatusOK, CommandResult{Status: "added", Module: module, Events: types})
 	return true
+}
+
+// refusal is a module's refusal as one sentence naming the module once:
+// the module's reason may already begin with its name.
+func refusal(module, reason string) string {
+	r := strings.TrimSpace(reason)
+	for {
+		rest, ok := strings.CutPrefix(r, module+": ")
+		if !ok {
+			break
+		}
+		r = rest
+	}
+	if r == "" {
+		return "The " + module + " module refused the change."
+	}
+	if !strings.HasSuffix(r, ".") {
+		r += "."
+	}
+	return "The " + module + " module refused: " + r
 }
 
 type pauseRequest struct {

@@ -215,7 +215,8 @@ func TestAPI(t *testing.T) {
 
 		r = f.do("POST", "/api/seeds", testToken, `{"text":"x","priority":500}`)
 		assert.Equal(t, http.StatusBadRequest, r.code, "the module's own refusal")
-		assert.Contains(t, r.errorMessage(t), "priority 500")
+		assert.Equal(t, "The notebook module refused: priority 500: must be from 0 to 100.", r.errorMessage(t),
+			"one sentence that names the module once, though its reason begins with its name")
 
 		r = f.do("POST", "/api/seeds", testToken, `{"text":"x","module":"probe"}`)
 		assert.Equal(t, http.StatusConflict, r.code)

@@ -294,7 +294,7 @@ func (n *notebook) DecideFailure(*pb.Task, string, time.Time) ([]*pb.ModuleEvent
 
 func (n *notebook) DecideAddSeed(text string, priority int, now time.Time) ([]*pb.ModuleEvent, error) {
 	if priority < 0 || priority > 100 {
-		return nil, fmt.Errorf("priority %d: must be from 0 to 100", priority)
+		return nil, fmt.Errorf("notebook: priority %d: must be from 0 to 100", priority)
 	}
 	return []*pb.ModuleEvent{{Type: "seed_added", Data: []byte(text)}}, nil
 }

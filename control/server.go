@@ -79,6 +79,9 @@ type Options struct {
 	// /metrics (the 24-hour figures of the ops service). Their series
 	// names must not clash with the panel's.
 	Collectors []prometheus.Collector
+	// AlertWebhook, if its URL is set, receives a JSON POST for every
+	// alert that needs a person, raised or resolved.
+	AlertWebhook Webhook
 }
 
 // knownModules are the module names looked for when neither Options nor
@@ -99,6 +102,10 @@ type Server struct {
 	comments *recentTexts
 	metrics  *metrics
 	unsub    func()
+	// obs keeps the history, alerts and timelines; notifier posts alerts
+	// to the webhook (nil without one).
+	obs      *observer
+	notifier *notifier
 
 	modMu sync.Mutex
 	mods  []moduleInfo // discovered once, lazily (modules are fixed at start)
@@ -163,7 +170,19 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	s.hub = newHub(s.logger, opts.ClientBuffer, s.metrics)
+	var notify func(change)
+	if opts.AlertWebhook.URL != "" {
+		s.notifier = newNotifier(opts.AlertWebhook, s.logger)
+		notify = s.notifier.offer
+	}
+	var jl journal
+	var since uint64
+	if l := s.sys.Log(); l != nil {
+		jl, since = l, l.LastSeq()
+	}
+	s.obs = newObserver(jl, s.sys.Clock().Now, s.logger, notify)
 	s.unsub = s.sys.Subscribe(s.onNotice)
+	s.obs.start(since)
 	s.mux = s.routes()
 	return s, nil
 }
@@ -174,6 +193,12 @@ func New(opts Options) (*Server, error) {
 func (s *Server) onNotice(n actors.Notice) {
 	s.metrics.observe(n)
 	s.hub.offer(n)
+	switch {
+	case n.Event != nil:
+		s.obs.offer(liveNotice{event: n.Event})
+	case n.Update != nil:
+		s.obs.offer(liveNotice{update: n.Update})
+	}
 }
 
 // Handler is the panel's HTTP handler (for httptest and for embedding).
@@ -205,6 +230,10 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.unsub()
 		s.hub.close()
+		s.obs.stop()
+		if s.notifier != nil {
+			s.notifier.close()
+		}
 		s.srvMu.Lock()
 		srv := s.httpSrv
 		s.closed = true
