@@ -45,11 +45,11 @@ type observer struct {
 	alerts    *alertBook
 	tl        *timelines
 	replaying bool
-	waiting   []*pb.Event    // live events held while the WAL is read
+	waiting   []*pb.Event      // live events held while the WAL is read
 	replayed  map[[32]byte]int // events near the start read from the WAL, to count once
 	savedAt   int64            // the hour up to which the history was archived
 	stopping  bool
-	complete  bool // the WAL was read to its end: the hours are whole
+	complete  bool          // the WAL was read to its end: the hours are whole
 	done      chan struct{} // closed when the WAL has been read
 
 	in       chan liveNotice

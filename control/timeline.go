@@ -42,7 +42,9 @@ type taskTimeline struct {
 	dropped int
 }
 
-func newTimelines() *timelines { return &timelines{byTask: map[string]*list.Element{}, order: list.New()} }
+func newTimelines() *timelines {
+	return &timelines{byTask: map[string]*list.Element{}, order: list.New()}
+}
 
 func (t *timelines) of(id string) *taskTimeline {
 	if el, ok := t.byTask[id]; ok {
