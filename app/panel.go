@@ -50,8 +50,9 @@ func (s *Services) startPanel(rc *ServiceEnv) (func(), error) {
 	srv, err := control.New(control.Options{
 		Sys: rc.Sys, Token: tok, AllowedOrigins: ctl.AllowedOrigins, Logger: rc.Logger,
 		Health: panelHealth{s}, DataDir: dataDir, StartedAt: time.Now(),
-		Collectors: []prometheus.Collector{s.collector()},
-		Backup:     panelBackup(rc),
+		Collectors:   []prometheus.Collector{s.collector()},
+		Backup:       panelBackup(rc),
+		AlertWebhook: control.Webhook{URL: ctl.AlertsWebhook, Topic: ctl.AlertsWebhookTopic},
 	})
 	if err != nil {
 		l.Close()

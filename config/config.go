@@ -291,6 +291,14 @@ type Control struct {
 	AllowRemote bool   `yaml:"allow_remote"`
 	TLSCert     string `yaml:"tls_cert"`
 	TLSKey      string `yaml:"tls_key"`
+	// AlertsWebhook, if set, receives a JSON POST ({"text": ...}, as
+	// Slack, Mattermost and ntfy take) for every alert that needs a
+	// person, raised and resolved. Its URL may hold a secret: it is never
+	// logged or shown.
+	AlertsWebhook string `yaml:"alerts_webhook"`
+	// AlertsWebhookTopic adds ntfy's "topic", "title" and "message" to
+	// the body, for ntfy's JSON publishing at the server's root URL.
+	AlertsWebhookTopic string `yaml:"alerts_webhook_topic"`
 }
 
 // Remote reports whether the panel's address is reachable from other

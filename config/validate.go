@@ -410,6 +410,16 @@ func (c *Config) validateControl(v *checker) {
 	if ctl.TokenEnv != "" {
 		v.envName("control.token_env", ctl.TokenEnv)
 	}
+	if ctl.AlertsWebhook != "" {
+		// The URL is not echoed: chat webhooks carry their secret in it.
+		u, err := url.Parse(ctl.AlertsWebhook)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add("control.alerts_webhook", "must be an http:// or https:// URL, like https://ntfy.sh/your-topic or a Slack incoming webhook")
+		}
+	}
+	if ctl.AlertsWebhookTopic != "" && ctl.AlertsWebhook == "" {
+		v.add("control.alerts_webhook_topic", "needs control.alerts_webhook (the ntfy server's URL)")
+	}
 	for i, o := range ctl.AllowedOrigins {
 		u, err := url.Parse(o)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {

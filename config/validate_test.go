@@ -536,6 +536,14 @@ control:
   allowed_origins:
     - localhost:3000 # <-
 ` + sim, "origin"},
+		{"alerts webhook", "control.alerts_webhook", `
+control:
+  alerts_webhook: hooks.example.com/T0SECRET # <-
+` + sim, "http:// or https:// URL"},
+		{"alerts webhook topic", "control.alerts_webhook_topic", `
+control:
+  alerts_webhook_topic: fano # <-
+` + sim, "needs control.alerts_webhook"},
 
 		{"dedup batch", "deduplication.batch_size", `
 deduplication:
