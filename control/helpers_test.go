@@ -2,6 +2,7 @@ package control
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +48,9 @@ type fixture struct {
 	backend *sim.Backend
 	notices chan actors.Notice
 	logBuf  *syncBuffer
+	// notebook is the fixture's notebook module (read it only through
+	// its atomics: its host actor owns the rest).
+	notebook *notebook
 }
 
 type fixtureOpts struct {
@@ -54,6 +59,7 @@ type fixtureOpts struct {
 	health       HealthSource
 	modules      []string
 	storage      *actors.StorageWatch
+	webhook      Webhook
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
@@ -61,6 +67,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	dir := t.TempDir()
 	log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{NoSync: true})
 	require.NoError(t, err)
+	nb := newNotebook()
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	be := sim.New(sim.Config{Name: "simA", Seed: 7, HourlyLimit: 1000, DeepDailyLimit: 5, Latency: simLatency}, clock)
 	logBuf := &syncBuffer{}
@@ -72,14 +79,14 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		Backends: []gateway.Backend{circuitBackend{be}},
 		Modules: []modules.Module{
 			probe.New(probe.Config{Questions: []string{"q zero?", "q one?", "q two?"}, Turns: 2}),
-			newNotebook(),
+			nb,
 		},
 		TickInterval: time.Hour, // the test ticks
 		OutputDir:    filepath.Join(dir, "output"),
 		Storage:      fo.storage,
 	})
 	require.NoError(t, err)
-	f := &fixture{t: t, clock: clock, sys: sys, backend: be, notices: make(chan actors.Notice, 10000), logBuf: logBuf}
+	f := &fixture{t: t, clock: clock, sys: sys, backend: be, notices: make(chan actors.Notice, 10000), logBuf: logBuf, notebook: nb}
 	unsub := sys.Subscribe(func(n actors.Notice) {
 		select {
 		case f.notices <- n:
@@ -98,7 +105,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	})
 	f.srv, err = New(Options{Sys: sys, Token: testToken, Logger: logger, DataDir: dir, ClientBuffer: fo.clientBuffer,
 		AllowedOrigins: fo.origins, Health: fo.health, Backends: []gateway.Backend{circuitBackend{be}},
-		WALStatsEvery: time.Nanosecond, Modules: fo.modules})
+		WALStatsEvery: time.Nanosecond, Modules: fo.modules, AlertWebhook: fo.webhook})
 	require.NoError(t, err)
 	f.ts = httptest.NewServer(f.srv.Handler())
 	t.Cleanup(func() {
@@ -272,6 +279,9 @@ func (b *syncBuffer) String() string {
 type notebook struct {
 	sections map[string][]string // section id -> comments
 	seeds    []string
+	// healed: a "doomed" task's check passes (until then it fails, so a
+	// test has a FAILED task to retry).
+	healed atomic.Bool
 }
 
 func newNotebook() *notebook {
@@ -279,10 +289,19 @@ func newNotebook() *notebook {
 }
 
 func (n *notebook) Name() string                 { return "notebook" }
-func (n *notebook) TaskTypes() []string          { return []string{"address_comment"} }
+func (n *notebook) TaskTypes() []string          { return []string{"address_comment", "doomed"} }
 func (n *notebook) Propose(time.Time) []*pb.Task { return nil }
-func (n *notebook) NextAction(*pb.Task) (modules.Action, error) {
+func (n *notebook) NextAction(t *pb.Task) (modules.Action, error) {
+	if t.GetTaskType() == "doomed" && !n.healed.Load() {
+		return modules.Action{}, errors.New("the order-10 check found no plane yet")
+	}
 	return modules.Action{Kind: modules.ActionDone}, nil
+}
+
+// doomedTask is a notebook task that fails until the notebook is healed.
+func doomedTask(subject string) *pb.Task {
+	return &pb.Task{Id: modules.TaskKey("notebook", "doomed", subject), Module: "notebook", TaskType: "doomed",
+		Subject: subject, MaxRequests: 1}
 }
 func (n *notebook) DecideResponse(*pb.Task, string, time.Time) ([]*pb.ModuleEvent, error) {
 	return nil, nil
@@ -348,7 +367,7 @@ func (n *notebook) DocumentMarkdown() string {
 	var b strings.Builder
 	b.WriteString("# Notebook\n")
 	for _, id := range n.SectionIDs() {
-		fmt.Fprintf(&b, "\n## %s\n", id)
+		fmt.Fprintf(&b, "\n<a id=\"%s\"></a>\n\n## %s\n\nA plane of order $n$ has $n^2+n+1$ points.\n\n", id, id)
 		for _, c := range n.sections[id] {
 			fmt.Fprintf(&b, "- comment: %s\n", c)
 		}

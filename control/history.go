@@ -198,6 +198,9 @@ func copyCounts(m map[string]int) map[string]int {
 // beyond the WAL's compaction.
 type archivedHistory struct {
 	Hours []HourFigures `json:"hours"`
+	// Through is the end of the last hour archived: the hours before it
+	// are whole, with or without figures.
+	Through time.Time `json:"through"`
 }
 
 // closedHours returns the hours that ended before cutoff, oldest first,
@@ -210,7 +213,7 @@ func (h *history) closedHours(cutoff time.Time) archivedHistory {
 		}
 	}
 	slices.Sort(keys)
-	a := archivedHistory{Hours: make([]HourFigures, 0, len(keys))}
+	a := archivedHistory{Hours: make([]HourFigures, 0, len(keys)), Through: time.Unix(hourOf(cutoff)*3600, 0).UTC()}
 	for _, k := range keys {
 		a.Hours = append(a.Hours, *h.hours[k])
 	}
@@ -231,5 +234,8 @@ func (h *history) restore(a archivedHistory) {
 		k := hourOf(f.Start)
 		h.hours[k] = &f
 		h.archivedThrough = max(h.archivedThrough, k+1)
+	}
+	if !a.Through.IsZero() {
+		h.archivedThrough = max(h.archivedThrough, hourOf(a.Through))
 	}
 }

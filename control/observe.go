@@ -107,9 +107,10 @@ func (o *observer) start(since uint64) {
 				o.replayed[k]--
 				continue
 			}
-			o.applyLocked(e)
+			o.applyLocked(e, true)
 		}
 		o.waiting, o.replayed, o.replaying = nil, nil, false
+		o.archiveAlertsLocked()
 		o.complete = err == nil
 	}()
 }
@@ -137,7 +138,7 @@ func (o *observer) replay(since uint64) error {
 		if ent.Seq+dedupSpan > since {
 			o.replayed[eventKey(&e)]++
 		}
-		o.applyLocked(&e)
+		o.applyLocked(&e, false)
 		return nil
 	})
 }
@@ -192,10 +193,12 @@ func (o *observer) event(e *pb.Event) {
 		o.waiting = append(o.waiting, e)
 		return
 	}
-	o.applyLocked(e)
+	o.applyLocked(e, true)
 }
 
-func (o *observer) applyLocked(e *pb.Event) {
+// applyLocked counts an event; live is false for events read from the
+// WAL, whose alerts were posted when they happened.
+func (o *observer) applyLocked(e *pb.Event, live bool) {
 	o.hist.observe(e)
 	o.tl.observe(e)
 	if c := e.GetBackendConditionRecorded(); c != nil {
@@ -203,7 +206,7 @@ func (o *observer) applyLocked(e *pb.Event) {
 		if o.alerts.has("backend_"+c.GetState(), c.GetBackend(), at) {
 			return // archived already
 		}
-		o.changed(o.alerts.observeCondition(c, at))
+		o.changed(o.alerts.observeCondition(c, at), live)
 	}
 }
 
@@ -211,17 +214,24 @@ func (o *observer) applyLocked(e *pb.Event) {
 func (o *observer) update(u *pb.StateUpdate) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.changed(o.alerts.observeHealth(u))
+	o.changed(o.alerts.observeHealth(u), true)
 }
 
-func (o *observer) changed(c *change) {
+func (o *observer) changed(c *change, live bool) {
 	if c == nil {
 		return
 	}
-	if o.notify != nil && !o.replaying {
+	if o.notify != nil && live {
 		o.notify(*c)
 	}
-	if o.log == nil || o.replaying {
+	if !o.replaying {
+		o.archiveAlertsLocked()
+	}
+}
+
+// archiveAlertsLocked keeps the alerts in the WAL's archive.
+func (o *observer) archiveAlertsLocked() {
+	if o.log == nil {
 		return
 	}
 	data, err := json.Marshal(o.alerts.snapshot())

@@ -1,5 +1,6 @@
-// fano control panel: reads the REST API, listens to /api/events and
-// refreshes what an event touches. Every value from the server goes into
+// fano control panel: one page with a view per address (#/tasks?state=…,
+// #/task/<id>, …), reading the REST API and listening to /api/events to
+// refresh what an event touches. Every value from the server goes into
 // the page through textContent (or the escaping Markdown renderer).
 "use strict";
 
@@ -15,7 +16,7 @@
     const m = location.hash.match(/(?:^#|&)token=([^&]+)/);
     if (m) {
       localStorage.setItem(TOKEN_KEY, decodeURIComponent(m[1]));
-      history.replaceState(null, "", location.pathname + location.search);
+      history.replaceState(null, "", location.pathname + location.search + "#/");
     }
   })();
   function token() { return localStorage.getItem(TOKEN_KEY) || ""; }
@@ -27,11 +28,16 @@
     const v = $("token-input").value.trim();
     if (v) localStorage.setItem(TOKEN_KEY, v); else localStorage.removeItem(TOKEN_KEY);
     $("token-input").value = "";
+    $("token-box").open = false;
     showTokenState();
+    // Messages that asked for the token are out of date now.
+    for (const r of document.querySelectorAll(".result.needs-token")) { r.textContent = ""; r.className = "result"; }
+    if ($("notice").dataset.needsToken) hideNotice();
   });
   showTokenState();
 
   // ---- HTTP
+  class APIError extends Error {}
   async function api(method, path, body) {
     const opts = { method: method, headers: { "Accept": "application/json" } };
     if (method !== "GET") {
@@ -41,40 +47,121 @@
         opts.body = JSON.stringify(body);
       }
     }
-    const resp = await fetch(path, opts);
+    let resp;
+    try {
+      resp = await fetch(path, opts);
+    } catch (_) {
+      const err = new APIError("fano did not answer: it may be stopped or unreachable.");
+      err.status = 0;
+      throw err;
+    }
     let data = null;
     try { data = await resp.json(); } catch (_) { /* not JSON */ }
     if (!resp.ok) {
-      const msg = (data && data.error) || (resp.status + " " + resp.statusText);
-      const err = new Error(msg);
+      const err = new APIError(sentence(resp.status, data && data.error, resp.statusText));
       err.status = resp.status;
       throw err;
     }
     return data;
   }
 
+  // sentence turns an API error into something a person reads.
+  function sentence(status, msg, statusText) {
+    if (status === 401) return "This change needs the panel token: open “Token” at the top and paste it (it is in the file panel.token in the data directory).";
+    let s = (msg || (status + " " + statusText)).trim();
+    s = s.charAt(0).toUpperCase() + s.slice(1);
+    return /[.!?]$/.test(s) ? s : s + ".";
+  }
+
   function el(tag, attrs, ...children) {
     const n = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
+      if (v == null) continue;
       if (k === "class") n.className = v;
-      else if (k.startsWith("data-")) n.setAttribute(k, v);
+      else if (k.startsWith("data-") || k.startsWith("aria-")) n.setAttribute(k, v);
       else if (k === "text") n.textContent = v;
       else n[k] = v;
     }
-    for (const c of children) if (c != null) n.append(c);
+    for (const c of children) if (c != null && c !== false) n.append(c);
     return n;
   }
 
-  function fmtTime(s) {
-    if (!s) return "";
+  // ---- dates: ISO 8601 in the person's zone, UTC on hover (the CLI's
+  // convention, in the browser's zone).
+  const pad = (n, w) => String(n).padStart(w || 2, "0");
+  function isoLocal(d, withSeconds) {
+    const off = -d.getTimezoneOffset();
+    const zone = off === 0 ? "Z" : (off > 0 ? "+" : "−") + pad(Math.floor(Math.abs(off) / 60)) + ":" + pad(Math.abs(off) % 60);
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + pad(d.getHours()) + ":" + pad(d.getMinutes()) +
+      (withSeconds === false ? "" : ":" + pad(d.getSeconds())) + zone;
+  }
+  function isoUTC(d) { return d.toISOString().replace(/\.\d{3}Z$/, "Z"); }
+  function fmtTime(s) { return s ? isoLocal(new Date(s)) : ""; }
+  function timeEl(s) {
+    if (!s) return el("span", { class: "muted", text: "—" });
     const d = new Date(s);
-    return d.toLocaleTimeString();
+    return el("time", { dateTime: isoUTC(d), title: isoUTC(d) + " (UTC)", text: isoLocal(d) });
+  }
+  function fmtDuration(ms) {
+    if (ms == null) return "";
+    if (ms < 1000) return Math.round(ms) + " ms";
+    const s = ms / 1000;
+    if (s < 60) return s.toFixed(1) + " s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return m + " min " + Math.round(s % 60) + " s";
+    return Math.floor(m / 60) + " h " + (m % 60) + " min";
   }
 
-  function setResult(id, ok, msg) {
+  function setResult(id, ok, msg, err) {
     const r = $(id);
     r.textContent = msg;
-    r.className = "result " + (ok ? "ok" : "err");
+    r.className = "result " + (ok ? "ok" : "err") + (err && err.status === 401 ? " needs-token" : "");
+  }
+  function showNotice(msg, err) {
+    $("notice-text").textContent = msg;
+    $("notice").hidden = false;
+    $("notice").className = "notice " + (err ? "err" : "ok");
+    if (err && err.status === 401) $("notice").dataset.needsToken = "1"; else delete $("notice").dataset.needsToken;
+  }
+  function hideNotice() { $("notice").hidden = true; delete $("notice").dataset.needsToken; }
+  $("notice-close").addEventListener("click", hideNotice);
+
+  // ---- routing: #/view/arg?query
+  const VIEWS = ["overview", "tasks", "task", "backends", "alerts", "document", "history"];
+  function parseRoute() {
+    const h = location.hash.replace(/^#\/?/, "");
+    const [path, query] = h.split("?");
+    const parts = path.split("/");
+    let view = parts[0] || "overview";
+    let arg = parts.slice(1).join("/");
+    if (!VIEWS.includes(view)) view = "overview";
+    return { view: view, arg: decodeURIComponent(arg || ""), q: new URLSearchParams(query || "") };
+  }
+  function go(hash) { if (location.hash !== hash) location.hash = hash; else route(); }
+  function taskHref(id) { return "#/task/" + encodeURIComponent(id); }
+
+  let current = parseRoute();
+  function route() {
+    current = parseRoute();
+    for (const v of VIEWS) $("view-" + v).hidden = v !== current.view;
+    for (const a of document.querySelectorAll("#nav a[data-nav]")) {
+      const on = a.dataset.nav === current.view || (current.view === "task" && a.dataset.nav === "tasks");
+      if (on) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    }
+    document.title = "fano — " + (current.view === "task" ? current.arg : current.view);
+    refreshView();
+  }
+  window.addEventListener("hashchange", route);
+
+  function refreshView() {
+    const v = current.view;
+    const p = [refreshStatus()];
+    if (v === "tasks") p.push(refreshTasks());
+    if (v === "task") p.push(refreshTask());
+    p.push(refreshAlerts()); // the count in the navigation, on every view
+    if (v === "document") p.push(refreshDocument());
+    if (v === "history") p.push(refreshHistory());
+    return Promise.all(p.map((x) => x.catch(() => {})));
   }
 
   // ---- status
@@ -82,17 +169,20 @@
   async function refreshStatus() {
     const st = await api("GET", "/api/orchestrator/status");
     lastStatus = st;
-    $("orch-state").textContent = st.state;
-    $("uptime").textContent = "up " + st.uptime;
+    $("orch-state").textContent = st.state === "running" ? "running" : st.state.replace(/_/g, " ");
+    $("orch-state").dataset.state = st.state;
+    $("uptime").textContent = "up " + st.uptime + " · since " + fmtTime(st.started_at);
     renderTotals(st);
     renderQueue(st);
     renderBackends(st);
+    renderBackendSummary(st);
     renderRunning(st);
     renderHealth(st);
     renderPipelines(st);
     const sel = $("filter-module");
     const have = new Set([...sel.options].map((o) => o.value));
     for (const m of st.modules) if (!have.has(m.name)) sel.append(el("option", { value: m.name, text: m.name }));
+    $("retry-failed").hidden = !(st.tasks.failed > 0);
   }
 
   // A pipeline module's report: items, cost, counts per step and model,
@@ -109,7 +199,7 @@
         " " + (s.items_done + s.items_failed) + " / " + s.items + " items (" + s.items_failed + " failed), " +
         s.requests + " requests, $" + s.cost_usd.toFixed(4) + (s.max_cost_usd ? " of $" + s.max_cost_usd.toFixed(2) : "") +
         (s.stopped ? " — stopped: " + s.stopped : "") +
-        (s.waiting ? " — waiting for the daily budget until " + s.waiting_until + " (" + s.waiting + ")" : "")));
+        (s.waiting ? " — waiting for the daily budget until " + fmtTime(s.waiting_until) + " (" + s.waiting + ")" : "")));
       const t = el("table", { class: "pipeline-steps" },
         el("thead", {}, el("tr", {}, ...["step", "model", "ok", "failed", "pending", "invalid", "cost"].map((h) => el("th", { text: h })))));
       const body = el("tbody");
@@ -139,9 +229,10 @@
     const t = st.tasks;
     const box = $("totals");
     box.replaceChildren();
-    for (const [k, v] of [["pending", t.pending + t.ready], ["running", t.running], ["paused", t.paused],
-      ["completed (24 h)", t.completed_24h], ["failed", t.failed], ["cancelled", t.cancelled]]) {
-      box.append(el("span", { "data-total": k }, el("b", { text: String(v) }), " " + k));
+    for (const [k, v, href] of [["pending", t.pending + t.ready, "#/tasks?state=PENDING"], ["running", t.running, "#/tasks?state=RUNNING"],
+      ["paused", t.paused, "#/tasks?state=PAUSED"], ["completed (24 h)", t.completed_24h, "#/tasks?state=COMPLETED"],
+      ["failed", t.failed, "#/tasks?state=FAILED"], ["cancelled", t.cancelled, "#/tasks?state=CANCELLED"]]) {
+      box.append(el("a", { href: href, class: "total" + (k === "failed" && v > 0 ? " bad" : ""), "data-total": k }, el("b", { text: String(v) }), " " + k));
     }
   }
 
@@ -153,11 +244,11 @@
     const caps = Object.fromEntries(st.modules.map((m) => [m.name, m.capabilities]));
     for (const name of [...names].sort()) {
       const c = st.tasks.by_module[name] || {};
-      const row = el("tr", { "data-module": name }, el("td", { text: name }));
+      const row = el("tr", { "data-module": name }, el("td", null, el("a", { href: "#/tasks?module=" + encodeURIComponent(name), text: name })));
       for (const s of ["PENDING", "READY", "RUNNING", "PAUSED", "COMPLETED", "FAILED", "CANCELLED"]) {
-        row.append(el("td", { "data-state": s, text: String(c[s] || 0) }));
+        row.append(el("td", { "data-state": s }, c[s] ? el("a", { href: "#/tasks?module=" + encodeURIComponent(name) + "&state=" + s, text: String(c[s]) }) : "0"));
       }
-      row.append(el("td", { class: "muted", text: (caps[name] || []).join(", ") }));
+      row.append(el("td", { class: "muted col-opt", text: (caps[name] || []).join(", ") }));
       body.append(row);
     }
   }
@@ -173,8 +264,7 @@
       m.style.left = (100 * mark) / limit + "%";
       b.append(m);
     }
-    b.append(el("em", { text: limit > 0 ? used + " / " + limit : (used + " (none allowed)") }));
-    return b;
+    return el("div", { class: "bar-row" }, b, el("span", { class: "bar-figure", text: limit > 0 ? used + " / " + limit : (used + " (none allowed)") }));
   }
 
   // Each backend's card and its pause button stay in the page across
@@ -192,7 +282,7 @@
       let c = backendCards.get(b.name);
       if (!c) {
         c = { info: el("div"), btn: el("button", { class: "secondary" }) };
-        c.card = el("div", { class: "backend", "data-backend": b.name }, c.info, c.btn);
+        c.card = el("div", { class: "backend card", "data-backend": b.name }, c.info, c.btn);
         const cc = c;
         c.btn.addEventListener("click", () => togglePause(cc.b, cc.btn));
         backendCards.set(b.name, c);
@@ -203,21 +293,31 @@
       c.btn.textContent = b.paused ? "Resume" : "Pause";
       c.btn.setAttribute("data-action", b.paused ? "resume" : "pause");
       c.info.replaceChildren(...[
-        el("header", null,
+        el("div", { class: "backend-head" },
           el("span", { class: "name", text: b.name }),
-          el("span", { class: "badge bstate-" + b.state, text: b.state.replace("_", " ") }),
+          el("span", { class: "badge bstate-" + b.state, text: b.state.replace(/_/g, " ") }),
           b.circuit ? el("span", { class: "badge", title: "circuit breaker", text: "circuit " + b.circuit }) : null,
-          el("span", { class: "muted", text: b.kind })),
-        el("div", { class: "muted", text: "hourly (limit estimate " + b.limit_estimate + ", usable " + b.usable + ")" }),
+          el("span", { class: "kind", text: b.kind })),
+        b.reason ? el("div", { class: "reason", text: b.reason + (b.until ? " (until " + fmtTime(b.until) + ")" : "") }) : null,
+        el("div", { class: "muted", text: "requests this hour (limit estimate " + b.limit_estimate + ", usable " + b.usable + ")" }),
         bar(b.hourly_used, b.hourly_limit, b.usable),
         el("div", { class: "muted", text: "deep mode today" }),
         bar(b.deep_mode_used, b.deep_mode_limit),
-        el("div", { class: "muted", text: "in flight " + b.in_use + " / " + b.max_concurrency +
-          (b.running_tasks.length ? " — " + b.running_tasks.join(", ") : "") }),
+        el("div", { class: "muted", text: "in flight " + b.in_use + " / " + b.max_concurrency }),
+        b.running_tasks.length ? el("div", { class: "running-on" }, ...b.running_tasks.map((id) => el("a", { href: taskHref(id), text: id }))) : null,
         b.paused ? el("div", { class: "muted", text: "paused: " + (b.pause_reason || "") }) : null,
-        b.rate_limited_until ? el("div", { class: "muted", text: "rate limited until " + fmtTime(b.rate_limited_until) }) : null,
-      ].filter(Boolean));
+        b.rate_limited_until ? el("div", { class: "muted" }, "rate limited until ", timeEl(b.rate_limited_until)) : null,
+      ]);
     }
+  }
+
+  function renderBackendSummary(st) {
+    const ul = $("backend-summary");
+    ul.replaceChildren(...st.backends.map((b) => el("li", { "data-backend-summary": b.name },
+      el("a", { href: "#/backends", text: b.name }), " ",
+      el("span", { class: "badge bstate-" + b.state, text: b.state.replace(/_/g, " ") }),
+      el("span", { class: "muted", text: " " + b.hourly_used + "/" + b.hourly_limit + " this hour" }))));
+    if (!st.backends.length) ul.append(el("li", { class: "muted", text: "no backends" }));
   }
 
   async function togglePause(b, btn) {
@@ -225,8 +325,9 @@
     try {
       await api("POST", "/api/backends/" + encodeURIComponent(b.name) + "/" + (b.paused ? "resume" : "pause"), {});
       await refreshStatus();
+      showNotice(b.name + (b.paused ? " resumed." : " paused: it takes no new requests."));
     } catch (e) {
-      alertFeed("pause " + b.name + ": " + e.message);
+      showNotice((b.paused ? "Could not resume " : "Could not pause ") + b.name + ". " + e.message, e);
     } finally {
       btn.disabled = false;
     }
@@ -238,8 +339,9 @@
     if (!st.running.length) { ul.append(el("li", { class: "muted", text: "nothing running" })); return; }
     for (const r of st.running) {
       ul.append(el("li", { "data-task-id": r.id },
-        el("code", { text: r.id }), " on ", el("b", { text: r.llm }),
-        el("span", { class: "muted", text: " — request " + r.request_count + "/" + r.max_requests + (r.deep_mode ? " (deep)" : "") })));
+        el("a", { href: taskHref(r.id), class: "mono", text: r.id }), " on ", el("b", { text: r.llm }),
+        el("span", { class: "muted", text: " — request " + r.request_count + "/" + r.max_requests + (r.deep_mode ? " (deep)" : "") + ", since " }),
+        timeEl(r.started_at)));
     }
   }
 
@@ -252,7 +354,7 @@
     if (v == null) return;
     const line = el("div", { class: "health-line" });
     if (typeof v.healthy === "boolean") {
-      line.append(el("span", { class: "badge " + (v.healthy ? "conn-on" : "conn-off"), "data-healthy": String(v.healthy), text: v.healthy ? "healthy" : "unhealthy" }));
+      line.append(el("span", { class: "badge " + (v.healthy ? "good" : "bad"), "data-healthy": String(v.healthy), text: v.healthy ? "healthy" : "unhealthy" }));
     }
     if (v.checks === 0) line.append(el("span", { class: "muted", text: " first check pending" }));
     else if (v.llms_total != null) line.append(el("span", { text: " LLMs available " + v.llms_available + "/" + v.llms_total }));
@@ -260,87 +362,391 @@
     if (v.intake_stopped) line.append(el("span", { class: "result err", text: " · new work stopped (low disk)" }));
     for (const issue of v.issues || []) line.append(el("div", { class: "result err", text: issue }));
     const more = el("details", null, el("summary", { text: "health report" }), el("pre", { text: JSON.stringify(v, null, 2) }));
-    h.append(el("h2", { text: "Health" }), line, more);
+    h.append(line, more);
   }
 
   // ---- tasks
-  const taskRows = new Map(); // task id -> { row, figures, action, cancel }
-  async function refreshTasks() {
+  function tasksQuery() {
+    const q = current.q;
+    return { module: q.get("module") || "", state: (q.get("state") || "").toUpperCase(), q: q.get("q") || "",
+      limit: parseInt(q.get("limit") || "50", 10) || 50, page: Math.max(1, parseInt(q.get("page") || "1", 10) || 1) };
+  }
+  function tasksHash(p) {
     const q = new URLSearchParams();
-    if ($("filter-module").value) q.set("module", $("filter-module").value);
-    if ($("filter-state").value) q.set("state", $("filter-state").value);
-    q.set("limit", $("filter-limit").value);
-    const tasks = await api("GET", "/api/orchestrator/tasks?" + q.toString());
+    if (p.module) q.set("module", p.module);
+    if (p.state) q.set("state", p.state);
+    if (p.q) q.set("q", p.q);
+    if (p.limit !== 50) q.set("limit", String(p.limit));
+    if (p.page > 1) q.set("page", String(p.page));
+    const s = q.toString();
+    return "#/tasks" + (s ? "?" + s : "");
+  }
+  function filtersChanged() {
+    go(tasksHash({ module: $("filter-module").value, state: $("filter-state").value, q: $("filter-q").value.trim(),
+      limit: parseInt($("filter-limit").value, 10), page: 1 }));
+  }
+  for (const id of ["filter-module", "filter-state", "filter-limit"]) $(id).addEventListener("change", filtersChanged);
+  $("filter-q").addEventListener("change", filtersChanged);
+  $("task-filters").addEventListener("submit", (e) => { e.preventDefault(); filtersChanged(); });
+
+  const taskRows = new Map(); // task id -> { row, cells, action, cancel, retry }
+  async function refreshTasks() {
+    const p = tasksQuery();
+    $("filter-module").value = p.module;
+    $("filter-state").value = p.state;
+    if (document.activeElement !== $("filter-q")) $("filter-q").value = p.q;
+    $("filter-limit").value = String(p.limit);
+    const q = new URLSearchParams();
+    if (p.module) q.set("module", p.module);
+    if (p.state) q.set("state", p.state);
+    if (p.q) q.set("q", p.q);
+    q.set("limit", String(p.limit));
+    q.set("offset", String((p.page - 1) * p.limit));
+    const page = await api("GET", "/api/tasks?" + q.toString());
+    const tasks = page.tasks;
+    const first = page.total ? page.offset + 1 : 0;
+    $("tasks-count").textContent = page.total + (page.total === 1 ? " task" : " tasks") + (p.state || p.module || p.q ? " match" : " in memory");
+    $("tasks-count").dataset.total = String(page.total);
+    $("page-info").textContent = first + "–" + (page.offset + tasks.length) + " of " + page.total;
+    const prev = $("page-prev"), next = $("page-next");
+    prev.hidden = p.page <= 1;
+    prev.href = tasksHash(Object.assign({}, p, { page: p.page - 1 }));
+    next.hidden = page.offset + tasks.length >= page.total;
+    next.href = tasksHash(Object.assign({}, p, { page: p.page + 1 }));
     const body = $("tasks-body");
-    // As with the backend cards: a task's row, link and cancel button stay
-    // in the page while it is listed; only its figures are replaced, and a
+    // As with the backend cards: a task's row, link and buttons stay in
+    // the page while it is listed; only its figures are replaced, and a
     // row moves only when the order changes.
     const shown = new Set(tasks.map((t) => t.id));
     for (const [id, r] of taskRows) {
       if (!shown.has(id)) { r.row.remove(); taskRows.delete(id); }
     }
-    let next = body.firstChild;
+    let nextRow = body.firstChild;
     for (const t of tasks) {
       let r = taskRows.get(t.id);
       if (!r) {
-        const idLink = el("a", { text: t.id, href: "#", title: "show the conversation" });
-        idLink.addEventListener("click", (e) => { e.preventDefault(); showTask(t.id); });
-        const cancel = el("button", { class: "danger cancel-btn", text: "Cancel", title: "cancel this task" });
-        cancel.addEventListener("click", () => cancelTask(t.id, cancel));
-        r = { cancel, figures: [], action: el("td") };
-        for (let i = 0; i < 7; i++) r.figures.push(el("td"));
-        r.row = el("tr", { "data-task-id": t.id }, el("td", { class: "id" }, idLink), ...r.figures, r.action);
+        const cancel = el("button", { class: "danger cancel-btn", text: "Cancel…", title: "cancel this task" });
+        cancel.addEventListener("click", () => cancelTask(t.id, cancel, "tasks-result"));
+        const retry = el("button", { class: "secondary retry-btn", text: "Retry", title: "put this failed task back in the queue" });
+        retry.addEventListener("click", () => retryTask(t.id, retry, "tasks-result"));
+        r = { cancel, retry, cells: [], action: el("td", { class: "actions" }) };
+        r.idCell = el("td", { class: "id" }, el("a", { href: taskHref(t.id), text: t.id, title: "open this task" }));
+        r.err = el("div", { class: "task-error" });
+        r.idCell.append(r.err);
+        for (let i = 0; i < 8; i++) r.cells.push(el("td"));
+        for (const i of [0, 1, 3]) r.cells[i].className = "col-opt";
+        for (const i of [4, 5, 6]) r.cells[i].className = "col-opt2";
+        r.row = el("tr", { "data-task-id": t.id }, r.idCell, ...r.cells, r.action);
         taskRows.set(t.id, r);
       }
       for (const [k, v] of [["data-state", t.state], ["data-task-type", t.task_type], ["data-module", t.module]]) r.row.setAttribute(k, v);
-      const f = r.figures;
-      f[0].textContent = t.module;
-      f[1].textContent = t.task_type;
-      f[2].replaceChildren(el("span", { class: "badge state-" + t.state, text: t.state }));
-      f[3].textContent = t.llm_assigned || "";
-      f[4].textContent = t.request_count + "/" + t.max_requests;
-      f[5].textContent = t.overdue ? t.priority + " (overdue)" : String(t.priority);
-      f[6].className = "muted";
-      f[6].textContent = fmtTime(t.created_at);
-      if (FINISHED.has(t.state)) r.action.replaceChildren();
-      else if (r.cancel.parentNode !== r.action) r.action.append(r.cancel);
-      if (r.row === next) next = next.nextSibling;
-      else body.insertBefore(r.row, next);
+      const c = r.cells;
+      c[0].textContent = t.module;
+      c[1].textContent = t.task_type;
+      c[2].replaceChildren(el("span", { class: "badge state-" + t.state, text: t.state.toLowerCase() }));
+      c[3].textContent = t.llm_assigned || "";
+      c[4].textContent = t.request_count + "/" + t.max_requests;
+      c[5].textContent = String(t.attempts || 0);
+      c[6].textContent = t.overdue ? t.priority + " (overdue)" : String(t.priority);
+      c[7].replaceChildren(timeEl(t.created_at));
+      r.err.textContent = t.state === "FAILED" && t.error ? t.error : "";
+      const want = t.state === "FAILED" ? r.retry : FINISHED.has(t.state) ? null : r.cancel;
+      if (!want) r.action.replaceChildren();
+      else if (want.parentNode !== r.action) r.action.replaceChildren(want);
+      if (r.row === nextRow) nextRow = nextRow.nextSibling;
+      else body.insertBefore(r.row, nextRow);
     }
-    while (next) { const n = next.nextSibling; next.remove(); next = n; }
+    while (nextRow) { const n = nextRow.nextSibling; nextRow.remove(); nextRow = n; }
   }
 
-  async function cancelTask(id, btn) {
+  // confirm asks in a dialog; resolves with the reason, or null if the
+  // person went back.
+  function confirmDialog(title, text, withReason, yes) {
+    return new Promise((resolve) => {
+      const d = $("confirm");
+      $("confirm-title").textContent = title;
+      $("confirm-text").textContent = text;
+      $("confirm-reason").value = "";
+      $("confirm-reason").hidden = !withReason;
+      $("confirm-reason-label").hidden = !withReason;
+      $("confirm-yes").textContent = yes;
+      d.returnValue = "";
+      d.addEventListener("close", () => resolve(d.returnValue === "ok" ? $("confirm-reason").value.trim() : null), { once: true });
+      d.showModal();
+      (withReason ? $("confirm-reason") : $("confirm-yes")).focus();
+    });
+  }
+
+  async function cancelTask(id, btn, resultId) {
+    const reason = await confirmDialog("Cancel " + id + "?", "The task stops (a running one at its next step) and will not run again. Give a reason for the record.", true, "Cancel the task");
+    if (reason == null) return;
     btn.disabled = true;
     try {
-      const r = await api("POST", "/api/orchestrator/task/" + encodeURIComponent(id) + "/cancel", {});
-      setResult("tasks-result", true, id + ": " + r.status);
+      const r = await api("POST", "/api/orchestrator/task/" + encodeURIComponent(id) + "/cancel", reason ? { reason: reason } : {});
+      setResult(resultId, true, id + ": " + r.status);
       scheduleRefresh();
     } catch (e) {
-      setResult("tasks-result", false, "cancel " + id + ": " + e.message);
+      setResult(resultId, false, "Could not cancel " + id + ". " + e.message, e);
+    } finally {
       btn.disabled = false;
     }
   }
 
-  async function showTask(id) {
-    const box = $("task-detail");
+  async function retryTask(id, btn, resultId) {
+    btn.disabled = true;
     try {
-      const t = await api("GET", "/api/orchestrator/task/" + encodeURIComponent(id));
-      const conv = el("div", { class: "conversation" });
-      for (const m of (t.conversation && t.conversation.messages) || []) {
-        conv.append(el("div", { class: "msg " + m.role }, el("b", { text: m.role + (m.llm ? " (" + m.llm + ")" : "") + ": " }), m.content));
-      }
-      box.className = "";
-      box.replaceChildren(...[
-        el("div", null, el("code", { text: t.id }), " ", el("span", { class: "badge state-" + t.state, text: t.state })),
-        t.error ? el("div", { class: "result err", text: t.error }) : null,
-        conv].filter((n) => n != null));
+      const r = await api("POST", "/api/orchestrator/retry", { ids: [id] });
+      setResult(resultId, true, r.requeued.length ? id + ": back in the queue" : id + ": nothing to retry");
+      scheduleRefresh();
     } catch (e) {
-      box.textContent = e.message;
+      setResult(resultId, false, "Could not retry " + id + ". " + e.message, e);
+    } finally {
+      btn.disabled = false;
     }
   }
 
-  // ---- forms
+  $("retry-failed").addEventListener("click", async () => {
+    const p = tasksQuery();
+    const n = lastStatus ? lastStatus.tasks.failed : 0;
+    const ok = await confirmDialog("Retry every failed task" + (p.module ? " of " + p.module : "") + "?",
+      n + " failed task(s) go back in the queue with their attempts reset.", false, "Retry them");
+    if (ok == null) return;
+    try {
+      const body = { failed: true };
+      if (p.module) body.module = p.module;
+      const r = await api("POST", "/api/orchestrator/retry", body);
+      setResult("tasks-result", true, r.requeued.length + " task(s) back in the queue");
+      scheduleRefresh();
+    } catch (e) {
+      setResult("tasks-result", false, "Could not retry. " + e.message, e);
+    }
+  });
+
+  // ---- one task
+  const STEP_TEXT = { started: "run started", request: "request sent", answer: "answer received", request_failed: "request failed",
+    retry_scheduled: "retry scheduled", paused: "paused", requeued: "back in the queue", resumed: "resumed",
+    completed: "completed", failed: "failed", cancelled: "cancelled" };
+  let taskShown = null; // id of the task on screen
+  async function refreshTask() {
+    const id = current.arg;
+    const box = $("task-detail");
+    let t;
+    try {
+      t = await api("GET", "/api/orchestrator/task/" + encodeURIComponent(id));
+    } catch (e) {
+      box.replaceChildren(el("p", { class: "result err", text: e.message }));
+      return;
+    }
+    const keepScroll = taskShown === id ? box.querySelector(".conversation") : null;
+    taskShown = id;
+    const facts = el("dl", { class: "facts" });
+    const fact = (k, v) => { if (v != null && v !== "") facts.append(el("dt", { text: k }), el("dd", null, v)); };
+    fact("module", t.module);
+    fact("type", t.task_type);
+    fact("subject", t.subject);
+    fact("priority", t.overdue ? t.priority + " (overdue)" : String(t.priority));
+    fact("attempts", String(t.attempts || 0));
+    fact("requests", t.request_count + " of at most " + t.max_requests);
+    fact("LLM", t.llm_assigned || t.llm_preference || "");
+    fact("created", timeEl(t.created_at));
+    if (t.started_at) fact("started", timeEl(t.started_at));
+    if (t.completed_at) fact("finished", timeEl(t.completed_at));
+    if (t.started_at && t.completed_at) fact("took", fmtDuration(new Date(t.completed_at) - new Date(t.started_at)));
+    if (t.not_before) fact("not before", timeEl(t.not_before));
+    if (t.pause_reason) fact("paused because", t.pause_reason);
+
+    const actions = el("div", { class: "task-actions" });
+    if (t.state === "FAILED") {
+      const b = el("button", { class: "retry-btn", text: "Retry" });
+      b.addEventListener("click", () => retryTask(t.id, b, "task-result"));
+      actions.append(b);
+    } else if (!FINISHED.has(t.state)) {
+      const b = el("button", { class: "danger cancel-btn", text: "Cancel…" });
+      b.addEventListener("click", () => cancelTask(t.id, b, "task-result"));
+      actions.append(b);
+    }
+
+    const timeline = el("table", { class: "timeline" },
+      el("thead", null, el("tr", null, ...["time", "step", "backend", "turn", "took", "detail"].map((h) => el("th", { text: h })))));
+    const tb = el("tbody");
+    let prevAttempt = 0;
+    for (const s of t.timeline) {
+      if (s.attempt && s.attempt !== prevAttempt) {
+        prevAttempt = s.attempt;
+        tb.append(el("tr", { class: "attempt-row" }, el("td", { colSpan: 6, text: "attempt " + s.attempt })));
+      }
+      tb.append(el("tr", { class: "step-" + s.kind, "data-step": s.kind },
+        el("td", null, timeEl(s.at)),
+        el("td", { text: STEP_TEXT[s.kind] || s.kind }),
+        el("td", { text: s.llm || "" }),
+        el("td", { text: s.turn ? String(s.turn) : "" }),
+        el("td", { text: s.duration_ms ? fmtDuration(s.duration_ms) : "" }),
+        el("td", { class: s.error ? "err-text" : "", text: [s.reason, s.error].filter(Boolean).join(": ") + (s.bytes ? (s.error || s.reason ? " · " : "") + s.bytes + " bytes" : "") })));
+    }
+    timeline.append(tb);
+    const tlBox = t.timeline.length ? el("div", { class: "scroll" }, timeline,
+      t.timeline_dropped ? el("p", { class: "muted", text: t.timeline_dropped + " steps in the middle are not shown." }) : null)
+      : el("p", { class: "muted", text: "No timeline: this task ran before the panel's history reaches back (the conversation below has its turns)." });
+
+    const conv = el("div", { class: "conversation" });
+    const msgs = (t.conversation && t.conversation.messages) || [];
+    let prevAt = null;
+    msgs.forEach((m, i) => {
+      const took = m.role === "assistant" && prevAt && m.at ? " · " + fmtDuration(new Date(m.at) - new Date(prevAt)) : "";
+      const body = el("div", { class: "msg-body document" });
+      body.innerHTML = window.fanoMarkdown.render(m.content);
+      conv.append(el("div", { class: "msg " + m.role },
+        el("div", { class: "msg-head" }, el("b", { text: (m.role === "user" ? "prompt" : "answer") + " " + (Math.floor(i / 2) + 1) }),
+          m.llm ? el("span", { class: "muted", text: " from " + m.llm }) : null, " ", m.at ? timeEl(m.at) : null,
+          el("span", { class: "muted", text: took })),
+        body));
+      prevAt = m.at;
+    });
+    if (!msgs.length) conv.append(el("p", { class: "muted", text: "No conversation yet." }));
+    const scrollTop = keepScroll ? keepScroll.scrollTop : 0;
+    box.replaceChildren(
+      el("h1", { class: "view-title task-title" }, el("span", { class: "mono", text: t.id }), " ",
+        el("span", { class: "badge state-" + t.state, id: "task-state", "data-state": t.state, text: t.state.toLowerCase() })),
+      t.error ? el("div", { class: "error-box", id: "task-error" }, el("b", { text: t.state === "FAILED" ? "Last error: " : "Error: " }), t.error) : null,
+      actions,
+      el("p", { id: "task-result", class: "result", role: "status" }),
+      el("section", { class: "card" }, facts),
+      el("section", { class: "card" }, el("h2", { text: "Timeline" }), tlBox),
+      el("section", { class: "card" }, el("h2", { text: "Conversation" }), conv));
+    conv.scrollTop = scrollTop;
+  }
+
+  // ---- alerts
+  let alertsSeen = null; // ids already known (null: first load, nothing notified)
+  async function refreshAlerts() {
+    const a = await api("GET", "/api/alerts");
+    const count = $("alert-count");
+    count.textContent = String(a.open);
+    count.hidden = a.open === 0;
+    renderOpenAlerts(a);
+    notifyNew(a);
+    if (current.view !== "alerts") return;
+    const openOnly = current.q.get("open") === "1";
+    $("alerts-open-only").checked = openOnly;
+    const list = a.alerts.filter((x) => !openOnly || !x.resolved_at);
+    $("alerts-empty").hidden = list.length > 0;
+    $("alerts-body").replaceChildren(...list.map((x) => el("tr", { "data-alert": x.kind, "data-open": String(!x.resolved_at), class: x.resolved_at ? "resolved" : "open" },
+      el("td", null, timeEl(x.raised_at)),
+      el("td", null, el("b", { text: x.kind.replace(/_/g, " ") }), el("div", { text: x.message })),
+      el("td", { class: "col-opt" }, x.backend ? el("a", { href: "#/backends", text: x.backend }) : null,
+        x.task_id ? el("a", { href: taskHref(x.task_id), class: "mono", text: x.task_id }) : null),
+      el("td", null, x.needs_person ? el("span", { class: "badge bad", text: "needs you" }) : null, " " + (x.action || "")),
+      el("td", null, x.resolved_at ? el("span", null, el("span", { class: "badge good", text: "resolved" }), " ", timeEl(x.resolved_at),
+        x.resolution ? el("div", { class: "muted", text: x.resolution }) : null) : el("span", { class: "badge bad", text: "open" })))));
+  }
+  $("alerts-open-only").addEventListener("change", () => go("#/alerts" + ($("alerts-open-only").checked ? "?open=1" : "")));
+
+  function renderOpenAlerts(a) {
+    const box = $("open-alerts");
+    const open = a.alerts.filter((x) => !x.resolved_at);
+    box.replaceChildren();
+    if (!open.length) return;
+    box.append(el("a", { href: "#/alerts?open=1", class: "alert-line" },
+      el("b", { text: open.length + (open.length === 1 ? " open alert" : " open alerts") + ": " }),
+      open.slice(0, 3).map((x) => x.message).join(" · ")));
+  }
+
+  function notifyNew(a) {
+    const first = alertsSeen == null;
+    if (first) alertsSeen = new Set();
+    for (const x of a.alerts) {
+      const key = x.id + (x.resolved_at ? "/r" : "");
+      if (alertsSeen.has(key)) continue;
+      alertsSeen.add(key);
+      if (first || localStorage.getItem("fano.panel.notify") !== "on" || !("Notification" in window) || Notification.permission !== "granted") continue;
+      try {
+        new Notification(x.resolved_at ? "fano: resolved" : "fano: " + x.kind.replace(/_/g, " "), { body: x.message + (x.action && !x.resolved_at ? "\nTo do: " + x.action : ""), tag: x.id });
+      } catch (_) { /* notifications refused by the browser */ }
+    }
+  }
+  function showNotifyState() {
+    const on = localStorage.getItem("fano.panel.notify") === "on";
+    const perm = "Notification" in window ? Notification.permission : "unsupported";
+    $("notify-btn").textContent = on ? "Stop browser notifications" : "Notify me in this browser";
+    $("notify-state").textContent = perm === "unsupported" ? "this browser has no notifications" :
+      on && perm === "granted" ? "notifications on while this page is open" : perm === "denied" ? "notifications are blocked for this site in the browser" : "";
+  }
+  $("notify-btn").addEventListener("click", async () => {
+    if (localStorage.getItem("fano.panel.notify") === "on") { localStorage.removeItem("fano.panel.notify"); showNotifyState(); return; }
+    if (!("Notification" in window)) { showNotifyState(); return; }
+    const perm = await Notification.requestPermission();
+    if (perm === "granted") localStorage.setItem("fano.panel.notify", "on");
+    showNotifyState();
+  });
+  showNotifyState();
+
+  // ---- document: rendered, with a comment form under each section
+  let docSections = [];
+  async function refreshDocument() {
+    const box = $("document");
+    if (box.querySelector(".inline-comment textarea:focus")) return; // do not redraw under a person typing
+    try {
+      const d = await api("GET", "/api/document?format=json");
+      box.className = "document";
+      box.innerHTML = window.fanoMarkdown.render(d.markdown || "*The document is empty so far.*");
+      docSections = d.sections;
+      $("section-ids").replaceChildren(...d.sections.map((s) => el("option", { value: s })));
+      addSectionButtons(box, new Set(d.sections));
+    } catch (e) {
+      box.className = "document muted";
+      box.textContent = e.status === 404 ? "No document: " + e.message.replace(/^No document: /i, "") : e.message;
+    }
+  }
+
+  // addSectionButtons puts "Comment on this section" under the heading
+  // that follows each section's anchor.
+  function addSectionButtons(box, known) {
+    for (const a of box.querySelectorAll("a[id]")) {
+      if (!known.has(a.id)) continue;
+      let h = a.nextElementSibling;
+      while (h && !/^H[1-6]$/.test(h.tagName)) h = h.nextElementSibling;
+      if (!h) continue;
+      const id = a.id;
+      const btn = el("button", { type: "button", class: "link comment-here", "data-section": id, text: "Comment on this section" });
+      btn.addEventListener("click", () => openInlineComment(h, id, btn));
+      h.after(btn);
+    }
+  }
+  function openInlineComment(h, id, btn) {
+    if (btn.nextElementSibling && btn.nextElementSibling.classList.contains("inline-comment")) return;
+    const text = el("textarea", { rows: 3, required: true, "aria-label": "comment on section " + id });
+    const result = el("p", { class: "result", role: "status" });
+    const form = el("form", { class: "inline-comment", "data-section": id }, text,
+      el("div", { class: "dialog-buttons" }, el("button", { type: "button", class: "secondary", text: "Close" }), el("button", { type: "submit", text: "Add comment" })), result);
+    form.querySelector("button.secondary").addEventListener("click", () => form.remove());
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      try {
+        const r = await api("POST", "/api/comments", { section_id: id, text: text.value });
+        result.textContent = r.status === "duplicate" ? "This comment was already taken." : "Comment added: " + r.module + " addresses it first.";
+        result.className = "result ok";
+        text.value = "";
+      } catch (err) {
+        result.textContent = err.message;
+        result.className = "result err" + (err.status === 401 ? " needs-token" : "");
+      }
+    });
+    btn.after(form);
+    text.focus();
+  }
+
+  $("comment-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const r = await api("POST", "/api/comments", { section_id: $("comment-section").value.trim(), text: $("comment-text").value });
+      setResult("comment-result", true, "Comment added to " + r.module + ": it will be addressed first.");
+      $("comment-text").value = "";
+      scheduleRefresh();
+    } catch (err) {
+      setResult("comment-result", false, err.message, err);
+    }
+  });
+
   $("seed-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const body = { text: $("seed-text").value };
@@ -352,95 +758,155 @@
       $("seed-text").value = "";
       scheduleRefresh();
     } catch (err) {
-      setResult("seed-result", false, err.message);
+      setResult("seed-result", false, err.message, err);
     }
   });
 
-  $("comment-form").addEventListener("submit", async (e) => {
-    e.preventDefault();
-    try {
-      const r = await api("POST", "/api/comments", { section_id: $("comment-section").value.trim(), text: $("comment-text").value });
-      setResult("comment-result", true, "Comment added to " + r.module + ": it will be addressed first.");
-      $("comment-text").value = "";
-      scheduleRefresh();
-    } catch (err) {
-      setResult("comment-result", false, err.message);
-    }
-  });
-
-  // ---- document
-  async function refreshDocument() {
-    const box = $("document");
-    try {
-      const d = await api("GET", "/api/document?format=json");
-      box.className = "document";
-      box.innerHTML = window.fanoMarkdown.render(d.markdown || "*The document is empty so far.*");
-      const list = $("section-ids");
-      list.replaceChildren(...d.sections.map((s) => el("option", { value: s })));
-    } catch (e) {
-      box.className = "document muted";
-      box.textContent = e.message;
-    }
+  // ---- history: uPlot charts
+  const charts = {};
+  function cssVar(name) { return getComputedStyle(document.documentElement).getPropertyValue(name).trim(); }
+  const PALETTE = ["--c1", "--c2", "--c3", "--c4", "--c5", "--c6"];
+  function chart(id, x, series, opts) {
+    const box = $(id);
+    if (charts[id]) { charts[id].destroy(); delete charts[id]; }
+    box.replaceChildren();
+    const width = Math.max(280, box.clientWidth || box.parentElement.clientWidth - 32);
+    const axis = { stroke: cssVar("--fg"), grid: { stroke: cssVar("--line") }, ticks: { stroke: cssVar("--line") } };
+    const o = {
+      width: width, height: opts.height || 220,
+      scales: { x: { time: true } },
+      axes: [Object.assign({}, axis, { values: opts.dayAxis ? (u, ticks) => ticks.map((t) => isoLocal(new Date(t * 1000)).slice(0, 10)) :
+        (u, ticks) => ticks.map((t) => { const s = isoLocal(new Date(t * 1000), false); return s.slice(5, 16); }) }),
+        Object.assign({}, axis, { size: 48 })],
+      series: [{ label: "time", value: (u, v) => v == null ? "" : (opts.dayAxis ? isoLocal(new Date(v * 1000)).slice(0, 10) : isoLocal(new Date(v * 1000), false)) }]
+        .concat(series.map((s, i) => ({
+          label: s.label, stroke: cssVar(PALETTE[i % PALETTE.length]), width: 2,
+          fill: opts.bars ? cssVar(PALETTE[i % PALETTE.length]) + "99" : undefined,
+          paths: opts.bars ? window.uPlot.paths.bars({ size: [0.8 / series.length, 40], align: 0 }) : undefined,
+          points: { show: false },
+        }))),
+      legend: { live: true },
+    };
+    const data = [x].concat(series.map((s) => s.values));
+    charts[id] = new window.uPlot(o, data, box);
   }
+
+  async function refreshHistory() {
+    const hours = parseInt(current.q.get("hours") || "336", 10);
+    $("history-hours").value = String(hours);
+    const h = await api("GET", "/api/history?hours=" + hours);
+    $("history-note").textContent = (h.complete ? "" : "Still reading fano's log for the earlier hours… ") +
+      "From " + fmtTime(h.from) + " to " + fmtTime(h.to) + ". Hours are UTC hours.";
+    const x = h.hours.map((f) => Date.parse(f.start) / 1000);
+    chart("chart-requests", x, h.backends.map((b) => ({ label: b, values: h.hours.map((f) => f.requests[b] || 0) })), {});
+    chart("chart-quota", x, h.backends.map((b) => ({ label: b, values: h.hours.map((f) => f.quota_used[b] || 0) })), {});
+    chart("chart-tasks", x, [{ label: "completed", values: h.hours.map((f) => f.tasks_completed) },
+      { label: "failed", values: h.hours.map((f) => f.tasks_failed) }], {});
+    const dx = h.days.map((d) => Date.parse(d.date + "T00:00:00Z") / 1000);
+    chart("chart-days", dx, [{ label: "insights blessed", values: h.days.map((d) => d.insights_blessed) },
+      { label: "sections written", values: h.days.map((d) => d.sections_written) },
+      { label: "sections revised", values: h.days.map((d) => d.sections_revised) }], { bars: true, dayAxis: true });
+  }
+  $("history-hours").addEventListener("change", () => go("#/history?hours=" + $("history-hours").value));
+  let resizeTimer = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(() => { if (current.view === "history") refreshHistory().catch(() => {}); }, 200);
+  });
 
   // ---- live events
   function feedLine(text, cls) {
-    const li = el("li", { class: cls || "" }, el("span", { class: "t", text: new Date().toLocaleTimeString() }), text);
+    const li = el("li", { class: cls || "" }, el("span", { class: "t", text: isoLocal(new Date()).slice(11, 19) }), text);
     const feed = $("feed");
     feed.prepend(li);
     while (feed.children.length > FEED_MAX) feed.lastChild.remove();
   }
-  function alertFeed(msg) { feedLine(msg, "result err"); }
 
   function describe(ev) {
+    const turn = " turn " + ((ev.turn || 0) + 1);
     switch (ev.type) {
       case "task":
-        return ev.kind.replace("task_", "") + " " + ev.task_id + (ev.llm ? " on " + ev.llm : "") +
+        return ev.kind.replace("task_", "").replace(/_/g, " ") + " " + ev.task_id + (ev.llm ? " on " + ev.llm : "") +
           (ev.reason ? " (" + ev.reason + ")" : "") + (ev.error ? " — " + ev.error : "");
       case "llm":
         if (ev.kind === "llm_request_started")
-          return "→ " + ev.llm + " " + ev.task_id + " turn " + ev.turn + ", " + ev.prompt_bytes + " B" + (ev.deep_mode ? " (deep)" : "") + (ev.resend ? " (resend)" : "");
+          return "→ " + ev.llm + " " + ev.task_id + turn + ", " + ev.prompt_bytes + " B" + (ev.deep_mode ? " (deep)" : "") + (ev.resend ? " (resend)" : "");
         if (ev.kind === "llm_request_finished")
-          return "← " + ev.llm + " " + ev.task_id + ", " + ev.response_bytes + " B in " + Math.round(ev.duration_ms) + " ms";
-        return "✗ " + ev.llm + " " + ev.task_id + ": " + ev.reason + (ev.error ? " — " + ev.error : "");
+          return "← " + ev.llm + " " + ev.task_id + turn + ", " + (ev.response_bytes || 0) + " B in " + fmtDuration(ev.duration_ms || 0);
+        return "✗ " + ev.llm + " " + ev.task_id + turn + ": " + (ev.reason || "failed") + (ev.error ? " — " + ev.error : "");
       case "quota":
         return ev.kind.replace(/_/g, " ") + (ev.backend ? " " + ev.backend : "") + (ev.deep_mode ? " (deep)" : "") +
           (ev.until ? " until " + fmtTime(ev.until) : "") + (ev.reason ? " (" + ev.reason + ")" : "");
       case "module":
-        return ev.module + ": " + ev.kind + (ev.task_id ? " (" + ev.task_id + ")" : "");
-      case "health":
-        return "health " + (ev.component || "") + ": " + ev.kind + " " + JSON.stringify(ev.data || {});
+        return ev.module + ": " + ev.kind.replace(/_/g, " ") + (ev.task_id ? " (" + ev.task_id + ")" : "");
+      case "health": {
+        const d = ev.data || {};
+        if (d.message) return (d.resolved === "true" ? "resolved: " : "alert: ") + d.message;
+        return "health " + (ev.component || "") + ": " + ev.kind.replace(/_/g, " ");
+      }
     }
     return ev.kind;
   }
 
   let refreshTimer = null;
   let docTimer = null;
+  let taskTimer = null;
   function scheduleRefresh() {
     if (refreshTimer) return;
     refreshTimer = setTimeout(async () => {
       refreshTimer = null;
-      try { await Promise.all([refreshStatus(), refreshTasks()]); } catch (e) { /* shown on the next try */ }
+      const p = [refreshStatus(), refreshAlerts()];
+      if (current.view === "tasks") p.push(refreshTasks());
+      await Promise.all(p.map((x) => x.catch(() => {})));
     }, 250);
   }
   function scheduleDocument() {
-    if (docTimer) return;
+    if (docTimer || current.view !== "document") return;
     docTimer = setTimeout(() => { docTimer = null; refreshDocument(); }, 1000);
+  }
+  function scheduleTask() {
+    if (taskTimer) return;
+    taskTimer = setTimeout(() => { taskTimer = null; if (current.view === "task") refreshTask(); }, 300);
+  }
+
+  // ---- connection: a stopped or unreachable fano greys the page and says
+  // since when; the page reconnects by itself.
+  let offlineSince = null;
+  function setOffline(why) {
+    const conn = $("conn-state");
+    conn.textContent = "unreachable";
+    conn.className = "badge bad";
+    conn.dataset.state = "offline";
+    if (offlineSince == null) offlineSince = new Date();
+    document.body.classList.add("offline");
+    const b = $("conn-banner");
+    b.hidden = false;
+    b.replaceChildren(el("b", { text: "fano is not reachable since " }), el("time", { dateTime: isoUTC(offlineSince), title: isoUTC(offlineSince) + " (UTC)", text: isoLocal(offlineSince) }),
+      el("span", { text: " (" + (why || "no answer") + "). What the page shows is as it was then; it reconnects by itself." }));
+    $("orch-state").textContent = "unknown";
+    $("orch-state").dataset.state = "unknown";
+  }
+  function setOnline() {
+    const conn = $("conn-state");
+    conn.textContent = "live";
+    conn.className = "badge good";
+    conn.dataset.state = "live";
+    offlineSince = null;
+    document.body.classList.remove("offline");
+    $("conn-banner").hidden = true;
   }
 
   let backoff = 500;
   let lastSeq = 0;
+  let ws = null;
   function connect() {
     const proto = location.protocol === "https:" ? "wss://" : "ws://";
-    const ws = new WebSocket(proto + location.host + "/api/events");
-    const conn = $("conn-state");
+    ws = new WebSocket(proto + location.host + "/api/events");
     ws.onopen = () => {
       backoff = 500;
-      conn.textContent = "live";
-      conn.className = "badge conn-on";
-      conn.dataset.state = "live";
-      scheduleRefresh();
-      scheduleDocument();
+      lastSeq = 0;
+      setOnline();
+      refreshView();
     };
     ws.onmessage = (m) => {
       let ev;
@@ -450,20 +916,33 @@
       feedLine(describe(ev), "ev-" + ev.type);
       if (ev.type === "task" || ev.type === "quota" || ev.type === "health" || ev.kind === "llm_request_started") scheduleRefresh();
       if (ev.type === "module") { scheduleRefresh(); scheduleDocument(); }
+      if (current.view === "task" && ev.task_id === current.arg) scheduleTask();
     };
     ws.onclose = (e) => {
-      conn.textContent = "reconnecting";
-      conn.className = "badge conn-off";
-      conn.dataset.state = "reconnecting";
-      if (e.reason) feedLine("event stream closed: " + e.reason, "muted");
+      ws = null;
+      setOffline(e.reason === "fano is stopping" ? "fano stopped" : "the connection closed");
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 5000);
     };
   }
 
-  for (const id of ["filter-module", "filter-state", "filter-limit"]) $(id).addEventListener("change", () => refreshTasks().catch(() => {}));
-  refreshStatus().catch((e) => alertFeed("status: " + e.message));
-  refreshTasks().catch((e) => alertFeed("tasks: " + e.message));
-  refreshDocument();
+  // A watchdog: a fano that hangs, or a network that drops without
+  // closing the socket, shows too.
+  setInterval(async () => {
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    const ctl = new AbortController();
+    const t = setTimeout(() => ctl.abort(), 8000);
+    try {
+      const r = await fetch("/healthz", { signal: ctl.signal });
+      if (!r.ok && r.status !== 503) throw new Error(String(r.status));
+      if (offlineSince) { setOnline(); refreshView(); }
+    } catch (_) {
+      setOffline("no answer within 8 s");
+    } finally {
+      clearTimeout(t);
+    }
+  }, 15000);
+
+  route();
   connect();
 })();
