@@ -85,6 +85,8 @@
     for (const c of children) if (c != null && c !== false) n.append(c);
     return n;
   }
+  // put replaces a node's children, leaving out the nulls of optional parts.
+  function put(node, ...children) { node.replaceChildren(...children.filter((c) => c != null && c !== false)); }
 
   // ---- dates: ISO 8601 in the person's zone, UTC on hover (the CLI's
   // convention, in the browser's zone).
@@ -292,7 +294,7 @@
       c.card.setAttribute("data-state", b.state);
       c.btn.textContent = b.paused ? "Resume" : "Pause";
       c.btn.setAttribute("data-action", b.paused ? "resume" : "pause");
-      c.info.replaceChildren(...[
+      put(c.info, ...[
         el("div", { class: "backend-head" },
           el("span", { class: "name", text: b.name }),
           el("span", { class: "badge bstate-" + b.state, text: b.state.replace(/_/g, " ") }),
@@ -405,7 +407,7 @@
     const page = await api("GET", "/api/tasks?" + q.toString());
     const tasks = page.tasks;
     const first = page.total ? page.offset + 1 : 0;
-    $("tasks-count").textContent = page.total + (page.total === 1 ? " task" : " tasks") + (p.state || p.module || p.q ? " match" : " in memory");
+    $("tasks-count").textContent = page.total + (page.total === 1 ? " task" : " tasks") + (p.state || p.module || p.q ? (page.total === 1 ? " matches" : " match") : " in memory");
     $("tasks-count").dataset.total = String(page.total);
     $("page-info").textContent = first + "–" + (page.offset + tasks.length) + " of " + page.total;
     const prev = $("page-prev"), next = $("page-next");
@@ -604,7 +606,7 @@
     });
     if (!msgs.length) conv.append(el("p", { class: "muted", text: "No conversation yet." }));
     const scrollTop = keepScroll ? keepScroll.scrollTop : 0;
-    box.replaceChildren(
+    put(box,
       el("h1", { class: "view-title task-title" }, el("span", { class: "mono", text: t.id }), " ",
         el("span", { class: "badge state-" + t.state, id: "task-state", "data-state": t.state, text: t.state.toLowerCase() })),
       t.error ? el("div", { class: "error-box", id: "task-error" }, el("b", { text: t.state === "FAILED" ? "Last error: " : "Error: " }), t.error) : null,
@@ -774,8 +776,8 @@
     const axis = { stroke: cssVar("--fg"), grid: { stroke: cssVar("--line") }, ticks: { stroke: cssVar("--line") } };
     const o = {
       width: width, height: opts.height || 220,
-      scales: { x: { time: true } },
-      axes: [Object.assign({}, axis, { values: opts.dayAxis ? (u, ticks) => ticks.map((t) => isoLocal(new Date(t * 1000)).slice(0, 10)) :
+      scales: { x: opts.bars ? { time: true, range: (u, min, max) => [min - 43200, max + 43200] } : { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+      axes: [Object.assign({}, axis, opts.dayAxis ? { splits: () => x } : {}, { values: opts.dayAxis ? (u, ticks) => ticks.map((t) => isoLocal(new Date(t * 1000)).slice(0, 10)) :
         (u, ticks) => ticks.map((t) => { const s = isoLocal(new Date(t * 1000), false); return s.slice(5, 16); }) }),
         Object.assign({}, axis, { size: 48 })],
       series: [{ label: "time", value: (u, v) => v == null ? "" : (opts.dayAxis ? isoLocal(new Date(v * 1000)).slice(0, 10) : isoLocal(new Date(v * 1000), false)) }]
@@ -815,8 +817,9 @@
   });
 
   // ---- live events
-  function feedLine(text, cls) {
-    const li = el("li", { class: cls || "" }, el("span", { class: "t", text: isoLocal(new Date()).slice(11, 19) }), text);
+  function feedLine(text, cls, at) {
+    const d = at ? new Date(at) : new Date();
+    const li = el("li", { class: cls || "" }, el("span", { class: "t", title: isoUTC(d) + " (UTC)", text: isoLocal(d).slice(11, 19) }), text);
     const feed = $("feed");
     feed.prepend(li);
     while (feed.children.length > FEED_MAX) feed.lastChild.remove();
@@ -913,7 +916,7 @@
       try { ev = JSON.parse(m.data); } catch (_) { return; }
       if (lastSeq && ev.seq > lastSeq + 1) feedLine("(" + (ev.seq - lastSeq - 1) + " events missed)", "muted");
       lastSeq = ev.seq;
-      feedLine(describe(ev), "ev-" + ev.type);
+      feedLine(describe(ev), "ev-" + ev.type, ev.at);
       if (ev.type === "task" || ev.type === "quota" || ev.type === "health" || ev.kind === "llm_request_started") scheduleRefresh();
       if (ev.type === "module") { scheduleRefresh(); scheduleDocument(); }
       if (current.view === "task" && ev.task_id === current.arg) scheduleTask();
