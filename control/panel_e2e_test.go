@@ -298,6 +298,9 @@ func TestPanelViewsInChromium(t *testing.T) {
 	wide, err := page.Evaluate(`() => document.documentElement.scrollWidth`)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, wide, 800, "no horizontal scroll at 800 px")
+	fits, err := page.Evaluate(`() => { const t = document.getElementById("tasks"); return t.scrollWidth <= t.parentElement.clientWidth; }`)
+	require.NoError(t, err)
+	assert.Equal(t, true, fits, "the tasks table fits at 800 px, its buttons in view")
 	tallest, err := page.Evaluate(`() => Math.max(...[...document.querySelectorAll("#tasks-body tr")].map(r => r.getBoundingClientRect().height))`)
 	require.NoError(t, err)
 	assert.Less(t, toFloat(tallest), 80.0, "task rows stay short at 800 px")
@@ -323,6 +326,26 @@ func TestPanelViewsInChromium(t *testing.T) {
 	assert.Equal(t, "rgb(17, 20, 24)", bg)
 	shot("overview-dark.png")
 	require.NoError(t, page.EmulateMedia(playwright.PageEmulateMediaOptions{ColorScheme: playwright.ColorSchemeLight}))
+
+	// The simulation report: linked from the panel, styled like it, with
+	// charts across the fortnight.
+	sim := filepath.Join(f.srv.opts.DataDir, "simulation")
+	require.NoError(t, os.MkdirAll(sim, 0o755))
+	var days []string
+	for d := 1; d <= 14; d++ {
+		days = append(days, fmt.Sprintf(`{"day":%d,"insights_blessed":%d,"sections_written":%d,"sections_revised":%d,"tasks_completed":%d,"tasks_failed":%d,"quota_used":{"gpt":%d,"claude":%d}}`,
+			d, d%5, d%3, d%2, 40+d, d%4, 300+10*d, 200+5*d))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(sim, "report.json"), []byte(`{"config":"fortnight.yaml","schedule":"faults.yaml","seed":7,
+		"goals":[{"name":"no task lost","ok":true,"detail":"all 600 tasks ended"},{"name":"quota used","ok":false,"detail":"day 4: 71% of the usable budget"}],
+		"days":[`+strings.Join(days, ",")+`]}`), 0o644))
+	require.NoError(t, page.Locator(`#nav a[href="/simulation"]`).Click())
+	require.NoError(t, expect.Page(page).ToHaveURL(base+"/simulation"))
+	require.NoError(t, expect.Locator(page.Locator(".uplot")).ToHaveCount(3))
+	require.NoError(t, expect.Locator(page.Locator("#sim-quota .u-legend")).ToContainText("claude"))
+	shot("simulation.png")
+	require.NoError(t, page.Locator(`#nav a[href="/#/history"]`).Click())
+	require.NoError(t, expect.Locator(page.Locator("#view-history .uplot")).ToHaveCount(4), "back to the panel from the simulation page")
 
 	// fano stops with the page open: the page greys and says since when;
 	// fano starts again on the same address and the page comes back.

@@ -66,7 +66,22 @@ type simulationSummary struct {
 	} `json:"days"`
 }
 
-// handleSimulation is the page: the goals, a line per day and its chart.
+// simulationHead is the page's head and the panel's navigation: the
+// simulation page looks and links like the panel's views.
+const simulationHead = `<!doctype html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="color-scheme" content="light dark">
+<title>fano — simulation</title><link rel="icon" href="data:,">
+<link rel="stylesheet" href="/vendor/uplot.min.css"><link rel="stylesheet" href="/style.css"></head><body>
+<header class="top"><a class="brand" href="/#/">fano</a><nav id="nav" aria-label="views">
+<a href="/#/">Overview</a><a href="/#/tasks">Tasks</a><a href="/#/backends">Backends</a><a href="/#/alerts">Alerts</a>
+<a href="/#/document">Document</a><a href="/#/history">History</a><a href="/simulation" aria-current="page">Simulation</a></nav></header><main>`
+
+// simulationCSP lets the page load the panel's style and scripts, and
+// the report's own files.
+const simulationCSP = "default-src 'none'; img-src 'self' data:; style-src 'self'; style-src-attr 'unsafe-inline'; script-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// handleSimulation is the page: the goals, charts across the days (drawn
+// in the browser from report.json), a line per day and the day's chart.
 func (s *Server) handleSimulation(w http.ResponseWriter, r *http.Request) {
 	var sum simulationSummary
 	data, err := os.ReadFile(filepath.Join(s.simulationDir(), "report.json"))
@@ -74,36 +89,44 @@ func (s *Server) handleSimulation(w http.ResponseWriter, r *http.Request) {
 		err = json.Unmarshal(data, &sum)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; img-src 'self'; style-src 'unsafe-inline'")
-	if err != nil || s.opts.DataDir == "" {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(http.StatusNotFound)
-		fmt.Fprintf(w, "<!doctype html><title>fano simulate</title><p>No simulation report in this data directory: run <code>fano simulate --data-dir %s</code>.</p>",
-			html.EscapeString(s.opts.DataDir))
-		return
-	}
+	w.Header().Set("Content-Security-Policy", simulationCSP)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	var b strings.Builder
 	e := html.EscapeString
-	fmt.Fprintf(&b, "<!doctype html><meta charset=utf-8><title>fano simulate</title><body style=\"font-family:sans-serif\"><h1>fano simulate: %d days</h1>", len(sum.Days))
-	fmt.Fprintf(&b, "<p>Config %s, faults %s, seed %d. <a href=\"/simulation/report.md\">report.md</a> · <a href=\"/simulation/report.json\">report.json</a></p><h2>Goals</h2><ul>",
+	b.WriteString(simulationHead)
+	if err != nil || s.opts.DataDir == "" {
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(&b, "<h1 class=\"view-title\">Simulation</h1><section class=\"card\"><p>No simulation report in this data directory: run <code>fano simulate --data-dir %s</code>.</p></section></main></body></html>",
+			e(s.opts.DataDir))
+		_, _ = w.Write([]byte(b.String()))
+		return
+	}
+	fmt.Fprintf(&b, "<h1 class=\"view-title\">Simulation: %d days</h1><section class=\"card\">", len(sum.Days))
+	fmt.Fprintf(&b, "<p>Config %s, faults %s, seed %d. <a href=\"/simulation/report.md\">report.md</a> · <a href=\"/simulation/report.json\">report.json</a></p><h2>Goals</h2><ul class=\"plain goals\">",
 		e(sum.Config), e(sum.Schedule), sum.Seed)
 	for _, g := range sum.Goals {
-		mark := "ok"
+		mark := `<span class="badge good">met</span>`
 		if !g.OK {
-			mark = "<b>FAILED</b>"
+			mark = `<span class="badge bad">not met</span>`
 		}
-		fmt.Fprintf(&b, "<li>%s: %s — %s</li>", e(g.Name), mark, e(g.Detail))
+		fmt.Fprintf(&b, "<li>%s <b>%s</b> — %s</li>", mark, e(g.Name), e(g.Detail))
 	}
-	b.WriteString("</ul><h2>Days</h2><table border=1 cellpadding=3><tr><th>day</th><th>blessed</th><th>sections written</th><th>revised</th><th>tasks done</th><th>failed</th><th>alerts</th><th>outage</th></tr>")
+	b.WriteString(`</ul></section><section class="card"><h2>Quota used per day, by backend</h2><div id="sim-quota" class="chart"></div>
+<h2>Blessed insights and sections per day</h2><div id="sim-written" class="chart"></div>
+<h2>Tasks completed and failed per day</h2><div id="sim-tasks" class="chart"></div></section>`)
+	b.WriteString(`<section class="card"><h2>Days</h2><div class="scroll"><table><thead><tr><th>day</th><th>blessed</th><th>sections written</th><th>revised</th><th>tasks done</th><th>failed</th><th>alerts</th><th>outage</th></tr></thead><tbody>`)
 	for _, d := range sum.Days {
-		fmt.Fprintf(&b, "<tr><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%v</td></tr>",
-			d.Day, d.Blessed, d.SectionsWritten, d.SectionsRevised, d.TasksCompleted, d.TasksFailed, d.Alerts, d.Outage)
+		outage := ""
+		if d.Outage {
+			outage = "yes"
+		}
+		fmt.Fprintf(&b, "<tr><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>",
+			d.Day, d.Blessed, d.SectionsWritten, d.SectionsRevised, d.TasksCompleted, d.TasksFailed, d.Alerts, outage)
 	}
-	b.WriteString("</table>")
+	b.WriteString("</tbody></table></div></section><section class=\"card\"><h2>Each day in detail</h2>")
 	for _, d := range sum.Days {
-		fmt.Fprintf(&b, "<h3>Day %d</h3><img src=\"/simulation/day-%02d.svg\" alt=\"day %d\">", d.Day, d.Day, d.Day)
+		fmt.Fprintf(&b, "<details><summary>Day %d</summary><img class=\"sim-day\" src=\"/simulation/day-%02d.svg\" alt=\"day %d\"></details>", d.Day, d.Day, d.Day)
 	}
-	b.WriteString("</body>")
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	b.WriteString(`</section></main><script src="/vendor/uplot.min.js"></script><script src="/simulation.js"></script></body></html>`)
 	_, _ = w.Write([]byte(b.String()))
 }

@@ -23,7 +23,7 @@ func (s *Server) webHandler() http.Handler {
 	files := http.FileServerFS(sub)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == "/", p == "/app.js", p == "/style.css", p == "/markdown.js":
+		case p == "/", p == "/app.js", p == "/style.css", p == "/markdown.js", p == "/simulation.js":
 		case strings.HasPrefix(p, "/vendor/") && vendored(p):
 		default:
 			writeError(w, http.StatusNotFound, "not found: %s", r.URL.Path)

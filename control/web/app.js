@@ -438,6 +438,7 @@
         for (let i = 0; i < 8; i++) r.cells.push(el("td"));
         for (const i of [0, 1, 3]) r.cells[i].className = "col-opt";
         for (const i of [4, 5, 6]) r.cells[i].className = "col-opt2";
+        r.cells[7].className = "col-phone";
         r.row = el("tr", { "data-task-id": t.id }, r.idCell, ...r.cells, r.action);
         taskRows.set(t.id, r);
       }
@@ -569,7 +570,7 @@
     }
 
     const timeline = el("table", { class: "timeline" },
-      el("thead", null, el("tr", null, ...["time", "step", "backend", "turn", "took", "detail"].map((h) => el("th", { text: h })))));
+      el("thead", null, el("tr", null, ...[["time"], ["step"], ["backend", "col-phone"], ["turn", "col-phone"], ["took"], ["detail"]].map(([h, c]) => el("th", { class: c, text: h })))));
     const tb = el("tbody");
     let prevAttempt = 0;
     for (const s of t.timeline) {
@@ -580,8 +581,8 @@
       tb.append(el("tr", { class: "step-" + s.kind, "data-step": s.kind },
         el("td", null, timeEl(s.at)),
         el("td", { text: STEP_TEXT[s.kind] || s.kind }),
-        el("td", { text: s.llm || "" }),
-        el("td", { text: s.turn ? String(s.turn) : "" }),
+        el("td", { class: "col-phone", text: s.llm || "" }),
+        el("td", { class: "col-phone", text: s.turn ? String(s.turn) : "" }),
         el("td", { text: s.duration_ms ? fmtDuration(s.duration_ms) : "" }),
         el("td", { class: s.error ? "err-text" : "", text: [s.reason, s.error].filter(Boolean).join(": ") + (s.bytes ? (s.error || s.reason ? " · " : "") + s.bytes + " bytes" : "") })));
     }
