@@ -282,3 +282,15 @@ func runInProcess(t *testing.T, cfgPath string) (lines <-chan string, stop func(
 	t.Cleanup(stop)
 	return out, stop
 }
+
+// `fano seed "question"` (add forgotten) adds nothing and exits non-zero,
+// naming the command that does it.
+func TestSeedWithoutAddIsAnError(t *testing.T) {
+	code, out, errOut := cli("seed", "Is there a plane of order 10?")
+	assert.Equal(t, 1, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, `fano seed add "Is there a plane of order 10?"`)
+	code, out, _ = cli("seed")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "add")
+}

@@ -144,7 +144,9 @@
 
   let current = parseRoute();
   function route() {
+    const was = current.view;
     current = parseRoute();
+    if (was !== current.view) for (const r of document.querySelectorAll("#tasks-result, #seed-result, #comment-result")) { r.textContent = ""; r.className = "result"; }
     for (const v of VIEWS) $("view-" + v).hidden = v !== current.view;
     for (const a of document.querySelectorAll("#nav a[data-nav]")) {
       const on = a.dataset.nav === current.view || (current.view === "task" && a.dataset.nav === "tasks");
@@ -784,9 +786,7 @@
       series: [{ label: "time", value: (u, v) => v == null ? "" : (opts.dayAxis ? isoLocal(new Date(v * 1000)).slice(0, 10) : isoLocal(new Date(v * 1000), false)) }]
         .concat(series.map((s, i) => ({
           label: s.label, stroke: cssVar(PALETTE[i % PALETTE.length]), width: 2,
-          fill: opts.bars ? cssVar(PALETTE[i % PALETTE.length]) + "99" : undefined,
-          paths: opts.bars ? window.uPlot.paths.bars({ size: [0.8 / series.length, 40], align: 0 }) : undefined,
-          points: { show: false },
+          points: opts.bars ? { show: true, size: 7, fill: cssVar(PALETTE[i % PALETTE.length]) } : { show: false },
         }))),
       legend: { live: true },
     };

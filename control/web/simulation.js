@@ -16,8 +16,10 @@
       axes: [Object.assign({}, axis, { splits: () => days, values: (u, ticks) => ticks.map((d) => "day " + d), label: "day of the run" }),
         Object.assign({}, axis, { size: 48 })],
       series: [{ label: "day", value: (u, v) => v == null ? "" : "day " + v }].concat(series.map((s, i) => ({
-        label: s.label, stroke: cssVar(PALETTE[i % PALETTE.length]), fill: cssVar(PALETTE[i % PALETTE.length]) + "99",
-        paths: window.uPlot.paths.bars({ size: [0.8 / series.length, 40], align: 0 }), points: { show: false },
+        // Lines with a point per day: several series side by side stay
+        // readable (bars of two series would overlap).
+        label: s.label, stroke: cssVar(PALETTE[i % PALETTE.length]), width: 2,
+        points: { show: true, size: 7, fill: cssVar(PALETTE[i % PALETTE.length]) },
       }))),
     };
     box.replaceChildren();
