@@ -38,6 +38,8 @@ func TestClicksSurviveRerenders(t *testing.T) {
 	_, err = page.Goto(f.ts.URL + "/#token=" + testToken)
 	require.NoError(t, err)
 	require.NoError(t, expect.Locator(page.Locator("#conn-state")).ToHaveAttribute("data-state", "live"))
+	_, err = page.Goto(f.ts.URL + "/#/backends")
+	require.NoError(t, err)
 	card := `[data-backend="simA"]`
 	btn := page.Locator(card + ` button[data-action="pause"]`)
 	require.NoError(t, expect.Locator(btn).ToBeVisible())
@@ -48,11 +50,11 @@ func TestClicksSurviveRerenders(t *testing.T) {
 	require.NoError(t, page.Mouse().Down())
 
 	// An event re-renders the cards between mousedown and mouseup.
-	_, err = page.Evaluate(`sel => document.querySelector(sel).setAttribute("data-before", "")`, card+" header")
+	_, err = page.Evaluate(`sel => document.querySelector(sel).setAttribute("data-before", "")`, card+" .backend-head")
 	require.NoError(t, err)
 	f.sys.Publish(&pb.StateUpdate{Component: "health", UpdateType: "disk_ok"})
-	require.NoError(t, expect.Locator(page.Locator(card+" header[data-before]")).ToHaveCount(0), "the card was re-rendered")
-	require.NoError(t, expect.Locator(page.Locator(card+" header")).ToHaveCount(1))
+	require.NoError(t, expect.Locator(page.Locator(card+" .backend-head[data-before]")).ToHaveCount(0), "the card was re-rendered")
+	require.NoError(t, expect.Locator(page.Locator(card+" .backend-head")).ToHaveCount(1))
 	require.NoError(t, page.Mouse().Up())
 
 	require.NoError(t, expect.Locator(page.Locator(card)).ToHaveAttribute("data-state", "paused"), "the click paused the backend")
@@ -61,6 +63,8 @@ func TestClicksSurviveRerenders(t *testing.T) {
 	}
 
 	// The same for a task's cancel button while the tasks table re-renders.
+	_, err = page.Goto(f.ts.URL + "/#/tasks")
+	require.NoError(t, err)
 	row := fmt.Sprintf(`#tasks-body tr[data-task-id=%q]`, q1)
 	cancel := page.Locator(row + " button.cancel-btn")
 	require.NoError(t, expect.Locator(cancel).ToBeVisible())
@@ -75,5 +79,7 @@ func TestClicksSurviveRerenders(t *testing.T) {
 	require.NoError(t, expect.Locator(page.Locator(row+" .badge[data-before]")).ToHaveCount(0), "the table was re-rendered")
 	require.NoError(t, expect.Locator(page.Locator(row+" .badge")).ToHaveCount(1))
 	require.NoError(t, page.Mouse().Up())
+	require.NoError(t, expect.Locator(page.Locator("#confirm")).ToBeVisible(), "the click asks to confirm")
+	require.NoError(t, page.Locator("#confirm-yes").Click())
 	require.NoError(t, expect.Locator(page.Locator(row)).ToHaveAttribute("data-state", "CANCELLED"), "the click cancelled %s", q1)
 }

@@ -172,12 +172,12 @@ func TestEndToEndBrowser(t *testing.T) {
 
 	// Tasks move: one runs on the sim, then one completes — the page
 	// follows over the websocket, without reloads.
-	running := page.Locator(`#tasks-body tr[data-state="RUNNING"]`).First()
-	require.NoError(t, expect.Locator(running).ToBeVisible(), "a task runs")
 	require.NoError(t, expect.Locator(page.Locator(`#running li[data-task-id]`).First()).ToContainText("sima"))
+	require.NoError(t, expect.Locator(page.Locator("#feed li.ev-llm").First()).ToBeVisible(), "LLM calls in the live feed")
+	require.NoError(t, page.Locator(`#nav a[data-nav="tasks"]`).Click())
 	require.NoError(t, expect.Locator(page.Locator(`#tasks-body tr[data-state="COMPLETED"]`).First()).ToBeVisible(
 		playwright.LocatorAssertionsToBeVisibleOptions{Timeout: playwright.Float(60000)}), "a task completes")
-	require.NoError(t, expect.Locator(page.Locator("#feed li.ev-llm").First()).ToBeVisible(), "LLM calls in the live feed")
+	require.NoError(t, page.Locator(`#nav a[data-nav="backends"]`).Click())
 	require.NoError(t, expect.Locator(page.Locator(`[data-backend="sima"] .bar`).First()).ToBeVisible(), "quota bars")
 
 	// A comment through the form: addressed if a module takes comments,
@@ -189,6 +189,7 @@ func TestEndToEndBrowser(t *testing.T) {
 			commenter = m.Name
 		}
 	}
+	require.NoError(t, page.Locator(`#nav a[data-nav="document"]`).Click())
 	if commenter == "" {
 		require.NoError(t, page.Locator("#comment-section").Fill("intro"))
 		require.NoError(t, page.Locator("#comment-text").Fill("Please explain why there is no plane of order 6."))
@@ -206,6 +207,7 @@ func TestEndToEndBrowser(t *testing.T) {
 		require.NoError(t, page.Locator("#comment-text").Fill("Please explain why there is no plane of order 6."))
 		require.NoError(t, page.Locator("#comment-form button[type=submit]").Click())
 		require.NoError(t, expect.Locator(page.Locator("#comment-result")).ToHaveClass("result ok"))
+		require.NoError(t, page.Locator(`#nav a[data-nav="tasks"]`).Click())
 		addressed := page.Locator(`#tasks-body tr[data-task-type="address_comment"][data-state="COMPLETED"]`)
 		require.NoError(t, expect.Locator(addressed.First()).ToBeVisible(
 			playwright.LocatorAssertionsToBeVisibleOptions{Timeout: playwright.Float(90000)}), "the comment is addressed by %s", commenter)
@@ -214,8 +216,10 @@ func TestEndToEndBrowser(t *testing.T) {
 	// Pause the backend from its card: running work stops at its next
 	// request and the queue holds still, so the cancel below has a task
 	// that waits.
+	require.NoError(t, page.Locator(`#nav a[data-nav="backends"]`).Click())
 	require.NoError(t, page.Locator(`[data-backend="sima"] button[data-action="pause"]`).Click())
 	require.NoError(t, expect.Locator(page.Locator(`[data-backend="sima"]`)).ToHaveAttribute("data-state", "paused"))
+	require.NoError(t, page.Locator(`#nav a[data-nav="tasks"]`).Click())
 	require.NoError(t, expect.Locator(page.Locator(`#tasks-body tr[data-state="RUNNING"]`)).ToHaveCount(0,
 		playwright.LocatorAssertionsToHaveCountOptions{Timeout: playwright.Float(30000)}))
 	waiting := page.Locator(`#tasks-body tr[data-state="PENDING"], #tasks-body tr[data-state="PAUSED"]`).First()
@@ -224,11 +228,15 @@ func TestEndToEndBrowser(t *testing.T) {
 	require.NoError(t, err)
 	row := page.Locator(fmt.Sprintf(`#tasks-body tr[data-task-id=%q]`, id))
 	require.NoError(t, row.Locator("button.cancel-btn").Click())
+	require.NoError(t, page.Locator("#confirm-reason").Fill("not needed any more"))
+	require.NoError(t, page.Locator("#confirm-yes").Click())
 	require.NoError(t, expect.Locator(row).ToHaveAttribute("data-state", "CANCELLED"), "task %s cancelled from the page", id)
 	require.NoError(t, expect.Locator(page.Locator("#tasks-result")).ToContainText(id+": cancelled"))
+	require.NoError(t, page.Locator(`#nav a[data-nav="overview"]`).Click())
 	require.NoError(t, expect.Locator(page.Locator("#feed li").Filter(playwright.LocatorFilterOptions{HasText: "cancelled " + id}).First()).ToBeVisible())
 
 	// The conversation of a finished task opens from its id.
+	require.NoError(t, page.Locator(`#nav a[data-nav="tasks"]`).Click())
 	require.NoError(t, page.Locator(`#tasks-body tr[data-state="COMPLETED"] td.id a`).First().Click())
 	require.NoError(t, expect.Locator(page.Locator("#task-detail .msg.assistant").First()).ToBeVisible())
 

@@ -54,7 +54,7 @@ func TestDocumentRendersMathInChromium(t *testing.T) {
 			cspErrs = append(cspErrs, m.Text())
 		}
 	})
-	_, err = page.Goto(srv.URL + "/")
+	_, err = page.Goto(srv.URL + "/#/document")
 	require.NoError(t, err)
 	_, err = page.WaitForFunction("() => window.fanoMarkdown && window.katex", nil)
 	require.NoError(t, err)
