@@ -137,7 +137,22 @@ func TestPanelViewsInChromium(t *testing.T) {
 	assert.NotContains(t, page.URL(), "token=")
 	visible("#view-overview #running li[data-task-id]")
 	visible(`#backend-summary [data-backend-summary="simA"]`)
+
+	// A running task's view follows it live, from its running request to
+	// its end, with no reload.
+	require.NoError(t, page.Locator(fmt.Sprintf(`#running li[data-task-id=%q] a`, q0)).Click())
+	require.NoError(t, expect.Locator(page.Locator("#task-state")).ToHaveAttribute("data-state", "RUNNING"))
+	require.NoError(t, expect.Locator(page.Locator(`.timeline tr[data-step="request"]`)).ToHaveCount(1))
+	_, err = page.Evaluate(`() => { window.__sameDocument = true; }`)
+	require.NoError(t, err)
 	f.drive("q0 completed", f.is(q0, pb.TaskState_TASK_STATE_COMPLETED))
+	require.NoError(t, expect.Locator(page.Locator("#task-state")).ToHaveAttribute("data-state", "COMPLETED"))
+	require.NoError(t, expect.Locator(page.Locator(`.timeline tr[data-step="completed"]`)).ToHaveCount(1))
+	same, err := page.Evaluate(`() => window.__sameDocument === true`)
+	require.NoError(t, err)
+	assert.Equal(t, true, same, "updated in place, not reloaded")
+	_, err = page.GoBack()
+	require.NoError(t, err)
 	require.NoError(t, expect.Locator(page.Locator(`[data-total="completed (24 h)"] b`)).ToHaveText("1"))
 	visible("#feed li.ev-llm")
 	feed, err := page.Locator("#feed").TextContent()
@@ -145,6 +160,7 @@ func TestPanelViewsInChromium(t *testing.T) {
 	assert.NotContains(t, feed, "undefined")
 	assert.Contains(t, feed, "turn 1")
 	shot("overview.png")
+	checkContrast(t, page, "overview")
 
 	// Dates: ISO 8601 in the person's zone (Berlin: +01:00 in March),
 	// UTC on hover.
@@ -176,6 +192,7 @@ func TestPanelViewsInChromium(t *testing.T) {
 	require.NoError(t, expect.Page(page).ToHaveURL(base+"/#/tasks?state=COMPLETED"))
 	require.NoError(t, expect.Locator(page.Locator("#tasks-body tr")).ToHaveCount(1))
 	shot("tasks.png")
+	checkContrast(t, page, "tasks")
 
 	// Task: its timeline and its conversation rendered as the document.
 	require.NoError(t, page.Locator(fmt.Sprintf(`#tasks-body tr[data-task-id=%q] td.id a`, q0)).Click())
@@ -187,6 +204,7 @@ func TestPanelViewsInChromium(t *testing.T) {
 	assert.Contains(t, answer, "1.0 s", "its duration")
 	visible("#task-detail .msg.assistant .msg-body")
 	shot("task.png")
+	checkContrast(t, page, "task")
 	_, err = page.GoBack()
 	require.NoError(t, err)
 	require.NoError(t, expect.Page(page).ToHaveURL(base+"/#/tasks?state=COMPLETED"), "back to the list as it was")
@@ -201,6 +219,7 @@ func TestPanelViewsInChromium(t *testing.T) {
 	row := page.Locator(fmt.Sprintf(`#tasks-body tr[data-task-id=%q]`, doomed))
 	require.NoError(t, expect.Locator(row.Locator(".task-error")).ToContainText("the order-10 check found no plane yet"))
 	shot("tasks-failed.png")
+	checkContrast(t, page, "tasks-failed")
 	f.notebook.healed.Store(true)
 	require.NoError(t, row.Locator("button.retry-btn").Click())
 	require.NoError(t, expect.Locator(page.Locator("#tasks-result")).ToHaveText(doomed+": back in the queue"))
@@ -241,17 +260,20 @@ func TestPanelViewsInChromium(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []any{"fano: low disk | free disk space 1.00 GB is below the minimum 5.00 GB\nTo do: " + healthActions["low_disk"]}, notes)
 	shot("alerts-open.png")
+	checkContrast(t, page, "alerts-open")
 	f.clock.Advance(time.Minute)
 	f.publishAlert("low_disk", "free disk space 6.00 GB is back above the minimum 5.00 GB", true)
 	require.NoError(t, expect.Locator(alertRow).ToHaveAttribute("data-open", "false"))
 	require.NoError(t, expect.Locator(alertRow).ToContainText("back above the minimum"))
 	require.NoError(t, expect.Locator(page.Locator("#alert-count")).Not().ToBeVisible())
 	shot("alerts.png")
+	checkContrast(t, page, "alerts")
 
 	// Backends.
 	require.NoError(t, page.Locator(`#nav a[data-nav="backends"]`).Click())
 	visible(`[data-backend="simA"] .bar`)
 	shot("backends.png")
+	checkContrast(t, page, "backends")
 
 	// Document: math rendered, a comment on a section where it stands.
 	require.NoError(t, page.Locator(`#nav a[data-nav="document"]`).Click())
@@ -262,6 +284,7 @@ func TestPanelViewsInChromium(t *testing.T) {
 	require.NoError(t, form.Locator("button[type=submit]").Click())
 	require.NoError(t, expect.Locator(form.Locator(".result")).ToHaveText("Comment added: notebook addresses it first."))
 	shot("document.png")
+	checkContrast(t, page, "document")
 	require.NoError(t, page.Locator(`#document form.inline-comment button.secondary`).Click())
 	require.NoError(t, expect.Locator(page.Locator("#document")).ToContainText("comment: Say why there is no plane of order 6.",
 		playwright.LocatorAssertionsToContainTextOptions{Timeout: playwright.Float(15000)}))
@@ -289,6 +312,7 @@ func TestPanelViewsInChromium(t *testing.T) {
 	require.NoError(t, expect.Page(page).ToHaveURL(base+"/#/history?hours=24"))
 	require.NoError(t, expect.Locator(page.Locator("#view-history .uplot")).ToHaveCount(4))
 	shot("history.png")
+	checkContrast(t, page, "history")
 
 	// 800 px: nothing wider than the window, rows one line high.
 	require.NoError(t, page.SetViewportSize(800, 900))
@@ -325,6 +349,7 @@ func TestPanelViewsInChromium(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "rgb(17, 20, 24)", bg)
 	shot("overview-dark.png")
+	checkContrast(t, page, "overview-dark")
 	require.NoError(t, page.EmulateMedia(playwright.PageEmulateMediaOptions{ColorScheme: playwright.ColorSchemeLight}))
 
 	// The simulation report: linked from the panel, styled like it, with
@@ -344,6 +369,7 @@ func TestPanelViewsInChromium(t *testing.T) {
 	require.NoError(t, expect.Locator(page.Locator(".uplot")).ToHaveCount(3))
 	require.NoError(t, expect.Locator(page.Locator("#sim-quota .u-legend")).ToContainText("claude"))
 	shot("simulation.png")
+	checkContrast(t, page, "simulation")
 	require.NoError(t, page.Locator(`#nav a[href="/#/history"]`).Click())
 	require.NoError(t, expect.Locator(page.Locator("#view-history .uplot")).ToHaveCount(4), "back to the panel from the simulation page")
 
@@ -367,6 +393,55 @@ func TestPanelViewsInChromium(t *testing.T) {
 	require.NoError(t, expect.Locator(page.Locator("#orch-state")).ToHaveText("running"))
 
 	assert.Empty(t, *errs, "no script errors in the page")
+}
+
+// contrastFailures lists the visible texts of the page whose colour
+// contrast with their background is below WCAG AA (4.5:1; 3:1 for large
+// text), computed in the page from the styles as drawn.
+const contrastFailures = `() => {
+  const rgb = (s) => { const m = s.match(/[\d.]+/g); return m ? m.map(Number) : [0, 0, 0, 0]; };
+  const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const blend = (top, under) => { const a = top.length > 3 ? top[3] : 1; return [0, 1, 2].map((i) => top[i] * a + under[i] * (1 - a)); };
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if ((c.length > 3 ? c[3] : 1) > 0) layers.push(c);
+      if ((c.length > 3 ? c[3] : 1) >= 1) break;
+    }
+    let under = [255, 255, 255];
+    for (let i = layers.length - 1; i >= 0; i--) under = blend(layers[i], under);
+    return under;
+  };
+  const out = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (!n.textContent.trim()) continue;
+    const el = n.parentElement;
+    if (!el || el.closest(".katex, .u-legend .u-marker, canvas") || !el.getClientRects().length) continue;
+    const st = getComputedStyle(el);
+    if (st.visibility === "hidden" || parseFloat(st.opacity) === 0) continue;
+    let faded = false;
+    for (let e = el; e; e = e.parentElement) if (parseFloat(getComputedStyle(e).opacity) < 1 || e.closest("body.offline main")) { faded = true; break; }
+    if (faded) continue; // greyed on purpose: fano is unreachable, or a disabled button
+    const bg = background(el);
+    const fg = blend(rgb(st.color), bg);
+    const l1 = lum(fg), l2 = lum(bg);
+    const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+    const size = parseFloat(st.fontSize), bold = parseInt(st.fontWeight, 10) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < need) out.push(n.textContent.trim().slice(0, 40) + " — " + ratio.toFixed(2) + ":1 (" + st.color + " on rgb(" + bg.map(Math.round).join(", ") + "))");
+  }
+  return [...new Set(out)];
+}`
+
+// checkContrast fails the test for every text below AA on the page.
+func checkContrast(t *testing.T, page playwright.Page, where string) {
+	t.Helper()
+	got, err := page.Evaluate(contrastFailures)
+	require.NoError(t, err)
+	assert.Empty(t, got, "texts below WCAG AA contrast (%s)", where)
 }
 
 func toFloat(v any) float64 {
