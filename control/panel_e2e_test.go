@@ -378,12 +378,21 @@ func TestPanelViewsInChromium(t *testing.T) {
 	_, err = page.Goto(base + "/#/")
 	require.NoError(t, err)
 	require.NoError(t, expect.Locator(page.Locator("#conn-state")).ToHaveAttribute("data-state", "live"))
+	_, err = page.WaitForFunction(`() => navigator.serviceWorker && navigator.serviceWorker.controller != null`, nil)
+	require.NoError(t, err, "the service worker keeps a copy of the page")
 	panel.stop()
 	require.NoError(t, expect.Locator(page.Locator("#conn-state")).ToHaveAttribute("data-state", "offline"))
 	require.NoError(t, expect.Locator(page.Locator("#conn-banner")).ToContainText("fano is not reachable since"))
 	require.NoError(t, expect.Locator(page.Locator("body")).ToHaveClass("offline"))
 	require.NoError(t, expect.Locator(page.Locator("#orch-state")).ToHaveText("unknown"))
 	shot("offline.png")
+	// A reload while fano is down shows the panel from its copy, saying
+	// since when fano has not answered, not the browser's error page.
+	_, err = page.Reload()
+	require.NoError(t, err)
+	require.NoError(t, expect.Locator(page.Locator("#conn-banner")).ToContainText("fano is not reachable since"))
+	require.NoError(t, expect.Locator(page.Locator(`#nav a[data-nav="alerts"]`)).ToBeVisible())
+	shot("offline-reloaded.png")
 	panel = startLivePanel(t, f, panel.addr)
 	t.Cleanup(func() { _ = panel.srv.Close() })
 	require.NoError(t, expect.Locator(page.Locator("#conn-state")).ToHaveAttribute("data-state", "live",

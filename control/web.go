@@ -23,15 +23,19 @@ func (s *Server) webHandler() http.Handler {
 	files := http.FileServerFS(sub)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch p := r.URL.Path; {
-		case p == "/", p == "/app.js", p == "/style.css", p == "/markdown.js", p == "/simulation.js":
+		case p == "/", p == "/app.js", p == "/style.css", p == "/markdown.js", p == "/simulation.js", p == "/sw.js":
 		case strings.HasPrefix(p, "/vendor/") && vendored(p):
 		default:
 			writeError(w, http.StatusNotFound, "not found: %s", r.URL.Path)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-cache")
+		if r.URL.Path == "/sw.js" {
+			// A service worker is for the page's own address only.
+			w.Header().Set("Service-Worker-Allowed", "/")
+		}
 		w.Header().Set("Content-Security-Policy",
-			"default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; font-src 'self'; img-src 'self' data:; connect-src 'self' ws: wss:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+			"default-src 'self'; script-src 'self'; style-src 'self'; style-src-attr 'unsafe-inline'; font-src 'self'; img-src 'self' data:; connect-src 'self' ws: wss:; worker-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 		files.ServeHTTP(w, r)
 	})
 }

@@ -874,14 +874,21 @@
   }
 
   // ---- connection: a stopped or unreachable fano greys the page and says
-  // since when; the page reconnects by itself.
+  // since when; the page reconnects by itself. The last moment fano
+  // answered is kept, so a page loaded while fano is down (from the
+  // service worker's copy) still says since when.
+  const LIVE_KEY = "fano.panel.lastLive";
   let offlineSince = null;
+  setInterval(() => { if (!offlineSince && ws && ws.readyState === WebSocket.OPEN) localStorage.setItem(LIVE_KEY, new Date().toISOString()); }, 5000);
   function setOffline(why) {
     const conn = $("conn-state");
     conn.textContent = "unreachable";
     conn.className = "badge bad";
     conn.dataset.state = "offline";
-    if (offlineSince == null) offlineSince = new Date();
+    if (offlineSince == null) {
+      const last = localStorage.getItem(LIVE_KEY);
+      offlineSince = last && !everLive ? new Date(last) : new Date();
+    }
     document.body.classList.add("offline");
     const b = $("conn-banner");
     b.hidden = false;
@@ -890,7 +897,10 @@
     $("orch-state").textContent = "unknown";
     $("orch-state").dataset.state = "unknown";
   }
+  let everLive = false; // this page has seen fano answer
   function setOnline() {
+    everLive = true;
+    localStorage.setItem(LIVE_KEY, new Date().toISOString());
     const conn = $("conn-state");
     conn.textContent = "live";
     conn.className = "badge good";
@@ -924,7 +934,7 @@
     };
     ws.onclose = (e) => {
       ws = null;
-      setOffline(e.reason === "fano is stopping" ? "fano stopped" : "the connection closed");
+      setOffline(e.reason === "fano is stopping" ? "fano stopped" : everLive ? "the connection closed" : "it does not answer");
       setTimeout(connect, backoff);
       backoff = Math.min(backoff * 2, 5000);
     };
@@ -947,6 +957,7 @@
     }
   }, 15000);
 
+  if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js").catch(() => { /* no copy for reloads: not fatal */ });
   route();
   connect();
 })();
