@@ -51,6 +51,8 @@ type fixture struct {
 	// notebook is the fixture's notebook module (read it only through
 	// its atomics: its host actor owns the rest).
 	notebook *notebook
+	// cond is the condition the backend says it is in (nil: ready).
+	cond *atomic.Pointer[gateway.Condition]
 }
 
 type fixtureOpts struct {
@@ -68,6 +70,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	log, err := wal.Open(filepath.Join(dir, "fano.db"), wal.Options{NoSync: true})
 	require.NoError(t, err)
 	nb := newNotebook()
+	cond := &atomic.Pointer[gateway.Condition]{}
 	clock := clockwork.NewFakeClockAt(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
 	be := sim.New(sim.Config{Name: "simA", Seed: 7, HourlyLimit: 1000, DeepDailyLimit: 5, Latency: simLatency}, clock)
 	logBuf := &syncBuffer{}
@@ -76,7 +79,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		Log: log, Clock: clock, Logger: logger,
 		Allocator: allocator.Config{BufferPercent: 10, Backends: []allocator.BackendConfig{
 			{Name: "simA", Kind: allocator.KindSim, HourlyLimit: 1000, DeepDailyLimit: 5, MaxConcurrency: 1}}},
-		Backends: []gateway.Backend{circuitBackend{be}},
+		Backends: []gateway.Backend{circuitBackend{be, cond}},
 		Modules: []modules.Module{
 			probe.New(probe.Config{Questions: []string{"q zero?", "q one?", "q two?"}, Turns: 2}),
 			nb,
@@ -86,7 +89,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 		Storage:      fo.storage,
 	})
 	require.NoError(t, err)
-	f := &fixture{t: t, clock: clock, sys: sys, backend: be, notices: make(chan actors.Notice, 10000), logBuf: logBuf, notebook: nb}
+	f := &fixture{t: t, clock: clock, sys: sys, backend: be, notices: make(chan actors.Notice, 10000), logBuf: logBuf, notebook: nb, cond: cond}
 	unsub := sys.Subscribe(func(n actors.Notice) {
 		select {
 		case f.notices <- n:
@@ -104,7 +107,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 			f.state(q1) == pb.TaskState_TASK_STATE_PENDING && f.state(q2) == pb.TaskState_TASK_STATE_PENDING
 	})
 	f.srv, err = New(Options{Sys: sys, Token: testToken, Logger: logger, DataDir: dir, ClientBuffer: fo.clientBuffer,
-		AllowedOrigins: fo.origins, Health: fo.health, Backends: []gateway.Backend{circuitBackend{be}},
+		AllowedOrigins: fo.origins, Health: fo.health, Backends: []gateway.Backend{circuitBackend{be, cond}},
 		WALStatsEvery: time.Nanosecond, Modules: fo.modules, AlertWebhook: fo.webhook})
 	require.NoError(t, err)
 	f.ts = httptest.NewServer(f.srv.Handler())
@@ -122,7 +125,19 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 
 // circuitBackend gives the sim backend a circuit state, as the gateway
 // hosts' breakers will.
-type circuitBackend struct{ *sim.Backend }
+type circuitBackend struct {
+	*sim.Backend
+	cond *atomic.Pointer[gateway.Condition] // what it says of itself; nil: ready
+}
+
+// Condition is what the backend says of itself (a login wall, say), as
+// browser backends do.
+func (c circuitBackend) Condition() gateway.Condition {
+	if p := c.cond.Load(); p != nil {
+		return *p
+	}
+	return gateway.Condition{State: gateway.StateReady}
+}
 
 func (circuitBackend) State() string { return "closed" }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"fano/gateway"
 	"fano/pb"
 )
 
@@ -316,3 +317,35 @@ func TestTaskTimeline(t *testing.T) {
 
 // testLogger logs to the test's output.
 func testLogger(t *testing.T) zerolog.Logger { return zerolog.New(zerolog.NewTestWriter(t)) }
+
+// A backend behind a login wall is an alert that needs a person, with the
+// command to run, posted to the webhook; once it takes work again the
+// alert is resolved. A panel started later has the same alerts (from the
+// archive), not twice.
+func TestBackendLoginAlertThroughTheSystem(t *testing.T) {
+	hook, got := hookServer(t)
+	f := newFixture(t, fixtureOpts{modules: []string{"probe", "notebook"}, webhook: Webhook{URL: hook.URL}})
+	<-f.srv.obs.done
+	f.cond.Store(&gateway.Condition{State: gateway.StateLogin, Reason: "the site shows its login page"})
+	f.sys.RecheckBackends("simA")
+	a := f.waitAlerts("the login alert", func(a Alerts) bool { return a.Open == 1 })
+	login := a.Alerts[0]
+	assert.Equal(t, "backend_login", login.Kind)
+	assert.Equal(t, "simA", login.Backend)
+	assert.Equal(t, "log in again: fano login simA", login.Action)
+	assert.True(t, login.Person)
+	assert.Contains(t, receive(t, got)["text"], "To do: log in again: fano login simA")
+
+	f.cond.Store(nil)
+	f.clock.Advance(time.Minute)
+	f.sys.RecheckBackends("simA")
+	a = f.waitAlerts("the login alert resolved", func(a Alerts) bool { return a.Open == 0 && len(a.Alerts) == 1 })
+	require.NotNil(t, a.Alerts[0].Resolved)
+	assert.Contains(t, receive(t, got)["text"], "Resolved: simA: login")
+
+	again, err := New(Options{Sys: f.sys, Token: testToken, Logger: testLogger(t), Modules: []string{"probe", "notebook"}})
+	require.NoError(t, err)
+	defer again.Close()
+	<-again.obs.done
+	assert.Equal(t, a, again.obs.alertList(false), "the same alerts after a restart of the panel")
+}
