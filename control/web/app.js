@@ -896,6 +896,7 @@
       el("span", { text: " (" + (why || "no answer") + "). What the page shows is as it was then; it reconnects by itself." }));
     $("orch-state").textContent = "unknown";
     $("orch-state").dataset.state = "unknown";
+    $("uptime").textContent = ""; // a frozen uptime would pass for a running fano
   }
   let everLive = false; // this page has seen fano answer
   function setOnline() {
