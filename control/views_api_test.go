@@ -349,3 +349,23 @@ func TestBackendLoginAlertThroughTheSystem(t *testing.T) {
 	<-again.obs.done
 	assert.Equal(t, a, again.obs.alertList(false), "the same alerts after a restart of the panel")
 }
+
+// A stuck task's alert is ended by how the monitor handled it; the
+// monitor's reconnect reports are no alerts of their own.
+func TestStuckTaskAlertEndsWhenHandled(t *testing.T) {
+	b := newAlertBook()
+	at := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC).UnixNano()
+	c := b.observeHealth(&pb.StateUpdate{Component: "health", UpdateType: "alert", At: at, Data: map[string]string{
+		"kind": "stuck_task", "message": "task t1 has been running for 3h0m0s; pausing it", "resolved": "false", "task_id": "t1", "action": "pause"}})
+	require.NotNil(t, c)
+	assert.Equal(t, "t1", c.Alert.TaskID)
+	assert.False(t, c.Alert.Person)
+	assert.Nil(t, b.observeHealth(&pb.StateUpdate{Component: "health", UpdateType: "reconnect", At: at, Data: map[string]string{
+		"kind": "no_llm", "message": "1 of 1 LLMs available", "resolved": "true"}}))
+	c = b.observeHealth(&pb.StateUpdate{Component: "health", UpdateType: "stuck_task", At: at + int64(time.Second), Data: map[string]string{
+		"kind": "stuck_task", "task_id": "t1", "action": "pause", "outcome": "paused"}})
+	require.NotNil(t, c)
+	assert.True(t, c.Resolved)
+	assert.Equal(t, "pause: paused", c.Alert.Resolution)
+	assert.Equal(t, 0, b.list(false).Open)
+}
