@@ -350,6 +350,14 @@ func TestPanelViewsInChromium(t *testing.T) {
 	assert.Equal(t, "rgb(17, 20, 24)", bg)
 	shot("overview-dark.png")
 	checkContrast(t, page, "overview-dark")
+	for _, v := range []string{"task/" + q0, "alerts", "backends", "document", "tasks?state=FAILED"} {
+		_, err = page.Goto(base + "/#/" + v)
+		require.NoError(t, err)
+		require.NoError(t, expect.Locator(page.Locator("#conn-state")).ToHaveAttribute("data-state", "live"))
+		require.NoError(t, page.WaitForLoadState(playwright.PageWaitForLoadStateOptions{State: playwright.LoadStateNetworkidle}))
+		checkContrast(t, page, "dark "+v)
+	}
+	shot("tasks-dark.png")
 	require.NoError(t, page.EmulateMedia(playwright.PageEmulateMediaOptions{ColorScheme: playwright.ColorSchemeLight}))
 
 	// The simulation report: linked from the panel, styled like it, with

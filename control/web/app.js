@@ -411,7 +411,8 @@
     const first = page.total ? page.offset + 1 : 0;
     $("tasks-count").textContent = page.total + (page.total === 1 ? " task" : " tasks") + (p.state || p.module || p.q ? (page.total === 1 ? " matches" : " match") : " in memory");
     $("tasks-count").dataset.total = String(page.total);
-    $("page-info").textContent = first + "–" + (page.offset + tasks.length) + " of " + page.total;
+    $("page-info").textContent = page.total ? first + "–" + (page.offset + tasks.length) + " of " + page.total : "";
+    if (!page.total) $("tasks-count").textContent = p.state || p.module || p.q ? "No task matches these filters." : "No tasks in memory.";
     const prev = $("page-prev"), next = $("page-next");
     prev.hidden = p.page <= 1;
     prev.href = tasksHash(Object.assign({}, p, { page: p.page - 1 }));
