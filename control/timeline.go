@@ -24,8 +24,8 @@ type Step struct {
 
 // Timeline limits: the tasks remembered and the steps per task.
 const (
-	timelineTasks = 2000
-	timelineSteps = 200
+	timelineTasks = 1000
+	timelineSteps = 100
 )
 
 // timelines keeps the recent tasks' steps, least recently touched
