@@ -78,3 +78,25 @@ func TestObserverCountsWALAndLiveEventsOnce(t *testing.T) {
 	assert.Equal(t, 3, v.Hours[0].Completed, "old, a (once) and b")
 	o.stop()
 }
+
+// A long timeline keeps how the task began and its latest steps, and says
+// how many it left out; the least recently touched task is forgotten
+// first.
+func TestTimelineBounds(t *testing.T) {
+	tl := newTimelines()
+	for i := 0; i < timelineSteps+50; i++ {
+		tl.observe(&pb.Event{At: at(10, 0) + int64(i), Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{TaskId: "long", Turn: int32(i)}}})
+	}
+	steps, dropped := tl.steps("long")
+	require.Len(t, steps, timelineSteps)
+	assert.Equal(t, 50, dropped)
+	assert.Equal(t, int32(1), steps[0].Turn, "the first step is kept")
+	assert.Equal(t, int32(timelineSteps+50), steps[len(steps)-1].Turn, "the latest step is kept")
+	for i := 0; i < timelineTasks; i++ {
+		tl.observe(&pb.Event{At: at(11, 0), Body: &pb.Event_TaskCompleted{TaskCompleted: &pb.TaskCompleted{TaskId: "t" + itoa(i)}}})
+	}
+	steps, _ = tl.steps("long")
+	assert.Nil(t, steps, "forgotten: least recently touched")
+	steps, _ = tl.steps("t0")
+	assert.Len(t, steps, 1)
+}
