@@ -337,8 +337,8 @@ func TestPanelViewsInChromium(t *testing.T) {
 		wide, err = page.Evaluate(`() => document.documentElement.scrollWidth`)
 		require.NoError(t, err)
 		assert.LessOrEqual(t, wide, 390, "no horizontal scroll on a phone (%q)", v)
+		shot("phone-" + map[string]string{"": "overview", "tasks": "tasks", "alerts": "alerts", "history": "history", "task/" + q0: "task"}[v] + ".png")
 	}
-	shot("phone-task.png")
 
 	// Dark mode follows the system.
 	require.NoError(t, page.SetViewportSize(1280, 900))
