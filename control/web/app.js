@@ -795,7 +795,9 @@
     charts[id] = new window.uPlot(o, data, box);
   }
 
+  let historyAt = 0; // when the charts were last drawn: events redraw them at most once a minute
   async function refreshHistory() {
+    historyAt = Date.now();
     const hours = parseInt(current.q.get("hours") || "336", 10);
     $("history-hours").value = String(hours);
     const h = await api("GET", "/api/history?hours=" + hours);
@@ -862,6 +864,7 @@
       refreshTimer = null;
       const p = [refreshStatus(), refreshAlerts()];
       if (current.view === "tasks") p.push(refreshTasks());
+      if (current.view === "history" && Date.now() - historyAt > 60000) p.push(refreshHistory());
       await Promise.all(p.map((x) => x.catch(() => {})));
     }, 250);
   }
