@@ -44,8 +44,10 @@ type History struct {
 	Hours    []HourFigures `json:"hours"`
 	Days     []DayFigures  `json:"days"`
 	// Complete is false while the panel is still reading the WAL for the
-	// hours before it started.
+	// hours before it started (Reading), or when that reading failed (the
+	// hours before the panel started are then partial).
 	Complete bool `json:"complete"`
+	Reading  bool `json:"reading,omitempty"`
 }
 
 // history counts events into UTC hours. It is plain data, not safe for

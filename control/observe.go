@@ -307,6 +307,7 @@ func (o *observer) historyView(hours int, backends []string) History {
 	defer o.mu.Unlock()
 	v := o.hist.view(o.now(), hours, backends)
 	v.Complete = o.complete || o.log == nil
+	v.Reading = o.replaying
 	return v
 }
 

@@ -801,7 +801,8 @@
     const hours = parseInt(current.q.get("hours") || "336", 10);
     $("history-hours").value = String(hours);
     const h = await api("GET", "/api/history?hours=" + hours);
-    $("history-note").textContent = (h.complete ? "" : "Still reading fano's log for the earlier hours… ") +
+    $("history-note").textContent = (h.complete ? "" : h.reading ? "Still reading fano's log for the earlier hours… " :
+      "fano's log could not be read to its end: the hours before the panel started may be short. ") +
       "From " + fmtTime(h.from) + " to " + fmtTime(h.to) + ". Hours are UTC hours.";
     const x = h.hours.map((f) => Date.parse(f.start) / 1000);
     chart("chart-requests", x, h.backends.map((b) => ({ label: b, values: h.hours.map((f) => f.requests[b] || 0) })), {});
