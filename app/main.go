@@ -80,6 +80,11 @@ type Options struct {
 	Observe func(owner string, e *pb.Event)
 	// DispatchOnTick: see actors.Options.DispatchOnTick (fano simulate).
 	DispatchOnTick bool
+	// Notices, if set, sees every notice the system publishes (alerts,
+	// backend states), from the first on: it is subscribed before the
+	// run services start, whose health monitor checks (and may alert) at
+	// once. It must not block.
+	Notices func(actors.Notice)
 }
 
 // Main is one fano run: Open, then Run until the context is done (or
@@ -202,6 +207,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	m.sys, m.started = sys, true
+	if o.Notices != nil {
+		sys.Subscribe(o.Notices) // ends with the system
+	}
 	stopReq, requestStop := stopRequests()
 	m.stopReq = stopReq
 	panelL := m.panelL

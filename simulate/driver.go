@@ -50,6 +50,11 @@ type Env struct {
 	// Turns lines up the calls of one instant: the starter has each
 	// backend's circuit breaker wait there (breaker.Config.Turn).
 	Turns *Turns
+	// Notices must see every notice the system publishes from the first
+	// on (the starter subscribes it before the health monitor's first
+	// check, which alerts at once on a full disk): the report lists the
+	// alerts.
+	Notices func(actors.Notice)
 }
 
 // Starter starts fano on the data directory (recovering what is there).
@@ -325,7 +330,16 @@ func (d *driver) start() error {
 	for _, b := range d.backends {
 		b.Reopen()
 	}
-	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe, Turns: d.turns})
+	// Alerts are notices, not events: they come by subscription, from
+	// this fano's start until the driver stops or kills it.
+	var attached atomic.Bool
+	attached.Store(true)
+	notices := func(n actors.Notice) {
+		if attached.Load() {
+			d.col.update(n)
+		}
+	}
+	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe, Turns: d.turns, Notices: notices})
 	if err != nil {
 		return fmt.Errorf("simulate: start fano: %w", err)
 	}
@@ -334,9 +348,7 @@ func (d *driver) start() error {
 		// The disk is still full for the new process.
 		f.Storage().Failed(errDiskFull, 1, d.clock.Now())
 	}
-	// Alerts are notices, not events: they come by subscription (none
-	// is raised before the first step).
-	d.unsub = f.System().Subscribe(d.col.update)
+	d.unsub = func() { attached.Store(false) }
 	d.decided = progress{}
 	return nil
 }

@@ -359,7 +359,7 @@ func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
 		},
 		// A simulation's WAL need not survive a power cut: no fsync.
 		WAL:     func(o *wal.Options) { o.NoSync = true },
-		Console: "off", NoPanel: true, NoBackups: true, Disk: env.DiskFree, Observe: env.Observe,
+		Console: "off", NoPanel: true, NoBackups: true, Disk: env.DiskFree, Observe: env.Observe, Notices: env.Notices,
 		// One seed, one report: tasks start at ticks, not in the order
 		// concurrent messages happened to reach the scheduler.
 		DispatchOnTick: true,
