@@ -187,7 +187,7 @@ func TestPIDFileLiveRefusedStaleTakenOver(t *testing.T) {
 	_, errOut, err := runQuick(t, "run", "--config", cfg, "--data-dir", dataDir)
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "the second fano must fail: %v", err)
-	require.Contains(t, errOut, fmt.Sprintf("in use by pid %d", r.cmd.Process.Pid))
+	require.Contains(t, errOut, fmt.Sprintf("data directory %s is in use by another fano (pid %d)", dataDir, r.cmd.Process.Pid))
 	_, err = r.stop(syscall.SIGTERM)
 	require.NoError(t, err)
 
