@@ -412,6 +412,16 @@ func (s *Services) collector() *metrics.Collector {
 // while it runs, read at each request.
 type panelHealth struct{ s *Services }
 
+// Blocked is what keeps fano from doing any work, as the health
+// monitor's last check found (control.Readiness).
+func (p panelHealth) Blocked() []string {
+	o := p.s.ops.Load()
+	if o == nil {
+		return nil
+	}
+	return o.health.Status().Blocked
+}
+
 func (p panelHealth) Health() any {
 	o := p.s.ops.Load()
 	if o == nil {
