@@ -199,16 +199,25 @@ func TestStatusAndTasksRunningAndStopped(t *testing.T) {
 	assert.NotContains(t, errOut, "RUNNING")
 }
 
-// readmeMatches checks the README's example of `fano status --json`
-// (stopped) against what the command printed: the same top-level keys,
-// and every key the example shows exists in the output.
+// readmeMatches checks the pages' example of `fano status --json`
+// (stopped; in README.md or docs/*.md, marked) against what the command
+// printed: the same top-level keys, and every key the example shows
+// exists in the output.
 func readmeMatches(t *testing.T, got map[string]any) {
 	t.Helper()
-	text, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
 	const marker = "<!-- README example: fano status --json (stopped) -->\n```json\n"
-	_, block, ok := strings.Cut(string(text), marker)
-	require.True(t, ok, "README: no %q", marker)
+	var block string
+	found := 0
+	for _, f := range docFiles(t) {
+		text, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if _, b, ok := strings.Cut(string(text), marker); ok {
+			block = b
+			found++
+		}
+	}
+	require.Equal(t, 1, found, "README.md and docs/*.md: one %q", marker)
+	var ok bool
 	block, _, ok = strings.Cut(block, "\n```")
 	require.True(t, ok)
 	var example map[string]any
