@@ -28,8 +28,8 @@ import (
 	"fano/wal"
 )
 
-// Operating fano (issue 8): the run service that keeps the health monitor
-// (§9.2), the 24-hour metrics (§10.2), the per-request trace log and the
+// Operating fano: the run service that keeps the health monitor, the
+// 24-hour metrics, the per-request trace log and the
 // console heartbeat; the SIGUSR1 state dump; and the figures `fano status`
 // and the control panel show.
 

@@ -1,4 +1,4 @@
-// Package health is fano's health monitor (spec §9.2): every
+// Package health is fano's health monitor: every
 // check_interval it looks for tasks RUNNING longer than the stuck
 // threshold (reported) and the stuck timeout (handled), for the moment no LLM backend is reachable, for free disk
 // space below the minimum and for a queue deeper than the maximum, and
@@ -36,7 +36,7 @@ const (
 	AlertStuckTask  = "stuck_task"
 )
 
-// Config tunes a Monitor. Zero fields take the spec's defaults, except
+// Config tunes a Monitor. Zero fields take the defaults, except
 // MinFreeBytes and MaxQueueDepth: 0 turns that check off.
 type Config struct {
 	CheckInterval  time.Duration // default 60 s

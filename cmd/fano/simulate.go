@@ -27,7 +27,7 @@ import (
 	"fano/wal"
 )
 
-// `fano simulate` (issue 16): days of operation on the virtual clock, with
+// `fano simulate`: days of operation on the virtual clock, with
 // a fault schedule, on the real actor tree, modules and WAL; every backend
 // is a simulated one with its config's limits.
 
