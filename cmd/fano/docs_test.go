@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -180,5 +181,23 @@ func TestCheckDocCommand(t *testing.T) {
 		err := checkDocCommand(root, shellWords(bad)[1:])
 		require.Error(t, err, bad)
 		require.Equal(t, why, err.Error(), bad)
+	}
+}
+
+// The README is read in five minutes, and the pages speak of fano, not of
+// how it was written: no session or round numbers, no commit ids.
+func TestPagesSpeakOfFano(t *testing.T) {
+	text, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	require.LessOrEqual(t, strings.Count(string(text), "\n"), 200, "README.md: at most 200 lines; the rest goes to docs/")
+	history := regexp.MustCompile(`(?i)\bsessions? \d|\brounds? \d|\bround \w+ of\b|\bcommit [0-9a-f]{7,40}\b|\b[0-9a-f]{7}[0-9a-f]*\b \(|\bissue #?\d`)
+	for _, f := range docFiles(t) {
+		text, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for i, line := range strings.Split(string(text), "\n") {
+			if m := history.FindString(line); m != "" {
+				t.Errorf("%s:%d: %q tells the history of the code: %s", strings.TrimPrefix(f, "../../"), i+1, m, line)
+			}
+		}
 	}
 }
