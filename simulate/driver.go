@@ -126,7 +126,7 @@ type driver struct {
 	fano     Fano
 	unsub    func()
 	col      *collector
-	diskFull atomic.Bool // read by the health monitor's goroutine
+	diskFull bool // the driver acted on a disk_full start, not yet on its end
 	faults   []Fault
 
 	sched *goroutineStates
@@ -344,7 +344,7 @@ func (d *driver) start() error {
 		return fmt.Errorf("simulate: start fano: %w", err)
 	}
 	d.fano = f
-	if d.diskFull.Load() {
+	if d.diskFull {
 		// The disk is still full for the new process.
 		f.Storage().Failed(errDiskFull, 1, d.clock.Now())
 	}
@@ -354,12 +354,25 @@ func (d *driver) start() error {
 }
 
 // diskFree is what the health monitor reads: plenty, but nothing while
-// the disk is full.
+// the schedule has the disk full at the virtual now. It reads the
+// schedule, not what the driver has acted on yet, so a check that runs at
+// the instant a disk_full fault starts or ends reads the same in every
+// run, however the OS orders the check and the driver.
 func (d *driver) diskFree(string) (uint64, error) {
-	if d.diskFull.Load() {
+	if d.diskFullAt(d.clock.Now()) {
 		return 0, nil
 	}
 	return 500 << 30, nil
+}
+
+// diskFullAt says whether a disk_full fault of the schedule lasts at t.
+func (d *driver) diskFullAt(t time.Time) bool {
+	for _, f := range d.faults {
+		if f.Kind == KindDiskFull && !t.Before(f.Start) && t.Before(f.End) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *driver) do(a action) error {
@@ -379,7 +392,7 @@ func (d *driver) do(a action) error {
 		d.col.event(now, a.fault.Kind, "", err)
 		return d.start()
 	case a.fault.Kind == KindDiskFull:
-		d.diskFull.Store(a.on)
+		d.diskFull = a.on
 		if a.on {
 			d.fano.Storage().Failed(errDiskFull, 1, now)
 		} else {
