@@ -80,6 +80,11 @@ type Options struct {
 	Observe func(owner string, e *pb.Event)
 	// DispatchOnTick: see actors.Options.DispatchOnTick (fano simulate).
 	DispatchOnTick bool
+	// Notices, if set, sees every notice the system publishes (alerts,
+	// backend states), from the first on: it is subscribed before the
+	// run services start, whose health monitor checks (and may alert) at
+	// once. It must not block.
+	Notices func(actors.Notice)
 }
 
 // Main is one fano run: Open, then Run until the context is done (or
@@ -166,6 +171,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Another fano on this data directory is the first thing to name:
+	// its panel holds the port too, and the port would be refused first.
+	if err := dataDirFree(m.cfg.DataDir, nil); err != nil {
+		return err
+	}
 	if err := preflight(m.cfg, o.NewBackend == nil); err != nil {
 		return err
 	}
@@ -178,7 +188,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.dbExisted = exists(filepath.Join(m.cfg.DataDir, "fano.db"))
 	d, err := OpenData(m.cfg, OpenOptions{Fresh: o.Fresh, Console: o.Console, ConsoleOut: o.ConsoleOut, Clock: m.clock, WAL: o.WAL})
 	if errors.Is(err, wal.ErrLocked) {
-		return fmt.Errorf("%w: another fano runs on this data directory; stop it first, or pass another --data-dir", err)
+		if ferr := dataDirFree(m.cfg.DataDir, err); ferr != nil {
+			return ferr
+		}
+		return &dataDirInUseError{dir: absDir(m.cfg.DataDir), err: err}
 	}
 	if err != nil {
 		return err
@@ -202,6 +215,9 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	m.sys, m.started = sys, true
+	if o.Notices != nil {
+		sys.Subscribe(o.Notices) // ends with the system
+	}
 	stopReq, requestStop := stopRequests()
 	m.stopReq = stopReq
 	panelL := m.panelL
@@ -507,4 +523,44 @@ func undoFailedStart(dataDir string, dirExisted, dbExisted bool) {
 	case !dbExisted:
 		_ = os.Remove(filepath.Join(dataDir, "fano.db"))
 	}
+}
+
+// dataDirFree refuses a data directory whose WAL another process holds,
+// naming the directory and the pid holding it; cause is the error that
+// found it locked (nil: this check).
+func dataDirFree(dir string, cause error) error {
+	held, pid := wal.Holder(filepath.Join(dir, "fano.db"), filepath.Join(dir, "fano.pid"))
+	if !held {
+		return nil
+	}
+	if cause == nil {
+		cause = wal.ErrLocked
+	}
+	return &dataDirInUseError{dir: absDir(dir), pid: pid, err: cause}
+}
+
+// dataDirInUseError is the refusal of a data directory another fano
+// runs on. It matches wal.ErrLocked with errors.Is.
+type dataDirInUseError struct {
+	dir string
+	pid int // 0: the holder's pid is not known
+	err error
+}
+
+func (e *dataDirInUseError) Error() string {
+	who := "another process"
+	if e.pid > 0 {
+		who = fmt.Sprintf("another fano (pid %d)", e.pid)
+	}
+	return fmt.Sprintf("data directory %s is in use by %s: stop it first, or pass another --data-dir", e.dir, who)
+}
+
+func (e *dataDirInUseError) Unwrap() error { return e.err }
+
+// absDir is dir made absolute where it can be, for messages.
+func absDir(dir string) string {
+	if a, err := filepath.Abs(dir); err == nil {
+		return a
+	}
+	return dir
 }

@@ -28,8 +28,8 @@ import (
 	"fano/wal"
 )
 
-// Operating fano (issue 8): the run service that keeps the health monitor
-// (§9.2), the 24-hour metrics (§10.2), the per-request trace log and the
+// Operating fano: the run service that keeps the health monitor, the
+// 24-hour metrics, the per-request trace log and the
 // console heartbeat; the SIGUSR1 state dump; and the figures `fano status`
 // and the control panel show.
 
@@ -411,6 +411,16 @@ func (s *Services) collector() *metrics.Collector {
 // panelHealth is the panel's health source: the ops service's status
 // while it runs, read at each request.
 type panelHealth struct{ s *Services }
+
+// Blocked is what keeps fano from doing any work, as the health
+// monitor's last check found (control.Readiness).
+func (p panelHealth) Blocked() []string {
+	o := p.s.ops.Load()
+	if o == nil {
+		return nil
+	}
+	return o.health.Status().Blocked
+}
 
 func (p panelHealth) Health() any {
 	o := p.s.ops.Load()

@@ -1,5 +1,5 @@
-// Package config is fano's configuration: the YAML schema of seeds/001 §11
-// (extended by DESIGN.md), its defaults, strict loading and validation.
+// Package config is fano's configuration: the YAML schema, its defaults,
+// strict loading and validation (docs/architecture.md, Configuration).
 //
 // Durations are plain integers whose unit is part of the field name
 // (timeout_seconds, tick_interval_ms). Relative paths are kept as written;
@@ -121,15 +121,15 @@ type StarvationPrevention struct {
 // ModuleWeights are the relative shares of the modules in the scheduler's
 // module-balance factor: a module counts as underserved (and its tasks
 // get the balance bonus) below 20% of the recent task starts scaled by its
-// weight over the mean weight; equal weights are the spec's plain 20%.
+// weight over the mean weight; equal weights give a plain 20%.
 type ModuleWeights struct {
 	Explorer   int `yaml:"explorer"`
 	Documenter int `yaml:"documenter"`
 	Researcher int `yaml:"researcher"`
 }
 
-// Consultation is the spec's optional periodic LLM consultation that
-// would adjust the module weights. It is not supported yet: enabled: true
+// Consultation is an optional periodic LLM consultation that would
+// adjust the module weights. It is not supported yet: enabled: true
 // is refused; llm is checked to name a backend.
 type Consultation struct {
 	Enabled         bool `yaml:"enabled"`
@@ -176,7 +176,7 @@ type Health struct {
 type LLM struct {
 	HourlyResetMinute int `yaml:"hourly_reset_minute"`
 	DailyResetHour    int `yaml:"daily_reset_hour"`
-	// QuotaBufferPercent of each quota is kept in reserve (spec: 10).
+	// QuotaBufferPercent of each quota is kept in reserve (default 10).
 	QuotaBufferPercent int               `yaml:"quota_buffer_percent"`
 	RateLimitRecovery  RateLimitRecovery `yaml:"rate_limit_recovery"`
 	CircuitBreaker     CircuitBreaker    `yaml:"circuit_breaker"`
@@ -458,7 +458,8 @@ func New() *Config {
 	}
 }
 
-// DefaultMaxRequestsPerTask returns the spec's per-task-type request budgets.
+// DefaultMaxRequestsPerTask returns the default request budget of each
+// task type.
 func DefaultMaxRequestsPerTask() map[string]int {
 	return map[string]int{
 		"exploration":         20,

@@ -9,7 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// The spec's §11 example file uses three keys fano's schema does not have.
+// The older config layout has three keys fano's schema does not have.
 // Load refuses them with a message saying why and what they become;
 // Migrate converts a file that has them into fano's schema.
 const (
@@ -18,11 +18,12 @@ const (
 	specWALDir        = "orchestrator.state.wal_dir"
 )
 
-// whyNoStateDirs is why the spec's two state directories have no
+// whyNoStateDirs is why the older layout's two state directories have no
 // equivalent: one bbolt file holds both.
 const whyNoStateDirs = "fano keeps its WAL and its checkpoints together in one file, <data_dir>/fano.db; set data_dir (default ./fano-data) to choose where"
 
-// specKeyMessage is Load's message for a §11 key, or "" when path is not one.
+// specKeyMessage is Load's message for a key of the older layout, or ""
+// when path is not one.
 func specKeyMessage(path string) string {
 	switch path {
 	case specQuotas:
@@ -63,8 +64,7 @@ type Migration struct {
 	Config  *Config  // the new file, loaded and validated
 }
 
-// Migrate converts a config file in the layout of the spec's §11 example
-// into fano's schema: llm.quotas becomes the quotas of backends (a backend
+// Migrate converts a config file in the older layout into fano's schema: llm.quotas becomes the quotas of backends (a backend
 // the file does not define becomes a browser backend with the site profile
 // of its name), and the state directories are dropped. The result must
 // load: every remaining problem is returned as Errors naming the line of

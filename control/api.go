@@ -197,12 +197,25 @@ func jsonProblem(err error) error {
 	return fmt.Errorf("bad JSON: %v", err)
 }
 
-// handleHealthz answers 503 while the WAL cannot be written: a
-// supervisor's probe sees a fano that makes no progress.
+// handleHealthz answers 503 with the reason whenever fano cannot do its
+// work: the WAL cannot be written, or the health monitor holds work back
+// (free disk below the minimum, no LLM able to take work). A monitor
+// polling it sees a fano that makes no progress, not only a dead one.
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	var reasons []string
 	if since, err := s.sys.StorageFault(); err != nil {
+		reasons = append(reasons, fmt.Sprintf("WAL writes fail since %s: %v", since.UTC().Format(time.RFC3339), err))
+	}
+	if rd, ok := s.opts.Health.(Readiness); ok {
+		for _, b := range rd.Blocked() {
+			if len(reasons) == 0 || !strings.HasPrefix(b, "WAL writes fail") {
+				reasons = append(reasons, b)
+			}
+		}
+	}
+	if len(reasons) > 0 {
 		writeJSON(w, http.StatusServiceUnavailable, Healthz{Status: "unhealthy", Service: "fano", DataDir: s.opts.DataDir,
-			Reason: fmt.Sprintf("WAL writes fail since %s: %v", since.UTC().Format(time.RFC3339), err)})
+			Reason: strings.Join(reasons, "; ")})
 		return
 	}
 	writeJSON(w, http.StatusOK, Healthz{Status: "ok", Service: "fano", DataDir: s.opts.DataDir})

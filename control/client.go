@@ -27,6 +27,7 @@ type Client struct {
 type APIError struct {
 	Status  int
 	Message string
+	body    []byte // the answer as sent (Healthz reads a 503's body)
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -97,9 +98,9 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	if resp.StatusCode >= 300 {
 		var e apiError
 		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return &APIError{Status: resp.StatusCode, Message: e.Error}
+			return &APIError{Status: resp.StatusCode, Message: e.Error, body: data}
 		}
-		return &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
+		return &APIError{Status: resp.StatusCode, Message: fmt.Sprintf("%s %s: %s", method, path, resp.Status), body: data}
 	}
 	if out == nil {
 		return nil
@@ -120,7 +121,11 @@ func (c *Client) Healthz(ctx context.Context) (Healthz, error) {
 	err := c.do(ctx, http.MethodGet, "/healthz", nil, &h)
 	var apiErr *APIError
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable {
-		// A fano whose WAL writes fail answers 503: it is running.
+		// A fano that cannot work (WAL writes fail, low disk) answers
+		// 503 with its data directory and the reason: it is running.
+		if json.Unmarshal(apiErr.body, &h) == nil && h.Service == "fano" {
+			return h, nil
+		}
 		return Healthz{Status: "unhealthy", Service: "fano", Reason: apiErr.Message}, nil
 	}
 	if err == nil && h.Service != "fano" {

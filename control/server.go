@@ -40,6 +40,14 @@ type HealthSource interface {
 	Health() any
 }
 
+// Readiness is a HealthSource that also says what keeps fano from doing
+// any work now (low disk, failing WAL writes, no LLM able to take work);
+// none: it can work. /healthz answers 503 with those reasons. Blocked
+// must be safe for concurrent use.
+type Readiness interface {
+	Blocked() []string
+}
+
 // Options configures a Server.
 type Options struct {
 	// Sys is the running system the panel shows and steers (required).

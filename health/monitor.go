@@ -1,4 +1,4 @@
-// Package health is fano's health monitor (spec §9.2): every
+// Package health is fano's health monitor: every
 // check_interval it looks for tasks RUNNING longer than the stuck
 // threshold (reported) and the stuck timeout (handled), for the moment no LLM backend is reachable, for free disk
 // space below the minimum and for a queue deeper than the maximum, and
@@ -36,7 +36,7 @@ const (
 	AlertStuckTask  = "stuck_task"
 )
 
-// Config tunes a Monitor. Zero fields take the spec's defaults, except
+// Config tunes a Monitor. Zero fields take the defaults, except
 // MinFreeBytes and MaxQueueDepth: 0 turns that check off.
 type Config struct {
 	CheckInterval  time.Duration // default 60 s
@@ -176,6 +176,12 @@ type Status struct {
 	QueueDepth    int `json:"queue_depth"`
 	MaxQueueDepth int `json:"max_queue_depth"`
 
+	// Blocked lists what keeps fano from doing any work now: free disk
+	// below the minimum, WAL writes failing, no LLM backend able to take
+	// work. Empty: fano can work (it is ready). /healthz answers 503
+	// with these reasons while there are any.
+	Blocked []string `json:"blocked"`
+
 	DiskFreeBytes    uint64 `json:"disk_free_bytes"`
 	MinDiskFreeBytes uint64 `json:"min_disk_free_bytes"`
 	DiskError        string `json:"disk_error,omitempty"`
@@ -195,7 +201,9 @@ type Monitor struct {
 	handled   map[string]time.Time // task id -> the run start already handled
 
 	lowDisk, diskErr, queueHigh, noLLM bool
-	reconnectArmed                     bool
+	// Why work is blocked, by cause ("" while it is not): see Status.Blocked.
+	blockedDisk, blockedStorage, blockedLLM string
+	reconnectArmed                          bool
 	// intakeHeld: new work was held back before the first reading (see
 	// ServiceOptions.IntakeHeld); cleared by the first reading.
 	intakeHeld bool
@@ -212,7 +220,7 @@ func New(cfg Config) *Monitor {
 		firstSeen: map[string]time.Time{},
 		handled:   map[string]time.Time{},
 		status: Status{
-			Healthy: true, Issues: []string{}, CheckInterval: cfg.CheckInterval.String(),
+			Healthy: true, Issues: []string{}, Blocked: []string{}, CheckInterval: cfg.CheckInterval.String(),
 			StuckThreshold: cfg.StuckThreshold.String(), StuckTimeout: cfg.StuckTimeout.String(), StuckAction: cfg.StuckAction,
 			MaxQueueDepth: cfg.MaxQueueDepth, MinDiskFreeBytes: cfg.MinFreeBytes,
 		},
@@ -333,7 +341,9 @@ func (m *Monitor) Check(s Sample) Plan {
 			Message: fmt.Sprintf("%d of %d LLMs available again after %s", st.LLMsAvailable, st.LLMsTotal, round(now.Sub(st.NoLLMSince)))})
 		st.NoLLMSince = time.Time{}
 	}
+	m.blockedLLM = ""
 	if noLLM {
+		m.blockedLLM = fmt.Sprintf("no LLM backend can take work (%s)", strings.Join(down, "; "))
 		issues = append(issues, fmt.Sprintf("no LLMs available (%d configured)", st.LLMsTotal))
 		if !m.reconnectArmed {
 			m.reconnectArmed = true
@@ -374,8 +384,11 @@ func (m *Monitor) Check(s Sample) Plan {
 				Data:    map[string]string{"free_bytes": fmt.Sprint(s.DiskFree), "min_bytes": fmt.Sprint(m.cfg.MinFreeBytes)}})
 		}
 		m.intakeHeld = false
+		m.blockedDisk = ""
 		if low {
 			issues = append(issues, fmt.Sprintf("low disk space: %s free, minimum %s", bytesOf(s.DiskFree), bytesOf(m.cfg.MinFreeBytes)))
+			m.blockedDisk = fmt.Sprintf("free disk space %s is below the minimum %s (orchestrator.health.min_disk_space_gb): no new work starts",
+				bytesOf(s.DiskFree), bytesOf(m.cfg.MinFreeBytes))
 		}
 	}
 	st.IntakeStopped = m.lowDisk
@@ -398,9 +411,12 @@ func (m *Monitor) Check(s Sample) Plan {
 		issues = append(issues, fmt.Sprintf("high queue depth (%d, maximum %d)", s.QueueDepth, m.cfg.MaxQueueDepth))
 	}
 
+	m.blockedStorage = ""
 	if s.StorageErr != nil {
 		issues = append(issues, fmt.Sprintf("WAL writes fail (%v): no new work starts until they succeed", s.StorageErr))
+		m.blockedStorage = fmt.Sprintf("WAL writes fail (%v): no work is done until they succeed", s.StorageErr)
 	}
+	m.setBlocked()
 
 	sort.Strings(issues)
 	if issues == nil {
@@ -438,6 +454,8 @@ func (m *Monitor) Reconnected(at time.Time, backends []Backend) []Alert {
 		return nil
 	}
 	m.noLLM = false
+	m.blockedLLM = ""
+	m.setBlocked()
 	since := st.NoLLMSince
 	st.NoLLMSince = time.Time{}
 	var issues []string
@@ -455,6 +473,17 @@ func (m *Monitor) Reconnected(at time.Time, backends []Backend) []Alert {
 		Message: fmt.Sprintf("reconnected: %d of %d LLMs available after %s", n, len(backends), round(at.Sub(since)))}}
 }
 
+// setBlocked sets Status.Blocked from the causes raised.
+func (m *Monitor) setBlocked() {
+	b := []string{}
+	for _, r := range []string{m.blockedDisk, m.blockedStorage, m.blockedLLM} {
+		if r != "" {
+			b = append(b, r)
+		}
+	}
+	m.status.Blocked = b
+}
+
 // StuckDone records how a stuck run's handling ended.
 func (m *Monitor) StuckDone(t StuckTask) {
 	m.status.StuckHandled++
@@ -468,6 +497,7 @@ func (m *Monitor) StuckDone(t StuckTask) {
 func (m *Monitor) Status() Status {
 	st := m.status
 	st.Issues = append([]string(nil), st.Issues...)
+	st.Blocked = append([]string{}, st.Blocked...)
 	st.Backends = append([]Backend(nil), st.Backends...)
 	st.RecentStuck = append([]StuckTask(nil), st.RecentStuck...)
 	return st

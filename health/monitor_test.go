@@ -300,3 +300,40 @@ func TestStuckTimeoutFromConfig(t *testing.T) {
 	require.Equal(t, 5*time.Hour, got.StuckTimeout)
 	require.Equal(t, 2*time.Hour, New(Config{StuckThreshold: 2 * time.Hour, StuckTimeout: time.Hour}).Config().StuckTimeout)
 }
+
+// Blocked lists what keeps fano from any work (low disk, failing WAL
+// writes, no LLM able to take work) and nothing else: a stuck task or a
+// deep queue is an issue, not a block, and every backend waiting for its
+// quota is full use.
+func TestBlockedIsWhatStopsAllWork(t *testing.T) {
+	m := New(Config{MinFreeBytes: 1e9, MaxQueueDepth: 1, StuckThreshold: time.Hour})
+	m.Observe(started("x", t0))
+	s := sample(t0.Add(2*time.Hour), "x")
+	s.QueueDepth = 5
+	m.Check(s)
+	require.False(t, m.Status().Healthy)
+	require.Empty(t, m.Status().Blocked, "a stuck task and a deep queue do not stop work")
+
+	s = sample(t0.Add(3 * time.Hour))
+	s.Backends = []Backend{{Name: "a", Healthy: true, State: "rate_limited"}}
+	m.Check(s)
+	require.Empty(t, m.Status().Blocked, "waiting for quota is full use")
+
+	s = sample(t0.Add(4 * time.Hour))
+	s.DiskFree = 1e6
+	s.StorageErr = errors.New("no space left on device")
+	s.Backends = []Backend{{Name: "a", Error: "connection refused"}}
+	m.Check(s)
+	b := m.Status().Blocked
+	require.Len(t, b, 3, "%q", b)
+	require.Contains(t, b[0], "below the minimum")
+	require.Contains(t, b[0], "min_disk_space_gb")
+	require.Contains(t, b[1], "no space left on device")
+	require.Contains(t, b[2], "no LLM backend can take work (a: ")
+
+	m.Reconnected(t0.Add(4*time.Hour+time.Minute), healthy("a"))
+	require.Len(t, m.Status().Blocked, 2, "the LLM is back")
+	m.Check(sample(t0.Add(5 * time.Hour)))
+	require.Empty(t, m.Status().Blocked)
+	require.NotNil(t, m.Status().Blocked, "an empty list, not null, in JSON")
+}

@@ -1,7 +1,8 @@
 // Package logging sets up fano's zerolog logger — readable lines on a
 // terminal, JSON in <data-dir>/logs/fano.log — and bridges log/slog (which
-// protoactor-go logs through) into it. Event names follow spec §10.1:
-// {component}.{module}.{action}, in the "event" field.
+// protoactor-go logs through) into it. Event names are
+// {component}.{module}.{action}, in the "event" field, so a log can be
+// filtered by name.
 package logging
 
 import (

@@ -1,4 +1,4 @@
-// Package metrics keeps fano's operating figures (spec §10.2): 24-hour
+// Package metrics keeps fano's operating figures: 24-hour
 // rolling counts and averages of tasks, LLM requests, latencies, rate
 // limits and quota use, fed by the events the actor system applies, plus
 // gauges read at snapshot time (queue depth, memory, disk, WAL size).
@@ -18,7 +18,7 @@ import (
 	"fano/pb"
 )
 
-// DefaultWindow is the rolling window of the spec: 24 hours.
+// DefaultWindow is the rolling window: 24 hours.
 const DefaultWindow = 24 * time.Hour
 
 const bucketWidth = time.Minute

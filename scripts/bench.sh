@@ -6,7 +6,7 @@
 # with the test binary beside them, into BENCH_PROFILE_DIR (default
 # profiles/): <name>.cpu.pprof, <name>.mem.pprof, <name>.test, where <name>
 # is the package path with / as _ plus a number (e.g. actors_scheduler-2).
-# Read them with `go tool pprof` (README, Performance).
+# Read them with `go tool pprof` (docs/benchmarks.md, Profiles).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${BENCH_OUT:-bench.out}
@@ -50,7 +50,8 @@ run ./actors/ 'BenchmarkEndToEnd$|BenchmarkEndToEndMemoryLimit$|BenchmarkRecover
 # FANO_BENCH_BEFORE=<fano binary> runs that binary on the same workloads
 # first (a change against its before, same run). The API backend at 200
 # RPM (BenchmarkPipelineAPI200RPM, FANO_BENCH_API_ITEMS) takes minutes and
-# is run by hand; River beside fano: ../shared/peers/README.md.
+# is run by hand. River beside fano runs from its own harness, outside
+# this repository (docs/benchmarks.md).
 [ -d modules/pipeline/e2e ] && run ./modules/pipeline/e2e/ 'BenchmarkPipelineRun$|BenchmarkPipelineThreeSteps$' -benchtime 1x -timeout 30m
 echo
 go run ./scripts/benchtable < "$out"

@@ -382,6 +382,17 @@ func (c *collector) report() *Report {
 	r := &Report{Days: append([]DayReport(nil), c.days...), Alerts: append([]Alert(nil), c.alerts...),
 		Failed: append([]FailedTask(nil), c.failed...), Events: append([]FaultEvent(nil), c.events...),
 		Runtime: RuntimeFigures{Days: append([]RuntimeDay(nil), c.runtime...)}}
+	// Alerts raised at one instant by different goroutines (the health
+	// monitor's check, the storage watch) arrive in the order the OS ran
+	// them: within an instant they are listed in a fixed order instead.
+	sort.SliceStable(r.Alerts, func(i, j int) bool {
+		a, b := r.Alerts[i], r.Alerts[j]
+		if !a.At.Equal(b.At) {
+			return a.At.Before(b.At)
+		}
+		return strings.Join([]string{a.Component, a.Kind, a.Backend, a.State, a.Message, fmt.Sprint(a.Resolved)}, "\x00") <
+			strings.Join([]string{b.Component, b.Kind, b.Backend, b.State, b.Message, fmt.Sprint(b.Resolved)}, "\x00")
+	})
 	for _, name := range c.names {
 		bt := BackendTotals{Name: name, Kind: c.byName[name].Kind(), States: map[string]int{}}
 		for _, d := range r.Days {

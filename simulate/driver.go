@@ -50,6 +50,11 @@ type Env struct {
 	// Turns lines up the calls of one instant: the starter has each
 	// backend's circuit breaker wait there (breaker.Config.Turn).
 	Turns *Turns
+	// Notices must see every notice the system publishes from the first
+	// on (the starter subscribes it before the health monitor's first
+	// check, which alerts at once on a full disk): the report lists the
+	// alerts.
+	Notices func(actors.Notice)
 }
 
 // Starter starts fano on the data directory (recovering what is there).
@@ -121,7 +126,7 @@ type driver struct {
 	fano     Fano
 	unsub    func()
 	col      *collector
-	diskFull atomic.Bool // read by the health monitor's goroutine
+	diskFull bool // the driver acted on a disk_full start, not yet on its end
 	faults   []Fault
 
 	sched *goroutineStates
@@ -325,29 +330,49 @@ func (d *driver) start() error {
 	for _, b := range d.backends {
 		b.Reopen()
 	}
-	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe, Turns: d.turns})
+	// Alerts are notices, not events: they come by subscription, from
+	// this fano's start until the driver stops or kills it.
+	var attached atomic.Bool
+	attached.Store(true)
+	notices := func(n actors.Notice) {
+		if attached.Load() {
+			d.col.update(n)
+		}
+	}
+	f, err := d.o.Start(Env{Clock: d.clock, Backends: d.backends, DiskFree: d.diskFree, Observe: d.col.observe, Turns: d.turns, Notices: notices})
 	if err != nil {
 		return fmt.Errorf("simulate: start fano: %w", err)
 	}
 	d.fano = f
-	if d.diskFull.Load() {
+	if d.diskFull {
 		// The disk is still full for the new process.
 		f.Storage().Failed(errDiskFull, 1, d.clock.Now())
 	}
-	// Alerts are notices, not events: they come by subscription (none
-	// is raised before the first step).
-	d.unsub = f.System().Subscribe(d.col.update)
+	d.unsub = func() { attached.Store(false) }
 	d.decided = progress{}
 	return nil
 }
 
 // diskFree is what the health monitor reads: plenty, but nothing while
-// the disk is full.
+// the schedule has the disk full at the virtual now. It reads the
+// schedule, not what the driver has acted on yet, so a check that runs at
+// the instant a disk_full fault starts or ends reads the same in every
+// run, however the OS orders the check and the driver.
 func (d *driver) diskFree(string) (uint64, error) {
-	if d.diskFull.Load() {
+	if d.diskFullAt(d.clock.Now()) {
 		return 0, nil
 	}
 	return 500 << 30, nil
+}
+
+// diskFullAt says whether a disk_full fault of the schedule lasts at t.
+func (d *driver) diskFullAt(t time.Time) bool {
+	for _, f := range d.faults {
+		if f.Kind == KindDiskFull && !t.Before(f.Start) && t.Before(f.End) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *driver) do(a action) error {
@@ -367,7 +392,7 @@ func (d *driver) do(a action) error {
 		d.col.event(now, a.fault.Kind, "", err)
 		return d.start()
 	case a.fault.Kind == KindDiskFull:
-		d.diskFull.Store(a.on)
+		d.diskFull = a.on
 		if a.on {
 			d.fano.Storage().Failed(errDiskFull, 1, now)
 		} else {

@@ -64,3 +64,27 @@ func TestScheduleErrorsNameLineAndField(t *testing.T) {
 	_, err = s.Expand(Epoch, 1, []string{"a"})
 	require.ErrorContains(t, err, "f.yaml:2: backend: \"nosuch\" is not an enabled backend")
 }
+
+// The health monitor's disk reading follows the schedule at the virtual
+// now, start included and end excluded, whatever the driver has acted on.
+func TestDiskFreeFollowsTheSchedule(t *testing.T) {
+	s := &Schedule{Name: "test", Entries: []Entry{{Kind: KindDiskFull, Day: 2, At: 2 * time.Hour, For: time.Hour}}}
+	faults, err := s.Expand(Epoch, 3, nil)
+	require.NoError(t, err)
+	d := &driver{clock: NewClock(Epoch), faults: faults}
+	start := Epoch.Add(26 * time.Hour)
+	for at, full := range map[time.Time]bool{
+		start.Add(-time.Nanosecond):              false,
+		start:                                    true,
+		start.Add(time.Hour - time.Nanosecond):   true,
+		start.Add(time.Hour):                     false,
+		Epoch.Add(2 * time.Hour):                 false, // day 1
+		Epoch.Add(50*time.Hour + 30*time.Minute): false, // day 3
+	} {
+		require.Equal(t, full, d.diskFullAt(at), "at %s", at)
+	}
+	d.clock.AdvanceTo(start.Add(30 * time.Minute))
+	free, err := d.diskFree("")
+	require.NoError(t, err)
+	require.Zero(t, free, "the driver has not acted on the fault: the schedule says full")
+}

@@ -46,7 +46,7 @@ func Repair(env Env) (*RepairReport, error) {
 		log.Info().Str("event", "verify.repair."+f.Kind).Str("id", f.ID).Str("module", f.Module).Msg(f.Action)
 	}
 
-	// 1. Recovery (§9.1) repairs tasks and intents as `fano run` would at
+	// 1. Recovery repairs tasks and intents as `fano run` would at
 	// start, each repair an event in the WAL.
 	if has(before, KindUnknownModuleTask, KindInterruptedTask, KindOpenIntent) {
 		opts, err := env.Options()

@@ -1,5 +1,4 @@
-// Package verify is `fano verify` and `fano repair` (seeds/004's
-// verify/repair workflow): an integrity report over a data directory that
+// Package verify is `fano verify` and `fano repair`: an integrity report over a data directory that
 // fano is not running on, and the repairs that make it consistent again.
 //
 // Verify rebuilds the state offline (actors.Inspect: checkpoints plus the
@@ -9,7 +8,8 @@
 // incorporated twice), intents without a commit, and output files out of
 // step with the state (modules.Exporter). Repair fixes what Verify found
 // with the same machinery fano itself uses, each fix durable in the WAL
-// before it takes effect: recovery (spec §9.1) pauses orphan and
+// before it takes effect: recovery (docs/architecture.md, State, WAL and
+// recovery) pauses orphan and
 // interrupted tasks and closes intents, modules decide their repair
 // events (Verifier.DecideRepair), output files are rewritten atomically
 // under an intent and commit; files nobody owns are moved aside, never

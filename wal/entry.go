@@ -13,7 +13,7 @@ type Entry struct {
 	Time    time.Time // when the fact happened; caller sets it (injected clock); zero -> Options.Now(); read back in UTC
 	Type    string    // caller's entry type, e.g. "task_submitted"
 	Owner   string    // caller's owner name, e.g. "scheduler", "module/explorer"
-	Intent  bool      // an intent (spec §7.1): listed by Uncommitted until Commit(seq)
+	Intent  bool      // an intent: listed by Uncommitted until Commit(seq)
 	Payload []byte
 	// Closes, if set on input, commits the intent with that seq (see
 	// Commit) in the same transaction as the entry: an answer closes its

@@ -80,3 +80,19 @@ func removePIDFile(name string) error {
 	}
 	return nil
 }
+
+// Holder reports whether another process holds the lock of the database
+// at path, without waiting for it and without creating or changing the
+// file (a missing file is held by nobody), and the pid pidFile names when
+// that process is alive (0: unknown). A start checks it before taking
+// anything else, so that a second fano is refused for the data directory
+// rather than for whatever it would meet first.
+func Holder(path, pidFile string) (held bool, pid int) {
+	if !heldByAnother(path) {
+		return false, 0
+	}
+	if p, ok := readPIDFile(pidFile); ok && pidAlive(p) {
+		pid = p
+	}
+	return true, pid
+}

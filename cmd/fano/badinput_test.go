@@ -88,7 +88,7 @@ func TestLockedDatabaseNamesThePid(t *testing.T) {
 	_, stderr, err := runFano(t, "run", "--config", cfg, "--data-dir", dataDir)
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 10*time.Second, "a locked database is an error, not a hang")
-	require.Contains(t, stderr, "in use by pid "+strconv.Itoa(first.Process.Pid))
+	require.Contains(t, stderr, "data directory "+dataDir+" is in use by another fano (pid "+strconv.Itoa(first.Process.Pid)+")")
 
 	require.NoError(t, first.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, first.Wait(), "the first fano exits cleanly on SIGTERM")

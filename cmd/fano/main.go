@@ -50,9 +50,49 @@ func executeWith(args []string, stdout, stderr io.Writer, mods func() []modules.
 			return 0 // `fano tasks | head`: the reader left; nothing failed
 		}
 		fmt.Fprintf(stderr, "fano: %v\n", err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "\n%s", ue.cmd.UsageString())
+		}
 		return 1
 	}
 	return 0
+}
+
+// usageError is a command line that names no command: the message, then
+// the usage of the command it reached.
+type usageError struct {
+	cmd *cobra.Command
+	msg string
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+// strictGroups makes every command that only groups others (fano, seed,
+// wal, config, ...) refuse an argument that is none of its commands, with
+// the usage and a non-zero exit; alone it prints its help. Cobra's own
+// handling of such a command prints the help and exits 0, which reads as
+// success to a script (`fano seed "question"` added nothing).
+func strictGroups(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		strictGroups(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+		if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += fmt.Sprintf("; did you mean %s %s?", c.CommandPath(), s[0])
+		} else if add, _, err := c.Find([]string{"add"}); err == nil && add != c && len(args) == 1 {
+			msg += fmt.Sprintf("; to add it: %s add %q", c.CommandPath(), args[0])
+		}
+		return &usageError{cmd: c, msg: msg}
+	}
+	c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 }
 
 // globals are the flags every command shares.
@@ -102,6 +142,7 @@ func newRootWith(stdout, stderr io.Writer, mods func() []modules.Module) *cobra.
 		newVerifyCmd(g), newRepairCmd(g),
 		newSimulateCmd(g),
 	)
+	strictGroups(root)
 	return root
 }
 

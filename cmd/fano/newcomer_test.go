@@ -199,16 +199,25 @@ func TestStatusAndTasksRunningAndStopped(t *testing.T) {
 	assert.NotContains(t, errOut, "RUNNING")
 }
 
-// readmeMatches checks the README's example of `fano status --json`
-// (stopped) against what the command printed: the same top-level keys,
-// and every key the example shows exists in the output.
+// readmeMatches checks the pages' example of `fano status --json`
+// (stopped; in README.md or docs/*.md, marked) against what the command
+// printed: the same top-level keys, and every key the example shows
+// exists in the output.
 func readmeMatches(t *testing.T, got map[string]any) {
 	t.Helper()
-	text, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
 	const marker = "<!-- README example: fano status --json (stopped) -->\n```json\n"
-	_, block, ok := strings.Cut(string(text), marker)
-	require.True(t, ok, "README: no %q", marker)
+	var block string
+	found := 0
+	for _, f := range docFiles(t) {
+		text, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if _, b, ok := strings.Cut(string(text), marker); ok {
+			block = b
+			found++
+		}
+	}
+	require.Equal(t, 1, found, "README.md and docs/*.md: one %q", marker)
+	var ok bool
 	block, _, ok = strings.Cut(block, "\n```")
 	require.True(t, ok)
 	var example map[string]any
@@ -333,18 +342,37 @@ func TestRunTwiceAndPanelPortInUse(t *testing.T) {
 	assert.Contains(t, errOut, address+" (control.address) is in use, by another fano or another program: stop it, or set control.address to a free port")
 }
 
-// A second fano on the same data directory names the first and says what
-// to do, and changes nothing.
+// A second fano on the same data directory names the directory and the
+// pid holding it, and says what to do, before anything else: the first
+// fano's panel holds control.address too, and that is not the reason.
+// With --until-idle the refusal is the same line, ended, and nothing is
+// printed before it. Nothing is written.
 func TestRunBesideARunningFano(t *testing.T) {
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
-	cfg := writeConfig(t, dir, probeConfig(dataDir, "127.0.0.1:0", 1))
-	require.NoError(t, os.MkdirAll(dataDir, 0o700))
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	address := busy.Addr().String()
+	require.NoError(t, busy.Close())
+	cfg := writeConfig(t, dir, probeConfig(dataDir, address, 60_000))
+	first := startFano(t, cfg, dataDir, true)
+	want := fmt.Sprintf("fano: data directory %s is in use by another fano (pid %d): stop it first, or pass another --data-dir\n", dataDir, first.cmd.Process.Pid)
+	for _, args := range [][]string{{"run"}, {"run", "--until-idle"}} {
+		out, errOut, err := runQuick(t, append(args, "--config", cfg)...)
+		require.Error(t, err, "%v", args)
+		assert.Equal(t, want, errOut, "%v", args)
+		assert.Empty(t, out, "%v: nothing before the refusal (no panel port taken)", args)
+	}
+	_, err = first.stop(syscall.SIGTERM)
+	require.NoError(t, err, first.stderrText())
+
+	// Held by a process that wrote its pid but is no fano run: the same.
 	log, err := wal.Open(filepath.Join(dataDir, "fano.db"), wal.Options{PIDFile: filepath.Join(dataDir, "fano.pid")})
 	require.NoError(t, err)
 	defer log.Close()
+	last := log.LastSeq()
 	_, errOut, err := runQuick(t, "run", "--until-idle", "--config", cfg)
 	require.Error(t, err)
-	assert.Contains(t, errOut, fmt.Sprintf("in use by pid %d: another fano runs on this data directory; stop it first, or pass another --data-dir", os.Getpid()))
-	assert.Zero(t, log.LastSeq(), "nothing written")
+	assert.Equal(t, fmt.Sprintf("fano: data directory %s is in use by another fano (pid %d): stop it first, or pass another --data-dir\n", dataDir, os.Getpid()), errOut)
+	assert.Equal(t, last, log.LastSeq(), "nothing written")
 }

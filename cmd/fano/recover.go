@@ -15,7 +15,7 @@ func newRecoverCmd(g *globals) *cobra.Command {
 	var dry bool
 	cmd := &cobra.Command{
 		Use: "recover",
-		// Recovery as fano run does it first (spec §9.1), alone.
+		// Recovery as fano run does it first, alone.
 		Short: "Bring the data directory back to a consistent state after a crash, without running any work",
 		Long: "Rebuild what fano knows from its log, as `fano run` does when it starts: tasks a crash left\n" +
 			"RUNNING are paused (the next run resumes them) and half-written changes are closed.\n" +

@@ -9,8 +9,8 @@ import (
 )
 
 // newRetryCmd is `fano retry <task>...|--failed [--module M]`: FAILED
-// tasks go back in the queue with fresh retry budgets (seeds/004: retry
-// only the failed units).
+// tasks go back in the queue with fresh retry budgets; nothing else is
+// asked again.
 func newRetryCmd(g *globals) *cobra.Command {
 	var failed bool
 	var module string

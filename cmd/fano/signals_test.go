@@ -187,7 +187,7 @@ func TestPIDFileLiveRefusedStaleTakenOver(t *testing.T) {
 	_, errOut, err := runQuick(t, "run", "--config", cfg, "--data-dir", dataDir)
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "the second fano must fail: %v", err)
-	require.Contains(t, errOut, fmt.Sprintf("in use by pid %d", r.cmd.Process.Pid))
+	require.Contains(t, errOut, fmt.Sprintf("data directory %s is in use by another fano (pid %d)", dataDir, r.cmd.Process.Pid))
 	_, err = r.stop(syscall.SIGTERM)
 	require.NoError(t, err)
 
@@ -243,10 +243,9 @@ func TestClosedPipeMarksNothingFailed(t *testing.T) {
 	require.Equal(t, map[string]int{"COMPLETED": 5}, st.Recovery.TaskStates)
 }
 
-// `fano run` wired to the ops service (issue 8 hand-off to run.go and
-// status.go: DumpState on SIGUSR1, Services.Finish after the system stopped,
-// the ops section in status): the dump has mailbox depths and a task
-// summary, the request cancelled by SIGTERM is in trace.log, and `fano
+// `fano run` wired to the ops service (DumpState on SIGUSR1,
+// Services.Finish after the system stopped, the ops section in status):
+// the dump has mailbox depths and a task summary, the request cancelled by SIGTERM is in trace.log, and `fano
 // status --json` shows health while fano runs and metrics after.
 func TestRunWiresOps(t *testing.T) {
 	dir := t.TempDir()
@@ -260,9 +259,7 @@ func TestRunWiresOps(t *testing.T) {
 	require.Len(t, dumps, 1)
 	text, err := os.ReadFile(dumps[0])
 	require.NoError(t, err)
-	if !strings.Contains(string(text), "== mailboxes") {
-		t.Skip("the run does not call DumpState/Services.Finish yet (issue 8 hand-off)")
-	}
+	require.Contains(t, string(text), "== mailboxes", "the dump has each actor's mailbox depth")
 	require.Regexp(t, `\d+  orchestrator/scheduler\n`, string(text))
 	require.Regexp(t, `probe: .*RUNNING 1`, string(text))
 

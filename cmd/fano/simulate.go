@@ -27,7 +27,7 @@ import (
 	"fano/wal"
 )
 
-// `fano simulate` (issue 16): days of operation on the virtual clock, with
+// `fano simulate`: days of operation on the virtual clock, with
 // a fault schedule, on the real actor tree, modules and WAL; every backend
 // is a simulated one with its config's limits.
 
@@ -359,7 +359,7 @@ func (s *simulation) start(env simulate.Env) (simulate.Fano, error) {
 		},
 		// A simulation's WAL need not survive a power cut: no fsync.
 		WAL:     func(o *wal.Options) { o.NoSync = true },
-		Console: "off", NoPanel: true, NoBackups: true, Disk: env.DiskFree, Observe: env.Observe,
+		Console: "off", NoPanel: true, NoBackups: true, Disk: env.DiskFree, Observe: env.Observe, Notices: env.Notices,
 		// One seed, one report: tasks start at ticks, not in the order
 		// concurrent messages happened to reach the scheduler.
 		DispatchOnTick: true,

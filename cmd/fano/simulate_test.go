@@ -206,10 +206,19 @@ func TestSimulateSameSeedSameReport(t *testing.T) {
 		// half-open circuit lets one trial request through, and which of
 		// two calls at one instant reaches it first is the OS's choice.
 		s.schedule.Entries = slices.DeleteFunc(s.schedule.Entries, func(e simulate.Entry) bool { return e.Kind == "transient" })
+		// A restart while the disk is full (day 2, 02:00-03:00): the new
+		// fano's first health check reads the full disk at once and
+		// raises low_disk, racing the report's subscription to alerts
+		// unless the report is attached before any check can run.
+		s.schedule.Entries = append(s.schedule.Entries, simulate.Entry{Kind: simulate.KindRestart, Day: 2, At: 2*time.Hour + 30*time.Minute})
 		traces[i] = &strings.Builder{}
 		s.trace = traces[i]
 		rep, err := s.run(context.Background())
 		require.NoError(t, err)
+		restartAt := simulate.Epoch.Add(24*time.Hour + 2*time.Hour + 30*time.Minute)
+		require.True(t, slices.ContainsFunc(rep.Alerts, func(a simulate.Alert) bool {
+			return a.Kind == "low_disk" && !a.Resolved && a.At.Equal(restartAt)
+		}), "run %d: the restart during the full disk raised low_disk at %s", i+1, restartAt)
 		reports[i] = rep.Deterministic()
 	}
 	a, b := traceInstants(traces[0].String()), traceInstants(traces[1].String())

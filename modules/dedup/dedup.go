@@ -1,5 +1,4 @@
-// Package dedup is fano's one shared duplicate checker (spec issue C4):
-// every module that stores statements (the explorer's insights, the
+// Package dedup is fano's one shared duplicate checker: every module that stores statements (the explorer's insights, the
 // documenter's sections) adds them here and checks new text against all of
 // them, so a statement found by one module is a duplicate for the others.
 //
@@ -42,7 +41,7 @@ type Config struct {
 	Seed uint64
 }
 
-// DefaultConfig: the spec's thresholds, 32 bands of 4 rows.
+// DefaultConfig: the default thresholds, 32 bands of 4 rows.
 func DefaultConfig() Config {
 	return Config{Threshold: 0.6, BorderlineLow: 0.4, Bands: 32, Rows: 4, ExactBelow: 4096, Seed: 0xfa0_ded0}
 }

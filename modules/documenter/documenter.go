@@ -1,5 +1,4 @@
-// Package documenter is fano's documenter module (spec §2.4–§2.5, §6.5):
-// it grows a living Markdown document from the explorer's blessed
+// Package documenter is fano's documenter module: it grows a living Markdown document from the explorer's blessed
 // insights. Each insight it learns of is an opportunity; incorporating it
 // takes a mathematical evaluation by a consensus panel of different LLMs
 // (math_evaluation), a draft (draft_section), an exposition evaluation
@@ -16,7 +15,7 @@
 // It follows modules.Module: Decide* read the state and return events,
 // Apply alone changes it, idempotently, from the event's time. That an
 // insight is incorporated is an event ("incorporated"), so it can never
-// be lost or done twice (spec M4).
+// be lost or done twice.
 //
 // A Module is not safe for concurrent use: its host actor is its only
 // caller. The dedup checker it shares with the explorer is.
@@ -75,7 +74,7 @@ const (
 	VerdictAbstain = "abstain"
 )
 
-// Base priorities (spec §6.1.1 BASE_PRIORITIES): the evaluation stages
+// Base priorities (docs/architecture.md, Priority): the evaluation stages
 // of incorporate_insight run at its priority.
 const (
 	priorityIncorporate = 55
@@ -204,8 +203,8 @@ func (m *Module) TaskTypes() []string {
 	return []string{TypeMathEvaluation, TypeDraft, TypeExpositionEvaluation, TypeAddressComment, TypeReviewSection, TypeReviseSection}
 }
 
-// Backlog is the number of opportunities not yet decided (spec §6.1.1:
-// blessed insights waiting raise the documenter's priority).
+// Backlog is the number of opportunities not yet decided: blessed
+// insights waiting raise the documenter's priority (backlog pressure).
 func (m *Module) Backlog() int {
 	n := 0
 	for _, o := range m.st.Opportunities {

@@ -235,8 +235,7 @@ func (m *Module) RecentWork(now time.Time) (newWork, review int) {
 	return newWork, review
 }
 
-// reviewsDue lists the sections to review now (spec §6.5
-// _should_do_review): sections changed since their last review, oldest
+// reviewsDue lists the sections to review now: sections changed since their last review, oldest
 // change first, one at a time while reviews (done and proposed) stay
 // under work_allocation.review_existing of the recent work.
 func (m *Module) reviewsDue(now time.Time) []*Section {

@@ -1,4 +1,4 @@
-// Package explorer is fano's explorer module (spec §2.4–§2.5, §6.4): from
+// Package explorer is fano's explorer module: from
 // seed questions it grows exploration threads (multi-turn conversations),
 // has a different LLM critique each thread, synthesizes it in deep mode
 // into a chunk, extracts atomic insights from the chunk, deduplicates them
@@ -83,7 +83,7 @@ type SeedSpec struct {
 }
 
 // MaxSeedPriority bounds a seed's priority: a spawn task gets base
-// priority 50 + 10*priority (spec §6.4).
+// priority 50 + 10*priority.
 const MaxSeedPriority = 5
 
 // DedupConfig is the part of deduplication.* the explorer acts on.
@@ -106,8 +106,8 @@ type Config struct {
 	// DeepBackends are the enabled backends with a deep mode; without
 	// any, synthesis runs in normal mode.
 	DeepBackends []string
-	// PreferDeep is the backend synthesis requires (spec §6.4: gemini), ""
-	// for any backend with deep mode.
+	// PreferDeep is the backend synthesis requires (the one whose deep
+	// mode it is written for), "" for any backend with deep mode.
 	PreferDeep string
 
 	MaxActiveThreads int // 4
@@ -130,7 +130,8 @@ type Config struct {
 	// PromptsDir overrides the embedded prompt templates ("" = none).
 	PromptsDir string
 	// MaxRequests is the request budget of a task type (config
-	// orchestrator.tasks.max_requests_per_task); nil = the spec's table.
+	// orchestrator.tasks.max_requests_per_task); nil = the defaults
+	// (config.DefaultMaxRequestsPerTask).
 	MaxRequests func(taskType string) int
 }
 
@@ -304,8 +305,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// Backlog is the number of insights waiting for a decision (spec §6.1.1
-// backlog pressure).
+// Backlog is the number of insights waiting for a decision: the
+// scheduler's backlog pressure (docs/architecture.md, Priority).
 func (m *Module) Backlog() int { return len(m.open) }
 
 // maxRequests is the task's request budget: at least need.

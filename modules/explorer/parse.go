@@ -12,7 +12,7 @@ import (
 )
 
 // Answers that carry data (extraction, review, dedup confirmation) are
-// checked in two phases (seeds/004 §Validation): the schema (JSON of the
+// checked in two phases: the schema (JSON of the
 // right shape and types), then the rules (non-empty, length bounds, known
 // values). A failure is a *modules.ValidationError carrying the raw
 // answer; the executor retries the request and, after its retries, fails

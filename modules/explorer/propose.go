@@ -11,8 +11,8 @@ import (
 	"fano/pb"
 )
 
-// Task keys (DESIGN.md §3): one task per piece of work, so proposing it
-// again is harmless.
+// Task keys (docs/architecture.md, State, WAL and recovery): one task per
+// piece of work, so proposing it again is harmless.
 //
 //	explorer/exploration/<thread>            a thread's exploration (also the spawn of a new thread)
 //	explorer/critique/<thread>
@@ -32,8 +32,8 @@ const (
 	ctxInsights = "insights" // dedup_confirm: comma-separated insight ids
 )
 
-// explorationBase is BASE_PRIORITIES["exploration"]; a spawn task gets
-// explorationBase + 10*seed priority (spec §6.4 step 4).
+// explorationBase is the base priority of an exploration; a spawn task
+// gets explorationBase + 10*seed priority (docs/architecture.md, Priority).
 const explorationBase = 50
 
 func reviewSubject(insight string, round int, reviewer string) string {
@@ -47,7 +47,7 @@ func (m *Module) task(typ, subject string, ctx map[string]string) *pb.Task {
 	}
 }
 
-// Propose returns the tasks the state calls for (spec §6.4): active
+// Propose returns the tasks the state calls for: active
 // threads' next step, reviews of pending insights (one task per panel
 // seat), dedup confirmation batches, and new threads for unexplored seeds
 // while fewer than max_active_threads are active.

@@ -1,5 +1,5 @@
-// Package researcher is fano's researcher module (spec §2.4: questions →
-// sources → evaluation → extraction → synthesis). It reads local sources
+// Package researcher is fano's researcher module (questions → sources →
+// evaluation → extraction → synthesis). It reads local sources
 // (researcher.sources_dir: .md and .txt files), has an LLM judge each
 // source's relevance (evaluate_source), extract what matters from the
 // relevant ones (extract_content) and synthesize a finding

@@ -23,7 +23,7 @@ const (
 	ctxRound  = "round"
 )
 
-// Base priorities (spec §6.1.1 BASE_PRIORITIES).
+// Base priorities (docs/architecture.md, Priority).
 var basePriority = map[string]int32{
 	TypeGenerateQuestions: 35, TypeEvaluateSource: 45, TypeExtractContent: 40, TypeSynthesizeFindings: 50,
 }
