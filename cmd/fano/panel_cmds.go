@@ -477,17 +477,7 @@ func newCancelCmd(g *globals) *cobra.Command {
 }
 
 func newSeedCmd(g *globals) *cobra.Command {
-	seed := &cobra.Command{Use: "seed", Short: "Give the explorer questions to work on",
-		// `fano seed "question"` is a mistake for `fano seed add`: say so
-		// and exit non-zero rather than print the help as if it worked.
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("seed: %q is not a subcommand; to add a question run: fano seed add %q", args[0], args[0])
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
+	seed := &cobra.Command{Use: "seed", Short: "Give the explorer questions to work on"}
 	var priority int
 	add := &cobra.Command{
 		Use:   `add "<text>"`,
