@@ -128,7 +128,7 @@ func TestLiveStatusBackendLines(t *testing.T) {
 	var out strings.Builder
 	require.NoError(t, printLiveStatus(&out, st))
 	text := out.String()
-	assert.Regexp(t, `chatgpt\s+capped until 19:29:00 \(usage cap\)\s+20/100 \(usable 18\)\s+20\s+-\s+0`, text)
+	assert.Regexp(t, `chatgpt\s+capped until 2026-01-05 19:29:00\S* \(usage cap\)\s+20/100 \(usable 18\)\s+20\s+-\s+0`, text)
 	assert.Regexp(t, `router\s+ready\s+5/1000 \(usable 900\)\s+1000\s+60/1m0s\s+7`, text)
 	assert.Regexp(t, `claude\s+credentials \(environment variable CLAUDE_KEY is unset\)`, text)
 }

@@ -415,7 +415,7 @@ func printTasks(w io.Writer, tasks []control.TaskView) error {
 	for _, t := range tasks {
 		created := ""
 		if t.CreatedAt != nil {
-			created = t.CreatedAt.Local().Format("01-02 15:04:05")
+			created = shownTime(*t.CreatedAt)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", t.State, t.Module, t.TaskType, cmp.Or(t.LLMAssigned, "-"),
 			t.RequestCount, t.MaxRequests, shownPriority(t), created, t.ID)
@@ -608,7 +608,7 @@ func printLiveStatus(w io.Writer, st control.Status) error {
 func backendStateLine(b control.BackendView) string {
 	line := b.State
 	if b.Until != nil {
-		line += " until " + b.Until.Local().Format("15:04:05")
+		line += " until " + shownTime(*b.Until)
 	}
 	if b.Reason != "" && b.State != "ready" && b.State != "busy" {
 		line += " (" + b.Reason + ")"
@@ -623,3 +623,8 @@ func learnedRate(b control.BackendView) string {
 	}
 	return fmt.Sprintf("%d/%s", b.LearnedLimit, b.LearnedWindow)
 }
+
+// shownTime is how the CLI and the panel show a time: ISO 8601 in the
+// person's zone with its offset, so a line read on day 12 is not
+// ambiguous and matches the panel.
+func shownTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04:05Z07:00") }
