@@ -11,3 +11,12 @@ func SetHooks(l *Limiter, queued, granted func()) {
 	l.onQueue = func(context.Context) { queued() }
 	l.onGrant = granted
 }
+
+// PaceByRequestsOnly makes l ignore the token budget it learns: the
+// baseline of the tokens-per-minute scenario, as fano paced before it
+// read the -tokens headers.
+func PaceByRequestsOnly(l *Limiter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.blindTokens = true
+}
