@@ -95,6 +95,12 @@ type Backend struct {
 	stats       Stats
 	unavailable error // last Unavailable outcome, cleared by a success
 
+	// estimate is a request's tokens for the limiter (estimateTokens;
+	// a test's baseline sets it to nothing).
+	estimate func(gateway.Request) int
+	// table is the recogniser table answers are read by.
+	table []rule
+
 	keyMu sync.Mutex // never held with mu
 	key   Secret     // cfg.APIKey, or what ReloadKey read
 }
@@ -206,6 +212,8 @@ func New(cfg Config) (*Backend, error) {
 		client:   cfg.Client,
 		clock:    cfg.Clock,
 		log:      cfg.Logger.With().Str("backend", cfg.Name).Logger(),
+		estimate: estimateTokens,
+		table:    recogniser,
 	}
 	if b.client == nil {
 		b.ownTrans = http.DefaultTransport.(*http.Transport).Clone()
@@ -329,7 +337,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	var grant ratelimit.Grant
 	if lim := b.cfg.Limiter; lim != nil {
 		var err error
-		if grant, err = lim.Acquire(ctx, estimateTokens(req)); err != nil {
+		if grant, err = lim.Acquire(ctx, b.estimate(req)); err != nil {
 			var pe *ratelimit.PausedError
 			if errors.As(err, &pe) {
 				// The model is paused for longer than is worth holding a

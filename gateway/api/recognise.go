@@ -120,7 +120,7 @@ var recogniser = []rule{
 // row matches (the request's own fault). now is when it was read.
 func (b *Backend) recognise(req gateway.Request, status int, h http.Header, raw []byte, now time.Time) *gateway.Fault {
 	r := b.readReply(status, h, raw, now)
-	for _, ru := range recogniser {
+	for _, ru := range b.table {
 		if ru.matches(r) {
 			f := ru.fault(b, r)
 			f.Backend = b.cfg.Name

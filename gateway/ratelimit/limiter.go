@@ -134,7 +134,6 @@ type Limiter struct {
 	tokRemaining int     // last x-ratelimit-remaining-tokens, -1 = unknown
 	tokScale     float64 // what the server counted per estimated token, learned by Settle
 	seq          uint64  // numbers grants for Settle
-	blindTokens  bool    // test hook: pace by requests only (the baseline)
 	granted      uint64
 	cancelled    uint64
 	pauses       uint64
@@ -334,7 +333,7 @@ func (l *Limiter) nextGrantLocked(now time.Time, tokens int) time.Time {
 			at = free
 		}
 	}
-	if l.tokLimit > 0 && tokens > 0 && !l.blindTokens {
+	if l.tokLimit > 0 && tokens > 0 {
 		// The token window: wait until grants leave it to make room (a
 		// request larger than the whole budget waits for an empty one).
 		need, used := min(tokens, l.tokCap), 0
@@ -702,4 +701,15 @@ func (r *Registry) Get(key string, cfg Config) *Limiter {
 	l := New(cfg, r.clock)
 	r.m[key] = l
 	return l
+}
+
+// SetHooks lets a discrete-event simulation (package simclock) account
+// for waiters: queued runs when a wait joins l's queue, granted when a
+// queued waiter is woken (granted, or turned away by a long pause),
+// before it wakes.
+func SetHooks(l *Limiter, queued, granted func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onQueue = func(context.Context) { queued() }
+	l.onGrant = granted
 }
