@@ -157,9 +157,10 @@ type waiter struct {
 
 // tokGrant is the tokens one grant counts against the window.
 type tokGrant struct {
-	at     time.Time
-	seq    uint64
-	tokens int
+	at      time.Time
+	seq     uint64
+	tokens  int
+	settled bool // tokens is what the server counted
 }
 
 // pauseCause is what a pause stands for, for the PausedError it gives.
@@ -296,12 +297,18 @@ func (l *Limiter) Settle(g Grant, actual int) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	found := false
 	for i := range l.tokLog {
-		if l.tokLog[i].seq == g.seq {
-			l.tokLog[i].tokens = actual
-			l.tokLog[i].seq = 0 // settled
+		if e := &l.tokLog[i]; e.seq == g.seq {
+			if e.settled {
+				return
+			}
+			e.tokens, e.settled, found = actual, true, true
 			break
 		}
+	}
+	if !found && g.at.After(l.clock.Now().Add(-l.guard)) {
+		return // given back (refunded), or never counted
 	}
 	if g.estimate > 0 {
 		// A moving average of the server's tokens per estimated token,
