@@ -64,9 +64,9 @@ type Backend struct {
 	stats Stats
 	// person is a condition only a person ends (login, credits,
 	// credentials, challenge) set by SetCondition; "" state: none.
-	person gateway.Condition
-	closed bool
-	hour, day   window
+	person    gateway.Condition
+	closed    bool
+	hour, day window
 	// faultRuns counts consecutive faulted attempts per request, so that a
 	// retry of a faulted request draws its fault afresh; entries go away on
 	// the first attempt that is not faulted.
