@@ -186,7 +186,7 @@ var baselineTable = []rule{{name: "any 429, read as a per-minute limit", statuse
 		return gateway.RateFault("", "requests", b.detail(r), r.now, r.now.Add(d))
 	}}}
 
-func (wr windowRun) run(t *testing.T, srv *windowAPI) windowResult {
+func (wr windowRun) run(t testing.TB, srv *windowAPI) windowResult {
 	t.Helper()
 	tok := simclock.NewTokens(wr.workers)
 	clock := simclock.New(wr.start, tok)
@@ -296,19 +296,7 @@ func countAfter(ts []time.Time, t time.Time) int {
 // only, as before) meets one again and again.
 func TestTokensPerMinutePacing(t *testing.T) {
 	const hours = 3
-	scenario := func(baseline bool) windowRun {
-		return windowRun{workers: 8, promptChars: 20000, duration: hours * time.Hour,
-			start: time.Date(2030, 1, 1, 6, 0, 0, 0, time.UTC), baseline: baseline}
-	}
-	server := func() *windowAPI {
-		return &windowAPI{tpm: 100000, rpm: 1000, latency: 20 * time.Second, completion: 500, charsPerToken: 3.6}
-	}
-	var fano, base windowResult
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); fano = scenario(false).run(t, server()) }()
-	go func() { defer wg.Done(); base = scenario(true).run(t, server()) }()
-	wg.Wait()
+	fano, base := tpmScenario(t, hours)
 
 	warm := time.Date(2030, 1, 1, 6, 10, 0, 0, time.UTC)
 	limitTokens := 100000.0 * 60 * hours
@@ -330,19 +318,7 @@ func TestTokensPerMinutePacing(t *testing.T) {
 // baseline (every 429 a per-minute limit) meets it every few seconds.
 func TestDailyCapParksUntilItsReset(t *testing.T) {
 	const days = 3
-	scenario := func(baseline bool) windowRun {
-		return windowRun{workers: 4, promptChars: 400, duration: days * 24 * time.Hour,
-			start: time.Date(2030, 1, 1, 6, 0, 0, 0, time.UTC), baseline: baseline}
-	}
-	server := func() *windowAPI {
-		return &windowAPI{perDay: 50, rpm: 20, latency: 10 * time.Second, completion: 200, charsPerToken: 4}
-	}
-	var fano, base windowResult
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); fano = scenario(false).run(t, server()) }()
-	go func() { defer wg.Done(); base = scenario(true).run(t, server()) }()
-	wg.Wait()
+	fano, base := dayCapScenario(t, days)
 
 	perDay := func(ts []time.Time) map[string]int {
 		m := map[string]int{}
@@ -362,4 +338,62 @@ func TestDailyCapParksUntilItsReset(t *testing.T) {
 	assert.Zero(t, fano.other)
 	assert.Empty(t, fano.req429s)
 	assert.Greater(t, len(base.day429s), 1000*days, "the baseline meets the cap every few seconds")
+}
+
+// tpmScenario runs fano and the baseline side by side for hours: 8
+// workers, prompts of 20,000 characters, a limit of 100,000 TPM whose
+// tokenizer counts 3.6 characters a token, answers of 500 tokens after 20 s.
+func tpmScenario(t testing.TB, hours int) (fano, base windowResult) {
+	scenario := func(baseline bool) windowRun {
+		return windowRun{workers: 8, promptChars: 20000, duration: time.Duration(hours) * time.Hour,
+			start: time.Date(2030, 1, 1, 6, 0, 0, 0, time.UTC), baseline: baseline}
+	}
+	server := func() *windowAPI {
+		return &windowAPI{tpm: 100000, rpm: 1000, latency: 20 * time.Second, completion: 500, charsPerToken: 3.6}
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); fano = scenario(false).run(t, server()) }()
+	go func() { defer wg.Done(); base = scenario(true).run(t, server()) }()
+	wg.Wait()
+	return fano, base
+}
+
+// dayCapScenario runs fano and the baseline side by side for days from
+// 06:00 UTC: 4 workers against a cap of 50 requests a UTC day (and 20 a
+// minute), answers after 10 s.
+func dayCapScenario(t testing.TB, days int) (fano, base windowResult) {
+	scenario := func(baseline bool) windowRun {
+		return windowRun{workers: 4, promptChars: 400, duration: time.Duration(days) * 24 * time.Hour,
+			start: time.Date(2030, 1, 1, 6, 0, 0, 0, time.UTC), baseline: baseline}
+	}
+	server := func() *windowAPI {
+		return &windowAPI{perDay: 50, rpm: 20, latency: 10 * time.Second, completion: 200, charsPerToken: 4}
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); fano = scenario(false).run(t, server()) }()
+	go func() { defer wg.Done(); base = scenario(true).run(t, server()) }()
+	wg.Wait()
+	return fano, base
+}
+
+// BenchmarkWindow429s reports the 429s of both scenarios beside their
+// baselines: token 429s an hour after the first 10 minutes of a 3-hour
+// TPM run, and daily-cap 429s a day (the first of each day included)
+// over 3 days.
+func BenchmarkWindow429s(b *testing.B) {
+	for range b.N {
+		fano, base := tpmScenario(b, 3)
+		warm := time.Date(2030, 1, 1, 6, 10, 0, 0, time.UTC)
+		perHour := func(r windowResult) float64 { return float64(countAfter(r.tok429s, warm)) / (3 - 10.0/60) }
+		b.ReportMetric(perHour(fano), "fano-token-429s/h")
+		b.ReportMetric(perHour(base), "baseline-token-429s/h")
+		b.ReportMetric(100*float64(fano.okTokens)/(100000*60*3), "fano-tpm-%")
+		b.ReportMetric(100*float64(base.okTokens)/(100000*60*3), "baseline-tpm-%")
+		fano, base = dayCapScenario(b, 3)
+		b.ReportMetric(float64(len(fano.day429s))/4, "fano-daycap-429s/day")
+		b.ReportMetric(float64(len(base.day429s))/4, "baseline-daycap-429s/day")
+		b.ReportMetric(float64(len(base.day429s))/float64(max(len(fano.day429s), 1)), "daycap-429-ratio")
+	}
 }
