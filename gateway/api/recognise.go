@@ -114,6 +114,7 @@ var recogniser = []rule{
 	{name: "overloaded, passed through", minMax: [2]int{500, 599}, body: overloadBody, fault: transientFault(overloadPause)},
 	{name: "server error", minMax: [2]int{500, 599}, fault: transientFault(0)},
 	{name: "request timeout", statuses: []int{408}, fault: transientFault(0)},
+	{name: "unexpected status (a proxy's empty or interim answer)", minMax: [2]int{100, 399}, fault: transientFault(0)},
 }
 
 // recognise reads an answer into the backend's condition: nil when no

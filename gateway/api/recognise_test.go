@@ -92,6 +92,7 @@ func recogniserCases() []recogniserCase {
 		{name: "500", status: 500, body: `{"error":{"message":"internal"}}`, state: gateway.StateDown, until: 0, kind: "transient"},
 		{name: "502 with Retry-After", status: 502, headers: map[string]string{"Retry-After": "3"}, state: gateway.StateDown, until: 3 * time.Second, kind: "transient"},
 		{name: "408", status: 408, body: `timeout`, state: gateway.StateDown, until: 0, kind: "transient"},
+		{name: "204 from a proxy", status: 204, state: gateway.StateDown, until: 0, kind: "transient"},
 		{name: "200 with a rate-limit error", status: 200, body: `{"error":{"message":"Rate limit exceeded","code":429}}`,
 			headers: map[string]string{"Retry-After": "20"},
 			state:   gateway.StateRateLimited, window: "requests", until: 20 * time.Second, kind: "rate_limited"},
