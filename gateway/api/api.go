@@ -162,6 +162,22 @@ func (b *Backend) SetLearnedRate(limit int, window time.Duration) {
 	}
 }
 
+// LearnedTokens is the tokens-per-window budget the limiter learned from
+// the x-ratelimit-*-tokens headers (0: none yet).
+func (b *Backend) LearnedTokens() (int, time.Duration) {
+	if b.cfg.Limiter == nil {
+		return 0, 0
+	}
+	return b.cfg.Limiter.LearnedTokens()
+}
+
+// SetLearnedTokens paces by a tokens budget learned before a restart.
+func (b *Backend) SetLearnedTokens(limit int, window time.Duration) {
+	if b.cfg.Limiter != nil {
+		b.cfg.Limiter.LearnTokens(limit, window)
+	}
+}
+
 var _ gateway.Backend = (*Backend)(nil)
 
 // Stats counts what a Backend has done since New; token totals are for

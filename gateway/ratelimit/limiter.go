@@ -618,6 +618,35 @@ func (l *Limiter) Learn(limit int, window time.Duration) {
 	}
 }
 
+// LearnedTokens is the tokens-per-Window budget the headers told (0:
+// none yet).
+func (l *Limiter) LearnedTokens() (int, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tokLimit, l.window
+}
+
+// LearnTokens paces by a tokens budget of limit per window as if a
+// response had said so: the budget learned before a restart, so long
+// prompts are paced from the first request on. A budget counted over
+// another window is scaled to ours.
+func (l *Limiter) LearnTokens(limit int, window time.Duration) {
+	if limit <= 0 || window <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if window != l.window {
+		limit = int(float64(limit) * float64(l.window) / float64(window))
+		if limit <= 0 {
+			return
+		}
+	}
+	l.tokLimit = limit
+	l.tokCap = max(1, int(float64(limit)*(1-l.headroom)))
+	l.dispatchLocked(l.clock.Now())
+}
+
 // ShortBackoff is how long to hold the model after a 429 that named no
 // reset (or "0s"): three intervals of the paced rate, between 2 s and a
 // minute.

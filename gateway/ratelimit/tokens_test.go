@@ -129,3 +129,25 @@ func TestBadTokenHeadersAreIgnored(t *testing.T) {
 	assert.Equal(t, -1, s.TokenRemaining)
 	assert.True(t, s.PausedUntil.IsZero())
 }
+
+// A budget learned before a restart paces from the first request: the
+// second request waits for room, with no header seen in this run.
+func TestLearnTokensPacesFromTheStart(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	l := New(Config{Name: "m", InitialRPM: 1 << 20}, clock)
+	l.LearnTokens(20000, 2*time.Minute) // 10,000 a minute, ours
+	limit, window := l.LearnedTokens()
+	assert.Equal(t, 10000, limit)
+	assert.Equal(t, time.Minute, window)
+	_, err := l.Acquire(context.Background(), 6000)
+	require.NoError(t, err)
+	clock.Advance(time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { _, err := l.Acquire(ctx, 6000); errc <- err }()
+	require.NoError(t, clock.BlockUntilContext(context.Background(), 1))
+	assert.Equal(t, 1, l.Stats().Waiting, "no room for 6,000 more in 9,800")
+	clock.Advance(l.guard)
+	require.NoError(t, <-errc)
+}
