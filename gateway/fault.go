@@ -129,9 +129,16 @@ func QuotaFault(backend, window, reason string, now, until time.Time) *Fault {
 		Condition: Condition{State: StateCapped, Reason: reason, Until: until}}
 }
 
+// TransientPause is how long a passing fault holds its backend when
+// nothing named a time: long enough that a task with no other backend
+// does not resend in a tight loop, short enough that the backend, not the
+// task, is what waits.
+const TransientPause = 5 * time.Second
+
 // TransientFault is a passing fault of backend (a 5xx, an overload, a cut
-// stream, a broken connection): it ends at until (now, unless the server
-// asked for a pause). cause, if any, stays reachable for errors.Is.
+// stream, a broken connection): it ends at until (now plus
+// TransientPause, unless the server asked for longer). cause, if any,
+// stays reachable for errors.Is.
 func TransientFault(backend, reason string, until time.Time, cause error) *Fault {
 	return &Fault{Backend: backend, Err: cause, Condition: Condition{State: StateDown, Reason: reason, Until: until}}
 }

@@ -186,7 +186,7 @@ func (b *Backend) inject(ctx context.Context, req gateway.Request) error {
 	case now.Before(b.transient) && b.draw(req) < b.rate:
 		b.counts.Transient++
 		b.mu.Unlock()
-		return gateway.TransientFault(b.Name(), "502 bad gateway (simulated)", now, nil)
+		return gateway.TransientFault(b.Name(), "502 bad gateway (simulated)", now.Add(gateway.TransientPause), nil)
 	}
 	b.mu.Unlock()
 	return nil

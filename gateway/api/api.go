@@ -463,15 +463,15 @@ func (b *Backend) transportError(ctx, rctx context.Context, req gateway.Request,
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("%s: task %s: %s cancelled: %w", b.cfg.Name, req.TaskID, what, context.Canceled)
 	}
-	now := b.clock.Now()
+	until := b.clock.Now().Add(gateway.TransientPause)
 	if ctx.Err() != nil || rctx.Err() != nil {
-		return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s timed out", req.TaskID, what), now, context.DeadlineExceeded)
+		return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s timed out", req.TaskID, what), until, context.DeadlineExceeded)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s timed out", req.TaskID, what), now, context.DeadlineExceeded)
+		return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s timed out", req.TaskID, what), until, context.DeadlineExceeded)
 	}
-	return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s failed", req.TaskID, what), now, redactedError{err, b.apiKey().Reveal()})
+	return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s failed", req.TaskID, what), until, redactedError{err, b.apiKey().Reveal()})
 }
 
 // statusError turns a non-200 answer into the backend's condition (the

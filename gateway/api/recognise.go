@@ -112,9 +112,9 @@ var recogniser = []rule{
 	{name: "requests per minute", statuses: []int{429}, fault: rateFault("requests")},
 	{name: "overloaded", statuses: []int{529}, fault: transientFault(overloadPause)},
 	{name: "overloaded, passed through", minMax: [2]int{500, 599}, body: overloadBody, fault: transientFault(overloadPause)},
-	{name: "server error", minMax: [2]int{500, 599}, fault: transientFault(0)},
-	{name: "request timeout", statuses: []int{408}, fault: transientFault(0)},
-	{name: "unexpected status (a proxy's empty or interim answer)", minMax: [2]int{100, 399}, fault: transientFault(0)},
+	{name: "server error", minMax: [2]int{500, 599}, fault: transientFault(gateway.TransientPause)},
+	{name: "request timeout", statuses: []int{408}, fault: transientFault(gateway.TransientPause)},
+	{name: "unexpected status (a proxy's empty or interim answer)", minMax: [2]int{100, 399}, fault: transientFault(gateway.TransientPause)},
 }
 
 // recognise reads an answer into the backend's condition: nil when no

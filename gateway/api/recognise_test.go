@@ -89,10 +89,10 @@ func recogniserCases() []recogniserCase {
 			state: gateway.StateDown, until: overloadPause, kind: "transient"},
 		{name: "503 overloaded, passed through, with Retry-After", status: 503, body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
 			headers: map[string]string{"Retry-After": "5"}, state: gateway.StateDown, until: 5 * time.Second, kind: "transient"},
-		{name: "500", status: 500, body: `{"error":{"message":"internal"}}`, state: gateway.StateDown, until: 0, kind: "transient"},
+		{name: "500", status: 500, body: `{"error":{"message":"internal"}}`, state: gateway.StateDown, until: gateway.TransientPause, kind: "transient"},
 		{name: "502 with Retry-After", status: 502, headers: map[string]string{"Retry-After": "3"}, state: gateway.StateDown, until: 3 * time.Second, kind: "transient"},
-		{name: "408", status: 408, body: `timeout`, state: gateway.StateDown, until: 0, kind: "transient"},
-		{name: "204 from a proxy", status: 204, state: gateway.StateDown, until: 0, kind: "transient"},
+		{name: "408", status: 408, body: `timeout`, state: gateway.StateDown, until: gateway.TransientPause, kind: "transient"},
+		{name: "204 from a proxy", status: 204, state: gateway.StateDown, until: gateway.TransientPause, kind: "transient"},
 		{name: "200 with a rate-limit error", status: 200, body: `{"error":{"message":"Rate limit exceeded","code":429}}`,
 			headers: map[string]string{"Retry-After": "20"},
 			state:   gateway.StateRateLimited, window: "requests", until: 20 * time.Second, kind: "rate_limited"},
@@ -101,7 +101,7 @@ func recogniserCases() []recogniserCase {
 		{name: "200 with a credits error", status: 200, body: `{"error":{"message":"Insufficient credits","code":402}}`,
 			state: gateway.StateCredits, until: CreditsRecheck, kind: "unavailable"},
 		{name: "200 with an unknown error", status: 200, body: `{"error":{"message":"upstream died"}}`,
-			state: gateway.StateDown, until: 0, kind: "transient"},
+			state: gateway.StateDown, until: gateway.TransientPause, kind: "transient"},
 		{name: "400: the request's own", status: 400, body: `{"error":{"message":"context too long"}}`, kind: "permanent"},
 	}
 }

@@ -33,7 +33,7 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, h h
 		out.Content, out.Ended = text.String(), gateway.EndCut
 		return gateway.TransientFault(b.cfg.Name,
 			fmt.Sprintf("task %s: answer cut off mid-stream after %d events (%d chars): %s", req.TaskID, events, text.Len(), fmt.Sprintf(format, args...)),
-			b.clock.Now(), gateway.ErrCut)
+			b.clock.Now().Add(gateway.TransientPause), gateway.ErrCut)
 	}
 	// dispatch handles one complete event; done reports [DONE].
 	dispatch := func() (done bool, err error) {

@@ -49,6 +49,7 @@ func TestStreamCutMidAnswerIsRetriedAndCountedOnce(t *testing.T) {
 	c, ok := gateway.ConditionOf(err)
 	require.True(t, ok)
 	assert.Equal(t, gateway.ClassTransient, c.Class())
+	assert.Equal(t, clock.Now().Add(gateway.TransientPause), c.Until, "the backend waits a moment, not the task")
 	assert.Equal(t, gateway.EndCut, resp.Ended, "how the answer ended is said truthfully")
 	assert.Contains(t, resp.Content, "and seven lines, and")
 	require.Error(t, gateway.Whole("router", resp), "a cut answer is never whole")

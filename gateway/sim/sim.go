@@ -301,7 +301,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	}
 
 	if f == transientFault {
-		return gateway.Response{}, gateway.TransientFault(b.cfg.Name, "simulated server error, please try again", b.clock.Now(), nil)
+		return gateway.Response{}, gateway.TransientFault(b.cfg.Name, "simulated server error, please try again", b.clock.Now().Add(gateway.TransientPause), nil)
 	}
 
 	format := formatFor(req.TaskType)
