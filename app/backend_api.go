@@ -40,7 +40,7 @@ func newAPIBackend(name string, b *config.Backend, env *backendEnv) (gateway.Bac
 		ratelimit.Config{Name: o.Model, InitialRPM: o.InitialRPM})
 	gw, err := api.New(api.Config{
 		Name: name, BaseURL: o.BaseURL, Model: o.Model, APIKey: key, KeyEnv: o.APIKeyEnv,
-		Timeout: time.Duration(o.TimeoutSeconds) * time.Second,
+		Timeout: time.Duration(o.TimeoutSeconds) * time.Second, Stream: o.Stream,
 		Limiter: lim, Clock: env.Clock, Logger: env.Logger,
 	})
 	if err != nil {

@@ -256,6 +256,10 @@ type APIOptions struct {
 	TimeoutSeconds int    `yaml:"timeout_seconds"`
 	// InitialRPM is the starting requests-per-minute estimate.
 	InitialRPM int `yaml:"initial_rpm"`
+	// Stream reads answers as server-sent events: a long answer arrives
+	// while it is written, and one cut before its [DONE] is retried,
+	// never recorded.
+	Stream bool `yaml:"stream,omitempty"`
 }
 
 // SimOptions configures a simulated backend.

@@ -116,13 +116,16 @@ func Classified(backend string, kind error, format string, args ...any) error {
 // nobody classified should not be retried forever.
 func Kind(err error) string {
 	var rl *RateLimitedError
+	var f *Fault
 	switch {
 	case err == nil:
 		return ""
-	case errors.As(err, &rl):
-		return "rate_limited"
 	case errors.Is(err, context.Canceled):
 		return "cancelled"
+	case errors.As(err, &f):
+		return f.Kind()
+	case errors.As(err, &rl):
+		return "rate_limited"
 	case errors.Is(err, ErrCredentials):
 		return "credentials"
 	case errors.Is(err, ErrBadAnswer):

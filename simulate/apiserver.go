@@ -77,7 +77,16 @@ func Handler(b *Backend) http.Handler {
 func writeAPIError(w http.ResponseWriter, now time.Time, err error) {
 	code := http.StatusInternalServerError
 	var rl *gateway.RateLimitedError
+	var f *gateway.Fault
 	switch {
+	case errors.As(err, &f) && f.Condition.State == gateway.StateCredits:
+		code = http.StatusPaymentRequired
+	case errors.As(err, &f) && f.Condition.State == gateway.StateCapped && f.Window == "day":
+		// A per-day cap as gateways send it: the daily wording and the
+		// reset in epoch milliseconds.
+		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(f.Condition.Until.UnixMilli(), 10))
+		err = fmt.Errorf("%w: requests per day limit reached", err)
+		code = http.StatusTooManyRequests
 	case errors.As(err, &rl):
 		wait := rl.RetryAfter
 		if !rl.Until.IsZero() {

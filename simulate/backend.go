@@ -150,20 +150,21 @@ func (b *Backend) inject(ctx context.Context, req gateway.Request) error {
 	switch {
 	case b.login:
 		b.mu.Unlock()
-		return gateway.Unavailable(b.Name(), "login required (simulated)")
+		return gateway.PersonFault(b.Name(), gateway.StateLogin, "login required (simulated)", time.Time{})
 	case b.revoked:
 		b.mu.Unlock()
-		return gateway.Classified(b.Name(), gateway.ErrCredentials, "401 unauthorized: the key was revoked (simulated)")
+		return gateway.PersonFault(b.Name(), gateway.StateCredentials, "401 unauthorized: the key was revoked (simulated)", time.Time{})
 	case now.Before(b.crashed):
 		b.counts.Crashed++
+		until := b.crashed
 		b.mu.Unlock()
-		return gateway.Classified(b.Name(), gateway.ErrTransient, "page crashed (simulated browser crash)")
+		return &gateway.Fault{Backend: b.Name(), Condition: gateway.Condition{State: gateway.StatePageGone,
+			Reason: "page crashed (simulated browser crash)", Until: until}}
 	case now.Before(b.cap):
 		b.counts.Capped++
 		until := b.cap
 		b.mu.Unlock()
-		return &gateway.RateLimitedError{Backend: b.Name(), Until: until, RetryAfter: until.Sub(now), Cap: true,
-			Reason: "You've reached the usage cap (simulated); continue after " + until.Format("15:04")}
+		return gateway.QuotaFault(b.Name(), "usage cap", "You've reached the usage cap (simulated); continue after "+until.Format("15:04"), now, until)
 	case now.Before(b.storm):
 		minute := now.Truncate(time.Minute)
 		if !minute.Equal(b.stormMin) {
@@ -172,7 +173,7 @@ func (b *Backend) inject(ctx context.Context, req gateway.Request) error {
 		if b.stormUsed >= b.stormPer {
 			b.counts.Stormed++
 			b.mu.Unlock()
-			return &gateway.RateLimitedError{Backend: b.Name(), RetryAfter: minute.Add(time.Minute).Sub(now), Reason: "429 Too Many Requests (simulated storm)"}
+			return gateway.RateFault(b.Name(), "requests", "429 Too Many Requests (simulated storm)", now, minute.Add(time.Minute))
 		}
 		b.stormUsed++
 	case now.Before(b.hang):
@@ -185,7 +186,7 @@ func (b *Backend) inject(ctx context.Context, req gateway.Request) error {
 	case now.Before(b.transient) && b.draw(req) < b.rate:
 		b.counts.Transient++
 		b.mu.Unlock()
-		return gateway.Transient(b.Name(), "502 bad gateway (simulated)")
+		return gateway.TransientFault(b.Name(), "502 bad gateway (simulated)", now.Add(gateway.TransientPause), nil)
 	}
 	b.mu.Unlock()
 	return nil

@@ -95,6 +95,12 @@ type Backend struct {
 	stats       Stats
 	unavailable error // last Unavailable outcome, cleared by a success
 
+	// estimate is a request's tokens for the limiter (estimateTokens;
+	// a test's baseline sets it to nothing).
+	estimate func(gateway.Request) int
+	// table is the recogniser table answers are read by.
+	table []rule
+
 	keyMu sync.Mutex // never held with mu
 	key   Secret     // cfg.APIKey, or what ReloadKey read
 }
@@ -156,6 +162,22 @@ func (b *Backend) SetLearnedRate(limit int, window time.Duration) {
 	}
 }
 
+// LearnedTokens is the tokens-per-window budget the limiter learned from
+// the x-ratelimit-*-tokens headers (0: none yet).
+func (b *Backend) LearnedTokens() (int, time.Duration) {
+	if b.cfg.Limiter == nil {
+		return 0, 0
+	}
+	return b.cfg.Limiter.LearnedTokens()
+}
+
+// SetLearnedTokens paces by a tokens budget learned before a restart.
+func (b *Backend) SetLearnedTokens(limit int, window time.Duration) {
+	if b.cfg.Limiter != nil {
+		b.cfg.Limiter.LearnTokens(limit, window)
+	}
+}
+
 var _ gateway.Backend = (*Backend)(nil)
 
 // Stats counts what a Backend has done since New; token totals are for
@@ -206,6 +228,8 @@ func New(cfg Config) (*Backend, error) {
 		client:   cfg.Client,
 		clock:    cfg.Clock,
 		log:      cfg.Logger.With().Str("backend", cfg.Name).Logger(),
+		estimate: estimateTokens,
+		table:    recogniser,
 	}
 	if b.client == nil {
 		b.ownTrans = http.DefaultTransport.(*http.Transport).Clone()
@@ -326,14 +350,29 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	if key == "" {
 		return gateway.Response{}, b.record(req, gateway.Classified(b.cfg.Name, gateway.ErrCredentials, "task %s: %s", req.TaskID, b.unsetKeyMessage()), nil)
 	}
+	var grant ratelimit.Grant
 	if lim := b.cfg.Limiter; lim != nil {
-		if err := lim.Wait(ctx); err != nil {
+		var err error
+		if grant, err = lim.Acquire(ctx, b.estimate(req)); err != nil {
 			var pe *ratelimit.PausedError
 			if errors.As(err, &pe) {
 				// The model is paused for longer than is worth holding a
-				// worker: the task is parked until then.
-				err = &gateway.RateLimitedError{Backend: b.cfg.Name, RetryAfter: max(pe.Until.Sub(b.clock.Now()), time.Second),
-					Reason: "model paused after a rate limit", NotSent: true}
+				// worker: the task is parked until the condition that
+				// paused it ends, and nothing was sent.
+				now := b.clock.Now()
+				until := pe.Until
+				if until.Sub(now) < time.Second {
+					until = now.Add(time.Second)
+				}
+				reason := fmt.Sprintf("task %s: not sent: the model is paused", req.TaskID)
+				var f *gateway.Fault
+				if pe.State == gateway.StateCapped {
+					f = gateway.QuotaFault(b.cfg.Name, pe.Window, reason, now, until)
+				} else {
+					f = gateway.RateFault(b.cfg.Name, pe.Window, reason, now, until)
+				}
+				f.NotSent, f.Err = true, pe
+				err = f
 			} else {
 				err = fmt.Errorf("%s: task %s: %w", b.cfg.Name, req.TaskID, err)
 			}
@@ -376,15 +415,31 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	}
 	var out gateway.Response
 	if b.cfg.Stream && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		out, err = b.readStream(ctx, rctx, req, resp.Body)
+		out, err = b.readStream(ctx, rctx, req, resp.Header, resp.Body)
 	} else {
-		out, err = b.readJSON(ctx, rctx, req, resp.Body)
+		out, err = b.readJSON(ctx, rctx, req, resp.Header, resp.Body)
 	}
 	if err != nil {
-		return gateway.Response{}, b.record(req, err, nil)
+		// A cut or failed answer is not settled: the server counted its
+		// prompt, and the estimate stays in the window once.
+		return out, b.record(req, err, nil)
+	}
+	if b.cfg.Limiter != nil {
+		b.cfg.Limiter.Settle(grant, int(out.PromptTokens+out.CompletionTokens))
 	}
 	out.Duration = b.clock.Since(start)
 	return out, b.record(req, nil, &out)
+}
+
+// estimateTokens is a request's tokens as a tokenizer would roughly count
+// them (four characters a token) for the limiter's token window; the
+// limiter learns how the server's count compares.
+func estimateTokens(req gateway.Request) int {
+	n := len(req.Prompt)
+	for _, m := range req.History {
+		n += len(m.Content)
+	}
+	return n/4 + 1
 }
 
 func (b *Backend) requestBody(req gateway.Request) ([]byte, error) {
@@ -408,55 +463,37 @@ func (b *Backend) transportError(ctx, rctx context.Context, req gateway.Request,
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("%s: task %s: %s cancelled: %w", b.cfg.Name, req.TaskID, what, context.Canceled)
 	}
+	until := b.clock.Now().Add(gateway.TransientPause)
 	if ctx.Err() != nil || rctx.Err() != nil {
-		return &gateway.Error{Backend: b.cfg.Name, Kind: gateway.ErrTransient,
-			Msg: fmt.Sprintf("task %s: %s timed out", req.TaskID, what), Err: context.DeadlineExceeded}
+		return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s timed out", req.TaskID, what), until, context.DeadlineExceeded)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return &gateway.Error{Backend: b.cfg.Name, Kind: gateway.ErrTransient,
-			Msg: fmt.Sprintf("task %s: %s timed out", req.TaskID, what), Err: context.DeadlineExceeded}
+		return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s timed out", req.TaskID, what), until, context.DeadlineExceeded)
 	}
-	return &gateway.Error{Backend: b.cfg.Name, Kind: gateway.ErrTransient,
-		Msg: fmt.Sprintf("task %s: %s failed", req.TaskID, what), Err: redactedError{err, b.apiKey().Reveal()}}
+	return gateway.TransientFault(b.cfg.Name, fmt.Sprintf("task %s: %s failed", req.TaskID, what), until, redactedError{err, b.apiKey().Reveal()})
 }
 
-// statusError turns a non-200 answer into the gateway's error kinds.
+// statusError turns a non-200 answer into the backend's condition (the
+// recogniser table), pausing the model's limiter for a rate or quota
+// window; an answer no row knows is the request's own fault.
 func (b *Backend) statusError(req gateway.Request, resp *http.Response) error {
-	detail := b.errorDetail(resp.Body)
-	code := resp.StatusCode
-	switch {
-	case code == http.StatusTooManyRequests:
-		rl := &gateway.RateLimitedError{Backend: b.cfg.Name, Reason: fmt.Sprintf("HTTP 429%s", detail)}
-		now := b.clock.Now()
-		d, ok := ratelimit.ResetAfter(resp.Header, now)
-		if !ok || d <= 0 {
-			// No time given (or "0s"): a short backoff from the paced
-			// rate, never the next hourly window.
-			d = 15 * time.Second
-			if b.cfg.Limiter != nil {
-				d = b.cfg.Limiter.ShortBackoff()
-			}
-		}
-		rl.RetryAfter = d
-		if b.cfg.Limiter != nil {
-			b.cfg.Limiter.Pause(now.Add(d))
-		}
-		return rl
-	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		// Who we are was refused: a fault of the backend, never of the task.
-		return gateway.Classified(b.cfg.Name, gateway.ErrCredentials, "task %s: HTTP %d: the key in %s was refused%s",
-			req.TaskID, code, b.keyEnvName(), detail)
-	case code == http.StatusPaymentRequired:
-		return gateway.Unavailable(b.cfg.Name, "task %s: no credit (HTTP 402)%s", req.TaskID, detail)
-	case code == http.StatusRequestTimeout:
-		return gateway.Transient(b.cfg.Name, "task %s: HTTP 408%s", req.TaskID, detail)
-	case code >= 500:
-		return gateway.Transient(b.cfg.Name, "task %s: HTTP %d%s", req.TaskID, code, detail)
-	case code >= 400:
-		return gateway.Permanent(b.cfg.Name, "task %s: HTTP %d%s", req.TaskID, code, detail)
-	default:
-		return gateway.Transient(b.cfg.Name, "task %s: unexpected HTTP %d%s", req.TaskID, code, detail)
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if f := b.recognise(req, resp.StatusCode, resp.Header, raw, b.clock.Now()); f != nil {
+		b.pauseFor(f)
+		return f
+	}
+	return gateway.Permanent(b.cfg.Name, "task %s: HTTP %d%s", req.TaskID, resp.StatusCode, b.errorDetail(bytes.NewReader(raw)))
+}
+
+// pauseFor holds the model's limiter (every backend on the model) until a
+// rate or quota fault ends.
+func (b *Backend) pauseFor(f *gateway.Fault) {
+	if b.cfg.Limiter == nil {
+		return
+	}
+	if c := f.Condition.Class(); c == gateway.ClassRate || c == gateway.ClassQuota {
+		b.cfg.Limiter.PauseFor(f.Condition.Until, f.Condition.State, f.Window)
 	}
 }
 
@@ -534,7 +571,7 @@ func (e redactedError) Error() string { return redactKey(e.err.Error(), e.key) }
 func (e redactedError) Unwrap() error { return e.err }
 
 // readJSON reads a whole (non-streamed) answer.
-func (b *Backend) readJSON(ctx, rctx context.Context, req gateway.Request, body io.Reader) (gateway.Response, error) {
+func (b *Backend) readJSON(ctx, rctx context.Context, req gateway.Request, h http.Header, body io.Reader) (gateway.Response, error) {
 	raw, err := io.ReadAll(io.LimitReader(body, b.cfg.MaxAnswerBytes+1))
 	if err != nil {
 		if ctx.Err() != nil || rctx.Err() != nil {
@@ -558,7 +595,7 @@ func (b *Backend) readJSON(ctx, rctx context.Context, req gateway.Request, body 
 		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: answer is not JSON (%d bytes, starts %q)", req.TaskID, len(raw), b.clipN(string(trimmed), 40))
 	}
 	if cr.Error != nil {
-		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: provider error in answer: %s", req.TaskID, b.clip(cr.Error.Message))
+		return gateway.Response{}, b.errorInAnswer(req, h, raw)
 	}
 	if len(cr.Choices) == 0 {
 		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (no choices)", req.TaskID)
@@ -575,10 +612,22 @@ func (b *Backend) readJSON(ctx, rctx context.Context, req gateway.Request, body 
 	return out, nil
 }
 
+// errorInAnswer reads an error object in a 200 (a proxy's way to fail) by
+// its code or type, as the table reads a status.
+func (b *Backend) errorInAnswer(req gateway.Request, h http.Header, raw []byte) error {
+	f := b.recognise(req, http.StatusOK, h, raw, b.clock.Now())
+	if f == nil {
+		return gateway.Permanent(b.cfg.Name, "task %s: provider error in answer%s", req.TaskID, b.errorDetail(bytes.NewReader(raw)))
+	}
+	f.Condition.Reason = strings.Replace(f.Condition.Reason, "HTTP 200", "provider error in answer", 1)
+	b.pauseFor(f)
+	return f
+}
+
 // record counts the outcome, logs it and returns err unchanged.
 func (b *Backend) record(req gateway.Request, err error, out *gateway.Response) error {
 	kind := gateway.Kind(err)
-	if errors.Is(err, ratelimit.ErrNotSent) && kind != "rate_limited" {
+	if errors.Is(err, gateway.ErrNotSent) && kind != "rate_limited" {
 		kind = "not_sent"
 	}
 	b.mu.Lock()

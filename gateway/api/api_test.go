@@ -294,7 +294,10 @@ func TestNoCreditMakesBackendUnhealthyUntilASuccess(t *testing.T) {
 	}, nil)
 	_, err := e.send(t)
 	require.ErrorIs(t, err, gateway.ErrUnavailable)
-	assert.Contains(t, err.Error(), "no credit")
+	assert.Contains(t, err.Error(), "credits spent")
+	c, ok := gateway.ConditionOf(err)
+	require.True(t, ok)
+	assert.Equal(t, gateway.StateCredits, c.State)
 	herr := e.b.Health(context.Background())
 	require.ErrorIs(t, herr, gateway.ErrUnavailable)
 
@@ -508,8 +511,10 @@ func TestCancelWhileWaitingForTheLimiterSendsNothing(t *testing.T) {
 	cancel()
 	err := <-errc
 	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, err, gateway.ErrNotSent, "the executor's ErrNotSent: nothing charged")
 	require.ErrorIs(t, err, ratelimit.ErrNotSent)
 	assert.Zero(t, e.f.count())
+	assert.EqualValues(t, 1, lim.Stats().Granted, "the cancelled wait took no slot")
 	assert.EqualValues(t, 1, e.b.Stats().NotSent)
 }
 

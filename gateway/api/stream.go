@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 
 	"fano/gateway"
@@ -16,8 +17,11 @@ import (
 // whose choices[0].delta.content pieces make the answer, an optional usage
 // chunk, and "data: [DONE]" at the end. Comment lines (": keep-alive")
 // are skipped. A stream that ends without [DONE], breaks off, or carries
-// a chunk that is not JSON was cut off: Transient, naming the backend.
-func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, body io.Reader) (gateway.Response, error) {
+// a chunk that is not JSON was cut: a transient fault (errors.Is
+// gateway.ErrCut) naming the backend, with the text so far in a response
+// that ended EndCut, never a whole answer. An error object in the stream
+// is read by the recogniser table, as in a 200.
+func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, h http.Header, body io.Reader) (gateway.Response, error) {
 	r := bufio.NewReaderSize(io.LimitReader(body, b.cfg.MaxAnswerBytes+1), 64<<10)
 	var (
 		text   strings.Builder
@@ -26,7 +30,10 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, bod
 		events int
 	)
 	cutOff := func(format string, args ...any) error {
-		return gateway.Transient(b.cfg.Name, "task %s: answer cut off mid-stream after %d events: %s", req.TaskID, events, fmt.Sprintf(format, args...))
+		out.Content, out.Ended = text.String(), gateway.EndCut
+		return gateway.TransientFault(b.cfg.Name,
+			fmt.Sprintf("task %s: answer cut off mid-stream after %d events (%d chars): %s", req.TaskID, events, text.Len(), fmt.Sprintf(format, args...)),
+			b.clock.Now().Add(gateway.TransientPause), gateway.ErrCut)
 	}
 	// dispatch handles one complete event; done reports [DONE].
 	dispatch := func() (done bool, err error) {
@@ -44,7 +51,8 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, bod
 			return false, cutOff("event %d is not valid JSON (%d bytes)", events, len(payload))
 		}
 		if chunk.Error != nil {
-			return false, gateway.Transient(b.cfg.Name, "task %s: provider error in stream: %s", req.TaskID, b.clip(chunk.Error.Message))
+			out.Content, out.Ended = text.String(), gateway.EndErrorTurn
+			return false, b.errorInAnswer(req, h, []byte(payload))
 		}
 		if len(chunk.Choices) > 0 {
 			text.WriteString(string(chunk.Choices[0].Delta.Content))
@@ -68,7 +76,7 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, bod
 			if ctx.Err() != nil || rctx.Err() != nil {
 				return gateway.Response{}, b.transportError(ctx, rctx, req, "reading the stream", rerr)
 			}
-			return gateway.Response{}, cutOff("%v", redactedError{rerr, b.apiKey().Reveal()})
+			return out, cutOff("%v", redactedError{rerr, b.apiKey().Reveal()})
 		}
 		line = strings.TrimRight(line, "\r\n")
 		var err error
@@ -83,16 +91,16 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, bod
 			// event:, id:, retry: fields carry nothing we use.
 		}
 		if err != nil {
-			return gateway.Response{}, err
+			return out, err
 		}
 		if rerr != nil && !done {
 			// The stream ended: a pending event without its blank line
 			// still counts, but only [DONE] makes the answer complete.
 			if done, err = dispatch(); err != nil {
-				return gateway.Response{}, err
+				return out, err
 			}
 			if !done {
-				return gateway.Response{}, cutOff("no [DONE]")
+				return out, cutOff("no [DONE]")
 			}
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"fano/gateway"
-	"fano/gateway/ratelimit"
 )
 
 // States as State reports them.
@@ -120,11 +119,16 @@ func Wrap(inner gateway.Backend, cfg Config) *Backend {
 	return b
 }
 
-// notAFailure: rate limits, cancellations and unsent requests do not count.
+// notAFailure: rate and quota windows, conditions only a person ends
+// (their own condition parks the backend; an open circuit would hide
+// it), cancellations and unsent requests do not count.
 func notAFailure(err error) bool {
 	var rl *gateway.RateLimitedError
+	if c, ok := gateway.ConditionOf(err); ok && c.Class() != gateway.ClassTransient {
+		return true
+	}
 	return errors.As(err, &rl) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, ratelimit.ErrNotSent) || errors.Is(err, errOpen)
+		errors.Is(err, gateway.ErrNotSent) || errors.Is(err, errOpen)
 }
 
 // stateChanged runs under gobreaker's lock (never call cb here).

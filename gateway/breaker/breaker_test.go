@@ -147,6 +147,34 @@ func TestRateLimitsCancellationsAndUnsentAreNotFailures(t *testing.T) {
 	assert.Equal(t, Open, b.State())
 }
 
+// Faults read into a condition: rate and quota windows and conditions a
+// person ends are the backend's condition, never breaker failures (an
+// open circuit would hide "add credits" behind "circuit open"); a
+// transient fault is one.
+func TestConditionFaultsAndTheBreaker(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	b, inner, _, _ := setup(t)
+	for range 4 {
+		inner.script(
+			gateway.RateFault("llm-a", "tokens", "HTTP 429", now, now.Add(time.Second)),
+			gateway.QuotaFault("llm-a", "day", "free-models-per-day", now, now.Add(time.Hour)),
+			gateway.PersonFault("llm-a", gateway.StateCredits, "HTTP 402", now.Add(30*time.Minute)),
+			gateway.PersonFault("llm-a", gateway.StateCredentials, "HTTP 401", now.Add(30*time.Minute)),
+		)
+	}
+	for range 16 {
+		require.Error(t, send(b))
+	}
+	assert.Equal(t, Closed, b.State())
+	for range 5 {
+		inner.script(gateway.TransientFault("llm-a", "HTTP 529", now, nil))
+	}
+	for range 5 {
+		_ = send(b)
+	}
+	assert.Equal(t, Open, b.State())
+}
+
 func TestHalfOpenAfterRecoveryTimeoutThenClosesAfterThreeSuccesses(t *testing.T) {
 	b, inner, clock, changes := setup(t)
 	for range 5 {

@@ -19,6 +19,7 @@ import (
 	"fano/gateway"
 	"fano/gateway/api"
 	"fano/gateway/ratelimit"
+	"fano/gateway/ratelimit/simclock"
 )
 
 // BenchmarkIncident429 replays the seeds/002 incident: 500 concurrent
@@ -32,7 +33,7 @@ import (
 // x-ratelimit-* headers above that; an accepted request takes the model 6
 // s to answer.
 //
-// Time is simulated (simClock): the HTTP requests, the limiter and the
+// Time is simulated (simclock): the HTTP requests, the limiter and the
 // backend are real, but the clock they all read jumps from one event to
 // the next once every actor waits, so 57 minutes take seconds and the
 // machine's load cannot distort them. FANO_BENCH429_MINUTES shortens the
@@ -116,11 +117,11 @@ func (sc incident) rpmPercent(ok int64) float64 {
 // limitedAPI is an OpenAI-compatible server allowing limit requests in
 // any sliding minute; rejected requests do not count. It reads the
 // simulated clock, and while the model "thinks" it gives up the worker's
-// token (see simClock).
+// token (see simclock).
 type limitedAPI struct {
 	limit   int
 	latency time.Duration
-	clock   *simClock
+	clock   *simclock.Clock
 	end     time.Time     // nothing after this is counted
 	stop    chan struct{} // closed when the run ends
 
@@ -162,7 +163,7 @@ func (s *limitedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set(ratelimit.HeaderRemaining, strconv.Itoa(remaining))
 	h.Set(ratelimit.HeaderReset, reset.String())
 	done := s.clock.After(s.latency) // the model writes its answer
-	s.clock.tokens.add(-1)
+	s.clock.Tokens().Add(-1)
 	select {
 	case <-done:
 	case <-r.Context().Done():
@@ -183,8 +184,8 @@ func (s *limitedAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // up and takes the next one.
 func (sc incident) run(b *testing.B, withFano bool) outcome {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tok := newTokens(sc.workers)
-	clock := newSimClock(start, tok)
+	tok := simclock.NewTokens(sc.workers)
+	clock := simclock.New(start, tok)
 	srv := &limitedAPI{limit: sc.limit, latency: sc.latency, clock: clock, end: start.Add(sc.duration), stop: make(chan struct{})}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
@@ -200,7 +201,7 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 		c := cfg
 		if withFano {
 			c.Limiter = ratelimit.New(ratelimit.Config{Name: "arcee", InitialRPM: 20}, clock)
-			ratelimit.SetHooks(c.Limiter, func() { tok.add(-1) }, func() { tok.add(1) })
+			ratelimit.SetHooks(c.Limiter, func() { tok.Add(-1) }, func() { tok.Add(1) })
 			c.Limiter.Learn(learned, time.Minute)
 		}
 		be, err := api.New(c)
@@ -216,7 +217,7 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 	// sleep waits d of simulated time, giving up the worker's token.
 	sleep := func(d time.Duration) {
 		ch := clock.After(d)
-		tok.add(-1)
+		tok.Add(-1)
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -287,10 +288,10 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 	end := start.Add(sc.duration)
 	restarted := false
 	for {
-		if !tok.waitQuiet(stuck) {
-			b.Fatalf("simulation stuck at %s with %d busy actors", clock.Now().Sub(start), tok.n.Load())
+		if !tok.WaitQuiet(stuck) {
+			b.Fatalf("simulation stuck at %s with %d busy actors", clock.Now().Sub(start), tok.Busy())
 		}
-		next, ok := clock.next()
+		next, ok := clock.Next()
 		if !ok || next.After(end) {
 			break
 		}
@@ -307,7 +308,7 @@ func (sc incident) run(b *testing.B, withFano bool) outcome {
 			old.Limiter().Pause(end.Add(time.Hour))
 			continue
 		}
-		clock.advanceTo(next)
+		clock.AdvanceTo(next)
 		progress.Add(1)
 	}
 	cancel()

@@ -13,6 +13,10 @@ const (
 	HeaderRemaining  = "X-Ratelimit-Remaining-Requests"
 	HeaderReset      = "X-Ratelimit-Reset-Requests"
 	HeaderRetryAfter = "Retry-After"
+
+	HeaderLimitTokens     = "X-Ratelimit-Limit-Tokens"
+	HeaderRemainingTokens = "X-Ratelimit-Remaining-Tokens"
+	HeaderResetTokens     = "X-Ratelimit-Reset-Tokens"
 )
 
 // ParseDuration reads a reset time as providers send it: a Go duration

@@ -11,7 +11,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"fano/gateway"
 )
 
 // Defaults for Config fields left zero.
@@ -30,8 +31,9 @@ const (
 
 // ErrNotSent marks a Wait that ended before a slot was granted: the
 // request never reached the backend, so it says nothing about the
-// backend's health (the circuit breaker ignores it).
-var ErrNotSent = errors.New("request not sent")
+// backend's health (the circuit breaker ignores it) and used no quota.
+// It is gateway.ErrNotSent itself, so one errors.Is works everywhere.
+var ErrNotSent = gateway.ErrNotSent
 
 // Config configures a Limiter.
 type Config struct {
@@ -66,10 +68,13 @@ type Config struct {
 
 // PausedError says the model is paused (after a 429 or an exhausted
 // budget) until Until, longer than a waiter should wait. It wraps
-// ErrNotSent.
+// ErrNotSent. State and Window are the condition that paused it
+// (StateRateLimited with "requests" when nothing more was said).
 type PausedError struct {
-	Name  string
-	Until time.Time
+	Name   string
+	Until  time.Time
+	State  gateway.State
+	Window string
 }
 
 func (e *PausedError) Error() string {
@@ -112,16 +117,27 @@ type Limiter struct {
 	last     time.Time     // the latest grant
 	recent   []time.Time   // grant times of the last window, oldest first
 	paused   time.Time     // no grant before this
+	pausedBy pauseCause    // the condition that set paused
 	queue    []*waiter
 	timer    clockwork.Timer
 	timerGen uint64
 	timerAt  time.Time
 
 	remaining int // last x-ratelimit-remaining-requests, -1 = unknown
-	granted   uint64
-	cancelled uint64
-	pauses    uint64
-	observed  uint64
+
+	// The tokens-per-window budget, learned from x-ratelimit-*-tokens:
+	// tokLimit tokens per window (0: not learned, not paced), at most
+	// tokCap in any guard window, counted in tokLog by grant.
+	tokLimit     int
+	tokCap       int
+	tokLog       []tokGrant
+	tokRemaining int     // last x-ratelimit-remaining-tokens, -1 = unknown
+	tokScale     float64 // what the server counted per estimated token, learned by Settle
+	seq          uint64  // numbers grants for Settle
+	granted      uint64
+	cancelled    uint64
+	pauses       uint64
+	observed     uint64
 
 	// Test hooks, called under the lock: onQueue with the waiter's context
 	// once it is queued, onGrant when a queued waiter is granted (before
@@ -135,6 +151,30 @@ type waiter struct {
 	err     error         // set when released without a grant (long pause)
 	granted bool
 	at      time.Time // grant time
+	tokens  int       // estimated tokens it asks for (scaled)
+	seq     uint64    // its grant's number
+}
+
+// tokGrant is the tokens one grant counts against the window.
+type tokGrant struct {
+	at      time.Time
+	seq     uint64
+	tokens  int
+	settled bool // tokens is what the server counted
+}
+
+// pauseCause is what a pause stands for, for the PausedError it gives.
+type pauseCause struct {
+	state  gateway.State
+	window string
+}
+
+// Grant is one slot Acquire granted: Settle corrects its tokens once the
+// answer tells how many the server counted.
+type Grant struct {
+	seq      uint64
+	at       time.Time
+	estimate int // the caller's estimate, before scaling
 }
 
 // New returns a Limiter pacing at cfg.InitialRPM until headers say
@@ -159,6 +199,7 @@ func New(cfg Config, clock clockwork.Clock) *Limiter {
 		cfg.MaxPauseWait = cfg.Window
 	}
 	l := &Limiter{clock: clock, name: cfg.Name, window: cfg.Window, headroom: cfg.Headroom, catchUp: cfg.CatchUp, maxPause: cfg.MaxPauseWait, remaining: -1,
+		tokRemaining: -1, tokScale: 1,
 		guard: cfg.Window + time.Duration(float64(cfg.Window)*cfg.Headroom/2)}
 	// The initial rate is already a cautious guess: pace at it exactly,
 	// one request at a time, with no catching up.
@@ -184,21 +225,31 @@ func (l *Limiter) setRateLocked(perWindow float64, capacity int, tau time.Durati
 // Wait blocks until the caller may send one request, or ctx ends (then it
 // returns an error wrapping ctx.Err() and consumes nothing).
 func (l *Limiter) Wait(ctx context.Context) error {
+	_, err := l.Acquire(ctx, 0)
+	return err
+}
+
+// Acquire is Wait for a request of about tokens tokens (prompt and
+// answer; 0 when unknown): once the tokens-per-window budget is learned,
+// the request also waits until the window has room for them, so long
+// prompts are paced by tokens as short ones are by requests.
+func (l *Limiter) Acquire(ctx context.Context, tokens int) (Grant, error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("rate limiter %s: %w: %w", l.name, ErrNotSent, err)
+		return Grant{}, fmt.Errorf("rate limiter %s: %w: %w", l.name, ErrNotSent, err)
 	}
 	l.mu.Lock()
 	now := l.clock.Now()
 	if err := l.longPauseLocked(now); err != nil {
 		l.mu.Unlock()
-		return err
+		return Grant{}, err
 	}
-	if len(l.queue) == 0 && l.mayGrantLocked(now) {
-		l.grantLocked(now)
+	scaled := int(math.Ceil(float64(max(tokens, 0)) * l.tokScale))
+	if len(l.queue) == 0 && l.mayGrantLocked(now, scaled) {
+		seq := l.grantLocked(now, scaled)
 		l.mu.Unlock()
-		return nil
+		return Grant{seq: seq, at: now, estimate: tokens}, nil
 	}
-	w := &waiter{ch: make(chan struct{})}
+	w := &waiter{ch: make(chan struct{}), tokens: scaled}
 	l.queue = append(l.queue, w)
 	l.dispatchLocked(now)
 	if l.onQueue != nil {
@@ -208,19 +259,19 @@ func (l *Limiter) Wait(ctx context.Context) error {
 
 	select {
 	case <-w.ch:
-		return w.err
+		return Grant{seq: w.seq, at: w.at, estimate: tokens}, w.err
 	case <-ctx.Done():
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if w.err != nil {
-		return w.err // released by a long pause as ctx ended
+		return Grant{}, w.err // released by a long pause as ctx ended
 	}
 	l.cancelled++
 	if w.granted {
 		// Granted as the context ended: give the slot back so the next
 		// waiter can use it.
-		l.refundLocked(w.at)
+		l.refundLocked(w.at, w.seq)
 	} else {
 		for i, q := range l.queue {
 			if q == w {
@@ -230,11 +281,49 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		}
 	}
 	l.dispatchLocked(l.clock.Now())
-	return fmt.Errorf("rate limiter %s: %w: %w", l.name, ErrNotSent, ctx.Err())
+	return Grant{}, fmt.Errorf("rate limiter %s: %w: %w", l.name, ErrNotSent, ctx.Err())
 }
 
-// nextGrantLocked is the earliest time the next slot may be granted.
-func (l *Limiter) nextGrantLocked(now time.Time) time.Time {
+// Settle tells the limiter how many tokens the server counted for g's
+// request (prompt and answer, from the answer's usage). It replaces the
+// estimate in the window, once: a second Settle of the same grant, or of
+// a grant that already left the window, changes nothing. It also learns
+// how the server's count compares with the estimates. A request that
+// never answered (cut, failed) is not settled: its estimate stays
+// counted, as the server counted its prompt.
+func (l *Limiter) Settle(g Grant, actual int) {
+	if g.seq == 0 || actual <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	found := false
+	for i := range l.tokLog {
+		if e := &l.tokLog[i]; e.seq == g.seq {
+			if e.settled {
+				return
+			}
+			e.tokens, e.settled, found = actual, true, true
+			break
+		}
+	}
+	if !found && g.at.After(l.clock.Now().Add(-l.guard)) {
+		return // given back (refunded), or never counted
+	}
+	if g.estimate > 0 {
+		// A moving average of the server's tokens per estimated token,
+		// between a half and four times: a tokenizer that counts more than
+		// the estimate (or answers that add to it) paces from the next
+		// request on.
+		ratio := min(4, max(0.5, float64(actual)/float64(g.estimate)))
+		l.tokScale += (ratio - l.tokScale) / 8
+	}
+	l.dispatchLocked(l.clock.Now())
+}
+
+// nextGrantLocked is the earliest time the next slot, for a request of
+// tokens tokens, may be granted.
+func (l *Limiter) nextGrantLocked(now time.Time, tokens int) time.Time {
 	at := l.tat.Add(-l.tau)
 	if l.paused.After(at) {
 		at = l.paused
@@ -251,6 +340,20 @@ func (l *Limiter) nextGrantLocked(now time.Time) time.Time {
 			at = free
 		}
 	}
+	if l.tokLimit > 0 && tokens > 0 {
+		// The token window: wait until grants leave it to make room (a
+		// request larger than the whole budget waits for an empty one).
+		need, used := min(tokens, l.tokCap), 0
+		for _, g := range l.tokLog {
+			used += g.tokens
+		}
+		for i := 0; used+need > l.tokCap && i < len(l.tokLog); i++ {
+			used -= l.tokLog[i].tokens
+			if free := l.tokLog[i].at.Add(l.guard); free.After(at) {
+				at = free
+			}
+		}
+	}
 	return at
 }
 
@@ -264,13 +367,21 @@ func (l *Limiter) forgetLocked(now time.Time) {
 	if i > 0 {
 		l.recent = append(l.recent[:0], l.recent[i:]...)
 	}
+	i = 0
+	for i < len(l.tokLog) && !l.tokLog[i].at.After(cut) {
+		i++
+	}
+	if i > 0 {
+		l.tokLog = append(l.tokLog[:0], l.tokLog[i:]...)
+	}
 }
 
-func (l *Limiter) mayGrantLocked(now time.Time) bool {
-	return !now.Before(l.nextGrantLocked(now))
+func (l *Limiter) mayGrantLocked(now time.Time, tokens int) bool {
+	return !now.Before(l.nextGrantLocked(now, tokens))
 }
 
-func (l *Limiter) grantLocked(now time.Time) {
+// grantLocked grants a slot of tokens tokens at now and numbers it.
+func (l *Limiter) grantLocked(now time.Time, tokens int) uint64 {
 	if l.tat.Before(now) {
 		l.tat = now
 	}
@@ -278,14 +389,25 @@ func (l *Limiter) grantLocked(now time.Time) {
 	l.last = now
 	l.recent = append(l.recent, now)
 	l.granted++
+	l.seq++
+	if tokens > 0 {
+		l.tokLog = append(l.tokLog, tokGrant{at: now, seq: l.seq, tokens: tokens})
+	}
+	return l.seq
 }
 
-// refundLocked gives back the slot granted at t.
-func (l *Limiter) refundLocked(t time.Time) {
+// refundLocked gives back the slot granted at t as grant seq.
+func (l *Limiter) refundLocked(t time.Time, seq uint64) {
 	l.tat = l.tat.Add(-l.interval)
 	for i := len(l.recent) - 1; i >= 0; i-- {
 		if l.recent[i].Equal(t) {
 			l.recent = append(l.recent[:i], l.recent[i+1:]...)
+			break
+		}
+	}
+	for i := len(l.tokLog) - 1; i >= 0; i-- {
+		if l.tokLog[i].seq == seq {
+			l.tokLog = append(l.tokLog[:i], l.tokLog[i+1:]...)
 			break
 		}
 	}
@@ -294,11 +416,11 @@ func (l *Limiter) refundLocked(t time.Time) {
 // dispatchLocked grants the head of the queue while slots are due and arms
 // the timer for the next one.
 func (l *Limiter) dispatchLocked(now time.Time) {
-	for len(l.queue) > 0 && l.mayGrantLocked(now) {
+	for len(l.queue) > 0 && l.mayGrantLocked(now, l.queue[0].tokens) {
 		w := l.queue[0]
 		l.queue[0] = nil
 		l.queue = l.queue[1:]
-		l.grantLocked(now)
+		w.seq = l.grantLocked(now, w.tokens)
 		w.granted, w.at = true, now
 		if l.onGrant != nil {
 			l.onGrant()
@@ -309,7 +431,7 @@ func (l *Limiter) dispatchLocked(now time.Time) {
 		l.stopTimerLocked()
 		return
 	}
-	at := l.nextGrantLocked(now)
+	at := l.nextGrantLocked(now, l.queue[0].tokens)
 	if l.timer != nil && l.timerAt.Equal(at) {
 		return
 	}
@@ -341,10 +463,17 @@ func (l *Limiter) fire(gen uint64) {
 // the model's budget is spent. Pauses only ever extend. After the pause the
 // queue resumes at the paced rate, without a burst.
 func (l *Limiter) Pause(until time.Time) {
+	l.PauseFor(until, gateway.StateRateLimited, "requests")
+}
+
+// PauseFor is Pause for a named condition: a rate window ("requests",
+// "tokens") or a quota window (StateCapped: "hour", "day"). Waiters the
+// pause turns away get a *PausedError naming it.
+func (l *Limiter) PauseFor(until time.Time, st gateway.State, window string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pauses++
-	if l.pauseLocked(until) {
+	if l.pauseLocked(until, pauseCause{st, window}) {
 		l.dispatchLocked(l.clock.Now())
 	}
 }
@@ -352,11 +481,11 @@ func (l *Limiter) Pause(until time.Time) {
 // pauseLocked extends the pause to until; false if it already lasts
 // longer. A pause longer than MaxPauseWait releases the queue with a
 // *PausedError.
-func (l *Limiter) pauseLocked(until time.Time) bool {
+func (l *Limiter) pauseLocked(until time.Time, cause pauseCause) bool {
 	if !until.After(l.paused) {
 		return false
 	}
-	l.paused = until
+	l.paused, l.pausedBy = until, cause
 	if resume := until.Add(l.tau); l.tat.Before(resume) {
 		l.tat = resume
 	}
@@ -377,7 +506,11 @@ func (l *Limiter) pauseLocked(until time.Time) bool {
 // longPauseLocked is a *PausedError if the pause outlasts MaxPauseWait.
 func (l *Limiter) longPauseLocked(now time.Time) error {
 	if l.paused.Sub(now) > l.maxPause {
-		return &PausedError{Name: l.name, Until: l.paused}
+		st, w := l.pausedBy.state, l.pausedBy.window
+		if st == "" {
+			st, w = gateway.StateRateLimited, "requests"
+		}
+		return &PausedError{Name: l.name, Until: l.paused, State: st, Window: w}
 	}
 	return nil
 }
@@ -389,29 +522,46 @@ func (l *Limiter) Observe(h http.Header) { l.ObserveSince(h, time.Time{}) }
 // ObserveSince learns from the headers of a response to a request sent at
 // sent: x-ratelimit-limit-requests sets the paced rate to the limit per
 // Window minus the headroom; x-ratelimit-remaining-requests of 0 pauses
-// the model until x-ratelimit-reset-requests, before a 429 does. Servers
-// compute these headers when they admit a request, but a whole answer
-// arrives only after the model has written it, so the reset counts from
-// sent, not from now (zero sent: from now).
+// the model until x-ratelimit-reset-requests, before a 429 does. The
+// -tokens triple does the same for the tokens-per-window budget Acquire
+// paces by. Servers compute these headers when they admit a request, but
+// a whole answer arrives only after the model has written it, so the
+// reset counts from sent, not from now (zero sent: from now). Values
+// that are not counts (-1, garbage) are ignored: headers are hints.
 func (l *Limiter) ObserveSince(h http.Header, sent time.Time) {
 	limit, okLimit := headerInt(h, HeaderLimit)
 	remaining, okRemaining := headerInt(h, HeaderRemaining)
 	reset, okReset := ParseDuration(h.Get(HeaderReset))
+	tokLimit, okTokLimit := headerInt(h, HeaderLimitTokens)
+	tokRemaining, okTokRemaining := headerInt(h, HeaderRemainingTokens)
+	tokReset, okTokReset := ParseDuration(h.Get(HeaderResetTokens))
 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.observed++
+	from := sent
+	if from.IsZero() {
+		from = l.clock.Now()
+	}
 	if okLimit && limit > 0 && limit != l.limit {
 		l.learnLocked(limit)
 	}
 	if okRemaining {
 		l.remaining = remaining
 		if remaining == 0 && okReset && reset > 0 {
-			from := sent
-			if from.IsZero() {
-				from = l.clock.Now()
+			if l.pauseLocked(from.Add(reset), pauseCause{gateway.StateRateLimited, "requests"}) {
+				l.pauses++
 			}
-			if l.pauseLocked(from.Add(reset)) {
+		}
+	}
+	if okTokLimit && tokLimit > 0 && tokLimit != l.tokLimit {
+		l.tokLimit = tokLimit
+		l.tokCap = max(1, int(float64(tokLimit)*(1-l.headroom)))
+	}
+	if okTokRemaining {
+		l.tokRemaining = tokRemaining
+		if tokRemaining == 0 && okTokReset && tokReset > 0 {
+			if l.pauseLocked(from.Add(tokReset), pauseCause{gateway.StateRateLimited, "tokens"}) {
 				l.pauses++
 			}
 		}
@@ -468,6 +618,35 @@ func (l *Limiter) Learn(limit int, window time.Duration) {
 	}
 }
 
+// LearnedTokens is the tokens-per-Window budget the headers told (0:
+// none yet).
+func (l *Limiter) LearnedTokens() (int, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tokLimit, l.window
+}
+
+// LearnTokens paces by a tokens budget of limit per window as if a
+// response had said so: the budget learned before a restart, so long
+// prompts are paced from the first request on. A budget counted over
+// another window is scaled to ours.
+func (l *Limiter) LearnTokens(limit int, window time.Duration) {
+	if limit <= 0 || window <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if window != l.window {
+		limit = int(float64(limit) * float64(l.window) / float64(window))
+		if limit <= 0 {
+			return
+		}
+	}
+	l.tokLimit = limit
+	l.tokCap = max(1, int(float64(limit)*(1-l.headroom)))
+	l.dispatchLocked(l.clock.Now())
+}
+
 // ShortBackoff is how long to hold the model after a 429 that named no
 // reset (or "0s"): three intervals of the paced rate, between 2 s and a
 // minute.
@@ -497,12 +676,20 @@ type Stats struct {
 	Capacity int `json:"capacity"`
 	InWindow int `json:"in_window"`
 	// Remaining is the last x-ratelimit-remaining-requests seen (-1 none).
-	Remaining   int       `json:"remaining"`
-	Waiting     int       `json:"waiting"`
-	Granted     uint64    `json:"granted"`
-	Cancelled   uint64    `json:"cancelled"`
-	Pauses      uint64    `json:"pauses"`
-	PausedUntil time.Time `json:"paused_until,omitzero"`
+	Remaining int `json:"remaining"`
+	// TokenLimit is the learned tokens per Window (0: not paced by
+	// tokens); TokensInWindow what the last guard window holds;
+	// TokenRemaining the last x-ratelimit-remaining-tokens (-1 none);
+	// TokenScale the server's tokens per estimated token.
+	TokenLimit     int       `json:"token_limit,omitempty"`
+	TokensInWindow int       `json:"tokens_in_window,omitempty"`
+	TokenRemaining int       `json:"token_remaining"`
+	TokenScale     float64   `json:"token_scale"`
+	Waiting        int       `json:"waiting"`
+	Granted        uint64    `json:"granted"`
+	Cancelled      uint64    `json:"cancelled"`
+	Pauses         uint64    `json:"pauses"`
+	PausedUntil    time.Time `json:"paused_until,omitzero"`
 }
 
 // Stats returns the current figures.
@@ -514,6 +701,10 @@ func (l *Limiter) Stats() Stats {
 	s := Stats{
 		Name: l.name, RPM: l.rpm, LimitRPM: l.limit, Capacity: l.capacity, InWindow: len(l.recent), Remaining: l.remaining,
 		Waiting: len(l.queue), Granted: l.granted, Cancelled: l.cancelled, Pauses: l.pauses,
+		TokenLimit: l.tokLimit, TokenRemaining: l.tokRemaining, TokenScale: l.tokScale,
+	}
+	for _, g := range l.tokLog {
+		s.TokensInWindow += g.tokens
 	}
 	if l.paused.After(now) {
 		s.PausedUntil = l.paused
@@ -546,4 +737,15 @@ func (r *Registry) Get(key string, cfg Config) *Limiter {
 	l := New(cfg, r.clock)
 	r.m[key] = l
 	return l
+}
+
+// SetHooks lets a discrete-event simulation (package simclock) account
+// for waiters: queued runs when a wait joins l's queue, granted when a
+// queued waiter is woken (granted, or turned away by a long pause),
+// before it wakes.
+func SetHooks(l *Limiter, queued, granted func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onQueue = func(context.Context) { queued() }
+	l.onGrant = granted
 }

@@ -320,7 +320,7 @@ func TestLearnedRateAfterRestartPacesWithoutBurst(t *testing.T) {
 	iv := h.interval()
 	assert.InDelta(t, float64(time.Minute)/(200*0.98), float64(iv), 1, "paced at the learned rate")
 	h.l.mu.Lock()
-	next := h.l.nextGrantLocked(start)
+	next := h.l.nextGrantLocked(start, 0)
 	h.l.mu.Unlock()
 	assert.Equal(t, start.Add(iv), next, "the second request waits a full interval: no catch-up burst")
 	for id := 1; id <= 3; id++ {

@@ -49,10 +49,12 @@ func dayWindow(now time.Time, resetHour int) (start, next time.Time) {
 	return start, start.AddDate(0, 0, 1)
 }
 
-// admitLocked uses one request of quota at now, or says when to come back.
-// A refused request uses nothing. When both the hourly and the deep limit
-// refuse, the later reset is reported. b.mu must be held.
-func (b *Backend) admitLocked(now time.Time, deep bool) *gateway.RateLimitedError {
+// admitLocked uses one request of quota at now, or refuses with the quota
+// window that ran out (a *gateway.Fault of StateCapped, "hour" or "day",
+// until its reset), as an API's recogniser or a browser's notice reads a
+// real one. A refused request uses nothing. When both the hourly and the
+// deep limit refuse, the later reset is reported. b.mu must be held.
+func (b *Backend) admitLocked(now time.Time, deep bool) *gateway.Fault {
 	if !b.hour.holds(now) {
 		b.hour.roll(hourWindow(now, b.cfg.HourlyResetMinute))
 	}
@@ -62,21 +64,21 @@ func (b *Backend) admitLocked(now time.Time, deep bool) *gateway.RateLimitedErro
 	hn, dn := b.hour.next, b.day.next
 	v := voiceFor(b.cfg.Style)
 
-	var refusal *gateway.RateLimitedError
-	refuse := func(next time.Time, format string) {
-		if refusal == nil || next.Sub(now) > refusal.RetryAfter {
-			refusal = &gateway.RateLimitedError{Backend: b.cfg.Name, RetryAfter: next.Sub(now), Reason: banner(format, next)}
+	var refusal *gateway.Fault
+	refuse := func(next time.Time, window, format string) {
+		if refusal == nil || next.After(refusal.Condition.Until) {
+			refusal = gateway.QuotaFault(b.cfg.Name, window, banner(format, next), now, next)
 		}
 	}
 	if b.cfg.HourlyLimit > 0 && b.hour.used >= b.cfg.HourlyLimit {
-		refuse(hn, v.hourBanner)
+		refuse(hn, "hour", v.hourBanner)
 	}
 	if deep {
 		switch {
 		case b.cfg.DeepDailyLimit <= 0:
-			refuse(dn, v.noDeep)
+			refuse(dn, "day", v.noDeep)
 		case b.day.used >= b.cfg.DeepDailyLimit:
-			refuse(dn, v.deepBanner)
+			refuse(dn, "day", v.deepBanner)
 		}
 	}
 	if refusal != nil {

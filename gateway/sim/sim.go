@@ -44,8 +44,8 @@ type Config struct {
 type Stats struct {
 	Requests    int64 // Send calls that reached the service (ctx not yet done)
 	Answered    int64 // Sends that returned a Response, malformed ones included
-	RateLimited int64 // refused with *gateway.RateLimitedError (no quota used)
-	Unavailable int64 // refused because the backend was unavailable or closed
+	RateLimited int64 // refused with a quota window's *gateway.Fault (no quota used)
+	Unavailable int64 // refused because the backend was unavailable (a person's condition) or closed
 	Cancelled   int64 // ctx done while waiting out the latency
 	Deep        int64 // deep-mode requests admitted
 	// Injected faults by kind.
@@ -60,11 +60,13 @@ type Backend struct {
 	cfg   Config
 	clock clockwork.Clock
 
-	mu          sync.Mutex
-	stats       Stats
-	unavailable string
-	closed      bool
-	hour, day   window
+	mu    sync.Mutex
+	stats Stats
+	// person is a condition only a person ends (login, credits,
+	// credentials, challenge) set by SetCondition; "" state: none.
+	person    gateway.Condition
+	closed    bool
+	hour, day window
 	// faultRuns counts consecutive faulted attempts per request, so that a
 	// retry of a faulted request draws its fault afresh; entries go away on
 	// the first attempt that is not faulted.
@@ -149,13 +151,38 @@ func (b *Backend) Stats() Stats {
 	return b.stats
 }
 
-// SetUnavailable makes every Send and Health fail with gateway.ErrUnavailable
-// ("login required") until it is called again with "".
+// SetUnavailable makes every Send and Health fail behind a login wall
+// (StateLogin, gateway.ErrUnavailable) with reason until it is called
+// again with "".
 func (b *Backend) SetUnavailable(reason string) {
+	if reason == "" {
+		b.SetCondition(gateway.Condition{})
+		return
+	}
+	b.SetCondition(gateway.Condition{State: gateway.StateLogin, Reason: reason})
+}
+
+// SetCondition puts the backend in c, a condition only a person ends
+// (login, credits, credentials, challenge): every Send and Health fail
+// with c as a *gateway.Fault, as a real backend's recogniser reads it,
+// until it is called again with the zero Condition.
+func (b *Backend) SetCondition(c gateway.Condition) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.unavailable = reason
+	b.person = c
 }
+
+// Condition is the person's condition set by SetCondition, else ready.
+func (b *Backend) Condition() gateway.Condition {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.person.State == "" {
+		return gateway.Condition{State: gateway.StateReady}
+	}
+	return b.person
+}
+
+var _ gateway.Conditioner = (*Backend)(nil)
 
 // Health reports a login wall set by SetUnavailable, or a closed backend.
 func (b *Backend) Health(context.Context) error {
@@ -185,13 +212,14 @@ func (b *Backend) unavailableLocked() error {
 	switch {
 	case b.closed:
 		return gateway.Unavailable(b.cfg.Name, "backend closed")
-	case b.unavailable == "":
+	case b.person.State == "":
 		return nil
-	case b.unavailable == "login required":
-		return gateway.Unavailable(b.cfg.Name, "login required")
-	default:
-		return gateway.Unavailable(b.cfg.Name, "login required: %s", b.unavailable)
 	}
+	reason := b.person.Reason
+	if b.person.State == gateway.StateLogin && reason != "login required" {
+		reason = "login required: " + reason
+	}
+	return gateway.PersonFault(b.cfg.Name, b.person.State, reason, b.person.Until)
 }
 
 // Send answers req after the configured latency, or refuses it: rate
@@ -218,10 +246,10 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 		}
 		b.mu.Lock()
 	}
-	if rl := b.admitLocked(start, req.DeepMode); rl != nil {
+	if f := b.admitLocked(start, req.DeepMode); f != nil {
 		b.stats.RateLimited++
 		b.mu.Unlock()
-		return gateway.Response{}, rl
+		return gateway.Response{}, f
 	}
 	if req.DeepMode {
 		b.stats.Deep++
@@ -273,7 +301,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	}
 
 	if f == transientFault {
-		return gateway.Response{}, gateway.Transient(b.cfg.Name, "simulated server error, please try again")
+		return gateway.Response{}, gateway.TransientFault(b.cfg.Name, "simulated server error, please try again", b.clock.Now().Add(gateway.TransientPause), nil)
 	}
 
 	format := formatFor(req.TaskType)

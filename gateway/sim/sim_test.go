@@ -506,3 +506,59 @@ func TestAnswerWaitEndsInTheClocksCallback(t *testing.T) {
 	mu.Unlock()
 	require.NoError(t, <-done)
 }
+
+// The simulated backend's faults are the same Fault values a real
+// backend's recogniser gives: a quota window with its end, a transient
+// fault, a person's condition (login, credits) with Kind routing each.
+func TestFaultsAreConditions(t *testing.T) {
+	ctx := context.Background()
+	b, clk := fakeBackend(Config{Name: "simtest", HourlyLimit: 1, HourlyResetMinute: 30, DailyResetHour: 4})
+	now := clk.Now()
+	_, err := b.Send(ctx, req("a", "x"))
+	require.NoError(t, err)
+
+	_, err = b.Send(ctx, req("b", "x"))
+	var f *gateway.Fault
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, gateway.StateCapped, f.Condition.State)
+	assert.Equal(t, "hour", f.Window)
+	assert.Equal(t, now.Add(10*time.Minute), f.Condition.Until, "the hour window resets at 10:30")
+	assert.Equal(t, "rate_limited", gateway.Kind(err))
+	c, ok := gateway.ConditionOf(err)
+	require.True(t, ok)
+	assert.Equal(t, gateway.ClassQuota, c.Class())
+
+	deep := req("d", "x")
+	deep.DeepMode = true
+	clk.Advance(10 * time.Minute)
+	_, err = b.Send(ctx, deep)
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, "day", f.Window, "no deep mode: the day window")
+	assert.Equal(t, time.Date(t0.Year(), t0.Month(), t0.Day()+1, 4, 0, 0, 0, time.UTC), f.Condition.Until.UTC())
+
+	b.SetCondition(gateway.Condition{State: gateway.StateCredits, Reason: "credits spent (simulated)", Until: now.Add(time.Hour)})
+	assert.Equal(t, gateway.StateCredits, b.Condition().State)
+	_, err = b.Send(ctx, req("c", "x"))
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, gateway.StateCredits, f.Condition.State)
+	assert.Equal(t, now.Add(time.Hour), f.Condition.Until)
+	assert.Equal(t, "unavailable", gateway.Kind(err))
+	assert.True(t, gateway.NeedsPerson(f.Condition.State))
+	require.ErrorAs(t, b.Health(ctx), &f)
+
+	b.SetUnavailable("session expired")
+	_, err = b.Send(ctx, req("c", "x"))
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, gateway.StateLogin, f.Condition.State)
+	assert.Equal(t, "unavailable", gateway.Kind(err))
+	assert.Contains(t, err.Error(), "login required: session expired")
+	b.SetUnavailable("")
+	assert.Equal(t, gateway.StateReady, b.Condition().State)
+
+	tb, _ := fakeBackend(Config{TransientRate: 1})
+	_, err = tb.Send(ctx, req("t", "x"))
+	require.ErrorAs(t, err, &f)
+	assert.Equal(t, gateway.ClassTransient, f.Condition.Class())
+	assert.Equal(t, "transient", gateway.Kind(err))
+	require.ErrorIs(t, err, gateway.ErrTransient)
+}
