@@ -18,14 +18,39 @@ import (
 
 // logBuffer is a zerolog sink a test reads.
 type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	wrote chan struct{}
 }
+
+func newLogBuffer() *logBuffer { return &logBuffer{wrote: make(chan struct{}, 1)} }
 
 func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	select {
+	case l.wrote <- struct{}{}:
+	default:
+	}
 	return l.buf.Write(p)
+}
+
+// waitLines waits until n lines hold substr (a line written after is
+// not waited for) and returns them.
+func (l *logBuffer) waitLines(t *testing.T, substr string, n int, within time.Duration) []string {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		if got := l.lines(substr); len(got) >= n {
+			return got
+		}
+		select {
+		case <-l.wrote:
+		case <-deadline.C:
+			return l.lines(substr)
+		}
+	}
 }
 
 func (l *logBuffer) lines(substr string) []string {
@@ -51,7 +76,7 @@ type watchedHub struct {
 
 func startTestHub(t *testing.T, cfg HubConfig) *watchedHub {
 	t.Helper()
-	w := &watchedHub{changes: make(chan HostStatus, 1024), log: &logBuffer{}}
+	w := &watchedHub{changes: make(chan HostStatus, 1024), log: newLogBuffer()}
 	if cfg.Transport.Listen == "" {
 		cfg.Transport.Listen = "127.0.0.1:0"
 	}
@@ -131,7 +156,7 @@ type hostOpts struct {
 
 func startTestHost(t *testing.T, o hostOpts) (*Host, *logBuffer) {
 	t.Helper()
-	log := &logBuffer{}
+	log := newLogBuffer()
 	if o.name == "" {
 		o.name = "desk"
 	}

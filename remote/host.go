@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -155,6 +156,7 @@ func StartHost(cfg HostConfig) (*Host, error) {
 func (t Transport) probe(address string) error {
 	_, cli := t.tlsConfigs()
 	cli.MaxVersion = tls.VersionTLS12
+	cli.NextProtos = []string{"h2"} // gRPC refuses a handshake without it
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	conn, err := tls.DialWithDialer(d, "tcp", address, cli)
 	if err != nil {
@@ -163,7 +165,10 @@ func (t Transport) probe(address string) error {
 		if errors.As(err, &oe) && oe.Op == "dial" || errors.As(err, &ne) && ne.Timeout() {
 			return nil
 		}
-		return fmt.Errorf("the orchestrator at %s refused this host's certificate, or this host refused the orchestrator's: %w", address, err)
+		if strings.Contains(err.Error(), "remote: refused the peer") {
+			return fmt.Errorf("this host refused the orchestrator at %s: %w", address, err)
+		}
+		return fmt.Errorf("the orchestrator at %s refused this host's certificate (%w): enroll the host again with `fano remote enroll` on the orchestrator", address, err)
 	}
 	return conn.Close()
 }

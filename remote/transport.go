@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,7 +81,7 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 		srv, cli := t.tlsConfigs()
 		opts = append(opts,
 			pr.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cli)), grpc.WithKeepaliveParams(kc)),
-			pr.WithServerOptions(append(ks, grpc.Creds(credentials.NewTLS(srv)))...))
+			pr.WithServerOptions(append(ks, grpc.Creds(loggedCreds{credentials.NewTLS(srv), t.Refused}))...))
 	}
 	if t.Advertise != "" {
 		opts = append(opts, pr.WithAdvertisedHost(t.Advertise))
@@ -214,4 +215,32 @@ func (o *onceEvery) pass(line string, now time.Time) bool {
 	}
 	o.seen[line] = now
 	return true
+}
+
+// loggedCreds says, in one line a peer, why a TLS handshake failed on
+// the side that accepts connections (gRPC itself keeps it to itself):
+// a host that refused this side's certificate is seen here too.
+type loggedCreds struct {
+	credentials.TransportCredentials
+	refused func(string)
+}
+
+func (c loggedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	out, info, err := c.TransportCredentials.ServerHandshake(conn)
+	if err != nil && !strings.Contains(err.Error(), "remote: refused the peer") && c.refused != nil {
+		c.refused(fmt.Sprintf("remote: TLS handshake with %s failed: %v (a peer whose certificate is not of this fano's CA, or that refused this side's)",
+			hostOnly(conn.RemoteAddr().String()), err))
+	}
+	return out, info, err
+}
+
+func (c loggedCreds) Clone() credentials.TransportCredentials {
+	return loggedCreds{TransportCredentials: c.TransportCredentials.Clone(), refused: c.refused}
+}
+
+func hostOnly(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
