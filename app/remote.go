@@ -8,6 +8,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"fano/config"
+	"fano/gateway"
 	"fano/remote"
 )
 
@@ -41,4 +42,104 @@ func startHub(cfg *config.Config, dataDir string, logger zerolog.Logger, clock c
 		return nil, fmt.Errorf("remote.listen %s: %w", r.Listen, err)
 	}
 	return hub, nil
+}
+
+// GatewayStatusFile is where `fano gateway serve` leaves the host's
+// status for `fano gateway status`.
+const GatewayStatusFile = "gateway-status.json"
+
+// GatewayOptions configure a gateway host (`fano gateway serve`).
+type GatewayOptions struct {
+	Config  *config.Config
+	DataDir string
+	Logger  zerolog.Logger
+	Clock   clockwork.Clock
+	// Version replaces this binary's version (a test's).
+	Version string
+	// NewBackend builds a backend in place of the real one of its type.
+	NewBackend func(name string, b *config.Backend) (gateway.Backend, error)
+}
+
+// Gateway is a running gateway host with the backends it holds.
+type Gateway struct {
+	Host     *remote.Host
+	Name     string
+	backends []gateway.Backend
+}
+
+// Close stops serving, then closes the backends.
+func (g *Gateway) Close() {
+	g.Host.Close()
+	for _, b := range g.backends {
+		_ = b.Close()
+	}
+}
+
+// StartGateway runs the config's enabled backends here and serves them to
+// the orchestrator named in the gateway section (or its bundle).
+func StartGateway(o GatewayOptions) (*Gateway, error) {
+	cfg := o.Config
+	g := cfg.Gateway
+	if o.Clock == nil {
+		o.Clock = clockwork.NewRealClock()
+	}
+	if o.Version == "" {
+		o.Version = remote.Version()
+	}
+	name, orchestrator := g.Name, g.Orchestrator
+	t := remote.Transport{Listen: g.Listen, Advertise: g.Advertise, Plaintext: g.PlaintextLoopback}
+	if !g.PlaintextLoopback {
+		if g.Bundle == "" {
+			return nil, fmt.Errorf("gateway.bundle: missing; the file `fano remote enroll <host>` wrote on the orchestrator")
+		}
+		b, id, err := remote.LoadBundle(g.Bundle)
+		if err != nil {
+			return nil, fmt.Errorf("gateway.bundle: %w", err)
+		}
+		t.Identity = id
+		if name == "" {
+			name = b.Host
+		}
+		if name != b.Host {
+			return nil, fmt.Errorf("gateway.name: %q, but the bundle's certificate is for %q", name, b.Host)
+		}
+		if orchestrator == "" {
+			orchestrator = b.Orchestrator
+		}
+	}
+	if name == "" {
+		return nil, fmt.Errorf("gateway.name: missing")
+	}
+	if orchestrator == "" {
+		return nil, fmt.Errorf("gateway.orchestrator: missing, and no bundle names it")
+	}
+	if err := preflight(cfg, o.NewBackend == nil); err != nil {
+		return nil, err
+	}
+	backends, _, err := buildBackends(cfg, &backendEnv{Cfg: cfg, DataDir: o.DataDir, Clock: o.Clock, Logger: o.Logger, newBackend: o.NewBackend})
+	if err != nil {
+		return nil, err
+	}
+	closeAll := func() {
+		for _, b := range backends {
+			_ = b.Close()
+		}
+	}
+	if len(backends) == 0 {
+		return nil, fmt.Errorf("backends: none enabled: a gateway host serves the enabled backends of its config")
+	}
+	types := map[string]string{}
+	for _, b := range backends {
+		if bc, ok := cfg.Backend(b.Name()); ok {
+			types[b.Name()] = bc.Type
+		}
+	}
+	h, err := remote.StartHost(remote.HostConfig{Name: name, Transport: t, Orchestrator: orchestrator, Version: o.Version,
+		Backends: backends, Types: types, Clock: o.Clock, Logger: o.Logger,
+		StatusFile: filepath.Join(o.DataDir, GatewayStatusFile)})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return &Gateway{Host: h, Name: name, backends: backends}, nil
 }

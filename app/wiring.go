@@ -118,10 +118,11 @@ func buildBackends(cfg *config.Config, env *backendEnv) ([]gateway.Backend, allo
 		if b.Host != "" {
 			// Held by a gateway host on another machine: the host runs
 			// it; quotas, priorities and conditions stay here.
-			if env.hub == nil {
-				return nil, ac, fmt.Errorf("backend %s: host %s: no gateway hosts are being listened for", name, b.Host)
+			gw := remote.Unreached(name, b.Host) // a command that does not run the actors
+			if env.hub != nil {
+				gw = env.hub.Backend(name, b.Host)
 			}
-			out = append(out, wrapBreaker(env.hub.Backend(name, b.Host), env))
+			out = append(out, wrapBreaker(gw, env))
 			ac.Backends = append(ac.Backends, allocator.BackendConfig{
 				Name: name, Kind: b.Type, HourlyLimit: b.HourlyLimit, DeepDailyLimit: b.DeepModeDailyLimit, MaxConcurrency: b.MaxConcurrency,
 			})

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -234,7 +235,7 @@ func (h *Host) loop() {
 		}
 		if h.cfg.StatusFile != "" {
 			st := h.Status()
-			st.WrittenAt = now.UTC()
+			st.WrittenAt, st.PID = now.UTC(), os.Getpid()
 			if data, err := json.MarshalIndent(st, "", "  "); err == nil {
 				_ = writeFileFast(h.cfg.StatusFile, append(data, '\n'))
 			}

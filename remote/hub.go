@@ -483,3 +483,22 @@ func (h *Hub) bye(m *pb.HostBye) {
 		h.notify(m.Host)
 	}
 }
+
+// Unreached is the backend of a gateway host for a process that does
+// not listen for hosts (a command that reads the data directory): it
+// says its host is not connected and sends nothing.
+func Unreached(name, host string) gateway.Backend { return unreached{name: name, host: host} }
+
+type unreached struct{ name, host string }
+
+func (u unreached) Name() string { return u.name }
+func (u unreached) Close() error { return nil }
+func (u unreached) Condition() gateway.Condition {
+	return gateway.Condition{State: gateway.StateHostLost, Reason: "host " + u.host + " is reached only by a running orchestrator"}
+}
+func (u unreached) Health(context.Context) error {
+	return &gateway.Fault{Backend: u.name, Condition: u.Condition()}
+}
+func (u unreached) Send(context.Context, gateway.Request) (gateway.Response, error) {
+	return gateway.Response{}, &gateway.Fault{Backend: u.name, NotSent: true, Condition: u.Condition()}
+}

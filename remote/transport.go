@@ -4,7 +4,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -18,6 +17,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+
+	"fano/logging"
 )
 
 // Keepalive on both sides: a link whose packets are dropped without a
@@ -96,7 +97,7 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 	}
 	logw := t.Logger
 	sys := actor.NewActorSystemWithConfig(actor.Configure(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(zerologWriter{logw}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		return logging.Slog(logw)
 	})))
 	r := pr.NewRemote(sys, pr.Configure(host, port, opts...))
 	if err := startRemote(r); err != nil {
@@ -114,24 +115,6 @@ func startRemote(r *pr.Remote) (err error) {
 	r.Start()
 	return nil
 }
-
-// zerologWriter puts the transport's own log lines (protoactor, gRPC) in
-// fano's log, at warning.
-type zerologWriter struct{ l zerolog.Logger }
-
-func (w zerologWriter) Write(p []byte) (int, error) {
-	w.l.Warn().Str("event", "remote.transport").Msg(string(trimNL(p)))
-	return len(p), nil
-}
-
-func trimNL(p []byte) []byte {
-	for len(p) > 0 && p[len(p)-1] == '\n' {
-		p = p[:len(p)-1]
-	}
-	return p
-}
-
-var _ io.Writer = zerologWriter{}
 
 // Loopback reports whether address (host:port or host) is on loopback.
 func Loopback(address string) bool {
