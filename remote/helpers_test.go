@@ -11,6 +11,7 @@ import (
 	"github.com/jonboulle/clockwork"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"fano/gateway"
 	"fano/gateway/sim"
@@ -177,3 +178,8 @@ func startTestHost(t *testing.T, o hostOpts) (*Host, *logBuffer) {
 func request(intent uint64, prompt string) gateway.Request {
 	return gateway.Request{TaskID: "explorer/t/1", Module: "explorer", TaskType: "thread", Prompt: prompt, IntentSeq: intent}
 }
+
+func strPtr(s string) *string { return &s }
+func i32Ptr(i int32) *int32   { return &i }
+
+func protoreflectString(s string) protoreflect.Value { return protoreflect.ValueOfString(s) }

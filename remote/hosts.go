@@ -66,9 +66,11 @@ func newHostTable(version string, routed map[string][]string) *hostTable {
 
 // helloOutcome is what a hello decides.
 type helloOutcome struct {
-	welcome  *pb.HostWelcome
-	restart  bool // a new instance of a host that had one: its calls are lost
-	rejoined bool // the same instance came back: its calls are sent again
+	welcome *pb.HostWelcome
+	// restart: a new process of a host that had one; the old one's calls
+	// are lost with it. Otherwise its pending calls are sent again (a
+	// delivery too many is answered from the host's book).
+	restart bool
 }
 
 // hello decides on a host's registration.
@@ -89,12 +91,7 @@ func (t *hostTable) hello(m *pb.HostHello, now time.Time) helloOutcome {
 		return helloOutcome{welcome: &pb.HostWelcome{OrchestratorVersion: t.version, Reason: reason}}
 	}
 	out := helloOutcome{welcome: &pb.HostWelcome{Accepted: true, OrchestratorVersion: t.version}}
-	switch {
-	case e.instance != "" && e.instance != m.Instance:
-		out.restart = true
-	case e.instance == m.Instance && e.state != HostConnected:
-		out.rejoined = true
-	}
+	out.restart = e.instance != "" && e.instance != m.Instance
 	if e.state != HostConnected || out.restart {
 		e.since = now
 	}
