@@ -14,7 +14,7 @@ import (
 )
 
 // enrolled makes a CA in a fresh data directory and a bundle per host.
-func enrolled(t *testing.T, hosts ...string) (dataDir string, bundles map[string]*Identity) {
+func enrolled(t testing.TB, hosts ...string) (dataDir string, bundles map[string]*Identity) {
 	t.Helper()
 	dataDir = t.TempDir()
 	require.NoError(t, Init(dataDir, time.Now()))

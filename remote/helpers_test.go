@@ -105,7 +105,7 @@ func startTestHub(t *testing.T, cfg HubConfig) *watchedHub {
 }
 
 // waitFor waits until host is in state, and returns how long it took.
-func (w *watchedHub) waitFor(t *testing.T, host string, state HostState, within time.Duration) time.Duration {
+func (w *watchedHub) waitFor(t testing.TB, host string, state HostState, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
 	deadline := time.NewTimer(within)

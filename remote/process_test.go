@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 	if orch := os.Getenv(envHostOrchestrator); orch != "" {
 		os.Exit(runTestHostProcess(orch, os.Getenv(envHostListen)))
 	}
+	if os.Getenv("FANO_REMOTE_TEST_IDLE") != "" {
+		fmt.Println("IDLE")
+		select {}
+	}
 	os.Exit(m.Run())
 }
 
@@ -64,7 +68,7 @@ type hostProcess struct {
 	lines chan string
 }
 
-func startHostProcess(t *testing.T, orchestrator, listen string) *hostProcess {
+func startHostProcess(t testing.TB, orchestrator, listen string) *hostProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envHostOrchestrator+"="+orchestrator, envHostListen+"="+listen)
@@ -87,7 +91,7 @@ func startHostProcess(t *testing.T, orchestrator, listen string) *hostProcess {
 	return p
 }
 
-func (p *hostProcess) expect(t *testing.T, prefix string) string {
+func (p *hostProcess) expect(t testing.TB, prefix string) string {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
 	for {

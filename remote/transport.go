@@ -30,6 +30,8 @@ const (
 	KeepaliveTimeout = 2 * time.Second
 )
 
+const endpointQueueSlots = 1024
+
 // Transport is how one side listens and dials.
 type Transport struct {
 	// Listen is host:port to listen on (port 0: any free port).
@@ -87,6 +89,10 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 	if t.Advertise != "" {
 		opts = append(opts, pr.WithAdvertisedHost(t.Advertise))
 	}
+	// The writer's queue to each peer starts at this many slots and grows
+	// when needed; protoactor's default (a million) is 16 MB a peer, made
+	// at once and scanned by every collection.
+	opts = append(opts, pr.WithEndpointWriterQueueSize(endpointQueueSlots))
 	// Start panics when it cannot listen: try the port first.
 	if port != 0 {
 		l, err := net.Listen("tcp", t.Listen)
