@@ -116,6 +116,9 @@ func StartHub(cfg HubConfig) (*Hub, error) {
 		return nil, fmt.Errorf("gateway hosts: %w", err)
 	}
 	h.sys, h.remote = sys, r
+	// Call numbers of this hub never meet an earlier hub's on the same
+	// address: a host may still answer a call of the one before.
+	h.nextCall.Store(uint64(time.Now().UnixNano()))
 	h.pid, err = sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &hubActor{h: h} }), hubActorName)
 	if err != nil {
 		r.Shutdown(false)
@@ -364,6 +367,7 @@ func (h *Hub) pong(m *pb.HostPong) {
 func (h *Hub) answer(m *pb.RemoteAnswer) {
 	h.mu.Lock()
 	c, ok := h.calls[m.Call]
+	ok = ok && c.msg.Intent == m.Intent
 	if ok {
 		delete(h.calls, m.Call)
 	}
