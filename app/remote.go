@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/rs/zerolog"
@@ -15,6 +16,9 @@ import (
 // HostsStatusFile is where a running orchestrator leaves its gateway
 // hosts' status for `fano status`.
 const HostsStatusFile = "hosts-status.json"
+
+// hostsGrace is how long a start waits for its gateway hosts to register.
+const hostsGrace = 3 * time.Second
 
 // startHub listens for the config's gateway hosts (nil when it has none):
 // mTLS with the certificate of `fano remote init`, or plaintext on
@@ -41,6 +45,9 @@ func startHub(cfg *config.Config, dataDir string, logger zerolog.Logger, clock c
 	if err != nil {
 		return nil, fmt.Errorf("remote.listen %s: %w", r.Listen, err)
 	}
+	// Hosts that waited for this orchestrator say hello within a second
+	// or two; work is handed out after that.
+	hub.AwaitHosts(hostsGrace)
 	return hub, nil
 }
 

@@ -69,6 +69,7 @@ type Hub struct {
 
 	nextCall atomic.Uint64
 	nextPing atomic.Uint64
+	changed  chan struct{} // closed and replaced at every change of a host's state
 	stop     chan struct{}
 	stopped  chan struct{}
 	once     sync.Once
@@ -104,7 +105,8 @@ func StartHub(cfg HubConfig) (*Hub, error) {
 	}
 	h := &Hub{cfg: cfg, table: newHostTable(cfg.Version, cfg.Routed), pids: map[string]*actor.PID{},
 		calls: map[uint64]*pendingCall{}, pings: map[uint64]pingSent{},
-		stop: make(chan struct{}), stopped: make(chan struct{}), refusals: onceEvery{period: time.Minute}}
+		stop: make(chan struct{}), stopped: make(chan struct{}), refusals: onceEvery{period: time.Minute},
+		changed: make(chan struct{})}
 	t := cfg.Transport
 	if t.Accept == nil {
 		t.Accept = h.acceptHost
@@ -461,8 +463,12 @@ func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Re
 	}
 }
 
-// notify tells OnChange the state of host.
+// notify tells OnChange (and AwaitHosts) the state of host.
 func (h *Hub) notify(host string) {
+	h.mu.Lock()
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.mu.Unlock()
 	if h.cfg.OnChange == nil {
 		return
 	}
@@ -505,4 +511,34 @@ func (u unreached) Health(context.Context) error {
 }
 func (u unreached) Send(context.Context, gateway.Request) (gateway.Response, error) {
 	return gateway.Response{}, &gateway.Fault{Backend: u.name, NotSent: true, Condition: u.Condition()}
+}
+
+// AwaitHosts waits until every configured host has registered (or was
+// refused), at most within: a start of the orchestrator gives hosts that
+// were waiting for it the moment to say hello before work is handed out,
+// so their backends are not parked as lost at once.
+func (h *Hub) AwaitHosts(within time.Duration) {
+	deadline := h.cfg.Clock.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		waiting := false
+		for _, st := range h.table.status() {
+			if st.State == HostNever {
+				waiting = true
+			}
+		}
+		changed := h.changed
+		h.mu.Unlock()
+		if !waiting {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.Chan():
+			return
+		case <-h.stop:
+			return
+		}
+	}
 }
