@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -183,3 +184,11 @@ func strPtr(s string) *string { return &s }
 func i32Ptr(i int32) *int32   { return &i }
 
 func protoreflectString(s string) protoreflect.Value { return protoreflect.ValueOfString(s) }
+
+func freePort(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().String()
+}

@@ -1,3 +1,5 @@
+//go:build !race
+
 package remote
 
 import (
@@ -115,13 +117,6 @@ func (p *blackhole) heal() {
 	p.mu.Unlock()
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // A link that goes silent (no reset) is seen within 20 s and makes the
 // host's backends host_lost. The answer the host gave meanwhile was lost
