@@ -117,7 +117,6 @@ func (p *blackhole) heal() {
 	p.mu.Unlock()
 }
 
-
 // A link that goes silent (no reset) is seen within 20 s and makes the
 // host's backends host_lost. The answer the host gave meanwhile was lost
 // on the way; once the link heals, the same intent goes again and is

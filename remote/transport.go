@@ -3,7 +3,9 @@ package remote
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -106,38 +108,19 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 		return logging.Slog(logw)
 	})))
 	r := pr.NewRemote(sys, pr.Configure(host, port, opts...))
-	if err := startRemote(r, sys, host, port); err != nil {
+	if err := startRemote(r); err != nil {
 		return nil, nil, fmt.Errorf("listen %s: %w", t.Listen, err)
 	}
 	return sys, r, nil
 }
 
-// startMu keeps the starts of remotes in one process apart: each sets
-// gRPC's process-wide logger, which the server goroutine of the one
-// before reads as it begins to serve.
-var startMu sync.Mutex
-
-func startRemote(r *pr.Remote, sys *actor.ActorSystem, host string, port int) (err error) {
-	startMu.Lock()
-	defer startMu.Unlock()
+func startRemote(r *pr.Remote) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%v", p)
 		}
 	}()
 	r.Start()
-	// A connection accepted means the server has begun serving (and is
-	// done with the logger it reads as it begins).
-	addr := sys.Address() // the listening address when none is advertised
-	if port != 0 {
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-		addr = net.JoinHostPort(host, strconv.Itoa(port))
-	}
-	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-		_ = c.Close()
-	}
 	return nil
 }
 
@@ -235,7 +218,8 @@ type loggedCreds struct {
 
 func (c loggedCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	out, info, err := c.TransportCredentials.ServerHandshake(conn)
-	if err != nil && !strings.Contains(err.Error(), "remote: refused the peer") && c.refused != nil {
+	// A connection closed before its handshake (a port check) is no peer.
+	if err != nil && !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "remote: refused the peer") && c.refused != nil {
 		c.refused(fmt.Sprintf("remote: TLS handshake with %s failed: %v (a peer whose certificate is not of this fano's CA, or that refused this side's)",
 			hostOnly(conn.RemoteAddr().String()), err))
 	}
