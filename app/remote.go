@@ -2,7 +2,9 @@ package app
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -122,6 +124,9 @@ func StartGateway(o GatewayOptions) (*Gateway, error) {
 	}
 	if err := preflight(cfg, o.NewBackend == nil); err != nil {
 		return nil, err
+	}
+	if os.Getenv("GOMEMLIMIT") == "" && g.MemoryLimitMB > 0 {
+		debug.SetMemoryLimit(int64(g.MemoryLimitMB) << 20)
 	}
 	backends, _, err := buildBackends(cfg, &backendEnv{Cfg: cfg, DataDir: o.DataDir, Clock: o.Clock, Logger: o.Logger, newBackend: o.NewBackend})
 	if err != nil {

@@ -433,7 +433,7 @@ func New() *Config {
 		},
 		Backends: map[string]*Backend{},
 		Remote:   Remote{Listen: "0.0.0.0:7070"},
-		Gateway:  Gateway{Listen: "0.0.0.0:7071"},
+		Gateway:  Gateway{Listen: "0.0.0.0:7071", MemoryLimitMB: DefaultGatewayMemoryLimitMB},
 		Control: Control{
 			Address:        "127.0.0.1:8765",
 			Enabled:        true,
@@ -574,7 +574,15 @@ type Gateway struct {
 	Orchestrator string `yaml:"orchestrator"`
 	// PlaintextLoopback: no TLS, no bundle; only on loopback.
 	PlaintextLoopback bool `yaml:"plaintext_loopback"`
+	// MemoryLimitMB is the host process's soft memory limit (Go's
+	// GOMEMLIMIT; 0: none). A host holds little: its collector may work
+	// more for a small footprint beside the browsers.
+	MemoryLimitMB int `yaml:"memory_limit_mb"`
 }
+
+// DefaultGatewayMemoryLimitMB is a gateway host's default soft memory
+// limit.
+const DefaultGatewayMemoryLimitMB = 16
 
 // RemoteBackends maps each host to the enabled backends routed to it.
 func (c *Config) RemoteBackends() map[string][]string {

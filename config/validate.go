@@ -492,6 +492,7 @@ func (c *Config) validateHosts(v *checker) {
 		}
 	}
 	g := c.Gateway
+	v.nonNegative("gateway.memory_limit_mb", g.MemoryLimitMB)
 	if g.Listen != "" {
 		c.hostPort(v, "gateway.listen", g.Listen, g.PlaintextLoopback)
 	}

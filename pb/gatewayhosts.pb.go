@@ -712,13 +712,18 @@ func (x *RemoteError) GetCap() bool {
 	return false
 }
 
-// HostPing measures the round trip and proves the link alive.
+// HostPing measures the round trip and proves the link alive. It says
+// which answers arrived since the last ping: the host keeps only that
+// they were delivered, not the answers.
 type HostPing struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	SentUnixNs    int64                  `protobuf:"varint,2,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Seq              uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	SentUnixNs       int64                  `protobuf:"varint,2,opt,name=sent_unix_ns,json=sentUnixNs,proto3" json:"sent_unix_ns,omitempty"`
+	Ledger           string                 `protobuf:"bytes,3,opt,name=ledger,proto3" json:"ledger,omitempty"`
+	DeliveredIntents []uint64               `protobuf:"varint,4,rep,packed,name=delivered_intents,json=deliveredIntents,proto3" json:"delivered_intents,omitempty"`
+	DeliveredCalls   []uint64               `protobuf:"varint,5,rep,packed,name=delivered_calls,json=deliveredCalls,proto3" json:"delivered_calls,omitempty"` // of calls without an intent
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *HostPing) Reset() {
@@ -763,6 +768,27 @@ func (x *HostPing) GetSentUnixNs() int64 {
 		return x.SentUnixNs
 	}
 	return 0
+}
+
+func (x *HostPing) GetLedger() string {
+	if x != nil {
+		return x.Ledger
+	}
+	return ""
+}
+
+func (x *HostPing) GetDeliveredIntents() []uint64 {
+	if x != nil {
+		return x.DeliveredIntents
+	}
+	return nil
+}
+
+func (x *HostPing) GetDeliveredCalls() []uint64 {
+	if x != nil {
+		return x.DeliveredCalls
+	}
+	return nil
 }
 
 // HostPong answers a HostPing with the host's backends' conditions.
@@ -1035,11 +1061,14 @@ const file_gatewayhosts_proto_rawDesc = "" +
 	"\x06window\x18\x06 \x01(\tR\x06window\x12\x19\n" +
 	"\bnot_sent\x18\a \x01(\bR\anotSent\x12$\n" +
 	"\x0eretry_after_ns\x18\b \x01(\x03R\fretryAfterNs\x12\x10\n" +
-	"\x03cap\x18\t \x01(\bR\x03cap\">\n" +
+	"\x03cap\x18\t \x01(\bR\x03cap\"\xac\x01\n" +
 	"\bHostPing\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12 \n" +
 	"\fsent_unix_ns\x18\x02 \x01(\x03R\n" +
-	"sentUnixNs\"\xb3\x01\n" +
+	"sentUnixNs\x12\x16\n" +
+	"\x06ledger\x18\x03 \x01(\tR\x06ledger\x12+\n" +
+	"\x11delivered_intents\x18\x04 \x03(\x04R\x10deliveredIntents\x12'\n" +
+	"\x0fdelivered_calls\x18\x05 \x03(\x04R\x0edeliveredCalls\"\xb3\x01\n" +
 	"\bHostPong\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12 \n" +
 	"\fsent_unix_ns\x18\x02 \x01(\x03R\n" +

@@ -269,6 +269,7 @@ func (a *hostActor) Receive(ctx actor.Context) {
 		h.book.cancel(intentKey{ledger: m.Ledger, intent: m.Intent, call: callIfNoIntent(m.Intent, m.Call)}, m.Call, m.Shutdown)
 	case *pb.HostPing:
 		h.heard()
+		h.book.delivered(m.Ledger, m.DeliveredIntents, m.DeliveredCalls)
 		if s := ctx.Sender(); s != nil {
 			ctx.Send(s, h.pong(m))
 		}

@@ -66,6 +66,9 @@ type Hub struct {
 	pids  map[string]*actor.PID // host -> its gateway actor
 	calls map[uint64]*pendingCall
 	pings map[uint64]pingSent
+	// delivered are the answers that arrived, by host, told to the host
+	// with the next ping so it can let them go.
+	delivered map[string]*pb.HostPing
 
 	nextCall atomic.Uint64
 	nextPing atomic.Uint64
@@ -104,7 +107,7 @@ func StartHub(cfg HubConfig) (*Hub, error) {
 		cfg.ResendWithin = 30 * time.Second
 	}
 	h := &Hub{cfg: cfg, table: newHostTable(cfg.Version, cfg.Routed), pids: map[string]*actor.PID{},
-		calls: map[uint64]*pendingCall{}, pings: map[uint64]pingSent{},
+		calls: map[uint64]*pendingCall{}, pings: map[uint64]pingSent{}, delivered: map[string]*pb.HostPing{},
 		stop: make(chan struct{}), stopped: make(chan struct{}), refusals: onceEvery{period: time.Minute},
 		changed: make(chan struct{})}
 	t := cfg.Transport
@@ -232,7 +235,12 @@ func (h *Hub) pingAll() {
 	for name, pid := range h.pids {
 		seq := h.nextPing.Add(1)
 		h.pings[seq] = pingSent{host: name, at: now}
-		ts = append(ts, target{pid, &pb.HostPing{Seq: seq, SentUnixNs: now.UnixNano()}})
+		ping := &pb.HostPing{Seq: seq, SentUnixNs: now.UnixNano(), Ledger: h.cfg.Ledger}
+		if d := h.delivered[name]; d != nil {
+			ping.DeliveredIntents, ping.DeliveredCalls = d.DeliveredIntents, d.DeliveredCalls
+			delete(h.delivered, name)
+		}
+		ts = append(ts, target{pid, ping})
 	}
 	st := h.table.status()
 	h.mu.Unlock()
@@ -372,6 +380,16 @@ func (h *Hub) answer(m *pb.RemoteAnswer) {
 	ok = ok && c.msg.Intent == m.Intent
 	if ok {
 		delete(h.calls, m.Call)
+		d := h.delivered[c.host]
+		if d == nil {
+			d = &pb.HostPing{}
+			h.delivered[c.host] = d
+		}
+		if m.Intent != 0 {
+			d.DeliveredIntents = append(d.DeliveredIntents, m.Intent)
+		} else {
+			d.DeliveredCalls = append(d.DeliveredCalls, m.Call)
+		}
 	}
 	h.mu.Unlock()
 	if ok {

@@ -172,3 +172,28 @@ func (b *intentBook) expire(now time.Time) {
 	}
 	b.order = b.order[n:]
 }
+
+// delivered notes that the answers of these intents (and calls without
+// one) reached the orchestrator: the book keeps only that they were
+// answered, so a late repeat still never runs them again, without
+// holding the answers.
+func (b *intentBook) delivered(ledger string, intents, calls []uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	forget := func(k intentKey) {
+		if e, ok := b.entries[k]; ok && e.answer != nil && e.answer.Error.GetKind() != deliveredKind {
+			e.answer = &pb.RemoteAnswer{Intent: e.answer.Intent, Backend: e.answer.Backend,
+				Error: &pb.RemoteError{Kind: deliveredKind, Message: "the answer to this request was delivered already"}}
+		}
+	}
+	for _, i := range intents {
+		forget(intentKey{ledger: ledger, intent: i})
+	}
+	for _, c := range calls {
+		forget(intentKey{ledger: ledger, call: c})
+	}
+}
+
+// deliveredKind marks a kept outcome whose answer was delivered: a
+// repeat gets it as a permanent error no call waits for.
+const deliveredKind = "permanent"

@@ -76,3 +76,18 @@ func TestIntentBookBound(t *testing.T) {
 	out, _ := b.begin(intentKey{ledger: "l", intent: 1}, waiter{reply: func(*pb.RemoteAnswer) {}}, now)
 	assert.Equal(t, beginRun, out, "the oldest went first")
 }
+
+// A delivered answer is let go; a late repeat of its intent still does
+// not run it again.
+func TestIntentBookDelivered(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := newIntentBook(time.Hour, 10)
+	k := intentKey{ledger: "l", intent: 3}
+	b.begin(k, waiter{reply: func(*pb.RemoteAnswer) {}}, now)
+	b.finish(k, &pb.RemoteAnswer{Intent: 3, Content: "a long answer"}, true, now)
+	b.delivered("l", []uint64{3}, nil)
+	out, a := b.begin(k, waiter{reply: func(*pb.RemoteAnswer) {}}, now)
+	assert.Equal(t, beginAnswered, out)
+	assert.Empty(t, a.Content)
+	assert.NotNil(t, a.Error)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"fano/config"
 	"fano/gateway"
 )
 
@@ -39,6 +41,8 @@ func TestMain(m *testing.M) {
 // HOLDING on stdout and never gets its answer: the process is killed
 // mid-answer.
 func runTestHostProcess(orchestrator, listen string) int {
+	// As `fano gateway serve` does by default (gateway.memory_limit_mb).
+	debug.SetMemoryLimit(config.DefaultGatewayMemoryLimitMB << 20)
 	var backends []gateway.Backend
 	for _, name := range []string{"s1", "s2", "s3"} {
 		s := newSim(name)
