@@ -139,3 +139,19 @@ func TestHostRefusesImpostorOrchestrator(t *testing.T) {
 	assert.Contains(t, err.Error(), "this host refused the orchestrator")
 	assert.Contains(t, err.Error(), `certificate name "other": a gateway host talks only to fano-orchestrator`)
 }
+
+// A host registers only under the name of its own certificate: laptop's
+// certificate cannot say hello as desk.
+func TestHelloBoundToCertificateName(t *testing.T) {
+	dataDir, ids := enrolled(t, "desk", "laptop")
+	id, err := OrchestratorIdentity(dataDir)
+	require.NoError(t, err)
+	hub := startTestHub(t, HubConfig{Transport: Transport{Identity: id},
+		Routed: map[string][]string{"desk": {"s1"}, "laptop": {"s2"}}})
+	startTestHost(t, hostOpts{name: "desk", orchestrator: hub.Address(), identity: ids["laptop"], backends: []gateway.Backend{newSim("s1")}})
+	lines := hub.log.waitLines(t, "refused a hello as host desk over a link whose certificate names laptop", 1, 10*time.Second)
+	assert.Len(t, lines, 1)
+	for _, st := range hub.Status() {
+		assert.Equal(t, HostNever, st.State, st.Name)
+	}
+}

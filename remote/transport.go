@@ -86,7 +86,8 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 		srv, cli := t.tlsConfigs()
 		opts = append(opts,
 			pr.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cli)), grpc.WithKeepaliveParams(kc)),
-			pr.WithServerOptions(append(ks, grpc.Creds(loggedCreds{credentials.NewTLS(srv), t.Refused}))...))
+			pr.WithServerOptions(append(ks, grpc.Creds(loggedCreds{credentials.NewTLS(srv), t.Refused}),
+				grpc.StreamInterceptor(bindHellos(t.Refused)))...))
 	}
 	if t.Advertise != "" {
 		opts = append(opts, pr.WithAdvertisedHost(t.Advertise))
