@@ -214,7 +214,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.panelL = nil // the panel service owns (and closes) the listener from here
 	m.services, err = StartServices(ServiceEnv{Cfg: m.cfg, DataDir: d.Dir, Sys: sys, Log: d.Log, PanelListener: panelL,
 		Logger: d.Logger, Clock: m.clock, Stop: requestStop, Out: o.Stdout, UntilIdle: o.UntilIdle, Disk: o.Disk,
-		NoPanel: o.NoPanel, NoBackups: o.NoBackups, IntakeHeld: opts.HoldWork})
+		NoPanel: o.NoPanel, NoBackups: o.NoBackups, IntakeHeld: opts.HoldWork, Hub: m.hub})
 	if err != nil {
 		_ = sys.Stop()
 		return err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"fano/config"
@@ -154,4 +155,14 @@ func StartGateway(o GatewayOptions) (*Gateway, error) {
 		return nil, err
 	}
 	return &Gateway{Host: h, Name: name, backends: backends}, nil
+}
+
+// panelCollectors are the panel's extra /metrics collectors: the run's
+// own, and the gateway hosts' when there are any.
+func panelCollectors(own prometheus.Collector, hub *remote.Hub) []prometheus.Collector {
+	out := []prometheus.Collector{own}
+	if hub != nil {
+		out = append(out, hub.Collector())
+	}
+	return out
 }

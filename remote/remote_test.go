@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -192,4 +193,29 @@ func TestCancelStopsTheHostsCall(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the host's call was not cancelled")
 	}
+}
+
+// /metrics shows each host up or not, with its address, version and
+// state.
+func TestHostsMetrics(t *testing.T) {
+	hub := startTestHub(t, HubConfig{Transport: Transport{Plaintext: true}})
+	host, _ := startTestHost(t, hostOpts{orchestrator: hub.Address(), backends: []gateway.Backend{newSim("s1")}})
+	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
+	up := func() float64 {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(hub.Collector())
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "fano_gateway_host_up" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no fano_gateway_host_up")
+		return 0
+	}
+	assert.Equal(t, 1.0, up())
+	host.Close()
+	hub.waitFor(t, "desk", HostLost, 5*time.Second)
+	assert.Equal(t, 0.0, up())
 }
