@@ -122,7 +122,11 @@ func buildBackends(cfg *config.Config, env *backendEnv) ([]gateway.Backend, allo
 			if env.hub != nil {
 				gw = env.hub.Backend(name, b.Host)
 			}
-			out = append(out, wrapBreaker(gw, env))
+			// Not behind a breaker here: the host's breaker guards the
+			// backend where it runs and its open circuit comes back as
+			// the backend's condition; a lost host is no failure of the
+			// backend to count.
+			out = append(out, gw)
 			ac.Backends = append(ac.Backends, allocator.BackendConfig{
 				Name: name, Kind: b.Type, HourlyLimit: b.HourlyLimit, DeepDailyLimit: b.DeepModeDailyLimit, MaxConcurrency: b.MaxConcurrency,
 			})
