@@ -58,6 +58,10 @@ func startHub(cfg *config.Config, dataDir string, logger zerolog.Logger, clock c
 // status for `fano gateway status`.
 const GatewayStatusFile = "gateway-status.json"
 
+// GatewayJournalFile is where a gateway host notes the prompts it hands
+// to browser backends (see remote.HostConfig.JournalFile).
+const GatewayJournalFile = "gateway-prompts.jsonl"
+
 // GatewayOptions configure a gateway host (`fano gateway serve`).
 type GatewayOptions struct {
 	Config  *config.Config
@@ -149,7 +153,7 @@ func StartGateway(o GatewayOptions) (*Gateway, error) {
 	}
 	h, err := remote.StartHost(remote.HostConfig{Name: name, Transport: t, Orchestrator: orchestrator, Version: o.Version,
 		Backends: backends, Types: types, Clock: o.Clock, Logger: o.Logger,
-		StatusFile: filepath.Join(o.DataDir, GatewayStatusFile)})
+		StatusFile: filepath.Join(o.DataDir, GatewayStatusFile), JournalFile: filepath.Join(o.DataDir, GatewayJournalFile)})
 	if err != nil {
 		closeAll()
 		return nil, err

@@ -154,6 +154,8 @@ type hostOpts struct {
 	name, version, orchestrator, listen, advertise string
 	identity                                       *Identity
 	backends                                       []gateway.Backend
+	types                                          map[string]string // default: all sim
+	journal                                        string
 }
 
 func startTestHost(t *testing.T, o hostOpts) (*Host, *logBuffer) {
@@ -168,9 +170,12 @@ func startTestHost(t *testing.T, o hostOpts) (*Host, *logBuffer) {
 	if o.listen == "" {
 		o.listen = "127.0.0.1:0"
 	}
+	if o.types == nil {
+		o.types = map[string]string{"s1": "sim", "s2": "sim", "s3": "sim"}
+	}
 	h, err := StartHost(HostConfig{Name: o.name, Version: o.version, Orchestrator: o.orchestrator,
 		Transport: Transport{Listen: o.listen, Advertise: o.advertise, Identity: o.identity, Plaintext: o.identity == nil},
-		Backends:  o.backends, Types: map[string]string{"s1": "sim", "s2": "sim", "s3": "sim"}, Logger: log.logger()})
+		Backends:  o.backends, Types: o.types, JournalFile: o.journal, Logger: log.logger()})
 	require.NoError(t, err)
 	t.Cleanup(h.Close)
 	return h, log

@@ -48,6 +48,10 @@ type HostConfig struct {
 	MaxAnswers  int
 	// StatusFile, if set, is rewritten with the host's status.
 	StatusFile string
+	// JournalFile, if set, is where the prompts handed to browser
+	// backends are noted, so that a prompt left on a page by a process
+	// that died is read from the page, not sent again, by the next.
+	JournalFile string
 }
 
 // Host is a gateway host: it serves its backends to the orchestrator.
@@ -60,6 +64,7 @@ type Host struct {
 	instance string
 	backends map[string]gateway.Backend
 	book     *intentBook
+	journal  *promptJournal // nil: no browser backends, or no JournalFile
 
 	mu        sync.Mutex
 	connected bool
@@ -114,6 +119,13 @@ func StartHost(cfg HostConfig) (*Host, error) {
 		stop: make(chan struct{}), stopped: make(chan struct{}), refusals: onceEvery{period: time.Minute}}
 	for _, b := range cfg.Backends {
 		h.backends[b.Name()] = b
+		if cfg.Types[b.Name()] == "browser" && cfg.JournalFile != "" && h.journal == nil {
+			j, err := openPromptJournal(cfg.JournalFile)
+			if err != nil {
+				return nil, fmt.Errorf("gateway host %s: %w", cfg.Name, err)
+			}
+			h.journal = j
+		}
 	}
 	t := cfg.Transport
 	t.Accept = func(name, _ string) error {
@@ -193,6 +205,7 @@ func (h *Host) Close() {
 		h.sys.Root.Stop(h.pid)
 		h.remote.Shutdown(false)
 		h.sys.Shutdown()
+		_ = h.journal.close()
 	})
 }
 
@@ -377,9 +390,24 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 		}
 	})
 	go func() {
-		resp, err := send(ctx, b, requestOf(m))
+		req := requestOf(m)
+		journal := h.journal != nil && h.cfg.Types[m.Backend] == "browser"
+		if journal {
+			again, err := h.journal.begin(req.TaskID, req.Prompt)
+			if err != nil {
+				h.cfg.Logger.Error().Err(err).Str("event", "remote.journal_failed").Msg("could not note the prompt")
+			}
+			// An earlier process of this host left it on the page.
+			req.Interrupted = req.Interrupted || again
+		}
+		resp, err := send(ctx, b, req)
 		cancelled := err != nil && ctx.Err() != nil
 		cancel(nil)
+		if journal && !cancelled {
+			// Cancelled (a shutdown): the answer may still come on the
+			// page; the next process reads it there.
+			_ = h.journal.done(req.TaskID, req.Prompt)
+		}
 		a := answerOf(m, resp, err)
 		for _, w := range h.book.finish(k, a, !cancelled, h.cfg.Clock.Now()) {
 			w.reply(a)

@@ -4,6 +4,7 @@ package remote
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -218,4 +219,44 @@ func TestHostsMetrics(t *testing.T) {
 	host.Close()
 	hub.waitFor(t, "desk", HostLost, 5*time.Second)
 	assert.Equal(t, 0.0, up())
+}
+
+// A host process that stopped with a browser's prompt in flight leaves
+// it noted: the next process gets the task's next request of that prompt
+// marked interrupted, so the browser reads the page before it types.
+func TestRestartedHostReadsThePageFirst(t *testing.T) {
+	hub := startTestHub(t, HubConfig{Transport: Transport{Plaintext: true}, ResendWithin: time.Minute})
+	journal := filepath.Join(t.TempDir(), "prompts.jsonl")
+	listen := freePort(t)
+	browserish := map[string]string{"s1": "browser"}
+	s := newSim("s1")
+	g := newGate()
+	s.Inject(g.hook)
+	first, _ := startTestHost(t, hostOpts{orchestrator: hub.Address(), listen: listen, types: browserish, journal: journal,
+		backends: []gateway.Backend{s}})
+	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
+	b := hub.Backend("s1", "desk")
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Send(context.Background(), request(10, "the prompt"))
+		done <- err
+	}()
+	assert.False(t, (<-g.arrived).Interrupted)
+	first.Close() // stops with the prompt on the page
+
+	s2 := newSim("s1")
+	g2 := newGate()
+	close(g2.release)
+	s2.Inject(g2.hook)
+	startTestHost(t, hostOpts{orchestrator: hub.Address(), listen: listen, types: browserish, journal: journal,
+		backends: []gateway.Backend{s2}})
+	require.Error(t, <-done, "the call of the stopped process ends as host_lost")
+	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
+
+	_, err := b.Send(context.Background(), request(11, "the prompt"))
+	require.NoError(t, err)
+	assert.True(t, (<-g2.arrived).Interrupted, "the page is read first")
+	_, err = b.Send(context.Background(), request(12, "the next prompt"))
+	require.NoError(t, err)
+	assert.False(t, (<-g2.arrived).Interrupted)
 }
