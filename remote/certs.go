@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -157,6 +158,32 @@ type Identity struct {
 	// Issued, on the orchestrator, is the serial of each host's one valid
 	// certificate; nil on a host.
 	Issued map[string]string
+	// IssuedDir, if set, holds the issued.json Issued was read from: it
+	// is read again when it changes, so an enroll or a revoke counts for
+	// the next connection without a restart.
+	IssuedDir string
+
+	issuedMu  sync.Mutex
+	issuedMod time.Time
+}
+
+// issuedSerial is the serial of host's one valid certificate, and false
+// when none is issued (revoked).
+func (id *Identity) issuedSerial(host string) (string, bool, bool) {
+	id.issuedMu.Lock()
+	defer id.issuedMu.Unlock()
+	if id.IssuedDir != "" {
+		if fi, err := os.Stat(filepath.Join(id.IssuedDir, issuedFile)); err == nil && !fi.ModTime().Equal(id.issuedMod) {
+			if m, err := loadIssued(id.IssuedDir); err == nil {
+				id.Issued, id.issuedMod = m, fi.ModTime()
+			}
+		}
+	}
+	if id.Issued == nil {
+		return "", false, false
+	}
+	sn, ok := id.Issued[host]
+	return sn, ok, true
 }
 
 // OrchestratorIdentity loads the orchestrator's certificate from
@@ -179,7 +206,11 @@ func OrchestratorIdentity(dataDir string) (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)
 	}
-	return &Identity{Name: OrchestratorName, Cert: cert, CA: pool, Issued: issued}, nil
+	id := &Identity{Name: OrchestratorName, Cert: cert, CA: pool, Issued: issued, IssuedDir: dir}
+	if fi, err := os.Stat(filepath.Join(dir, issuedFile)); err == nil {
+		id.issuedMod = fi.ModTime()
+	}
+	return id, nil
 }
 
 // LoadBundle reads a host's bundle file.

@@ -128,11 +128,10 @@ func TestWrongCertificatesRefused(t *testing.T) {
 func TestHostRefusesImpostorOrchestrator(t *testing.T) {
 	dataDir, ids := enrolled(t, "desk", "other")
 	// A hub presenting a host's certificate, though signed by the CA.
-	impostor := *ids["other"]
 	id, err := OrchestratorIdentity(dataDir)
 	require.NoError(t, err)
-	impostor.Issued = id.Issued
-	hub := startTestHub(t, HubConfig{Transport: Transport{Identity: &impostor}})
+	impostor := &Identity{Name: "other", Cert: ids["other"].Cert, CA: ids["other"].CA, Issued: id.Issued}
+	hub := startTestHub(t, HubConfig{Transport: Transport{Identity: impostor}})
 	_, err = StartHost(HostConfig{Name: "desk", Version: "v-test", Orchestrator: hub.Address(),
 		Transport: Transport{Listen: "127.0.0.1:0", Identity: ids["desk"]}, Logger: (newLogBuffer()).logger()})
 	require.Error(t, err)
@@ -154,4 +153,18 @@ func TestHelloBoundToCertificateName(t *testing.T) {
 	for _, st := range hub.Status() {
 		assert.Equal(t, HostNever, st.State, st.Name)
 	}
+}
+
+// A revoke counts for the next connection of a running orchestrator.
+func TestRevokeWithoutRestart(t *testing.T) {
+	dataDir, ids := enrolled(t, "desk")
+	hub := tlsHub(t, dataDir)
+	h, _ := startTestHost(t, hostOpts{orchestrator: hub.Address(), identity: ids["desk"], backends: []gateway.Backend{newSim("s1")}})
+	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
+	h.Close()
+	require.NoError(t, Revoke(dataDir, "desk"))
+	_, err := StartHost(HostConfig{Name: "desk", Version: "v-test", Orchestrator: hub.Address(),
+		Transport: Transport{Listen: "127.0.0.1:0", Identity: ids["desk"]}, Logger: newLogBuffer().logger()})
+	require.Error(t, err)
+	assert.Len(t, hub.log.waitLines(t, "no certificate is issued to this host (revoked)", 1, 5*time.Second), 1)
 }

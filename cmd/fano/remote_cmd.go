@@ -101,7 +101,7 @@ func newRemoteEnrollCmd(g *globals) *cobra.Command {
 func newRemoteRevokeCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke <host>",
-		Short: "Refuse a host's certificate from the next start of the orchestrator on",
+		Short: "Refuse a host's certificate from its next connection on",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadConfig(g)
@@ -111,7 +111,7 @@ func newRemoteRevokeCmd(g *globals) *cobra.Command {
 			if err := remote.Revoke(cfg.DataDir, args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked the certificate of %s; a running orchestrator refuses it after its next start\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked the certificate of %s: refused from its next connection on\n", args[0])
 			return nil
 		},
 	}
