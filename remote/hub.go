@@ -204,9 +204,10 @@ func (h *Hub) tick() {
 	}
 }
 
-// pingAll pings every host that registered (a lost one too: its pong
-// says it is back), loses those unheard too long, fails the calls of
-// hosts lost too long, and writes the status file.
+// pingAll pings every connected host, loses those unheard too long,
+// fails the calls of hosts lost too long, and writes the status file. A
+// lost host is not pinged (it would be redialled every second): it says
+// hello again once it notices it is not pinged.
 func (h *Hub) pingAll() {
 	now := h.cfg.Clock.Now()
 	h.mu.Lock()
@@ -236,6 +237,9 @@ func (h *Hub) pingAll() {
 	}
 	var ts []target
 	for name, pid := range h.pids {
+		if e := h.table.hosts[name]; e == nil || e.state != HostConnected {
+			continue
+		}
 		seq := h.nextPing.Add(1)
 		h.pings[seq] = pingSent{host: name, at: now}
 		ping := &pb.HostPing{Seq: seq, SentUnixNs: now.UnixNano(), Ledger: h.cfg.Ledger}

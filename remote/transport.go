@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -106,7 +107,7 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 	}
 	logw := t.Logger
 	sys := actor.NewActorSystemWithConfig(actor.Configure(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return logging.Slog(logw)
+		return slog.New(quietTransport{logging.Slog(logw).Handler()})
 	})))
 	r := pr.NewRemote(sys, pr.Configure(host, port, opts...))
 	if err := startRemote(r); err != nil {
@@ -236,4 +237,30 @@ func hostOnly(addr string) string {
 		return h
 	}
 	return addr
+}
+
+// quietTransport puts protoactor's own lines at debug: a peer that is
+// down is redialled every second, and fano says once, in its own words,
+// that a host was lost or refused. A message dropped because its type is
+// unknown keeps its level.
+type quietTransport struct{ slog.Handler }
+
+func (q quietTransport) Enabled(context.Context, slog.Level) bool { return true }
+
+func (q quietTransport) Handle(ctx context.Context, r slog.Record) error {
+	if !strings.Contains(r.Message, "deserialize") {
+		r.Level = slog.LevelDebug
+	}
+	if !q.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return q.Handler.Handle(ctx, r)
+}
+
+func (q quietTransport) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietTransport{q.Handler.WithAttrs(as)}
+}
+
+func (q quietTransport) WithGroup(name string) slog.Handler {
+	return quietTransport{q.Handler.WithGroup(name)}
 }
