@@ -127,6 +127,11 @@ func StartGateway(o GatewayOptions) (*Gateway, error) {
 	if orchestrator == "" {
 		return nil, fmt.Errorf("gateway.orchestrator: missing, and no bundle names it")
 	}
+	for _, name := range cfg.EnabledBackends() {
+		if b, _ := cfg.Backend(name); b.Host != "" {
+			return nil, fmt.Errorf("backends.%s.host: %q; a gateway host runs its backends itself (host is for the orchestrator's config)", name, b.Host)
+		}
+	}
 	if err := preflight(cfg, o.NewBackend == nil); err != nil {
 		return nil, err
 	}

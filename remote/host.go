@@ -359,9 +359,11 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 	reply := func(a *pb.RemoteAnswer) { h.sys.Root.Send(sender, a) }
 	k := keyOf(m)
 	w := waiter{call: m.Call, reply: func(a *pb.RemoteAnswer) {
-		out := proto.Clone(a).(*pb.RemoteAnswer) // a message per delivery: only Call differs
-		out.Call = m.Call
-		reply(out)
+		if a.Call != m.Call {
+			a = proto.Clone(a).(*pb.RemoteAnswer) // another delivery of the intent: only Call differs
+			a.Call = m.Call
+		}
+		reply(a)
 	}}
 	outcome, done := h.book.begin(k, w, h.cfg.Clock.Now())
 	switch outcome {
