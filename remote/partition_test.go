@@ -151,6 +151,7 @@ func TestSilentPartition(t *testing.T) {
 	close(g.release) // the host answers into the silent link
 
 	took := hub.waitFor(t, "desk", HostLost, 25*time.Second)
+	t.Logf("lost after %s", took)
 	assert.Less(t, took, 20*time.Second)
 	assert.Equal(t, gateway.StateHostLost, b.(*hostBackend).Condition().State)
 	select {
