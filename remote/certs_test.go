@@ -168,3 +168,29 @@ func TestRevokeWithoutRestart(t *testing.T) {
 	require.Error(t, err)
 	assert.Len(t, hub.log.waitLines(t, "no certificate is issued to this host (revoked)", 1, 5*time.Second), 1)
 }
+
+// A host whose certificate is revoked while it runs says why in one
+// line once its link is made again, and gateway status shows it.
+func TestRevokedWhileRunningSaysSoOnTheHost(t *testing.T) {
+	dataDir, ids := enrolled(t, "desk")
+	addr := freePort(t)
+	id, err := OrchestratorIdentity(dataDir)
+	require.NoError(t, err)
+	hub := startTestHub(t, HubConfig{Transport: Transport{Identity: id, Listen: addr}})
+	hostLog := newLogBuffer()
+	h, err := StartHost(HostConfig{Name: "desk", Version: "v-test", Orchestrator: addr, ProbeEvery: 200 * time.Millisecond,
+		Transport: Transport{Listen: "127.0.0.1:0", Identity: ids["desk"]}, Backends: []gateway.Backend{newSim("s1")},
+		Logger: hostLog.logger()})
+	require.NoError(t, err)
+	t.Cleanup(h.Close)
+	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
+
+	require.NoError(t, Revoke(dataDir, "desk"))
+	hub.Close() // the orchestrator restarts
+	id, err = OrchestratorIdentity(dataDir)
+	require.NoError(t, err)
+	startTestHub(t, HubConfig{Transport: Transport{Identity: id, Listen: addr}})
+	lines := hostLog.waitLines(t, "refused this host's certificate", 1, 20*time.Second)
+	assert.Len(t, lines, 1)
+	assert.Contains(t, h.Status().LinkError, "refused this host's certificate")
+}

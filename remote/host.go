@@ -48,6 +48,10 @@ type HostConfig struct {
 	MaxAnswers  int
 	// StatusFile, if set, is rewritten with the host's status.
 	StatusFile string
+	// ProbeEvery is how often a host the orchestrator does not answer
+	// checks whether its certificate is refused (revoked, or replaced
+	// since it started), to say so in one line. Zero: 10 s.
+	ProbeEvery time.Duration
 	// JournalFile, if set, is where the prompts handed to browser
 	// backends are noted, so that a prompt left on a page by a process
 	// that died is read from the page, not sent again, by the next.
@@ -71,6 +75,8 @@ type Host struct {
 	since     time.Time
 	lastHeard time.Time
 	refused   string
+	linkErr   string    // why the last probe of an unanswered host failed
+	probedAt  time.Time // when an unanswered host last probed the link
 
 	refusedCh chan error
 	stop      chan struct{}
@@ -90,6 +96,7 @@ type HostStatusFile struct {
 	Since        time.Time `json:"since,omitzero"`
 	LastHeard    time.Time `json:"last_heard,omitzero"`
 	Refused      string    `json:"refused,omitempty"`
+	LinkError    string    `json:"link_error,omitempty"`
 	Backends     []string  `json:"backends"`
 	Running      int       `json:"running"`
 	AnswersKept  int       `json:"answers_kept"`
@@ -105,6 +112,9 @@ func StartHost(cfg HostConfig) (*Host, error) {
 	}
 	if cfg.LostAfter == 0 {
 		cfg.LostAfter = 6 * time.Second
+	}
+	if cfg.ProbeEvery == 0 {
+		cfg.ProbeEvery = 10 * time.Second
 	}
 	if cfg.KeepAnswers == 0 {
 		cfg.KeepAnswers = time.Hour
@@ -213,7 +223,7 @@ func (h *Host) Close() {
 func (h *Host) Status() HostStatusFile {
 	h.mu.Lock()
 	st := HostStatusFile{Host: h.cfg.Name, Address: h.sys.Address(), Orchestrator: h.cfg.Orchestrator,
-		Connected: h.connected, Since: h.since, LastHeard: h.lastHeard, Refused: h.refused}
+		Connected: h.connected, Since: h.since, LastHeard: h.lastHeard, Refused: h.refused, LinkError: h.linkErr}
 	h.mu.Unlock()
 	for name := range h.backends {
 		st.Backends = append(st.Backends, name)
@@ -242,9 +252,16 @@ func (h *Host) loop() {
 				Msg("the orchestrator was not heard for " + h.cfg.LostAfter.String() + ": registering again")
 		}
 		again := !h.connected && h.refused == ""
+		probe := again && !h.cfg.Transport.Plaintext && now.Sub(h.probedAt) >= h.cfg.ProbeEvery
+		if probe {
+			h.probedAt = now
+		}
 		h.mu.Unlock()
 		if again {
 			h.hello()
+		}
+		if probe {
+			h.probeLink()
 		}
 		if h.cfg.StatusFile != "" {
 			st := h.Status()
@@ -253,6 +270,29 @@ func (h *Host) loop() {
 				_ = writeFileFast(h.cfg.StatusFile, append(data, '\n'))
 			}
 		}
+	}
+}
+
+// probeLink says, once in a line, why the orchestrator does not answer
+// when its TLS refuses this host; the transport's redials do not.
+func (h *Host) probeLink() {
+	t := h.cfg.Transport
+	t.Accept = func(name, _ string) error {
+		if name != OrchestratorName {
+			return fmt.Errorf("a gateway host talks only to %s", OrchestratorName)
+		}
+		return nil
+	}
+	t.Refused = nil
+	err := t.probe(h.cfg.Orchestrator)
+	h.mu.Lock()
+	h.linkErr = ""
+	if err != nil {
+		h.linkErr = err.Error()
+	}
+	h.mu.Unlock()
+	if err != nil && h.refusals.pass(err.Error(), h.cfg.Clock.Now()) {
+		h.cfg.Logger.Error().Str("event", "remote.host.refused").Msg("gateway host " + h.cfg.Name + ": " + err.Error())
 	}
 }
 

@@ -121,6 +121,8 @@ func printGatewayStatus(w io.Writer, st remote.HostStatusFile, running bool, now
 	case st.Connected:
 		fmt.Fprintf(w, "gateway host %s: connected to the orchestrator at %s since %s, last heard %s ago\n",
 			st.Host, st.Orchestrator, st.Since.Local().Format(time.DateTime), now.Sub(st.LastHeard).Round(time.Millisecond))
+	case st.LinkError != "":
+		fmt.Fprintf(w, "gateway host %s: NOT connected to the orchestrator at %s: %s\n", st.Host, st.Orchestrator, st.LinkError)
 	default:
 		fmt.Fprintf(w, "gateway host %s: NOT connected to the orchestrator at %s (trying)\n", st.Host, st.Orchestrator)
 	}
