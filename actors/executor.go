@@ -327,7 +327,7 @@ func (e *executor) send(ctx context.Context, backend string, req gateway.Request
 		return gateway.Response{}, gateway.Unavailable(backend, "no such backend"), nil
 	}
 	id := e.env.calls.Add(1)
-	calls.start(llmRequestToWire(id, backend, req), e.self)
+	calls.start(id, req, e.self)
 	deadline := e.env.clock.NewTimer(e.env.opts.RequestTimeout)
 	defer deadline.Stop()
 	expired, done := deadline.Chan(), ctx.Done()
@@ -551,6 +551,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
 		History: history, Images: act.Images, DeepMode: deep,
 		ConversationURL: web.url, KnownAnswers: web.answers, Interrupted: web.interrupted,
+		IntentSeq: reqSeq,
 	})
 	if err == nil {
 		// A refusal or nothing is no answer: never saved as content.

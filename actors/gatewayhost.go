@@ -33,20 +33,21 @@ type gatewayCalls struct {
 	running runningCalls
 }
 
-// start runs the call m on a warm goroutine and answers replyTo with its
-// pb.LLMResponse. The call is running (cancel finds it) once start
-// returns.
-func (c *gatewayCalls) start(m *pb.LLMRequest, replyTo *actor.PID) {
+// start runs req as call id on a warm goroutine and answers replyTo with
+// its pb.LLMResponse. The call is running (cancel finds it) once start
+// returns. req is handed over whole, with its intent (IntentSeq), which
+// the wire form of a request does not carry.
+func (c *gatewayCalls) start(id uint64, req gateway.Request, replyTo *actor.PID) {
 	callCtx, cancel := context.WithCancelCause(c.sys.callBase)
-	c.running.add(m.RequestId, cancel)
+	c.running.add(id, cancel)
 	// On a warm goroutine: a call goes deep (the backend, its limiter,
 	// the answer's encoding), and a new goroutine grew its stack for
 	// every call.
 	warmDispatcher.Go(func() {
-		resp, err := c.call(callCtx, llmRequestFromWire(m))
+		resp, err := c.call(callCtx, req)
 		cancel(nil)
-		c.running.done(m.RequestId)
-		c.sys.asks.respondLater(replyTo, llmResponseToWire(m.RequestId, c.backend.Name(), resp, err))
+		c.running.done(id)
+		c.sys.asks.respondLater(replyTo, llmResponseToWire(id, c.backend.Name(), resp, err))
 	})
 }
 

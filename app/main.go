@@ -25,6 +25,7 @@ import (
 	"fano/internal/procs"
 	"fano/modules"
 	"fano/pb"
+	"fano/remote"
 	"fano/wal"
 )
 
@@ -96,6 +97,7 @@ type Main struct {
 	data     *Data
 	sys      *actors.System
 	services *Services
+	hub      *remote.Hub // gateway hosts; nil without any
 	panelL   net.Listener
 	sigs     chan os.Signal
 	stopReq  <-chan string
@@ -202,6 +204,10 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	w := d.Wiring(m.clock)
 	w.NewBackend, w.Modules, w.UntilIdle, w.Observe = o.NewBackend, o.Modules, o.UntilIdle, o.Observe
 	w.DispatchOnTick = o.DispatchOnTick
+	if m.hub, err = startHub(m.cfg, d.Dir, d.Logger, m.clock); err != nil {
+		return err
+	}
+	w.Hub = m.hub
 	opts, err := w.ActorOptions()
 	if err != nil {
 		return err
@@ -224,7 +230,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 	m.panelL = nil // the panel service owns (and closes) the listener from here
 	m.services, err = StartServices(ServiceEnv{Cfg: m.cfg, DataDir: d.Dir, Sys: sys, Log: d.Log, PanelListener: panelL,
 		Logger: d.Logger, Clock: m.clock, Stop: requestStop, Out: o.Stdout, UntilIdle: o.UntilIdle, Disk: o.Disk,
-		NoPanel: o.NoPanel, NoBackups: o.NoBackups, IntakeHeld: opts.HoldWork})
+		NoPanel: o.NoPanel, NoBackups: o.NoBackups, IntakeHeld: opts.HoldWork, Hub: m.hub})
 	if err != nil {
 		_ = sys.Stop()
 		return err
@@ -248,6 +254,7 @@ func (m *Main) Open(ctx context.Context) (err error) {
 
 // abortOpen undoes a failed Open.
 func (m *Main) abortOpen() {
+	m.closeHub()
 	if m.panelL != nil {
 		m.panelL.Close()
 		m.panelL = nil
@@ -264,6 +271,18 @@ func (m *Main) abortOpen() {
 	m.stopSignals()
 	m.closed = true
 }
+
+// closeHub stops listening for gateway hosts (after the actors: their
+// last calls end first).
+func (m *Main) closeHub() {
+	if m.hub != nil {
+		m.hub.Close()
+		m.hub = nil
+	}
+}
+
+// Hub is the gateway hosts' listener (nil without hosts).
+func (m *Main) Hub() *remote.Hub { return m.hub }
 
 func (m *Main) stopSignals() {
 	if m.sigs != nil {
@@ -402,6 +421,7 @@ func (m *Main) Close() error {
 	}
 	m.services.Stop()
 	stopErr := m.sys.Stop()
+	m.closeHub()
 	m.services.Finish() // the shutdown's own events reach logs/trace.log; it is closed
 	closeErr := d.Close()
 	if stopErr != nil {
@@ -433,6 +453,7 @@ func (m *Main) Kill() error {
 	_ = d.Log.Close()
 	m.services.Stop()
 	_ = m.sys.Stop() // fails to write: the WAL is closed
+	m.closeHub()
 	m.services.Finish()
 	_ = d.closeLog()
 	m.stopSignals()

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"fano/actors"
 	"fano/config"
@@ -50,7 +49,7 @@ func (s *Services) startPanel(rc *ServiceEnv) (func(), error) {
 	srv, err := control.New(control.Options{
 		Sys: rc.Sys, Token: tok, AllowedOrigins: ctl.AllowedOrigins, Logger: rc.Logger,
 		Health: panelHealth{s}, DataDir: dataDir, StartedAt: time.Now(),
-		Collectors:   []prometheus.Collector{s.collector()},
+		Collectors:   panelCollectors(s.collector(), rc.Hub),
 		Backup:       panelBackup(rc),
 		AlertWebhook: control.Webhook{URL: ctl.AlertsWebhook, Topic: ctl.AlertsWebhookTopic},
 	})

@@ -27,7 +27,7 @@ func preflight(cfg *config.Config, realBrowsers bool) error {
 	sort.Strings(names)
 	for _, name := range names {
 		b, _ := cfg.Backend(name)
-		if b.Type != config.TypeBrowser || !realBrowsers {
+		if b.Type != config.TypeBrowser || !realBrowsers || b.Host != "" {
 			continue
 		}
 		if _, err := BrowserConfig(name, b, cfg, cfg.DataDir); err != nil {

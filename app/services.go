@@ -11,6 +11,7 @@ import (
 	"fano/actors"
 	"fano/config"
 	"fano/health"
+	"fano/remote"
 	"fano/wal"
 )
 
@@ -43,6 +44,9 @@ type ServiceEnv struct {
 	// NoPanel and NoBackups leave those services out although the
 	// config enables them.
 	NoPanel, NoBackups bool
+	// Hub, if set, is the gateway hosts' listener: its hosts go to
+	// /metrics.
+	Hub *remote.Hub
 }
 
 // Services are the run services of one run, started in a fixed order

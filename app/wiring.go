@@ -23,6 +23,7 @@ import (
 	"fano/modules/pipeline"
 	"fano/modules/probe"
 	"fano/pb"
+	"fano/remote"
 	"fano/wal"
 )
 
@@ -48,6 +49,9 @@ type Wiring struct {
 	Observe func(owner string, e *pb.Event)
 	// DispatchOnTick is actors.Options.DispatchOnTick.
 	DispatchOnTick bool
+	// Hub sends the requests of backends on gateway hosts (config host:)
+	// to their hosts; nil when the config has no hosts.
+	Hub *remote.Hub
 }
 
 // ActorOptions builds the actor system's options from the config.
@@ -58,7 +62,7 @@ func (w Wiring) ActorOptions() (actors.Options, error) {
 		w.Clock = clockwork.NewRealClock()
 	}
 	backends, allocCfg, err := buildBackends(cfg, &backendEnv{Cfg: cfg, DataDir: w.DataDir, Clock: w.Clock, Logger: w.Logger,
-		newBackend: w.NewBackend})
+		newBackend: w.NewBackend, hub: w.Hub})
 	if err != nil {
 		return actors.Options{}, err
 	}
@@ -111,6 +115,23 @@ func buildBackends(cfg *config.Config, env *backendEnv) ([]gateway.Backend, allo
 	var out []gateway.Backend
 	for _, name := range names {
 		b, _ := cfg.Backend(name)
+		if b.Host != "" {
+			// Held by a gateway host on another machine: the host runs
+			// it; quotas, priorities and conditions stay here.
+			gw := remote.Unreached(name, b.Host) // a command that does not run the actors
+			if env.hub != nil {
+				gw = env.hub.Backend(name, b.Host)
+			}
+			// Not behind a breaker here: the host's breaker guards the
+			// backend where it runs and its open circuit comes back as
+			// the backend's condition; a lost host is no failure of the
+			// backend to count.
+			out = append(out, gw)
+			ac.Backends = append(ac.Backends, allocator.BackendConfig{
+				Name: name, Kind: b.Type, HourlyLimit: b.HourlyLimit, DeepDailyLimit: b.DeepModeDailyLimit, MaxConcurrency: b.MaxConcurrency,
+			})
+			continue
+		}
 		if env.newBackend != nil {
 			gw, err := env.newBackend(name, b)
 			if err != nil {
@@ -177,6 +198,8 @@ type backendEnv struct {
 	newBackend func(name string, b *config.Backend) (gateway.Backend, error)
 	// limiters are the API rate limiters these backends share.
 	limiters *ratelimit.Registry
+	// hub reaches the backends on gateway hosts.
+	hub *remote.Hub
 }
 
 // BuildModules returns fresh modules: those the config enables, in a

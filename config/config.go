@@ -59,6 +59,13 @@ type Config struct {
 	Documenter       Documenter     `yaml:"documenter"`
 	Researcher       Researcher     `yaml:"researcher"`
 	Logging          Logging        `yaml:"logging"`
+	// Hosts are the gateway hosts on other machines that backends may name
+	// in their host field; each registers itself (`fano gateway serve`).
+	Hosts map[string]*Host `yaml:"hosts,omitempty"`
+	// Remote is where the orchestrator listens for its gateway hosts.
+	Remote Remote `yaml:"remote"`
+	// Gateway makes this config a gateway host's (`fano gateway serve`).
+	Gateway Gateway `yaml:"gateway"`
 
 	src *source // where the config came from; nil when built in code
 }
@@ -216,10 +223,13 @@ type Backend struct {
 	DeepModeDailyLimit int `yaml:"deep_mode_daily_limit"`
 	// MaxConcurrency is the number of requests in flight at once
 	// (browser: 1; api default 4; sim default 1).
-	MaxConcurrency int             `yaml:"max_concurrency"`
-	Browser        *BrowserOptions `yaml:"browser,omitempty"`
-	API            *APIOptions     `yaml:"api,omitempty"`
-	Sim            *SimOptions     `yaml:"sim,omitempty"`
+	MaxConcurrency int `yaml:"max_concurrency"`
+	// Host names the gateway host (in hosts) that runs this backend on
+	// another machine; "" = this process runs it.
+	Host    string          `yaml:"host,omitempty"`
+	Browser *BrowserOptions `yaml:"browser,omitempty"`
+	API     *APIOptions     `yaml:"api,omitempty"`
+	Sim     *SimOptions     `yaml:"sim,omitempty"`
 }
 
 // BrowserOptions configures a browser backend.
@@ -434,6 +444,8 @@ func New() *Config {
 			CircuitBreaker:     CircuitBreaker{FailureThreshold: 5, RecoveryTimeoutSeconds: 300, HalfOpenRequests: 3},
 		},
 		Backends: map[string]*Backend{},
+		Remote:   Remote{Listen: "0.0.0.0:7070"},
+		Gateway:  Gateway{Listen: "0.0.0.0:7071", MemoryLimitMB: DefaultGatewayMemoryLimitMB},
 		Control: Control{
 			Address:        "127.0.0.1:8765",
 			Enabled:        true,
@@ -538,4 +550,63 @@ func (c *Config) File() string {
 		return ""
 	}
 	return c.src.file
+}
+
+// Host is a gateway host on another machine. It dials in with the
+// certificate `fano remote enroll <name>` made for it.
+type Host struct {
+	// Note says what the host is, for people ("the desktop upstairs").
+	Note string `yaml:"note,omitempty"`
+}
+
+// Remote is the orchestrator's listener for gateway hosts, used when
+// hosts is not empty.
+type Remote struct {
+	// Listen is host:port to listen on (default 0.0.0.0:7070).
+	Listen string `yaml:"listen"`
+	// Advertise is host:port hosts dial to answer (default: Listen, which
+	// must then be an address hosts can reach).
+	Advertise string `yaml:"advertise"`
+	// PlaintextLoopback turns TLS off; allowed only when every address is
+	// on loopback (a test, a host on the same machine).
+	PlaintextLoopback bool `yaml:"plaintext_loopback"`
+}
+
+// Gateway configures `fano gateway serve`: this process holds the
+// enabled backends for the orchestrator named in the bundle.
+type Gateway struct {
+	// Name is the host's name; default: the bundle's.
+	Name string `yaml:"name"`
+	// Bundle is the file `fano remote enroll <name>` wrote.
+	Bundle string `yaml:"bundle"`
+	// Listen is host:port the orchestrator dials (default 0.0.0.0:7071);
+	// Advertise what it dials when that differs (NAT, a name).
+	Listen    string `yaml:"listen"`
+	Advertise string `yaml:"advertise"`
+	// Orchestrator overrides the bundle's orchestrator address.
+	Orchestrator string `yaml:"orchestrator"`
+	// PlaintextLoopback: no TLS, no bundle; only on loopback.
+	PlaintextLoopback bool `yaml:"plaintext_loopback"`
+	// MemoryLimitMB is the host process's soft memory limit (Go's
+	// GOMEMLIMIT; 0: none). A host holds little: its collector may work
+	// more for a small footprint beside the browsers.
+	MemoryLimitMB int `yaml:"memory_limit_mb"`
+}
+
+// DefaultGatewayMemoryLimitMB is a gateway host's default soft memory
+// limit.
+const DefaultGatewayMemoryLimitMB = 16
+
+// RemoteBackends maps each host to the enabled backends routed to it.
+func (c *Config) RemoteBackends() map[string][]string {
+	out := map[string][]string{}
+	for name := range c.Hosts {
+		out[name] = nil
+	}
+	for _, name := range c.EnabledBackends() {
+		if b := c.Backends[name]; b.Host != "" {
+			out[b.Host] = append(out[b.Host], name)
+		}
+	}
+	return out
 }

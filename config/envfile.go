@@ -61,7 +61,7 @@ func (c *Config) UnsetKeyVariables() []string {
 	var out []string
 	for _, name := range c.EnabledBackends() {
 		b, _ := c.Backend(name)
-		if b == nil || b.Type != TypeAPI || b.API == nil || b.API.APIKeyEnv == "" {
+		if b == nil || b.Type != TypeAPI || b.API == nil || b.API.APIKeyEnv == "" || b.Host != "" {
 			continue
 		}
 		if strings.TrimSpace(os.Getenv(b.API.APIKeyEnv)) == "" {

@@ -144,6 +144,7 @@ func (c *Config) Validate() error {
 	enabled := c.validateBackends(v)
 	c.validateConsultation(v)
 	c.validateControl(v)
+	c.validateHosts(v)
 	c.validateModules(v, enabled)
 	if len(v.errs) == 0 {
 		return nil
@@ -467,5 +468,63 @@ func (c *Config) validateModules(v *checker, enabled []string) {
 	}
 	if c.Documenter.Enabled && strings.TrimSpace(c.Documenter.Title) == "" {
 		v.add("documenter.title", "must not be empty")
+	}
+}
+
+// validateHosts checks the gateway hosts, the backends that name one,
+// and the listeners of both sides.
+func (c *Config) validateHosts(v *checker) {
+	names := make([]string, 0, len(c.Hosts))
+	for name := range c.Hosts {
+		names = append(names, name)
+		if !reBackendName.MatchString(name) || name == "fano-orchestrator" {
+			v.add("hosts."+name, "host name must be 1-63 letters, digits, '-' or '_', starting with a letter or digit (and not fano-orchestrator)")
+		}
+	}
+	slices.Sort(names)
+	known := strings.Join(names, ", ")
+	if known == "" {
+		known = "none configured"
+	}
+	for _, name := range c.sortedBackendNames() {
+		b := c.Backends[name]
+		if b == nil || b.Host == "" {
+			continue
+		}
+		if _, ok := c.Hosts[b.Host]; !ok {
+			v.add("backends."+name+".host", "unknown host %q; hosts: %s", b.Host, known)
+		}
+	}
+	if len(c.Hosts) > 0 {
+		c.hostPort(v, "remote.listen", c.Remote.Listen, c.Remote.PlaintextLoopback)
+		if c.Remote.Advertise != "" {
+			c.hostPort(v, "remote.advertise", c.Remote.Advertise, c.Remote.PlaintextLoopback)
+		}
+	}
+	g := c.Gateway
+	v.nonNegative("gateway.memory_limit_mb", g.MemoryLimitMB)
+	if g.Listen != "" {
+		c.hostPort(v, "gateway.listen", g.Listen, g.PlaintextLoopback)
+	}
+	if g.Advertise != "" {
+		c.hostPort(v, "gateway.advertise", g.Advertise, g.PlaintextLoopback)
+	}
+	if g.Orchestrator != "" {
+		c.hostPort(v, "gateway.orchestrator", g.Orchestrator, g.PlaintextLoopback)
+	}
+}
+
+// hostPort checks a host:port; plaintext allows only loopback.
+func (c *Config) hostPort(v *checker, path, addr string, plaintext bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		v.add(path, "must be host:port, like 0.0.0.0:7070; is %q", addr)
+		return
+	}
+	if plaintext {
+		ip := net.ParseIP(host)
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			v.add(path, "plaintext_loopback allows only loopback addresses (127.0.0.1, ::1); %q is not", addr)
+		}
 	}
 }

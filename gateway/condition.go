@@ -19,6 +19,7 @@ const (
 	StateStalled     State = "stalled"      // last answer hung; free again at once
 	StatePageGone    State = "page_gone"    // browser page or process gone; restarting
 	StateDown        State = "down"         // any other reason it cannot work
+	StateHostLost    State = "host_lost"    // the gateway host on another machine that holds it is not reachable
 )
 
 // Class is the row of the condition table (DESIGN §4) a state belongs to:

@@ -35,6 +35,11 @@ type Request struct {
 	// stopped; the backend first reads whether the page holds its answer
 	// (more than KnownAnswers answers) and asks again only if not.
 	Interrupted bool
+	// IntentSeq is the WAL sequence of the request's intent
+	// (llm_request_started), 0 when it has none. A gateway host on another
+	// machine keys what it did by it, so a repeated delivery is answered
+	// from what was done and the prompt is never sent twice.
+	IntentSeq uint64
 }
 
 // Message is one earlier turn.

@@ -141,6 +141,7 @@ func newRootWith(stdout, stderr io.Writer, mods func() []modules.Module) *cobra.
 		newRetryCmd(g),
 		newVerifyCmd(g), newRepairCmd(g),
 		newSimulateCmd(g),
+		newGatewayCmd(g), newRemoteCmd(g),
 	)
 	strictGroups(root)
 	return root

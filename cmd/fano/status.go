@@ -14,6 +14,7 @@ import (
 	"fano/actors/allocator"
 	"fano/control"
 	"fano/pb"
+	"fano/remote"
 	"fano/wal"
 )
 
@@ -43,6 +44,9 @@ type statusReport struct {
 	Recovery *actors.RecoveryReport `json:"recovery,omitempty"`
 	// Ops is health (while fano runs) and the 24-hour metrics.
 	Ops *opsSection `json:"ops,omitempty"`
+	// Hosts are the gateway hosts on other machines, as the orchestrator
+	// last saw them.
+	Hosts []remote.HostStatus `json:"hosts,omitempty"`
 
 	otherPanel bool // another data directory's fano answered at the panel address
 }
@@ -257,9 +261,11 @@ func (r statusReport) panelStatus() control.Status {
 
 func printStatus(cmd *cobra.Command, g *globals, r statusReport) error {
 	w := cmd.OutOrStdout()
+	r.Hosts = readHostsStatus(r.DataDir)
 	if g.json {
 		return writeJSON(w, r)
 	}
+	defer printHosts(w, r.Hosts, time.Now())
 	if r.Running && r.StartedAt == nil {
 		// Held by a fano whose panel does not answer: only the message
 		// and what it left on disk.

@@ -1,0 +1,569 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pr "github.com/asynkron/protoactor-go/remote"
+	"github.com/jonboulle/clockwork"
+	"github.com/rs/zerolog"
+
+	"fano/gateway"
+	"fano/pb"
+)
+
+// Well-known actor names: each side spawns its own, locally, and the
+// other reaches it by address and name. No kinds are registered, so the
+// other side can spawn nothing here.
+const (
+	hubActorName  = "fano-hub"
+	hostActorName = "fano-gateway"
+)
+
+// HubConfig configures the orchestrator's side.
+type HubConfig struct {
+	Transport Transport
+	// Version is fano's version; a host of another version is refused.
+	Version string
+	// Routed maps each configured host to the backends the config routes
+	// to it.
+	Routed map[string][]string
+	// Ledger names the orchestrator's WAL, so intents of two WALs never
+	// meet in a host's book.
+	Ledger string
+	Clock  clockwork.Clock
+	Logger zerolog.Logger
+	// PingEvery is how often each host is pinged (round trip, liveness);
+	// LostAfter is how long a connected host may stay unheard before it
+	// is lost (a silent partition); ResendWithin is how long a call whose
+	// host was lost waits for that same host process to come back before
+	// it fails as host_lost. Zero: 1 s, 6 s, 30 s.
+	PingEvery, LostAfter, ResendWithin time.Duration
+	// StatusFile, if set, is rewritten with the hosts' status every ping.
+	StatusFile string
+	// OnChange, if set, is told every change of a host's state (from the
+	// hub's goroutines: it must not block).
+	OnChange func(HostStatus)
+}
+
+// Hub is the orchestrator's side: it listens for gateway hosts, keeps
+// the host table, and hands out a gateway.Backend for each remote
+// backend that sends its requests to the host that holds it.
+type Hub struct {
+	cfg    HubConfig
+	sys    *actor.ActorSystem
+	remote *pr.Remote
+	pid    *actor.PID
+
+	mu    sync.Mutex
+	table *hostTable
+	pids  map[string]*actor.PID // host -> its gateway actor
+	calls map[uint64]*pendingCall
+	pings map[uint64]pingSent
+	// delivered are the answers that arrived, by host, told to the host
+	// with the next ping so it can let them go.
+	delivered map[string]*pb.HostPing
+
+	nextCall atomic.Uint64
+	nextPing atomic.Uint64
+	changed  chan struct{} // closed and replaced at every change of a host's state
+	stop     chan struct{}
+	stopped  chan struct{}
+	once     sync.Once
+	refusals onceEvery
+}
+
+type pingSent struct {
+	host string
+	at   time.Time
+}
+
+type pendingCall struct {
+	host    string
+	msg     *pb.RemoteCall
+	done    chan *pb.RemoteAnswer // buffered 1
+	lostErr chan error            // buffered 1
+	lostAt  time.Time
+}
+
+// StartHub starts listening for hosts.
+func StartHub(cfg HubConfig) (*Hub, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.PingEvery == 0 {
+		cfg.PingEvery = time.Second
+	}
+	if cfg.LostAfter == 0 {
+		cfg.LostAfter = 6 * time.Second
+	}
+	if cfg.ResendWithin == 0 {
+		cfg.ResendWithin = 30 * time.Second
+	}
+	h := &Hub{cfg: cfg, table: newHostTable(cfg.Version, cfg.Routed), pids: map[string]*actor.PID{},
+		calls: map[uint64]*pendingCall{}, pings: map[uint64]pingSent{}, delivered: map[string]*pb.HostPing{},
+		stop: make(chan struct{}), stopped: make(chan struct{}), refusals: onceEvery{period: time.Minute},
+		changed: make(chan struct{})}
+	t := cfg.Transport
+	if t.Accept == nil {
+		t.Accept = h.acceptHost
+	}
+	t.Refused = h.refused
+	t.Logger = cfg.Logger
+	sys, r, err := t.start()
+	if err != nil {
+		return nil, fmt.Errorf("gateway hosts: %w", err)
+	}
+	h.sys, h.remote = sys, r
+	// Call numbers of this hub never meet an earlier hub's on the same
+	// address: a host may still answer a call of the one before.
+	h.nextCall.Store(uint64(time.Now().UnixNano()))
+	h.pid, err = sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &hubActor{h: h} }), hubActorName)
+	if err != nil {
+		r.Shutdown(false)
+		return nil, fmt.Errorf("gateway hosts: %w", err)
+	}
+	go h.tick()
+	cfg.Logger.Info().Str("event", "remote.hub.listening").Str("address", sys.Address()).Bool("tls", !t.Plaintext).
+		Msg("listening for gateway hosts")
+	return h, nil
+}
+
+// Address is where hosts reach the hub.
+func (h *Hub) Address() string { return h.sys.Address() }
+
+// acceptHost admits a certificate whose name is a configured host and
+// whose serial is the one last issued to it.
+func (h *Hub) acceptHost(name, serial string) error {
+	if _, ok := h.cfg.Routed[name]; !ok {
+		return errors.New("not a host in the orchestrator's config")
+	}
+	if id := h.cfg.Transport.Identity; id != nil {
+		want, ok, checked := id.issuedSerial(name)
+		if !checked {
+			return nil
+		}
+		if !ok {
+			return errors.New("no certificate is issued to this host (revoked): enroll it again")
+		}
+		if want != serial {
+			return errors.New("the certificate was replaced by a newer one (revoked): use the newest bundle")
+		}
+	}
+	return nil
+}
+
+func (h *Hub) refused(line string) {
+	if h.refusals.pass(line, h.cfg.Clock.Now()) {
+		h.cfg.Logger.Error().Str("event", "remote.hub.refused").Msg(line)
+	}
+}
+
+// Close stops the hub: running calls fail as host_lost and the listener
+// closes.
+func (h *Hub) Close() {
+	h.once.Do(func() {
+		close(h.stop)
+		<-h.stopped
+		h.mu.Lock()
+		for id, c := range h.calls {
+			delete(h.calls, id)
+			c.lostErr <- h.lostFault(c.msg.Backend, c.host, "the orchestrator is stopping", false)
+		}
+		h.mu.Unlock()
+		h.sys.Root.Stop(h.pid)
+		h.remote.Shutdown(false)
+		h.sys.Shutdown()
+	})
+}
+
+// Status is every configured host, by name.
+func (h *Hub) Status() []HostStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.table.status()
+}
+
+func (h *Hub) tick() {
+	defer close(h.stopped)
+	t := h.cfg.Clock.NewTicker(h.cfg.PingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-t.Chan():
+			h.pingAll()
+		}
+	}
+}
+
+// pingAll pings every connected host, loses those unheard too long,
+// fails the calls of hosts lost too long, and writes the status file. A
+// lost host is not pinged (it would be redialled every second): it says
+// hello again once it notices it is not pinged.
+func (h *Hub) pingAll() {
+	now := h.cfg.Clock.Now()
+	h.mu.Lock()
+	silent := h.table.silent(now.Add(-h.cfg.LostAfter))
+	for _, name := range silent {
+		h.loseLocked(name, fmt.Sprintf("not heard for %s (link cut off?)", h.cfg.LostAfter), now)
+	}
+	defer func() {
+		for _, name := range silent {
+			h.notify(name)
+		}
+	}()
+	for id, c := range h.calls {
+		if !c.lostAt.IsZero() && now.Sub(c.lostAt) >= h.cfg.ResendWithin {
+			delete(h.calls, id)
+			c.lostErr <- h.lostFault(c.msg.Backend, c.host, fmt.Sprintf("did not come back within %s", h.cfg.ResendWithin), false)
+		}
+	}
+	for seq, p := range h.pings {
+		if now.Sub(p.at) > h.cfg.LostAfter {
+			delete(h.pings, seq)
+		}
+	}
+	type target struct {
+		pid *actor.PID
+		msg *pb.HostPing
+	}
+	var ts []target
+	for name, pid := range h.pids {
+		if e := h.table.hosts[name]; e == nil || e.state != HostConnected {
+			continue
+		}
+		seq := h.nextPing.Add(1)
+		h.pings[seq] = pingSent{host: name, at: now}
+		ping := &pb.HostPing{Seq: seq, SentUnixNs: now.UnixNano(), Ledger: h.cfg.Ledger}
+		if d := h.delivered[name]; d != nil {
+			ping.DeliveredIntents, ping.DeliveredCalls = d.DeliveredIntents, d.DeliveredCalls
+			delete(h.delivered, name)
+		}
+		ts = append(ts, target{pid, ping})
+	}
+	st := h.table.status()
+	h.mu.Unlock()
+	for _, t := range ts {
+		h.sys.Root.RequestWithCustomSender(t.pid, t.msg, h.pid)
+	}
+	if h.cfg.StatusFile != "" {
+		if data, err := json.MarshalIndent(HostsFile{WrittenAt: now.UTC(), Hosts: st}, "", "  "); err == nil {
+			_ = writeFileFast(h.cfg.StatusFile, append(data, '\n'))
+		}
+	}
+}
+
+// HostsFile is what the hub leaves in the data directory for `fano
+// status`.
+type HostsFile struct {
+	WrittenAt time.Time    `json:"written_at"`
+	Hosts     []HostStatus `json:"hosts"`
+}
+
+// loseLocked marks a host lost and starts its calls' wait for it.
+func (h *Hub) loseLocked(name, reason string, now time.Time) {
+	if !h.table.lose(name, reason, now) {
+		return
+	}
+	for _, c := range h.calls {
+		if c.host == name && c.lostAt.IsZero() {
+			c.lostAt = now
+		}
+	}
+	h.cfg.Logger.Warn().Str("event", "remote.host_lost").Str("host", name).Str("reason", reason).
+		Msg("gateway host " + name + " lost: its backends wait or move (" + reason + ")")
+}
+
+func (h *Hub) lostFault(backend, host, why string, notSent bool) error {
+	return &gateway.Fault{Backend: backend, NotSent: notSent,
+		Condition: gateway.Condition{State: gateway.StateHostLost, Reason: "host " + host + ": " + why}}
+}
+
+// hubActor only translates messages into the hub's calls.
+type hubActor struct{ h *Hub }
+
+func (a *hubActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *pb.HostHello:
+		a.h.hello(ctx, m)
+	case *pb.HostPong:
+		a.h.pong(m)
+	case *pb.RemoteAnswer:
+		a.h.answer(m)
+	case *actor.Terminated:
+		a.h.terminated(m)
+	case *pb.HostBye:
+		a.h.bye(m)
+		if ctx.Sender() != nil {
+			ctx.Respond(&pb.HostBye{})
+		}
+	}
+}
+
+func (h *Hub) hello(ctx actor.Context, m *pb.HostHello) {
+	sender := ctx.Sender()
+	if sender == nil {
+		return
+	}
+	now := h.cfg.Clock.Now()
+	h.mu.Lock()
+	out := h.table.hello(m, now)
+	h.mu.Unlock()
+	out.welcome.Ledger = h.cfg.Ledger
+	defer h.notify(m.Host)
+	if !out.welcome.Accepted {
+		h.refused("remote: refused gateway host " + m.Host + " at " + m.Address + ": " + out.welcome.Reason)
+		ctx.Send(sender, out.welcome)
+		return
+	}
+	var resend []*pb.RemoteCall
+	h.mu.Lock()
+	h.pids[m.Host] = sender
+	for id, c := range h.calls {
+		if c.host != m.Host {
+			continue
+		}
+		if out.restart {
+			delete(h.calls, id)
+			c.lostErr <- h.lostFault(c.msg.Backend, c.host, "restarted; the request's answer was lost with the old process", false)
+			continue
+		}
+		c.lostAt = time.Time{}
+		resend = append(resend, c.msg)
+	}
+	h.mu.Unlock()
+	ctx.Watch(sender)
+	ctx.Send(sender, out.welcome)
+	for _, msg := range resend {
+		h.sys.Root.RequestWithCustomSender(sender, msg, h.pid)
+	}
+	h.cfg.Logger.Info().Str("event", "remote.host_registered").Str("host", m.Host).Str("address", m.Address).
+		Str("version", m.Version).Bool("restarted", out.restart).Int("resent", len(resend)).
+		Msg("gateway host " + m.Host + " registered")
+}
+
+func (h *Hub) pong(m *pb.HostPong) {
+	now := h.cfg.Clock.Now()
+	h.mu.Lock()
+	p, ok := h.pings[m.Seq]
+	delete(h.pings, m.Seq)
+	if !ok {
+		h.mu.Unlock()
+		return
+	}
+	found := h.table.heard(p.host, m.Instance, now.Sub(p.at), m, now)
+	var resend []*pb.RemoteCall
+	pid := h.pids[p.host]
+	if found {
+		for _, c := range h.calls {
+			if c.host == p.host {
+				c.lostAt = time.Time{}
+				resend = append(resend, c.msg)
+			}
+		}
+	}
+	h.mu.Unlock()
+	if found {
+		defer h.notify(p.host)
+		h.cfg.Logger.Info().Str("event", "remote.host_back").Str("host", p.host).Int("resent", len(resend)).
+			Msg("gateway host " + p.host + " is back")
+		for _, msg := range resend {
+			h.sys.Root.RequestWithCustomSender(pid, msg, h.pid)
+		}
+	}
+}
+
+func (h *Hub) answer(m *pb.RemoteAnswer) {
+	h.mu.Lock()
+	c, ok := h.calls[m.Call]
+	ok = ok && c.msg.Intent == m.Intent
+	if ok {
+		delete(h.calls, m.Call)
+		d := h.delivered[c.host]
+		if d == nil {
+			d = &pb.HostPing{}
+			h.delivered[c.host] = d
+		}
+		if m.Intent != 0 {
+			d.DeliveredIntents = append(d.DeliveredIntents, m.Intent)
+		} else {
+			d.DeliveredCalls = append(d.DeliveredCalls, m.Call)
+		}
+	}
+	h.mu.Unlock()
+	if ok {
+		c.done <- m
+	}
+}
+
+func (h *Hub) terminated(m *actor.Terminated) {
+	now := h.cfg.Clock.Now()
+	var lost []string
+	h.mu.Lock()
+	for name, pid := range h.pids {
+		if pid.Equal(m.Who) {
+			h.loseLocked(name, "its link ended ("+m.Why.String()+")", now)
+			lost = append(lost, name)
+		}
+	}
+	h.mu.Unlock()
+	for _, name := range lost {
+		h.notify(name)
+	}
+}
+
+// Backend is the gateway of backend, held by host: what the executor
+// sends it goes to that host.
+func (h *Hub) Backend(name, host string) gateway.Backend {
+	return &hostBackend{hub: h, name: name, host: host}
+}
+
+type hostBackend struct {
+	hub        *Hub
+	name, host string
+}
+
+var _ gateway.Conditioner = (*hostBackend)(nil)
+
+func (b *hostBackend) Name() string { return b.name }
+
+// Host names the gateway host that holds the backend.
+func (b *hostBackend) Host() string { return b.host }
+
+func (b *hostBackend) Close() error { return nil }
+
+func (b *hostBackend) Condition() gateway.Condition {
+	b.hub.mu.Lock()
+	defer b.hub.mu.Unlock()
+	return b.hub.table.condition(b.host, b.name)
+}
+
+func (b *hostBackend) Health(context.Context) error {
+	c := b.Condition()
+	if c.State == gateway.StateReady || c.State == "" {
+		return nil
+	}
+	return &gateway.Fault{Backend: b.name, Condition: c}
+}
+
+// Send sends req to the host under its intent and waits for the answer.
+// A host lost meanwhile gets the same intent again when the same process
+// comes back (it answers from what it did); a restarted host, or one
+// that stays away, fails the call as host_lost.
+func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	h := b.hub
+	call := h.nextCall.Add(1)
+	msg := callOf(h.cfg.Ledger, req.IntentSeq, call, b.name, req)
+	pc := &pendingCall{host: b.host, msg: msg, done: make(chan *pb.RemoteAnswer, 1), lostErr: make(chan error, 1)}
+	h.mu.Lock()
+	if c := h.table.condition(b.host, b.name); c.State == gateway.StateHostLost {
+		h.mu.Unlock()
+		return gateway.Response{}, &gateway.Fault{Backend: b.name, NotSent: true, Condition: c}
+	}
+	pid := h.pids[b.host]
+	h.calls[call] = pc
+	h.mu.Unlock()
+	h.sys.Root.RequestWithCustomSender(pid, msg, h.pid)
+	select {
+	case a := <-pc.done:
+		return responseOf(a)
+	case err := <-pc.lostErr:
+		return gateway.Response{}, err
+	case <-ctx.Done():
+		h.mu.Lock()
+		delete(h.calls, call)
+		pid = h.pids[b.host]
+		h.mu.Unlock()
+		shutdown := errors.Is(context.Cause(ctx), gateway.ErrShutdown)
+		h.sys.Root.Send(pid, &pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: msg.Intent, Call: call, Shutdown: shutdown})
+		return gateway.Response{}, fmt.Errorf("%s on host %s: %w", b.name, b.host, ctx.Err())
+	}
+}
+
+// notify tells OnChange (and AwaitHosts) the state of host.
+func (h *Hub) notify(host string) {
+	h.mu.Lock()
+	close(h.changed)
+	h.changed = make(chan struct{})
+	h.mu.Unlock()
+	if h.cfg.OnChange == nil {
+		return
+	}
+	for _, st := range h.Status() {
+		if st.Name == host {
+			h.cfg.OnChange(st)
+		}
+	}
+}
+
+// bye: the host stops; its backends are lost now, not after the link's
+// end is noticed.
+func (h *Hub) bye(m *pb.HostBye) {
+	now := h.cfg.Clock.Now()
+	h.mu.Lock()
+	e, ok := h.table.hosts[m.Host]
+	if ok && e.instance == m.Instance {
+		h.loseLocked(m.Host, "it stopped", now)
+	}
+	h.mu.Unlock()
+	if ok {
+		h.notify(m.Host)
+	}
+}
+
+// Unreached is the backend of a gateway host for a process that does
+// not listen for hosts (a command that reads the data directory): it
+// says its host is not connected and sends nothing.
+func Unreached(name, host string) gateway.Backend { return unreached{name: name, host: host} }
+
+type unreached struct{ name, host string }
+
+func (u unreached) Name() string { return u.name }
+func (u unreached) Close() error { return nil }
+func (u unreached) Condition() gateway.Condition {
+	return gateway.Condition{State: gateway.StateHostLost, Reason: "host " + u.host + " is reached only by a running orchestrator"}
+}
+func (u unreached) Health(context.Context) error {
+	return &gateway.Fault{Backend: u.name, Condition: u.Condition()}
+}
+func (u unreached) Send(context.Context, gateway.Request) (gateway.Response, error) {
+	return gateway.Response{}, &gateway.Fault{Backend: u.name, NotSent: true, Condition: u.Condition()}
+}
+
+// AwaitHosts waits until every configured host has registered (or was
+// refused), at most within: a start of the orchestrator gives hosts that
+// were waiting for it the moment to say hello before work is handed out,
+// so their backends are not parked as lost at once.
+func (h *Hub) AwaitHosts(within time.Duration) {
+	deadline := h.cfg.Clock.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		h.mu.Lock()
+		waiting := false
+		for _, st := range h.table.status() {
+			if st.State == HostNever {
+				waiting = true
+			}
+		}
+		changed := h.changed
+		h.mu.Unlock()
+		if !waiting {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.Chan():
+			return
+		case <-h.stop:
+			return
+		}
+	}
+}
