@@ -2,9 +2,84 @@ package browser
 
 import (
 	"slices"
+	"strings"
+	"time"
 
 	"fano/gateway"
 )
+
+// Notice kinds: what a visible notice (rate_limit.banner) means.
+const (
+	// NoticeCap: a usage cap of the subscription ("until Jul 19, 3:12 PM",
+	// "your 5-hour limit ... resets at 5:00 PM MDT on Sep 9").
+	NoticeCap = "cap"
+	// NoticeRate: a short rate limit ("try again in 2 minutes", "too many
+	// requests, wait a few minutes").
+	NoticeRate = "rate"
+	// NoticeDegraded: the site keeps answering, with another model
+	// ("Responses will use another model until your limit resets").
+	NoticeDegraded = "degraded"
+	// NoticeTransient: the notice is an ordinary error; a retry may work.
+	NoticeTransient = "transient"
+)
+
+// Notice is what a visible notice says, read with the profile's patterns.
+type Notice struct {
+	// Kind is one of the Notice* kinds. A container whose text matches no
+	// pattern is NoticeTransient: the container also holds ordinary errors.
+	Kind string
+	// Until is the absolute time the notice names (zero if none).
+	Until time.Time
+	// RetryAfter is the wait the notice names, relative to now (for Until
+	// too: Until - now, at least 0). 0: no time given.
+	RetryAfter time.Duration
+	// Model is the model the notice names (named group "model"), if any.
+	Model string
+	// Reason quotes the notice (truncated) for logs and status.
+	Reason string
+}
+
+// ClassifyNotice reads a notice's text with the profile's patterns. now is
+// the wall clock in the time zone the site shows its times in (the
+// browser's, normally the machine's local zone); a time zone named in the
+// text ("5:00 PM MDT") wins.
+func (p *Profile) ClassifyNotice(text string, now time.Time) Notice {
+	text = strings.Join(strings.Fields(text), " ")
+	n := Notice{Kind: NoticeTransient, Reason: "notice: " + truncate(text, 200)}
+	for _, pt := range p.RateLimit.Patterns {
+		m := pt.re.FindStringSubmatch(text)
+		if m == nil {
+			continue
+		}
+		n.Kind = pt.kind()
+		if i := pt.re.SubexpIndex("model"); i >= 0 {
+			n.Model = strings.TrimSpace(m[i])
+		}
+		switch pt.Retry {
+		case RetryAbsolute:
+			if at, ok := parseReset(m[pt.re.SubexpIndex("time")], now); ok {
+				n.Until = at
+				n.RetryAfter = max(at.Sub(now), 0)
+			} else {
+				n.Reason += " (could not read its time; waiting for the next window)"
+			}
+		case RetryRelative:
+			if d, ok := parseRelative(m[pt.re.SubexpIndex("in")]); ok {
+				n.RetryAfter = d
+			} else {
+				n.Reason += " (could not read its duration; waiting for the next window)"
+			}
+		}
+		return n
+	}
+	return n
+}
+
+// BannerRetry is ClassifyNotice's wait and reason (0: no time given).
+func (p *Profile) BannerRetry(text string, now time.Time) (time.Duration, string) {
+	n := p.ClassifyNotice(text, now)
+	return n.RetryAfter, n.Reason
+}
 
 // noticeOutcome is what a visible notice means for the request in hand.
 type noticeOutcome struct {
