@@ -89,24 +89,31 @@ type noticeOutcome struct {
 
 // classifyNotice decides what a visible notice (rate_limit.banner) means
 // for a request of taskType: a usage cap or rate limit stops it with a
-// *gateway.RateLimitedError (Cap true with the named time for a cap, Cap
-// false with the wait for a rate limit); a degraded notice is accepted
-// (the model is recorded) for task types in Config.AcceptDegraded and is a
-// cap until the named time otherwise; anything else in a notice container
-// is an ordinary error: transient once the prompt was sent and nothing is
-// being written (answering), ignored while a page loads.
-func (b *Backend) classifyNotice(text, taskType string, answering bool) noticeOutcome {
-	n := b.p.ClassifyNotice(text, b.clock.Now())
+// *gateway.Fault in the capped or rate-limited condition until the time
+// the notice names (wrapping the *gateway.RateLimitedError it is routed
+// by); a degraded notice is accepted (the model is recorded) for task
+// types in Config.AcceptDegraded and is a cap until the named time
+// otherwise; anything else in a notice container is an ordinary error:
+// transient once the prompt was sent and nothing is being written
+// (answering), ignored while a page loads. sent: the prompt left (a notice
+// before that costs no quota).
+func (b *Backend) classifyNotice(text, taskType string, answering, sent bool) noticeOutcome {
+	now := b.clock.Now()
+	n := b.p.ClassifyNotice(text, now)
 	ev := b.log.Info().Str("event", "gateway.browser.notice").Str("kind", n.Kind).Str("reason", n.Reason)
 	if !n.Until.IsZero() {
 		ev = ev.Time("until", n.Until)
 	}
 	ev.Dur("retry_after", n.RetryAfter).Msg("site notice")
+	limit := func(reason string) noticeOutcome {
+		c := noticeCondition(n, now, b.cfg.RecheckInterval)
+		c.Reason = reason
+		rl := &gateway.RateLimitedError{Backend: b.name, Cap: c.State == gateway.StateCapped, Until: n.Until, RetryAfter: n.RetryAfter, Reason: reason}
+		return noticeOutcome{err: &gateway.Fault{Backend: b.name, Condition: c, NotSent: !sent, Err: rl}}
+	}
 	switch n.Kind {
-	case NoticeCap:
-		return noticeOutcome{err: &gateway.RateLimitedError{Backend: b.name, Cap: true, Until: n.Until, RetryAfter: n.RetryAfter, Reason: n.Reason}}
-	case NoticeRate:
-		return noticeOutcome{err: &gateway.RateLimitedError{Backend: b.name, RetryAfter: n.RetryAfter, Until: n.Until, Reason: n.Reason}}
+	case NoticeCap, NoticeRate:
+		return limit(n.Reason)
 	case NoticeDegraded:
 		if b.acceptsDegraded(taskType) {
 			model := "another model"
@@ -115,8 +122,7 @@ func (b *Backend) classifyNotice(text, taskType string, answering bool) noticeOu
 			}
 			return noticeOutcome{model: model + " (" + n.Reason + ")"}
 		}
-		return noticeOutcome{err: &gateway.RateLimitedError{Backend: b.name, Cap: true, Until: n.Until, RetryAfter: n.RetryAfter,
-			Reason: n.Reason + " (the site answers with another model; task type " + taskType + " waits for the limit to reset)"}}
+		return limit(n.Reason + " (the site answers with another model; task type " + taskType + " waits for the limit to reset)")
 	}
 	if !answering {
 		return noticeOutcome{}

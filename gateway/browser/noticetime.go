@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	reRelPart = regexp.MustCompile(`(?i)\b(\d+(?:\.\d+)?\s*|(?:an?|one)\s+)(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	reRelPart = regexp.MustCompile(`(?i)\b(\d+(?:\.\d+)?\s*|(?:a few|few|several|an?|one)\s+)(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
 	reClock   = regexp.MustCompile(`(?i)\b(\d{1,2})(?:[:.](\d{2}))?\s*(a\.?m\.?|p\.?m\.?)?(?:\W|$)`)
 	weekdays  = map[string]time.Weekday{
 		"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
@@ -47,7 +47,8 @@ var zoneOffsets = map[string]float64{
 }
 
 // parseRelative reads a duration written for people: "27 minutes",
-// "1 hour and 5 minutes", "an hour", "2h 30m", "45 sec".
+// "1 hour and 5 minutes", "an hour", "2h 30m", "45 sec", "a few minutes"
+// (three).
 func parseRelative(s string) (time.Duration, bool) {
 	var total time.Duration
 	found := false
@@ -56,6 +57,10 @@ func parseRelative(s string) (time.Duration, bool) {
 		switch strings.ToLower(strings.TrimSpace(m[1])) {
 		case "a", "an", "one":
 			n = 1
+		case "a few", "few":
+			n = 3 // "wait a few minutes": soon, not at once
+		case "several":
+			n = 5
 		default:
 			v, err := strconv.ParseFloat(strings.TrimSpace(m[1]), 64)
 			if err != nil {
