@@ -93,9 +93,9 @@ func TestPageStatesOnFakePages(t *testing.T) {
 		// by the first); later: the page shows it from after the start
 		// (recognised before the prompt, not by the start-up check).
 		second, later bool
-		state  gateway.State
-		until  func(now time.Time) time.Time
-		action string
+		state         gateway.State
+		until         func(now time.Time) time.Time
+		action        string
 	}{
 		{name: "chatgpt-challenge", site: "chatgpt", ctl: fakechat.Control{Challenge: true}, state: gateway.StateChallenge,
 			action: "clear the site's bot check"},
