@@ -10,19 +10,30 @@
 // A Send navigates to the task's own conversation on this backend (or the
 // start page, priming a new conversation with the task's last turns), sets
 // deep mode, attaches images, types the prompt, clicks send and reads the
-// page at each change until the answer is complete: the profile's
-// `complete` signal follows it, or else the "generating" signal is gone
-// and the text has been stable for the profile's stable time. A
-// conversation that vanished is gateway.ErrConversationGone; an answer that
-// stalls, never starts or loses its page is gateway.ErrHung within
-// seconds (a stalled answer's text is kept, marked incomplete). A
-// rate-limit banner becomes a *gateway.RateLimitedError with the retry time
-// read from it; a login wall becomes gateway.Unavailable and the backend
-// checks itself every RecheckInterval. When ctx ends first, the answer is
-// stopped (left running when fano shuts down, to be read from the page
-// after the restart), the page is dropped and the error wraps ctx.Err();
-// the browser stays ready for the next request. Condition reports the
-// state (login, capped, stalled, page gone) for status and routing.
+// page at each change until the answer ends (answer.go). How it ended is a
+// typed fact on the response (gateway.Response.Ended), and only an answer
+// whose completion the site signalled (the profile's `complete` selector,
+// or, for a profile without one, the "generating" signal gone and the text
+// stable for the profile's stable time) ends complete; the gateway host
+// records nothing else. An answer cut without its signal is read again from
+// its conversation once; an error turn is asked again with the site's own
+// Retry control (profile error_turn) before it ends as such; an answer
+// that stalls is stopped and ends cut.
+//
+// Every reading of the page goes through one table of page states
+// (pagestate.go): a bot-check page, a login wall or login page, guest
+// mode, a rate or cap notice (with the time read from its text) and an
+// error turn, each with the condition it puts the backend in. A page that
+// needs a person is a *gateway.Fault in that condition (not sent: no quota
+// spent), the browser is closed so that `fano login` can open the profile,
+// and the backend checks itself every RecheckInterval. A conversation that
+// vanished is gateway.ErrConversationGone; an answer that never starts or
+// loses its page is gateway.ErrHung within seconds. When ctx ends first,
+// the answer is stopped (left running when fano shuts down, to be read
+// from the page after the restart), the page is dropped and the error
+// wraps ctx.Err(); the browser stays ready for the next request.
+// Condition reports the state (login, challenge, capped, stalled, page
+// gone) for status and routing.
 package browser
 
 import (
