@@ -88,33 +88,31 @@ type noticeOutcome struct {
 }
 
 // classifyNotice decides what a visible notice (rate_limit.banner) means
-// for a request of taskType: a usage cap or rate limit stops it with a
-// *gateway.Fault in the capped or rate-limited condition until the time
-// the notice names (wrapping the *gateway.RateLimitedError it is routed
-// by); a degraded notice is accepted (the model is recorded) for task
-// types in Config.AcceptDegraded and is a cap until the named time
+// for a request of taskType. The page-state table reads it: its rate and
+// cap rows stop the request with a *gateway.Fault in that condition, until
+// the time the notice names (wrapping the *gateway.RateLimitedError it is
+// routed by). A degraded notice is accepted (the model is recorded) for
+// task types in Config.AcceptDegraded and is a cap until the named time
 // otherwise; anything else in a notice container is an ordinary error:
 // transient once the prompt was sent and nothing is being written
 // (answering), ignored while a page loads. sent: the prompt left (a notice
 // before that costs no quota).
 func (b *Backend) classifyNotice(text, taskType string, answering, sent bool) noticeOutcome {
-	now := b.clock.Now()
-	n := b.p.ClassifyNotice(text, now)
+	v := b.p.recognise(pageState{Banner: text}, b.judged(false))
+	n := v.Notice
 	ev := b.log.Info().Str("event", "gateway.browser.notice").Str("kind", n.Kind).Str("reason", n.Reason)
 	if !n.Until.IsZero() {
 		ev = ev.Time("until", n.Until)
 	}
 	ev.Dur("retry_after", n.RetryAfter).Msg("site notice")
-	limit := func(reason string) noticeOutcome {
-		c := noticeCondition(n, now, b.cfg.RecheckInterval)
-		c.Reason = reason
-		rl := &gateway.RateLimitedError{Backend: b.name, Cap: c.State == gateway.StateCapped, Until: n.Until, RetryAfter: n.RetryAfter, Reason: reason}
+	limit := func(c gateway.Condition) noticeOutcome {
+		rl := &gateway.RateLimitedError{Backend: b.name, Cap: c.State == gateway.StateCapped, Until: n.Until, RetryAfter: n.RetryAfter, Reason: c.Reason}
 		return noticeOutcome{err: &gateway.Fault{Backend: b.name, Condition: c, NotSent: !sent, Err: rl}}
 	}
-	switch n.Kind {
-	case NoticeCap, NoticeRate:
-		return limit(n.Reason)
-	case NoticeDegraded:
+	switch {
+	case v.Row == rowRate || v.Row == rowCap:
+		return limit(v.Condition)
+	case n.Kind == NoticeDegraded:
 		if b.acceptsDegraded(taskType) {
 			model := "another model"
 			if n.Model != "" {
@@ -122,7 +120,9 @@ func (b *Backend) classifyNotice(text, taskType string, answering, sent bool) no
 			}
 			return noticeOutcome{model: model + " (" + n.Reason + ")"}
 		}
-		return limit(n.Reason + " (the site answers with another model; task type " + taskType + " waits for the limit to reset)")
+		c := noticeCondition(n, b.clock.Now(), b.cfg.RecheckInterval)
+		c.Reason += " (the site answers with another model; task type " + taskType + " waits for the limit to reset)"
+		return limit(c)
 	}
 	if !answering {
 		return noticeOutcome{}
