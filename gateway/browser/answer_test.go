@@ -128,8 +128,9 @@ func TestErrorTurnThatKeepsFailing(t *testing.T) {
 			assert.NotEqual(t, gateway.StateStalled, b.Condition().State)
 
 			// A resend in the same conversation: the old error turn on the
-			// page is not this answer's.
-			f.site.SetControl(fakechat.Control{})
+			// page is not this answer's, though it is the last turn there
+			// until the site starts the new answer.
+			f.site.SetControl(fakechat.Control{Shape2026: fakechat.Shape2026{StartDelayMS: 400}})
 			r2 := send(t, b, gateway.Request{TaskID: "t1", Prompt: "Again, please.", ConversationURL: r.ConversationURL})
 			assert.Equal(t, answer("2", "Again, please."), r2.Content)
 		})
