@@ -133,6 +133,7 @@ func TestErrorTurnThatKeepsFailing(t *testing.T) {
 			f.site.SetControl(fakechat.Control{Shape2026: fakechat.Shape2026{StartDelayMS: 400}})
 			r2 := send(t, b, gateway.Request{TaskID: "t1", Prompt: "Again, please.", ConversationURL: r.ConversationURL})
 			assert.Equal(t, answer("2", "Again, please."), r2.Content)
+			assert.Equal(t, 2, f.site.Retries(), "the old error turn was not taken for the new answer's")
 		})
 	}
 }
