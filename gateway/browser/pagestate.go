@@ -111,7 +111,8 @@ type pageVerdict struct {
 	// for an error turn, which is a fault of one answer, not of the
 	// backend). Until is decided here, once.
 	Condition gateway.Condition
-	// Notice is the notice read, for the notice rows.
+	// Notice is the page's notice (rate_limit.banner) read with the
+	// profile's patterns; zero without one.
 	Notice Notice
 }
 
@@ -187,7 +188,7 @@ func (p *Profile) recognise(st pageState, at readAt) pageVerdict {
 		}
 		return pageVerdict{Row: r.name, Condition: r.condition(p, st, n, at), Notice: n}
 	}
-	return pageVerdict{Row: rowNone}
+	return pageVerdict{Row: rowNone, Notice: n}
 }
 
 // isChallenge: the page is a bot check: its title or a marker, and none

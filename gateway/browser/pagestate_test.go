@@ -51,6 +51,9 @@ func TestPageStateTable(t *testing.T) {
 			s.Banner = "You’ve hit your limit for Claude messages. Limits will reset at 9:30 AM."
 		}), at, rowCap, gateway.StateCapped, time.Date(2026, 11, 24, 9, 30, 0, 0, time.Local)},
 		{"a toast that is no limit", claude, with(func(s *pageState) { s.Banner = "Copied to clipboard" }), at, rowNone, "", time.Time{}},
+		{"a degraded notice is no condition of its own", chatgpt, with(func(s *pageState) {
+			s.Banner = "You’ve hit the Free plan limit for GPT-5. Responses will use another model until your limit resets after 7:13 PM."
+		}), at, rowNone, "", time.Time{}},
 		{"chatgpt error turn", chatgpt, with(func(s *pageState) {
 			s.ErrorTurn = "Something went wrong while generating the response. If this issue persists please contact us. Retry"
 		}), at, rowErrorTurn, "", time.Time{}},
@@ -66,6 +69,9 @@ func TestPageStateTable(t *testing.T) {
 			assert.True(t, tc.until.Equal(v.Condition.Until), "until %s, want %s", v.Condition.Until, tc.until)
 			if tc.row != rowNone {
 				assert.NotEmpty(t, v.Condition.Reason)
+			}
+			if tc.st.Banner != "" {
+				assert.NotEmpty(t, v.Notice.Kind, "the notice is read whatever the row")
 			}
 		})
 	}
