@@ -102,6 +102,7 @@ func TestPageStatesOnFakePages(t *testing.T) {
 		state         gateway.State
 		until         func(now time.Time) time.Time
 		action        string
+		tweak         func(p *Profile)
 	}{
 		{name: "chatgpt-challenge", site: "chatgpt", ctl: fakechat.Control{Challenge: true}, state: gateway.StateChallenge,
 			action: "clear the site's bot check"},
@@ -113,6 +114,8 @@ func TestPageStatesOnFakePages(t *testing.T) {
 			state: gateway.StateLogin, action: "fano login test-chatgpt"},
 		{name: "claude-login-page", site: "claude", ctl: fakechat.Control{LoginWall: true}, state: gateway.StateLogin,
 			action: "fano login test-claude"},
+		{name: "claude-login-page-by-address", site: "claude", ctl: fakechat.Control{LoginWall: true}, state: gateway.StateLogin,
+			action: "fano login test-claude", tweak: func(p *Profile) { p.Selectors.LoginWall = nil }},
 		{name: "chatgpt-login-wall", site: "chatgpt", ctl: fakechat.Control{LoginWall: true}, state: gateway.StateLogin,
 			action: "fano login test-chatgpt"},
 		{name: "gemini-guest", site: "gemini", ctl: fakechat.Control{Shape2026: fakechat.Shape2026{Guest: true}}, state: gateway.StateLogin,
@@ -134,6 +137,9 @@ func TestPageStatesOnFakePages(t *testing.T) {
 			f := newFixture2026(t, tc.site, ctl)
 			f.cfg.Profile.Completion.LoadTimeoutSeconds = 2
 			f.cfg.Profile.Challenge.WaitSeconds = 1
+			if tc.tweak != nil {
+				tc.tweak(f.cfg.Profile)
+			}
 			b := f.start(t)
 			if tc.later {
 				require.NoError(t, b.Health(context.Background()))
