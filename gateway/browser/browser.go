@@ -491,7 +491,13 @@ func (b *Backend) Condition() gateway.Condition {
 	case b.closed:
 		return gateway.Condition{State: gateway.StateDown, Reason: "backend closed"}
 	case b.down != nil:
-		return gateway.Condition{State: b.downState, Reason: b.down.Error(), Until: b.checked.Add(b.cfg.RecheckInterval)}
+		c := gateway.Condition{State: b.downState, Reason: b.down.Error()}
+		var f *gateway.Fault
+		if errors.As(b.down, &f) {
+			c = f.Condition // a page that needs a person: its own words and action
+		}
+		c.Until = b.checked.Add(b.cfg.RecheckInterval)
+		return c
 	case b.cond.State != "" && (b.cond.Until.IsZero() || now.Before(b.cond.Until)):
 		return b.cond
 	}

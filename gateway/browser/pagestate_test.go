@@ -169,6 +169,8 @@ func TestPageStatesOnFakePages(t *testing.T) {
 			}
 			assert.True(t, gateway.NeedsPerson(tc.state))
 			assert.Contains(t, err.Error(), tc.action)
+			assert.Contains(t, c.Reason, tc.action, "the condition names what a person must do")
+			assert.Equal(t, f.clock.Now().Add(time.Minute), c.Until, "until the next check")
 			assert.True(t, fault.NotSent, "seen before the prompt left: no quota spent")
 			assert.ErrorIs(t, err, gateway.ErrUnavailable, "routed as a backend that cannot work, not a fault of the task")
 			assert.Len(t, f.site.Sent(), sentBefore, "nothing is sent to a page that needs a person")
