@@ -66,7 +66,8 @@ func login(ctx context.Context, cfg Config, in io.Reader, out io.Writer, headles
 		fmt.Fprintf(out, "Could not open %s (%v); open it yourself in the window.\n", cfg.Profile.StartURL, err)
 	}
 	fmt.Fprintf(out, "A browser window shows %s for backend %s (profile %s).\n"+
-		"Log in there. Then close the window, or press Enter here, and fano keeps the login.\n",
+		"Log in there. If the site shows a bot check (\"Just a moment...\"), pass it there too.\n"+
+		"Then close the window, or press Enter here, and fano keeps the login.\n",
 		cfg.Profile.StartURL, cfg.Name, cfg.ProfileDir)
 
 	enter := make(chan struct{})
