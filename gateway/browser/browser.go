@@ -513,10 +513,10 @@ func (b *Backend) ready(ctx context.Context) error {
 	b.mu.Unlock()
 	if down != nil {
 		if b.clock.Since(checked) < b.cfg.RecheckInterval {
-			return down
+			return unsent(down)
 		}
 		if err := b.check(ctx); err != nil {
-			return err
+			return unsent(err)
 		}
 	}
 	if b.bc != nil && b.recycleDue() {
@@ -536,6 +536,19 @@ func (b *Backend) ready(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// unsent is err for a request refused before its prompt left: a page
+// that needs a person, seen by an earlier request after it sent its
+// prompt, costs this one no quota.
+func unsent(err error) error {
+	var f *gateway.Fault
+	if errors.As(err, &f) && !f.NotSent {
+		c := *f
+		c.NotSent = true
+		return &c
+	}
+	return err
 }
 
 func (b *Backend) recycleDue() bool {

@@ -215,3 +215,18 @@ func TestChallengeAtStartAndRecovery(t *testing.T) {
 	assert.Equal(t, gateway.StateReady, b.Condition().State)
 	assert.Empty(t, f.site.Sent())
 }
+
+// A page that needs a person, met by a request after its prompt left (a
+// login wall that showed mid-answer), is that request's fault as sent;
+// every later request refused for it never left, and costs no quota.
+func TestLaterRequestsRefusedByAPersonFaultAreNotSent(t *testing.T) {
+	f := newFixture2026(t, "chatgpt", fakechat.Control{})
+	b := f.start(t)
+	met := &gateway.Fault{Backend: b.Name(), Condition: gateway.Condition{State: gateway.StateLogin, Reason: "login required"}}
+	require.Error(t, b.setDownAs(gateway.StateLogin, met))
+	_, err := b.Send(context.Background(), gateway.Request{TaskID: "t2", Prompt: "hi"})
+	assert.True(t, personFaultOf(t, err).NotSent, "refused before it left: %v", err)
+	assert.ErrorIs(t, err, gateway.ErrNotSent)
+	assert.False(t, met.NotSent, "the fault of the request that met the wall stays as it was")
+	assert.Empty(t, f.site.Sent())
+}
