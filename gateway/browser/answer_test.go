@@ -46,10 +46,12 @@ func TestCutStreamReadAgainFromPage(t *testing.T) {
 			b := f.start(t)
 			r1 := send(t, b, gateway.Request{TaskID: "t1", Prompt: "first"})
 			f.site.SetControl(fakechat.Control{CutAfter: 6})
+			loads := f.site.Loads()
 			r := send(t, b, gateway.Request{TaskID: "t1", Prompt: "Describe the Fano plane.", ConversationURL: r1.ConversationURL})
 			assert.Equal(t, answer("2", "Describe the Fano plane."), r.Content)
 			assert.Equal(t, gateway.EndComplete, r.Ended)
 			assert.Len(t, f.site.Sent(), 2, "read again, not asked again")
+			assert.Equal(t, loads+2, f.site.Loads(), "the conversation was opened, then loaded once more to read the answer again")
 		})
 	}
 }
@@ -90,6 +92,7 @@ func TestClaudeStreamingFlag(t *testing.T) {
 	r := send(t, b, gateway.Request{TaskID: "t1", Prompt: "Count the lines."})
 	assert.Equal(t, answer("1", "Count the lines."), r.Content)
 	assert.Equal(t, gateway.EndComplete, r.Ended)
+	assert.Equal(t, 0, f.site.Loads(), "whole at the first reading: not read again")
 }
 
 // An error turn ("Something went wrong while generating the response.",

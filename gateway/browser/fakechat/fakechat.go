@@ -136,6 +136,7 @@ type Server struct {
 	errorsLeft int
 	retries    int
 	challenges int // bot-check pages served
+	loads      int // conversations a page loaded (opened or reloaded)
 }
 
 // accountCookie names a browser profile's account on the fake site.
@@ -214,6 +215,14 @@ func (s *Server) Retries() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.retries
+}
+
+// Loads returns how many times a page loaded a conversation's turns
+// (opening or reloading its address).
+func (s *Server) Loads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loads
 }
 
 // Challenges returns how many bot-check pages were served.
@@ -403,6 +412,7 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	msgs, ok := s.convs[id]
 	msgs = slices.Clone(msgs)
 	owner := s.owners[id]
+	s.loads++
 	s.mu.Unlock()
 	if !ok || (owner != "" && owner != acct) {
 		http.NotFound(w, r)
