@@ -103,7 +103,13 @@ func (a *app) wiring(clock clockwork.Clock) fanoapp.Wiring {
 	return w
 }
 
-// options builds the actor system's options from the config.
+// options builds the actor system's options from the config for a
+// command that does not run fano (status, verify, repair, recover): its
+// backends are stand-ins that start nothing, so such a command never
+// launches a browser or touches its profile (a `fano run` starting at
+// that moment would find the profile locked).
 func (a *app) options(clock clockwork.Clock) (actors.Options, error) {
-	return a.wiring(clock).ActorOptions()
+	w := a.wiring(clock)
+	w.NewBackend = fanoapp.OfflineBackend
+	return w.ActorOptions()
 }

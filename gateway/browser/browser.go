@@ -10,19 +10,30 @@
 // A Send navigates to the task's own conversation on this backend (or the
 // start page, priming a new conversation with the task's last turns), sets
 // deep mode, attaches images, types the prompt, clicks send and reads the
-// page at each change until the answer is complete: the profile's
-// `complete` signal follows it, or else the "generating" signal is gone
-// and the text has been stable for the profile's stable time. A
-// conversation that vanished is gateway.ErrConversationGone; an answer that
-// stalls, never starts or loses its page is gateway.ErrHung within
-// seconds (a stalled answer's text is kept, marked incomplete). A
-// rate-limit banner becomes a *gateway.RateLimitedError with the retry time
-// read from it; a login wall becomes gateway.Unavailable and the backend
-// checks itself every RecheckInterval. When ctx ends first, the answer is
-// stopped (left running when fano shuts down, to be read from the page
-// after the restart), the page is dropped and the error wraps ctx.Err();
-// the browser stays ready for the next request. Condition reports the
-// state (login, capped, stalled, page gone) for status and routing.
+// page at each change until the answer ends (answer.go). How it ended is a
+// typed fact on the response (gateway.Response.Ended), and only an answer
+// whose completion the site signalled (the profile's `complete` selector,
+// or, for a profile without one, the "generating" signal gone and the text
+// stable for the profile's stable time) ends complete; the gateway host
+// records nothing else. An answer cut without its signal is read again from
+// its conversation once; an error turn is asked again with the site's own
+// Retry control (profile error_turn) before it ends as such; an answer
+// that stalls is stopped and ends cut.
+//
+// Every reading of the page goes through one table of page states
+// (pagestate.go): a bot-check page, a login wall or login page, guest
+// mode, a rate or cap notice (with the time read from its text) and an
+// error turn, each with the condition it puts the backend in. A page that
+// needs a person is a *gateway.Fault in that condition (not sent: no quota
+// spent), the browser is closed so that `fano login` can open the profile,
+// and the backend checks itself every RecheckInterval. A conversation that
+// vanished is gateway.ErrConversationGone; an answer that never starts or
+// loses its page is gateway.ErrHung within seconds. When ctx ends first,
+// the answer is stopped (left running when fano shuts down, to be read
+// from the page after the restart), the page is dropped and the error
+// wraps ctx.Err(); the browser stays ready for the next request.
+// Condition reports the state (login, challenge, capped, stalled, page
+// gone) for status and routing.
 package browser
 
 import (
@@ -324,7 +335,7 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	if err != nil {
 		return gateway.Response{}, err
 	}
-	if resp.Incomplete == "" {
+	if resp.Ended == gateway.EndComplete {
 		b.setCondition(gateway.Condition{})
 	}
 	resp.Duration = time.Since(started)
@@ -480,7 +491,13 @@ func (b *Backend) Condition() gateway.Condition {
 	case b.closed:
 		return gateway.Condition{State: gateway.StateDown, Reason: "backend closed"}
 	case b.down != nil:
-		return gateway.Condition{State: b.downState, Reason: b.down.Error(), Until: b.checked.Add(b.cfg.RecheckInterval)}
+		c := gateway.Condition{State: b.downState, Reason: b.down.Error()}
+		var f *gateway.Fault
+		if errors.As(b.down, &f) {
+			c = f.Condition // a page that needs a person: its own words and action
+		}
+		c.Until = b.checked.Add(b.cfg.RecheckInterval)
+		return c
 	case b.cond.State != "" && (b.cond.Until.IsZero() || now.Before(b.cond.Until)):
 		return b.cond
 	}
@@ -496,10 +513,10 @@ func (b *Backend) ready(ctx context.Context) error {
 	b.mu.Unlock()
 	if down != nil {
 		if b.clock.Since(checked) < b.cfg.RecheckInterval {
-			return down
+			return unsent(down)
 		}
 		if err := b.check(ctx); err != nil {
-			return err
+			return unsent(err)
 		}
 	}
 	if b.bc != nil && b.recycleDue() {
@@ -519,6 +536,19 @@ func (b *Backend) ready(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// unsent is err for a request refused before its prompt left: a page
+// that needs a person, seen by an earlier request after it sent its
+// prompt, costs this one no quota.
+func unsent(err error) error {
+	var f *gateway.Fault
+	if errors.As(err, &f) && !f.NotSent {
+		c := *f
+		c.NotSent = true
+		return &c
+	}
+	return err
 }
 
 func (b *Backend) recycleDue() bool {
@@ -710,6 +740,12 @@ type pageState struct {
 	Done       bool   `json:"done"` // the profile's complete signal follows the last answer
 	Gone       bool   `json:"gone"` // the profile's conversation_gone notice shows
 	URL        string `json:"url"`
+	Title      string `json:"title"`
+	// Challenge: a marker of the profile's bot-check page is on the page.
+	Challenge bool `json:"challenge"`
+	// ErrorTurn is the text of the error-turn containers of the last
+	// answer (profile error_turn.in); error_turn.match decides.
+	ErrorTurn string `json:"error_turn"`
 }
 
 // read reads the page once.
@@ -733,17 +769,10 @@ func remarshal(in, out any) error {
 	return json.Unmarshal(data, out)
 }
 
-// loginErr is the error for a login wall: the backend goes down and the
-// browser is closed, so that `fano login` can open the profile.
-func (b *Backend) loginErr() error {
-	what := fmt.Sprintf("its login wall (selectors.login_wall %q)", b.p.Selectors.LoginWall)
-	if len(b.p.LoginURL) > 0 {
-		what = fmt.Sprintf("its login wall or login page (selectors.login_wall %q, login_url %q)", b.p.Selectors.LoginWall, b.p.LoginURL)
-	}
-	err := gateway.Unavailable(b.name, "login required: the site shows %s; run `fano login %s`", what, b.name)
-	b.log.Warn().Str("event", "gateway.browser.login_required").Msg("the site wants a login; run fano login")
-	_ = b.closeBrowser()
-	return b.setDownAs(gateway.StateLogin, err)
+// judged is how a reading of the page is judged now (settled: the page
+// had its load time).
+func (b *Backend) judged(settled bool) readAt {
+	return readAt{now: b.clock.Now(), settled: settled, recheck: b.cfg.RecheckInterval}
 }
 
 // check loads the start page and verifies the profile against it: no
@@ -770,6 +799,7 @@ func (b *Backend) check(ctx context.Context) error {
 		all[k] = v // checked for valid CSS only: they show once a menu opens
 	}
 	deadline := time.Now().Add(b.p.loadTimeout())
+	var challenged time.Time // when a bot check was first seen
 	for {
 		counts, err := b.count(ctx, page, all)
 		if err != nil {
@@ -794,8 +824,19 @@ func (b *Backend) check(ctx context.Context) error {
 			}
 			return b.setDown(gateway.Unavailable(b.name, "checking the start page %s: %v", b.p.StartURL, err))
 		}
-		if st.Login || b.p.isLoginURL(st.URL) {
-			return b.loginErr()
+		settled := time.Now().After(deadline)
+		switch v := b.p.recognise(st, b.judged(settled)); v.Row {
+		case rowChallenge:
+			if challenged.IsZero() {
+				challenged = time.Now()
+			}
+			if settled || time.Since(challenged) >= b.p.challengeWait() {
+				return b.personFault(v, false)
+			}
+		case rowLoginWall, rowLoginURL, rowGuest:
+			return b.personFault(v, false)
+		default:
+			challenged = time.Time{}
 		}
 		var missing []string
 		for _, f := range b.p.StartupCheck {
@@ -809,11 +850,8 @@ func (b *Backend) check(ctx context.Context) error {
 		if len(missing) == 0 && st.Prompt && (st.LoggedIn || b.p.Selectors.LoggedIn.Empty()) {
 			return b.setDown(nil)
 		}
-		if time.Now().After(deadline) {
+		if settled {
 			var err error
-			if len(missing) == 0 && st.Prompt {
-				return b.guestErr()
-			}
 			if len(missing) > 0 {
 				b.log.Error().Str("event", "gateway.browser.selector_missing").Strs("selectors", missing).Msg("site profile does not match the start page")
 				err = gateway.Unavailable(b.name, "site profile %s: %s matched nothing on the start page %s within %s (fix it in site_profiles_file)",
@@ -881,11 +919,14 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 		// it (or is still answering): use that answer, do not ask again.
 		b.log.Info().Str("event", "gateway.browser.answer_from_page").Str("task", req.TaskID).
 			Int("answers", st.Answers).Int("known", req.KnownAnswers).Msg("interrupted prompt was answered; reading it from the page")
-		text, incomplete, err := b.waitAnswer(ctx, page, req.KnownAnswers, req.DeepMode)
+		r, err := b.waitAnswer(ctx, page, req.KnownAnswers, req.DeepMode, "")
+		if err == nil {
+			r, err = b.settle(ctx, page, req, req.KnownAnswers, r)
+		}
 		if err != nil {
 			return none, err
 		}
-		return gateway.Response{Content: text, ConversationURL: req.ConversationURL, FromPage: true, Incomplete: incomplete, Ended: endedBy(incomplete)}, nil
+		return gateway.Response{Content: r.Text, ConversationURL: req.ConversationURL, FromPage: true, Incomplete: r.Why, Ended: r.Ended}, nil
 	}
 	prompt, primed := req.Prompt, 0
 	if !continuing {
@@ -911,11 +952,11 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if st.Banner != "" {
 		// Shown before sending: a limit stops here; anything else was not
 		// caused by this prompt and is not held against it.
-		if err := b.onNotice(st.Banner, false); err != nil {
+		if err := b.onNotice(st.Banner, false, false); err != nil {
 			return none, err
 		}
 	}
-	before := st.Answers
+	before, staleError := st.Answers, st.ErrorTurn
 	if err := b.do(ctx, func() error {
 		return b.locate(page, sel.Prompt, true).Fill(prompt, playwright.LocatorFillOptions{Timeout: b.actionMS()})
 	}); err != nil {
@@ -934,7 +975,10 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 		}
 		return none, b.fail(ctx, fmt.Sprintf("clicking selectors.send %q", sel.Send), err)
 	}
-	text, incomplete, err := b.waitAnswer(ctx, page, before, req.DeepMode)
+	r, err := b.waitAnswer(ctx, page, before, req.DeepMode, staleError)
+	if err == nil {
+		r, err = b.settle(ctx, page, req, before, r)
+	}
 	if err != nil {
 		return none, err
 	}
@@ -945,7 +989,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if convURL == b.p.StartURL {
 		convURL = "" // the site gave this conversation no address of its own
 	}
-	return gateway.Response{Content: text, ConversationURL: convURL, PrimedTurns: primed, Incomplete: incomplete, Ended: endedBy(incomplete)}, nil
+	return gateway.Response{Content: r.Text, ConversationURL: convURL, PrimedTurns: primed, Incomplete: r.Why, Ended: r.Ended}, nil
 }
 
 func (b *Backend) actionMS() *float64 {
@@ -959,16 +1003,28 @@ func (b *Backend) actionMS() *float64 {
 func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, req gateway.Request) (pageState, error) {
 	continuing := req.ConversationURL != ""
 	deadline := time.Now().Add(b.p.loadTimeout())
+	var challenged time.Time // when a bot check was first seen
 	for {
 		st, err := b.read(ctx, page)
 		if err != nil {
 			return st, b.fail(ctx, "reading the page", err)
 		}
-		switch {
-		case st.Login || b.p.isLoginURL(st.URL):
-			return st, b.loginErr()
-		case st.Banner != "":
-			if err := b.onNotice(st.Banner, false); err != nil {
+		settled := time.Now().After(deadline)
+		switch v := b.p.recognise(st, b.judged(settled)); v.Row {
+		case rowChallenge:
+			if challenged.IsZero() {
+				challenged = time.Now()
+			}
+			if settled || time.Since(challenged) >= b.p.challengeWait() {
+				return st, b.personFault(v, false)
+			}
+		case rowLoginWall, rowLoginURL, rowGuest:
+			return st, b.personFault(v, false)
+		default:
+			challenged = time.Time{}
+		}
+		if st.Banner != "" {
+			if err := b.onNotice(st.Banner, false, false); err != nil {
 				return st, err
 			}
 		}
@@ -982,11 +1038,8 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, req gate
 		if st.Prompt && loggedIn && (!continuing || st.Answers > 0) {
 			return st, nil
 		}
-		if time.Now().After(deadline) {
+		if settled {
 			b.dropPage()
-			if st.Prompt && !loggedIn {
-				return st, b.guestErr()
-			}
 			if !st.Prompt {
 				return st, gateway.Transient(b.name, "selectors.prompt %q did not show within %s", b.p.Selectors.Prompt, b.p.loadTimeout())
 			}
@@ -1026,150 +1079,6 @@ func samePage(now, want string) bool {
 		return strings.TrimSuffix(un.Path, "/") == strings.TrimSuffix(uw.Path, "/")
 	}
 	return slices.Contains(strings.Split(un.Path, "/"), id)
-}
-
-// waitAnswer waits until the new answer (the one after the first before
-// answers) is complete: the profile's complete signal follows it, or,
-// without one, the generating signal is gone and the text has been stable
-// for the profile's stable time. It reads the page again at each change of
-// the page (or every poll interval), so a complete signal is seen within
-// milliseconds.
-//
-// Hangs end in seconds, not at the request timeout: an answer whose text
-// does not grow for max_stall_seconds while the site still generates, or
-// that runs past max_answer_seconds, is stopped, and what the page shows
-// is returned with incomplete saying so (the caller validates it); with
-// nothing on the page it is gateway.ErrHung. So is an answer that never
-// started, or a page that went away.
-func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before int, deep bool) (string, string, error) {
-	sel := b.p.Selectors
-	sent := time.Now()
-	stallAfter := b.p.maxStall()
-	if deep {
-		// Deep modes think for minutes before the text grows.
-		stallAfter = min(b.p.maxAnswer(), deepStallFactor*stallAfter)
-	}
-	var (
-		started     bool
-		last        string
-		grewAt      = sent // when the text last changed
-		stableSince time.Time
-		quietSince  time.Time // generation ended with an empty answer
-	)
-	for {
-		if ctx.Err() != nil {
-			b.abandon(ctx, page)
-			return "", "", b.ctxErr(ctx, "waiting for the answer")
-		}
-		st, err := b.readSoft(ctx, page)
-		if err != nil {
-			if ctx.Err() != nil { // closed or cancelled: not the page's fault
-				b.dropPage()
-				return "", "", b.ctxErr(ctx, "waiting for the answer")
-			}
-			if isClosed(page) || errors.Is(err, playwright.ErrTargetClosed) {
-				return "", "", b.pageGone(err)
-			}
-			return "", "", b.fail(ctx, "reading the answer", err)
-		}
-		b.lastURL = st.URL
-		now := time.Now()
-		switch {
-		case st.Login || b.p.isLoginURL(st.URL):
-			return "", "", b.loginErr()
-		case st.Banner != "":
-			if err := b.onNotice(st.Banner, !st.Generating && st.Answers <= before); err != nil {
-				b.abandon(ctx, page)
-				return "", "", err
-			}
-		}
-		if st.Answers > before || st.Generating {
-			started = true
-		}
-		if st.Text != last {
-			last, grewAt = st.Text, now
-		}
-		answered := st.Answers > before
-		switch {
-		case !started:
-			if now.Sub(sent) > b.p.startTimeout() {
-				b.stopAnswer(page)
-				b.dropPage()
-				why := fmt.Sprintf("never started: no answer began within %s of sending (selectors.answer %q found no new answer, selectors.generating %q never showed)",
-					b.p.startTimeout(), sel.Answer, sel.Generating)
-				b.setCondition(gateway.Condition{State: gateway.StateStalled, Reason: why, Until: b.clock.Now().Add(b.cfg.RecheckInterval)})
-				return "", "", gateway.Classified(b.name, gateway.ErrHung, "%s", why)
-			}
-		case now.Sub(sent) > b.p.maxAnswer():
-			return b.stalled(ctx, page, before, st, fmt.Sprintf("still answering after %s (max_answer_seconds) at %d chars", b.p.maxAnswer(), len(strings.TrimSpace(st.Text))))
-		case st.Generating && now.Sub(grewAt) > stallAfter:
-			return b.stalled(ctx, page, before, st, fmt.Sprintf("stalled at %d chars for %s", len(strings.TrimSpace(st.Text)), now.Sub(grewAt).Round(time.Second)))
-		case answered && st.Done && !st.Generating && strings.TrimSpace(st.Text) != "":
-			return b.finalText(ctx, page, st.Text), "", nil
-		case st.Generating || !answered:
-			stableSince, quietSince = time.Time{}, time.Time{}
-		case strings.TrimSpace(st.Text) == "":
-			if quietSince.IsZero() {
-				quietSince = now
-			} else if now.Sub(quietSince) > b.p.startTimeout() {
-				b.dropPage()
-				return "", "", gateway.Transient(b.name, "empty answer (selectors.answer %q)", sel.Answer)
-			}
-		case stableSince.IsZero() || grewAt.After(stableSince):
-			stableSince = now
-		case now.Sub(stableSince) >= b.p.stable():
-			return b.finalText(ctx, page, st.Text), "", nil
-		}
-		if err := b.waitChange(ctx, page); err != nil {
-			b.abandon(ctx, page)
-			return "", "", b.ctxErr(ctx, "waiting for the answer")
-		}
-	}
-}
-
-//go:embed copy.js
-var copyJS string
-
-// finalText is the complete answer: text as read, or, with answer_text
-// copy:<selector>, what the site's copy button gives (its markdown),
-// falling back to text when the button gives nothing.
-func (b *Backend) finalText(ctx context.Context, page playwright.Page, text string) string {
-	text = strings.TrimSpace(text)
-	how, button, _ := answerReader(b.p.AnswerText)
-	if how != "copy" {
-		return text
-	}
-	var raw any
-	err := b.do(ctx, func() (err error) {
-		raw, err = page.Evaluate(copyJS, map[string]any{"answer": b.p.Selectors.Answer.js(), "button": button})
-		return err
-	})
-	if md, ok := raw.(string); err == nil && ok && strings.TrimSpace(md) != "" {
-		return strings.TrimSpace(md)
-	}
-	b.log.Warn().Str("event", "gateway.browser.copy_failed").Str("button", button).AnErr("error", err).
-		Msg("the copy button gave nothing; using the answer's text")
-	return text
-}
-
-// deepStallFactor stretches max_stall_seconds for deep-mode answers.
-const deepStallFactor = 10
-
-// stalled stops a hung answer and keeps what the page shows; with nothing
-// there it is gateway.ErrHung naming what was seen. Either way the page is
-// dropped and the backend is free for the next request at once.
-func (b *Backend) stalled(ctx context.Context, page playwright.Page, before int, st pageState, why string) (string, string, error) {
-	b.log.Warn().Str("event", "gateway.browser.stalled").Str("reason", why).Msg("answer hung; stopping it")
-	b.stopAnswer(page)
-	if final, err := b.readSoft(ctx, page); err == nil && final.Answers == st.Answers {
-		st = final
-	}
-	b.dropPage()
-	b.setCondition(gateway.Condition{State: gateway.StateStalled, Reason: why, Until: b.clock.Now().Add(b.cfg.RecheckInterval)})
-	if text := strings.TrimSpace(st.Text); st.Answers > before && text != "" {
-		return text, why, nil
-	}
-	return "", "", gateway.Classified(b.name, gateway.ErrHung, "%s", why)
 }
 
 // pageGone is the error for a page (or browser) that went away under a
@@ -1257,12 +1166,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// endedBy is how an answer read from the page ended.
-func endedBy(incomplete string) gateway.Ending {
-	if incomplete != "" {
-		return gateway.EndCut
-	}
-	return gateway.EndComplete
 }

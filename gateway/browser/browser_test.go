@@ -118,6 +118,7 @@ func send(t *testing.T, b *Backend, req gateway.Request) gateway.Response {
 	defer cancel()
 	resp, err := b.Send(ctx, req)
 	require.NoError(t, err)
+	require.NoError(t, gateway.Whole(b.Name(), resp), "the answer ended complete")
 	return resp
 }
 

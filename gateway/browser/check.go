@@ -125,6 +125,8 @@ func CheckProfile(ctx context.Context, cfg Config, out io.Writer) (*CheckReport,
 
 	// Login.
 	switch {
+	case p.isChallenge(st):
+		add(FieldCheck{"login", false, fmt.Sprintf("the site shows a bot check (%q, challenge.markers) instead of the chat; pass it with fano login %s", st.Title, cfg.Name)}, true)
 	case st.Login:
 		add(FieldCheck{"login", false, fmt.Sprintf("the login wall shows (selectors.login_wall %q); run fano login %s", p.Selectors.LoginWall.String(), cfg.Name)}, true)
 	case p.isLoginURL(r.URL):
@@ -188,7 +190,7 @@ func CheckProfile(ctx context.Context, cfg Config, out io.Writer) (*CheckReport,
 		add(FieldCheck{"controls." + name, ok, detail}, true)
 	}
 	fmt.Fprintf(out, "%d problem(s). \"absent\" is normal on a start page for what shows only while chatting\n"+
-		"(answer, generating, stop, send, login_wall, notices; file_input behind an upload menu).\n", r.Problems)
+		"(answer, generating, stop, send, login_wall, notices, error_turn, challenge markers; file_input behind an upload menu).\n", r.Problems)
 	return r, ctx.Err()
 }
 

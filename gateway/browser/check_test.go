@@ -89,3 +89,23 @@ func TestCheckProfileLoginPage(t *testing.T) {
 	assert.Contains(t, r.URL, "/login")
 	assert.GreaterOrEqual(t, r.Problems, 1)
 }
+
+// A bot-check page is reported as what it is, with the command that lets
+// a person pass it, not as a page without a prompt input.
+func TestCheckProfileChallengePage(t *testing.T) {
+	f := newFixture2026(t, "chatgpt", fakechat.Control{Challenge: true})
+	f.cfg.Profile.Completion.LoadTimeoutSeconds = 1
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	r, err := CheckProfile(ctx, f.cfg, &out)
+	require.NoError(t, err)
+	t.Log(out.String())
+	login := checkField(t, r, "login")
+	assert.False(t, login.OK)
+	assert.Contains(t, login.Detail, `bot check ("Just a moment...",`)
+	assert.Contains(t, login.Detail, "fano login test-chatgpt")
+	marker := checkField(t, r, "challenge.markers")
+	assert.True(t, marker.OK, marker.Detail)
+	assert.GreaterOrEqual(t, r.Problems, 1)
+}

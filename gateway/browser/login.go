@@ -66,7 +66,8 @@ func login(ctx context.Context, cfg Config, in io.Reader, out io.Writer, headles
 		fmt.Fprintf(out, "Could not open %s (%v); open it yourself in the window.\n", cfg.Profile.StartURL, err)
 	}
 	fmt.Fprintf(out, "A browser window shows %s for backend %s (profile %s).\n"+
-		"Log in there. Then close the window, or press Enter here, and fano keeps the login.\n",
+		"Log in there. If the site shows a bot check (\"Just a moment...\"), pass it there too.\n"+
+		"Then close the window, or press Enter here, and fano keeps the login.\n",
 		cfg.Profile.StartURL, cfg.Name, cfg.ProfileDir)
 
 	enter := make(chan struct{})
@@ -99,6 +100,9 @@ func login(ctx context.Context, cfg Config, in io.Reader, out io.Writer, headles
 		}); err == nil {
 			st, err := waitShown(ctx, p, page)
 			switch {
+			case p.isChallenge(st):
+				return fmt.Errorf("%s: %s still shows a bot check (%q) instead of the chat; run fano login %s again and pass the check in the window",
+					cfg.Name, p.StartURL, st.Title, cfg.Name)
 			case err == nil && (st.Login || p.isLoginURL(st.URL)):
 				return fmt.Errorf("%s: still logged out: %s shows its login page (selectors.login_wall %q, login_url %q); run fano login %s again",
 					cfg.Name, p.StartURL, p.Selectors.LoginWall.String(), p.LoginURL, cfg.Name)

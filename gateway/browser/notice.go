@@ -2,9 +2,84 @@ package browser
 
 import (
 	"slices"
+	"strings"
+	"time"
 
 	"fano/gateway"
 )
+
+// Notice kinds: what a visible notice (rate_limit.banner) means.
+const (
+	// NoticeCap: a usage cap of the subscription ("until Jul 19, 3:12 PM",
+	// "your 5-hour limit ... resets at 5:00 PM MDT on Sep 9").
+	NoticeCap = "cap"
+	// NoticeRate: a short rate limit ("try again in 2 minutes", "too many
+	// requests, wait a few minutes").
+	NoticeRate = "rate"
+	// NoticeDegraded: the site keeps answering, with another model
+	// ("Responses will use another model until your limit resets").
+	NoticeDegraded = "degraded"
+	// NoticeTransient: the notice is an ordinary error; a retry may work.
+	NoticeTransient = "transient"
+)
+
+// Notice is what a visible notice says, read with the profile's patterns.
+type Notice struct {
+	// Kind is one of the Notice* kinds. A container whose text matches no
+	// pattern is NoticeTransient: the container also holds ordinary errors.
+	Kind string
+	// Until is the absolute time the notice names (zero if none).
+	Until time.Time
+	// RetryAfter is the wait the notice names, relative to now (for Until
+	// too: Until - now, at least 0). 0: no time given.
+	RetryAfter time.Duration
+	// Model is the model the notice names (named group "model"), if any.
+	Model string
+	// Reason quotes the notice (truncated) for logs and status.
+	Reason string
+}
+
+// ClassifyNotice reads a notice's text with the profile's patterns. now is
+// the wall clock in the time zone the site shows its times in (the
+// browser's, normally the machine's local zone); a time zone named in the
+// text ("5:00 PM MDT") wins.
+func (p *Profile) ClassifyNotice(text string, now time.Time) Notice {
+	text = strings.Join(strings.Fields(text), " ")
+	n := Notice{Kind: NoticeTransient, Reason: "notice: " + truncate(text, 200)}
+	for _, pt := range p.RateLimit.Patterns {
+		m := pt.re.FindStringSubmatch(text)
+		if m == nil {
+			continue
+		}
+		n.Kind = pt.kind()
+		if i := pt.re.SubexpIndex("model"); i >= 0 {
+			n.Model = strings.TrimSpace(m[i])
+		}
+		switch pt.Retry {
+		case RetryAbsolute:
+			if at, ok := parseReset(m[pt.re.SubexpIndex("time")], now); ok {
+				n.Until = at
+				n.RetryAfter = max(at.Sub(now), 0)
+			} else {
+				n.Reason += " (could not read its time; waiting for the next window)"
+			}
+		case RetryRelative:
+			if d, ok := parseRelative(m[pt.re.SubexpIndex("in")]); ok {
+				n.RetryAfter = d
+			} else {
+				n.Reason += " (could not read its duration; waiting for the next window)"
+			}
+		}
+		return n
+	}
+	return n
+}
+
+// BannerRetry is ClassifyNotice's wait and reason (0: no time given).
+func (p *Profile) BannerRetry(text string, now time.Time) (time.Duration, string) {
+	n := p.ClassifyNotice(text, now)
+	return n.RetryAfter, n.Reason
+}
 
 // noticeOutcome is what a visible notice means for the request in hand.
 type noticeOutcome struct {
@@ -13,26 +88,31 @@ type noticeOutcome struct {
 }
 
 // classifyNotice decides what a visible notice (rate_limit.banner) means
-// for a request of taskType: a usage cap or rate limit stops it with a
-// *gateway.RateLimitedError (Cap true with the named time for a cap, Cap
-// false with the wait for a rate limit); a degraded notice is accepted
-// (the model is recorded) for task types in Config.AcceptDegraded and is a
-// cap until the named time otherwise; anything else in a notice container
-// is an ordinary error: transient once the prompt was sent and nothing is
-// being written (answering), ignored while a page loads.
-func (b *Backend) classifyNotice(text, taskType string, answering bool) noticeOutcome {
-	n := b.p.ClassifyNotice(text, b.clock.Now())
+// for a request of taskType. The page-state table reads it: its rate and
+// cap rows stop the request with a *gateway.Fault in that condition, until
+// the time the notice names (wrapping the *gateway.RateLimitedError it is
+// routed by). A degraded notice is accepted (the model is recorded) for
+// task types in Config.AcceptDegraded and is a cap until the named time
+// otherwise; anything else in a notice container is an ordinary error:
+// transient once the prompt was sent and nothing is being written
+// (answering), ignored while a page loads. sent: the prompt left (a notice
+// before that costs no quota).
+func (b *Backend) classifyNotice(text, taskType string, answering, sent bool) noticeOutcome {
+	v := b.p.recognise(pageState{Banner: text}, b.judged(false))
+	n := v.Notice
 	ev := b.log.Info().Str("event", "gateway.browser.notice").Str("kind", n.Kind).Str("reason", n.Reason)
 	if !n.Until.IsZero() {
 		ev = ev.Time("until", n.Until)
 	}
 	ev.Dur("retry_after", n.RetryAfter).Msg("site notice")
-	switch n.Kind {
-	case NoticeCap:
-		return noticeOutcome{err: &gateway.RateLimitedError{Backend: b.name, Cap: true, Until: n.Until, RetryAfter: n.RetryAfter, Reason: n.Reason}}
-	case NoticeRate:
-		return noticeOutcome{err: &gateway.RateLimitedError{Backend: b.name, RetryAfter: n.RetryAfter, Until: n.Until, Reason: n.Reason}}
-	case NoticeDegraded:
+	limit := func(c gateway.Condition) noticeOutcome {
+		rl := &gateway.RateLimitedError{Backend: b.name, Cap: c.State == gateway.StateCapped, Until: n.Until, RetryAfter: n.RetryAfter, Reason: c.Reason}
+		return noticeOutcome{err: &gateway.Fault{Backend: b.name, Condition: c, NotSent: !sent, Err: rl}}
+	}
+	switch {
+	case v.Row == rowRate || v.Row == rowCap:
+		return limit(v.Condition)
+	case n.Kind == NoticeDegraded:
 		if b.acceptsDegraded(taskType) {
 			model := "another model"
 			if n.Model != "" {
@@ -40,8 +120,9 @@ func (b *Backend) classifyNotice(text, taskType string, answering bool) noticeOu
 			}
 			return noticeOutcome{model: model + " (" + n.Reason + ")"}
 		}
-		return noticeOutcome{err: &gateway.RateLimitedError{Backend: b.name, Cap: true, Until: n.Until, RetryAfter: n.RetryAfter,
-			Reason: n.Reason + " (the site answers with another model; task type " + taskType + " waits for the limit to reset)"}}
+		c := noticeCondition(n, b.clock.Now(), b.cfg.RecheckInterval)
+		c.Reason += " (the site answers with another model; task type " + taskType + " waits for the limit to reset)"
+		return limit(c)
 	}
 	if !answering {
 		return noticeOutcome{}

@@ -2,7 +2,6 @@ package browser
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -20,6 +19,7 @@ func pollArg(p *Profile) map[string]any {
 		"answer": s.Answer.js(), "generating": s.Generating.js(), "prompt": s.Prompt.js(),
 		"login": s.LoginWall.js(), "logged_in": s.LoggedIn.js(), "banner": p.RateLimit.Banner.js(),
 		"complete": p.Complete.js(), "gone": p.ConversationGone.js(), "how": how, "attr": attr,
+		"challenge": p.Challenge.Markers.js(), "error_in": p.ErrorTurn.In.js(),
 	}
 }
 
@@ -34,6 +34,15 @@ func profileSelectors(p *Profile) map[string]SelectorList {
 	}
 	if !p.RateLimit.Banner.Empty() {
 		all["rate_limit.banner"] = p.RateLimit.Banner
+	}
+	if !p.Challenge.Markers.Empty() {
+		all["challenge.markers"] = p.Challenge.Markers
+	}
+	if !p.ErrorTurn.In.Empty() {
+		all["error_turn.in"] = p.ErrorTurn.In
+	}
+	if !p.ErrorTurn.Retry.Empty() {
+		all["error_turn.retry_button"] = p.ErrorTurn.Retry.CSS
 	}
 	return all
 }
@@ -107,52 +116,40 @@ func (b *Backend) locate(page playwright.Page, list SelectorList, visible bool) 
 	return loc.First()
 }
 
-// guestErr is the error for a site that is usable without a login but
-// shows no sign of one (selectors.logged_in): fano does not run work as a
-// guest, it wants the account the user pays for.
-func (b *Backend) guestErr() error {
-	err := gateway.Unavailable(b.name, "login required: the site is in guest mode (selectors.logged_in %q not shown); run `fano login %s`", b.p.Selectors.LoggedIn.String(), b.name)
-	b.log.Warn().Str("event", "gateway.browser.guest_mode").Msg("the site shows no login; run fano login")
+// personFault puts the backend in the condition a page that needs a
+// person shows (a login wall, guest mode, a bot check) and returns it as
+// the request's fault: the browser is closed, so that `fano login` can
+// open the profile, and the backend checks the site again every
+// RecheckInterval. sent: the prompt had left (a page seen before that
+// costs no quota).
+func (b *Backend) personFault(v pageVerdict, sent bool) error {
+	c := v.Condition
+	if a := gateway.Action(c.State, b.name); a != "" {
+		c.Reason += "; " + a
+	}
+	c.Until = b.clock.Now().Add(b.cfg.RecheckInterval)
+	b.log.Warn().Str("event", "gateway.browser."+v.Row).Str("state", string(c.State)).Msg(c.Reason)
 	_ = b.closeBrowser()
-	return b.setDownAs(gateway.StateLogin, err)
+	return b.setDownAs(c.State, &gateway.Fault{Backend: b.name, Condition: c, NotSent: !sent})
 }
 
 // onNotice handles a visible notice during the current request: an error
 // ends the request, a degraded model is recorded and the request goes on.
-func (b *Backend) onNotice(text string, answering bool) error {
+func (b *Backend) onNotice(text string, answering, sent bool) error {
 	if text == b.noticeAccepted {
 		return nil // read and accepted at an earlier poll
 	}
-	o := b.classifyNotice(text, b.taskType, answering)
+	o := b.classifyNotice(text, b.taskType, answering, sent)
 	if o.err == nil {
 		b.noticeAccepted = text
 	}
-	var limited *gateway.RateLimitedError
-	if errors.As(o.err, &limited) {
-		b.setCondition(limitCondition(limited, b.clock.Now(), b.cfg.RecheckInterval))
+	if c, ok := gateway.ConditionOf(o.err); ok {
+		b.setCondition(c)
 	}
 	if o.model != "" {
 		b.degraded = o.model
 	}
 	return o.err
-}
-
-// limitCondition is the backend's condition under a site's limit notice:
-// capped (a usage cap) or rate limited until the time the notice named, or
-// one recheck interval when it named none.
-func limitCondition(e *gateway.RateLimitedError, now time.Time, recheck time.Duration) gateway.Condition {
-	c := gateway.Condition{State: gateway.StateRateLimited, Reason: e.Reason, Until: e.Until}
-	if e.Cap {
-		c.State = gateway.StateCapped
-	}
-	switch {
-	case !c.Until.IsZero():
-	case e.RetryAfter > 0:
-		c.Until = now.Add(e.RetryAfter)
-	default:
-		c.Until = now.Add(recheck)
-	}
-	return c
 }
 
 // evaluate runs a page script; a page that is navigating (a site's

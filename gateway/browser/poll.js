@@ -39,11 +39,14 @@
   };
   const answers = first(s.answer);
   const last = answers[answers.length - 1];
-  // Done: a visible completion signal inside the last answer or after it
-  // in document order (the toolbar under it); earlier answers' toolbars
-  // come before it.
-  const done = !!last && shown(s.complete).some((el) =>
-    last.contains(el) || (last.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0);
+  // Of the last answer: el is the answer, inside it, around it (a turn
+  // carrying its streaming flag) or after it in document order (the
+  // toolbar under it); earlier answers' marks come before it. With no
+  // answer yet, everything on the page is of the turn to come.
+  const ofLast = (el) => !last || el.contains(last) || last.contains(el) ||
+    (last.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0;
+  // Done: a visible completion signal of the last answer.
+  const done = !!last && shown(s.complete).some(ofLast);
   return {
     answers: answers.length,
     text: read(last),
@@ -56,5 +59,11 @@
     url: location.href,
     done: done,
     gone: shown(s.gone).length > 0,
+    title: document.title,
+    // A bot-check page's markers count visible or not (its scripts).
+    challenge: first(s.challenge).length > 0,
+    // The texts of error-turn containers of the last answer; the profile's
+    // patterns decide which are error turns.
+    error_turn: shown(s.error_in).filter(ofLast).map(text).join('\n'),
   };
 }

@@ -78,6 +78,12 @@ type Profile struct {
 	// A conversation is also gone when its URL redirects elsewhere or it
 	// loads with no answer.
 	ConversationGone SelectorList `yaml:"conversation_gone"`
+	// Challenge recognises the bot-check page a site's CDN shows instead
+	// of the chat ("Just a moment..."): the backend waits for a person.
+	Challenge Challenge `yaml:"challenge"`
+	// ErrorTurn recognises an answer the site ended with an error, and
+	// the site's own control that asks for it again.
+	ErrorTurn ErrorTurn `yaml:"error_turn"`
 
 	loginURL   []*regexp.Regexp
 	pendingURL []*regexp.Regexp
@@ -258,6 +264,12 @@ func (p *Profile) fillDefaults() {
 	if p.MaxAnswerSeconds == 0 {
 		p.MaxAnswerSeconds = defaultMaxAnswer
 	}
+	if p.Challenge.WaitSeconds == 0 {
+		p.Challenge.WaitSeconds = defaultChallengeWait
+	}
+	if p.ErrorTurn.Retries == 0 {
+		p.ErrorTurn.Retries = defaultErrorTurnRetries
+	}
 }
 
 // clone returns a deep copy.
@@ -269,6 +281,10 @@ func (p *Profile) clone() *Profile {
 	c.loginURL = slices.Clone(p.loginURL)
 	c.PendingURL = slices.Clone(p.PendingURL)
 	c.pendingURL = slices.Clone(p.pendingURL)
+	c.Challenge.Title = slices.Clone(p.Challenge.Title)
+	c.Challenge.title = slices.Clone(p.Challenge.title)
+	c.ErrorTurn.Match = slices.Clone(p.ErrorTurn.Match)
+	c.ErrorTurn.match = slices.Clone(p.ErrorTurn.match)
 	if p.Controls != nil {
 		c.Controls = make(map[string]*Control, len(p.Controls))
 		for k, v := range p.Controls {
@@ -627,6 +643,9 @@ func (ls *lineSource) validate(p *Profile, at string) error {
 		}
 	}
 	errs = append(errs, checkIssue12Fields(p, func(field, format string, args ...any) error {
+		return ls.fieldErr(joinAt(at, field), format, args...)
+	})...)
+	errs = append(errs, p.compilePageStates(func(field, format string, args ...any) error {
 		return ls.fieldErr(joinAt(at, field), format, args...)
 	})...)
 	if len(p.RateLimit.Patterns) > 0 && p.RateLimit.Banner.Empty() {

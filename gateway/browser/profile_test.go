@@ -23,6 +23,16 @@ func TestBuiltinProfiles(t *testing.T) {
 		assert.NotEmpty(t, p.RateLimit.Patterns, name)
 		assert.NotEmpty(t, p.LoginURL, name)
 		assert.Equal(t, []string{"prompt"}, p.StartupCheck, name)
+		// What a long run needs to tell a whole answer, a failed one and
+		// a bot check from each other.
+		assert.NotEmpty(t, p.Complete, name)
+		assert.NotEmpty(t, p.ErrorTurn.In, name)
+		assert.NotEmpty(t, p.ErrorTurn.match, name)
+		assert.NotEmpty(t, p.ErrorTurn.Retry.CSS, name)
+		assert.Equal(t, defaultErrorTurnRetries, p.ErrorTurn.Retries, name)
+		assert.NotEmpty(t, p.Challenge.title, name)
+		assert.NotEmpty(t, p.Challenge.Markers, name)
+		assert.True(t, p.isChallenge(pageState{Title: "Just a moment..."}), name)
 	}
 	assert.Equal(t, "https://claude.ai/new", builtin["claude"].StartURL)
 	assert.Equal(t, SelectorList{"button[aria-label='Stop response']"}, builtin["claude"].Selectors.StopSelector())
@@ -116,6 +126,16 @@ func TestUserProfileErrors(t *testing.T) {
 			"sites.yaml:3: profiles.chatgpt.startup_check[1]: unknown selector \"sned\" (one of: prompt, send, answer, generating, stop, login_wall, logged_in, deep_mode, deep_mode_on, file_input)"},
 		{"profiles:\n  chatgpt:\n    completion: {stable_ms: fast}\n",
 			"sites.yaml:3: profiles.chatgpt.completion.stable_ms: cannot unmarshal !!str `fast` into int"},
+		{"profiles:\n  chatgpt:\n    error_turn:\n      match: [\"went wrong (\"]\n",
+			"sites.yaml:4: profiles.chatgpt.error_turn.match[0]: error parsing regexp: missing closing ): `went wrong (`"},
+		{"profiles:\n  x:\n    extends: chatgpt\n    error_turn: {in: null, match: [oops]}\n",
+			"sites.yaml:4: profiles.x.error_turn.in: missing; error_turn.match is matched against the text of the containers this selector finds"},
+		{"profiles:\n  x:\n    start_url: http://a/\n    selectors: {prompt: p, send: s, answer: a}\n    error_turn: {retry_button: button}\n",
+			"sites.yaml:5: profiles.x.error_turn.retry_button: needs error_turn.match (what an error turn says)"},
+		{"profiles:\n  claude:\n    challenge:\n      title: [\"\"]\n",
+			"sites.yaml:4: profiles.claude.challenge.title[0]: empty; a regular expression"},
+		{"profiles:\n  claude:\n    challenge:\n      markers: [\"#challenge[[\"]\n",
+			"sites.yaml:4: profiles.claude.challenge.markers: \"#challenge[[\" is not a valid CSS selector: '[' inside an attribute selector at offset 11"},
 		{"profile:\n  x: {}\n", "sites.yaml:1: profile: unknown key; the file has one key, profiles"},
 		{"profiles: [a]\n", "sites.yaml:1: profiles: must map a profile name to a profile"},
 	} {

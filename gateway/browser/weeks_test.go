@@ -74,8 +74,8 @@ func TestAnswerTextAttribute(t *testing.T) {
 
 // A stalled answer (text stops growing, stop button stays) ends after
 // max_stall_seconds, not at the request timeout: fano clicks stop, keeps
-// the text the page shows (marked incomplete), and the backend takes the
-// next request at once.
+// the text the page shows (a cut answer, never recorded), and the backend
+// takes the next request at once.
 func TestStallStopsAnswerAndKeepsText(t *testing.T) {
 	f := turnsFixture(t)
 	f.cfg.Profile.MaxStallSeconds = 1
@@ -83,10 +83,11 @@ func TestStallStopsAnswerAndKeepsText(t *testing.T) {
 	b := f.start(t)
 	stops, _ := f.site.Stops()
 	start := time.Now()
-	r := send(t, b, gateway.Request{TaskID: "t1", Prompt: "Count the lines of the Fano plane."})
+	r := sendAny(t, b, gateway.Request{TaskID: "t1", Prompt: "Count the lines of the Fano plane."})
 	assert.Less(t, time.Since(start), 20*time.Second)
 	assert.Equal(t, "Answer 1 to: Count", r.Content)
 	assert.Regexp(t, `^stalled at 18 chars for [12]s$`, r.Incomplete)
+	notRecorded(t, b, r, gateway.EndCut)
 	after, _ := f.site.Stops()
 	assert.Equal(t, stops+1, after, "the stalled answer is stopped")
 	c := b.Condition()

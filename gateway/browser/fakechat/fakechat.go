@@ -19,6 +19,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -64,6 +65,26 @@ type Control struct {
 	// after the prompt has gone to the server (read when a page loads):
 	// the site has the prompt while the click has not returned.
 	SendHoldMS int `json:"send_hold_ms"`
+	// Challenge serves the CDN's bot-check page ("Just a moment...",
+	// #challenge-running, its challenge-platform script, no composer)
+	// instead of the site.
+	Challenge bool `json:"challenge"`
+	// ChallengeClearMS: the bot check passes by itself this long after
+	// it shows, and the site loads again (0: it never does).
+	ChallengeClearMS int `json:"challenge_clear_ms"`
+	// CutAfter: an answer's stream ends after this many tokens without
+	// the site's completion signal (the stop button goes, no action bar
+	// shows); 0 = never.
+	CutAfter int `json:"cut_after"`
+	// CutKept: the site kept only the cut text, so the conversation read
+	// again still shows the answer cut; otherwise the site finished it on
+	// its side and a reload shows it whole.
+	CutKept bool `json:"cut_kept"`
+	// ErrorTurns: this many attempts at an answer (sends and clicks on the
+	// turn's Retry) end in the site's error turn after ErrorAfter tokens;
+	// the attempts after them answer.
+	ErrorTurns int `json:"error_turns"`
+	ErrorAfter int `json:"error_after"`
 	// Shape2026 is how a 2026 page (see Sites2026) behaves; ignored by the
 	// 2025 pages.
 	Shape2026
@@ -73,6 +94,11 @@ type Control struct {
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// Cut: the answer was kept cut (Control.CutKept); shown without its
+	// completion signal.
+	Cut bool `json:"cut,omitempty"`
+	// Failed: the answer's last attempt ended in an error turn.
+	Failed bool `json:"failed,omitempty"`
 }
 
 // Sent is one send the server received.
@@ -105,6 +131,12 @@ type Server struct {
 	// cookie) that made it: like the real sites, another account's
 	// conversation is not found.
 	owners map[string]string
+	// errorsLeft counts down Control.ErrorTurns; retries counts clicks on
+	// an error turn's Retry.
+	errorsLeft int
+	retries    int
+	challenges int // bot-check pages served
+	loads      int // conversations a page loaded (opened or reloaded)
 }
 
 // accountCookie names a browser profile's account on the fake site.
@@ -175,6 +207,29 @@ func (s *Server) SetControl(c Control) {
 	defer s.mu.Unlock()
 	s.ctl = c
 	s.answered = 0
+	s.errorsLeft = c.ErrorTurns
+}
+
+// Retries returns how often an error turn's Retry was clicked.
+func (s *Server) Retries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.retries
+}
+
+// Loads returns how many times a page loaded a conversation's turns
+// (opening or reloading its address).
+func (s *Server) Loads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loads
+}
+
+// Challenges returns how many bot-check pages were served.
+func (s *Server) Challenges() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.challenges
 }
 
 // Sent returns every send received, oldest first.
@@ -242,6 +297,18 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /__fake/api/send", s.send)
 	mux.HandleFunc("POST /__fake/api/stop", s.stop)
 	mux.HandleFunc("POST /__fake/api/streaming", s.streaming)
+	mux.HandleFunc("POST /__fake/api/retry", s.retry)
+	mux.HandleFunc("POST /__fake/api/challenge-passed", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		s.ctl.Challenge = false
+		s.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	// The CDN's challenge script, loaded by the bot-check page.
+	mux.HandleFunc("GET /cdn-cgi/challenge-platform/", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		_, _ = w.Write([]byte("window._cf_chl_opt = window._cf_chl_opt || {};\n"))
+	})
 	mux.HandleFunc("GET /__fake/control", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, s.Control()) })
 	mux.HandleFunc("POST /__fake/control", func(w http.ResponseWriter, r *http.Request) {
 		var c Control
@@ -256,10 +323,28 @@ func (s *Server) routes() http.Handler {
 	// Every other path is the single-page app (start page, conversations).
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
+		s.mu.Lock()
+		challenge := s.ctl.Challenge
+		if challenge {
+			s.challenges++
+		}
+		s.mu.Unlock()
+		if challenge {
+			// Like the CDN: status 403 and its own page.
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusForbidden)
+			http.ServeFile(noStatus{w}, r, filepath.Join(s.dir, "common", "challenge.html"))
+			return
+		}
 		http.ServeFile(w, r, filepath.Join(s.dir, siteDir(s.site), "index.html"))
 	})
 	return mux
 }
+
+// noStatus is a ResponseWriter whose status was written already.
+type noStatus struct{ http.ResponseWriter }
+
+func (noStatus) WriteHeader(int) {}
 
 func noCache(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -316,7 +401,8 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) {
 	if s.ctl.BannerOnLoad {
 		banner = s.banner()
 	}
-	writeJSON(w, map[string]any{"login_wall": s.ctl.LoginWall, "banner": banner, "history_delay_ms": delay, "send_hold_ms": s.ctl.SendHoldMS, "shape": s.ctl.Shape2026})
+	writeJSON(w, map[string]any{"login_wall": s.ctl.LoginWall, "banner": banner, "history_delay_ms": delay, "send_hold_ms": s.ctl.SendHoldMS, "shape": s.ctl.Shape2026,
+		"error_text": s.errorText(), "challenge_clear_ms": s.ctl.ChallengeClearMS})
 }
 
 func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
@@ -326,6 +412,7 @@ func (s *Server) conversation(w http.ResponseWriter, r *http.Request) {
 	msgs, ok := s.convs[id]
 	msgs = slices.Clone(msgs)
 	owner := s.owners[id]
+	s.loads++
 	s.mu.Unlock()
 	if !ok || (owner != "" && owner != acct) {
 		http.NotFound(w, r)
@@ -376,17 +463,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	if s.ctl.Forever {
 		stored = answer + " (stopped)"
 	}
-	s.convs[id] = append(s.convs[id], Message{"user", in.Prompt}, Message{"assistant", stored})
+	reply := Message{Role: "assistant", Content: stored}
+	if s.ctl.CutAfter > 0 && s.ctl.CutKept {
+		reply.Content, reply.Cut = firstTokens(answer, s.ctl.CutAfter), true
+	}
+	s.convs[id] = append(s.convs[id], Message{Role: "user", Content: in.Prompt}, reply)
 	s.answered++
-	tokenMS := s.ctl.TokenMS
-	if tokenMS == 0 {
-		tokenMS = 5
-	}
-	resp := map[string]any{
-		"conversation_id": id, "answer": answer, "forever": s.ctl.Forever,
-		"token_ms": tokenMS, "pause_ms": s.ctl.PauseMS,
-		"stall_after": s.ctl.StallAfter, "no_start": s.ctl.NoStart,
-	}
+	resp := s.attempt(id, answer)
+	resp["conversation_id"] = id
 	if notice != "" {
 		resp["banner"] = notice // shown while the answer still comes
 	}
@@ -395,6 +479,75 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, resp)
 }
+
+// attempt is the page's instructions for streaming answer, the last turn
+// of conversation id: how fast, and whether this attempt stalls, is cut or
+// ends in an error turn. Called with mu held.
+func (s *Server) attempt(id, answer string) map[string]any {
+	tokenMS := s.ctl.TokenMS
+	if tokenMS == 0 {
+		tokenMS = 5
+	}
+	resp := map[string]any{
+		"answer": answer, "forever": s.ctl.Forever,
+		"token_ms": tokenMS, "pause_ms": s.ctl.PauseMS,
+		"stall_after": s.ctl.StallAfter, "no_start": s.ctl.NoStart,
+		"cut_after": s.ctl.CutAfter,
+	}
+	msgs := s.convs[id]
+	last := &msgs[len(msgs)-1]
+	last.Failed = s.errorsLeft > 0
+	if s.errorsLeft > 0 {
+		s.errorsLeft--
+		resp["fail"], resp["error_after"], resp["error_text"] = true, s.ctl.ErrorAfter, s.errorText()
+	}
+	return resp
+}
+
+// retry is a click on an error turn's Retry: the conversation's last
+// answer is attempted again.
+func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Conversation string `json:"conversation_id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	msgs := s.convs[in.Conversation]
+	if len(msgs) == 0 {
+		http.NotFound(w, r)
+		return
+	}
+	s.retries++
+	answer := strings.TrimSuffix(msgs[len(msgs)-1].Content, " (stopped)")
+	writeJSON(w, s.attempt(in.Conversation, answer))
+}
+
+// errorText is what the site's error turn says.
+func (s *Server) errorText() string {
+	switch baseSite(s.site) {
+	case "claude":
+		return "Claude’s response could not be fully generated"
+	case "gemini":
+		return "Something went wrong and the response wasn’t generated."
+	default:
+		return "Something went wrong while generating the response. If this issue persists please contact us through our help center at help.openai.com."
+	}
+}
+
+// firstTokens is the first n tokens of s as the page streams them.
+func firstTokens(s string, n int) string {
+	toks := reToken.FindAllString(s, -1)
+	if n < len(toks) {
+		toks = toks[:n]
+	}
+	return strings.TrimSpace(strings.Join(toks, ""))
+}
+
+var reToken = regexp.MustCompile(`\S+\s*`)
 
 func (s *Server) stop(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()

@@ -142,3 +142,45 @@ func TestServer2026(t *testing.T) {
 	_, err = New("claude-2027")
 	assert.ErrorContains(t, err, "unknown site")
 }
+
+// The shapes of an answer that is not whole, on the server side: an error
+// turn's attempts counted down through Retry, a cut kept in the store, and
+// the bot-check page served instead of the site until it passes.
+func TestBrokenAnswerShapes(t *testing.T) {
+	s, err := New("chatgpt-2026")
+	require.NoError(t, err)
+	defer s.Close()
+
+	s.SetControl(Control{ErrorTurns: 2, ErrorAfter: 3})
+	d := post(t, s.URL()+"/__fake/api/send", Sent{Prompt: "p"})
+	id := d["conversation_id"].(string)
+	assert.Equal(t, true, d["fail"])
+	assert.Contains(t, d["error_text"], "Something went wrong while generating the response")
+	assert.True(t, s.Conversation(id)[1].Failed)
+	d = post(t, s.URL()+"/__fake/api/retry", map[string]string{"conversation_id": id})
+	assert.Equal(t, true, d["fail"], "the second attempt fails too")
+	d = post(t, s.URL()+"/__fake/api/retry", map[string]string{"conversation_id": id})
+	assert.Nil(t, d["fail"], "the third answers")
+	assert.Equal(t, "Answer 1 to: p "+Tail, d["answer"])
+	assert.False(t, s.Conversation(id)[1].Failed)
+	assert.Equal(t, 2, s.Retries())
+
+	s.SetControl(Control{CutAfter: 2, CutKept: true})
+	d = post(t, s.URL()+"/__fake/api/send", Sent{Prompt: "q"})
+	kept := s.Conversation(d["conversation_id"].(string))[1]
+	assert.Equal(t, Message{Role: "assistant", Content: "Answer 1", Cut: true}, kept)
+
+	s.SetControl(Control{Challenge: true})
+	code, page := get(t, s.URL()+"/c/any")
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.Contains(t, page, "<title>Just a moment...</title>")
+	assert.Contains(t, page, `id="challenge-running"`)
+	assert.NotContains(t, page, "prompt-textarea", "no composer")
+	resp, err := http.Post(s.URL()+"/__fake/api/challenge-passed", "application/json", nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	code, page = get(t, s.URL()+"/")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, page, "prompt-textarea")
+	assert.Equal(t, 1, s.Challenges())
+}

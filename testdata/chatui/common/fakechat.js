@@ -13,7 +13,9 @@
 //   showBanner(text)       the rate-limit banner
 //   setGenerating(bool)    stop button / streaming marker
 //   addUser(text)
-//   addAssistant()         -> {append(text), finish()}
+//   addAssistant()         -> {append(text), finish(), and on 2026 pages
+//                             fail(text, onRetry): the site's error turn
+//                             with its Retry control; remove()}
 //   onSend(fn), onStop(fn) wire the buttons
 //   onSession(sess)        optional: the session (2026 pages read sess.shape)
 //
@@ -41,6 +43,29 @@
         site.setGenerating(false);
       }
 
+      // The stream ends without the site's completion signal: the stop
+      // button goes, the turn stays as it is.
+      function cut() {
+        clearTimeout(timer);
+        generating = false;
+        current = null;
+        site.setGenerating(false);
+      }
+
+      // The site fails the turn: its error and a Retry control.
+      function fail(d) {
+        const turn = current;
+        cut();
+        turn.fail(d.error_text, () => retry(turn));
+      }
+
+      async function retry(turn) {
+        if (generating) return;
+        turn.remove();
+        const r = await post('/retry', { conversation_id: conv || '' });
+        stream(await r.json());
+      }
+
       function stream(d) {
         generating = true;
         site.setGenerating(true);
@@ -50,6 +75,8 @@
         let i = 0;
         const step = () => {
           if (!generating) return;
+          if (d.fail && i >= d.error_after) { fail(d); return; }
+          if (d.cut_after > 0 && i >= d.cut_after) { cut(); return; }
           if (d.stall_after > 0 && i >= d.stall_after) {
             timer = setTimeout(step, d.token_ms); // hung: the stop button stays, nothing grows
             return;
@@ -124,7 +151,12 @@
         conv = c.id;
         for (const m of c.messages) {
           if (m.role === 'user') site.addUser(m.content);
-          else { const a = site.addAssistant(); a.append(m.content); a.finish(); }
+          else {
+            const a = site.addAssistant();
+            if (m.failed) { a.fail(sess.error_text, () => retry(a)); continue; }
+            a.append(m.content);
+            if (!m.cut) a.finish();
+          }
         }
       }
 

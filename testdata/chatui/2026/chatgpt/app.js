@@ -118,7 +118,32 @@
     addUser: (text) => { turn('user').textContent = text; },
     addAssistant: () => {
       const div = turn('assistant');
-      return { append: (t) => { div.textContent += t; }, finish: () => {} };
+      const body = document.createElement('div');
+      div.appendChild(body);
+      const container = div.closest('section') || div.closest('[data-turn-key]');
+      return {
+        append: (t) => { body.textContent += t; },
+        // The turn's action bar shows once the answer is done.
+        finish: () => {
+          const bar = document.createElement('div');
+          bar.className = 'turn-actions';
+          bar.innerHTML = '<button data-testid="copy-turn-action-button" aria-label="Copy">Copy</button>' +
+            '<button data-testid="good-response-turn-action-button" aria-label="Good response">Good</button>';
+          container.appendChild(bar);
+        },
+        // The error turn: the message in the turn and its Retry button.
+        fail: (text, onRetry) => {
+          const err = document.createElement('div');
+          err.className = 'turn-error';
+          err.textContent = text;
+          const b = document.createElement('button');
+          b.className = 'btn btn-secondary';
+          b.textContent = 'Retry';
+          b.addEventListener('click', onRetry);
+          div.append(err, b);
+        },
+        remove: () => { container.remove(); },
+      };
     },
     onSend: (fn) => send.addEventListener('click', fn),
     onStop: (fn) => stop.addEventListener('click', fn),

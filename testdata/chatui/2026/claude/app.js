@@ -74,6 +74,21 @@
       return {
         append: (t) => { md.textContent += t; },
         finish: () => { msg.dataset.isStreaming = 'false'; },
+        // A failed reply keeps its text, stops streaming and says so, with
+        // a retry control.
+        fail: (text, onRetry) => {
+          msg.dataset.isStreaming = 'false';
+          const err = document.createElement('div');
+          err.className = 'reply-error';
+          err.textContent = text;
+          const b = document.createElement('button');
+          b.type = 'button';
+          b.textContent = 'Retry';
+          b.addEventListener('click', onRetry);
+          err.appendChild(b);
+          msg.appendChild(err);
+        },
+        remove: () => { wrap.remove(); },
       };
     },
     onSend: (fn) => send.addEventListener('click', fn),

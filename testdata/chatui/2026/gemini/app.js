@@ -90,6 +90,18 @@
       return {
         append: (t) => { md.textContent += t; },
         finish: () => { footer.classList.add('complete'); footer.textContent = 'Copy · Good response · Bad response'; },
+        fail: (text, onRetry) => {
+          const err = document.createElement('div');
+          err.className = 'response-error';
+          err.textContent = text;
+          const b = document.createElement('button');
+          b.setAttribute('aria-label', 'Retry');
+          b.textContent = 'Retry';
+          b.addEventListener('click', onRetry);
+          err.appendChild(b);
+          rc.appendChild(err);
+        },
+        remove: () => { r.remove(); },
       };
     },
     onSend: (fn) => { onSend = fn; },

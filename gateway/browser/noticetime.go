@@ -1,3 +1,6 @@
+// Reading the times and durations that sites write in their limit
+// notices ("try again in 27 minutes", "resets at 5:00 PM MDT on Sep 9").
+
 package browser
 
 import (
@@ -7,81 +10,8 @@ import (
 	"time"
 )
 
-// Notice kinds: what a visible notice (rate_limit.banner) means.
-const (
-	// NoticeCap: a usage cap of the subscription ("until Jul 19, 3:12 PM",
-	// "your 5-hour limit ... resets at 5:00 PM MDT on Sep 9").
-	NoticeCap = "cap"
-	// NoticeRate: a short rate limit ("try again in 2 minutes", "too many
-	// requests, wait a few minutes").
-	NoticeRate = "rate"
-	// NoticeDegraded: the site keeps answering, with another model
-	// ("Responses will use another model until your limit resets").
-	NoticeDegraded = "degraded"
-	// NoticeTransient: the notice is an ordinary error; a retry may work.
-	NoticeTransient = "transient"
-)
-
-// Notice is what a visible notice says, read with the profile's patterns.
-type Notice struct {
-	// Kind is one of the Notice* kinds. A container whose text matches no
-	// pattern is NoticeTransient: the container also holds ordinary errors.
-	Kind string
-	// Until is the absolute time the notice names (zero if none).
-	Until time.Time
-	// RetryAfter is the wait the notice names, relative to now (for Until
-	// too: Until - now, at least 0). 0: no time given.
-	RetryAfter time.Duration
-	// Model is the model the notice names (named group "model"), if any.
-	Model string
-	// Reason quotes the notice (truncated) for logs and status.
-	Reason string
-}
-
-// ClassifyNotice reads a notice's text with the profile's patterns. now is
-// the wall clock in the time zone the site shows its times in (the
-// browser's, normally the machine's local zone); a time zone named in the
-// text ("5:00 PM MDT") wins.
-func (p *Profile) ClassifyNotice(text string, now time.Time) Notice {
-	text = strings.Join(strings.Fields(text), " ")
-	n := Notice{Kind: NoticeTransient, Reason: "notice: " + truncate(text, 200)}
-	for _, pt := range p.RateLimit.Patterns {
-		m := pt.re.FindStringSubmatch(text)
-		if m == nil {
-			continue
-		}
-		n.Kind = pt.kind()
-		if i := pt.re.SubexpIndex("model"); i >= 0 {
-			n.Model = strings.TrimSpace(m[i])
-		}
-		switch pt.Retry {
-		case RetryAbsolute:
-			if at, ok := parseReset(m[pt.re.SubexpIndex("time")], now); ok {
-				n.Until = at
-				n.RetryAfter = max(at.Sub(now), 0)
-			} else {
-				n.Reason += " (could not read its time; waiting for the next window)"
-			}
-		case RetryRelative:
-			if d, ok := parseRelative(m[pt.re.SubexpIndex("in")]); ok {
-				n.RetryAfter = d
-			} else {
-				n.Reason += " (could not read its duration; waiting for the next window)"
-			}
-		}
-		return n
-	}
-	return n
-}
-
-// BannerRetry is ClassifyNotice's wait and reason (0: no time given).
-func (p *Profile) BannerRetry(text string, now time.Time) (time.Duration, string) {
-	n := p.ClassifyNotice(text, now)
-	return n.RetryAfter, n.Reason
-}
-
 var (
-	reRelPart = regexp.MustCompile(`(?i)\b(\d+(?:\.\d+)?\s*|(?:an?|one)\s+)(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
+	reRelPart = regexp.MustCompile(`(?i)\b(\d+(?:\.\d+)?\s*|(?:a few|few|several|an?|one)\s+)(days?|d|hours?|hrs?|h|minutes?|mins?|m|seconds?|secs?|s)\b`)
 	reClock   = regexp.MustCompile(`(?i)\b(\d{1,2})(?:[:.](\d{2}))?\s*(a\.?m\.?|p\.?m\.?)?(?:\W|$)`)
 	weekdays  = map[string]time.Weekday{
 		"sun": time.Sunday, "mon": time.Monday, "tue": time.Tuesday, "wed": time.Wednesday,
@@ -117,7 +47,8 @@ var zoneOffsets = map[string]float64{
 }
 
 // parseRelative reads a duration written for people: "27 minutes",
-// "1 hour and 5 minutes", "an hour", "2h 30m", "45 sec".
+// "1 hour and 5 minutes", "an hour", "2h 30m", "45 sec", "a few minutes"
+// (three).
 func parseRelative(s string) (time.Duration, bool) {
 	var total time.Duration
 	found := false
@@ -126,6 +57,10 @@ func parseRelative(s string) (time.Duration, bool) {
 		switch strings.ToLower(strings.TrimSpace(m[1])) {
 		case "a", "an", "one":
 			n = 1
+		case "a few", "few":
+			n = 3 // "wait a few minutes": soon, not at once
+		case "several":
+			n = 5
 		default:
 			v, err := strconv.ParseFloat(strings.TrimSpace(m[1]), 64)
 			if err != nil {

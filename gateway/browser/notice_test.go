@@ -19,6 +19,8 @@ func TestParseRelative(t *testing.T) {
 		"3 hrs, 10 mins":       190 * time.Minute,
 		"1.5 hours":            90 * time.Minute,
 		"a minute":             time.Minute,
+		"a few minutes":        3 * time.Minute,
+		"several hours":        5 * time.Hour,
 		"about 2 hours or so":  2 * time.Hour,
 		"extra minute":         0, // "a" inside a word is no count
 		"later":                0,
@@ -122,7 +124,8 @@ func TestBuiltinNotices(t *testing.T) {
 		{"chatgpt", "You’ve hit the Free plan limit for GPT-4o. You need GPT-4o to continue this chat because it has images. Your limit resets after 8:33 PM.", NoticeCap, at(11, 23, 20, 33), 0, ""},
 		{"chatgpt", "You've reached the current usage cap for GPT-4. You can continue with the default model now, or try again after 7:06 PM.", NoticeCap, at(11, 23, 19, 6), 0, ""},
 		{"chatgpt", "You've reached our limit of messages per hour. Please try again later.", NoticeCap, time.Time{}, 0, ""},
-		{"chatgpt", "Too many requests. You're making requests too quickly. We've temporarily limited access to your conversations to protect your data. Please wait a few minutes before trying again. Got it", NoticeRate, time.Time{}, 0, ""},
+		{"chatgpt", "Too many requests. You're making requests too quickly. We've temporarily limited access to your conversations to protect your data. Please wait a few minutes before trying again. Got it", NoticeRate, time.Time{}, 3 * time.Minute, ""},
+		{"chatgpt", "Too many requests. You're making requests too quickly. Please try again later.", NoticeRate, time.Time{}, 0, ""},
 		{"chatgpt", "You've reached the current usage cap for GPT-5. Please try again in 2 hours and 10 minutes.", NoticeRate, time.Time{}, 130 * time.Minute, ""},
 		{"chatgpt", "Something went wrong while generating the response. If this issue persists please contact us.", NoticeTransient, time.Time{}, 0, ""},
 		{"chatgpt", "Network connection lost. Attempting to reconnect…", NoticeTransient, time.Time{}, 0, ""},
