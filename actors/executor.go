@@ -280,7 +280,7 @@ func (e *executor) nextAction() (act modules.Action, ended bool, endErr, err err
 func (e *executor) answer(ev *pb.Event, content string) (ended bool, endErr, err, perr error) {
 	m := e.taskEvents([]*pb.Event{ev})
 	m.ReplyWhenQueued = true
-	m.ThenModule = &pb.ModuleAnswer{Answer: content, ReplyWhenQueued: true, EndIfDone: true}
+	m.ThenModule = &pb.ModuleAnswer{Answer: content, ReplyWhenQueued: true, EndIfDone: true, Response: ev.GetLlmResponseReceived()}
 	e.tell(e.env.schedulerPID, m)
 	r, rerr := e.reply()
 	if rerr != nil {

@@ -46,8 +46,11 @@ type Module struct {
 	itemIdx map[string]int
 	window  int
 	hold    bool
-	usage   UsageSource
 	st      state
+	// usage is the usage the backend reported with the answer being
+	// decided (TakeUsage), for that task only.
+	usage     modules.Usage
+	usageTask string
 
 	// Transient: what is in flight now. A crash loses nothing here that
 	// matters: in-flight requests are re-asked after recovery.
@@ -153,14 +156,13 @@ type Config struct {
 	Window int
 	// Hold: propose nothing (maintenance commands change state only).
 	Hold bool
-	// Usage, if set, gives the token counts the backend reported for a
-	// task's latest answer; without them cost is estimated from sizes.
-	Usage UsageSource
 }
 
-// UsageSource hands over the token usage of a task's latest answer (once).
-type UsageSource interface {
-	Take(taskID string) (prompt, completion int64, ok bool)
+// TakeUsage notes the usage the backend reported with a task's answer
+// (from the answer's event), just before the answer is decided: the
+// answer's cost is from it; without it, it is estimated from sizes.
+func (m *Module) TakeUsage(taskID string, u modules.Usage) {
+	m.usage, m.usageTask = u, taskID
 }
 
 // DefaultWindow is Config.Window's default.
@@ -171,7 +173,7 @@ func New(cfg Config) *Module {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
-	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
+	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, itemIdx: make(map[string]int, len(cfg.Items)),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
 		offered: map[offerID]bool{}, prep: map[int]bool{},
 		openAt: make([]int32, len(cfg.Items)), isDirty: make([]bool, len(cfg.Items)), starved: map[int]bool{}}
@@ -976,12 +978,11 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 	}
 	res := m.reserved[t.Id]
 	cost, toks := m.cost(r.model, res.promptLen, len(answer))
-	if m.usage != nil {
-		if in, out, ok := m.usage.Take(t.Id); ok {
-			p := m.price(r.model)
-			cost, toks = (float64(in)*p.Input+float64(out)*p.Output)/1e6, in+out
-		}
+	if u := m.usage; m.usageTask == t.Id && u.PromptTokens+u.CompletionTokens > 0 {
+		p := m.price(r.model)
+		cost, toks = (float64(u.PromptTokens)*p.Input+float64(u.CompletionTokens)*p.Output)/1e6, u.PromptTokens+u.CompletionTokens
 	}
+	m.usage, m.usageTask = modules.Usage{}, ""
 	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Cost: cost, Tokens: toks}
 	var vals map[string]any // only the rules read the other steps
 	if len(r.step.rules) > 0 {

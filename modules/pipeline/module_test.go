@@ -440,23 +440,17 @@ func TestPreparedBufferWatermark(t *testing.T) {
 	assert.Equal(t, 10, h.m.Summary().ItemsDone)
 }
 
-type fixedUsage map[string][2]int64
-
-func (u fixedUsage) Take(id string) (int64, int64, bool) {
-	v, ok := u[id]
-	return v[0], v[1], ok
-}
-
-// Cost comes from the token usage the backend reported when there is one.
+// Cost comes from the token usage the backend reported with the answer
+// when there is one; another task's usage is not taken for it.
 func TestCostFromReportedUsage(t *testing.T) {
 	def, items := writeDef(t, capped, 1)
-	usage := fixedUsage{}
-	m := New(Config{Def: def, Items: items, Usage: usage})
+	m := New(Config{Def: def, Items: items})
 	tk := m.Propose(time.Now())[0]
-	usage[tk.Id] = [2]int64{1000, 500} // price 1000 USD per million both ways
 	act, err := m.NextAction(tk)
 	require.NoError(t, err)
 	require.Equal(t, modules.ActionLLMRequest, act.Kind)
+	m.TakeUsage("another/task", modules.Usage{PromptTokens: 9000, CompletionTokens: 9000})
+	m.TakeUsage(tk.Id, modules.Usage{PromptTokens: 1000, CompletionTokens: 500}) // price 1000 USD per million both ways
 	evs, err := m.DecideResponse(tk, `{"verdict": true}`, time.Now())
 	require.NoError(t, err)
 	require.NoError(t, m.Apply(evs[0], time.Now()))

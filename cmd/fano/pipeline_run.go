@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"fano/actors"
+	fanoapp "fano/app"
+	"fano/modules"
+	"fano/modules/pipeline"
+	"fano/pb"
+)
+
+type runFlags struct {
+	retryFailed bool
+	retryStep   string
+	progress    bool
+	noWait      bool
+}
+
+// run works the pipeline on app.Main: its WAL opening, recovery, panel
+// (on a free port if the configured one is taken) and run loop; the
+// pipeline only says when the run is over. Everything but --json's one
+// document goes to stderr.
+func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error {
+	stderr := cmd.ErrOrStderr()
+	mod := pipeline.New(pipeline.Config{Def: ps.def, Items: ps.items})
+	var sys *actors.System
+	// The end of the run: every item finished and the last tasks settled.
+	// Once every item is finished, each applied event wakes the loop to
+	// look, rather than idle ticks later.
+	settled := make(chan struct{}, 1)
+	var bar *progressBar
+	if f.progress && isatty.IsTerminal(os.Stderr.Fd()) {
+		bar = &progressBar{w: stderr, start: time.Now()}
+	}
+	dataDir := ps.cfg.DataDir
+	watch := pipeline.RunWatch{NoWait: f.noWait}
+	lastDraw := time.Time{}
+	var budgetErr error
+	until := func(idle bool) (string, error) {
+		if mod.AllFinished() && sys.Idle() {
+			return "finished", nil
+		}
+		if !idle && time.Since(lastDraw) < 200*time.Millisecond {
+			return "", nil // a wake, not a tick
+		}
+		lastDraw = time.Now()
+		p := progressOf(sys)
+		if bar != nil {
+			bar.draw(p)
+		}
+		writeProgress(dataDir, p)
+		switch watch.Observe(idle, p.waiting) {
+		case pipeline.RunFinished:
+			return "idle", nil
+		case pipeline.RunBudgetExit:
+			budgetErr = fmt.Errorf("%s; the next day's budget starts at %s: run again then (without --no-wait a run waits for it)",
+				p.waitWhy, p.waitUntil.Format(time.RFC3339))
+			return "daily budget spent (--no-wait)", nil
+		}
+		return "", nil
+	}
+	m := fanoapp.NewMain(fanoapp.Options{
+		Config: ps.cfg, Modules: []modules.Module{mod}, Stdout: stderr,
+		UntilIdle: true, Signals: true,
+		// The definition this run used, beside its results: with it the
+		// run directory alone rebuilds the module (fano recover, verify).
+		BeforeStart: func(dir string) error { return pipeline.SaveRun(dir, ps.def, g.configPath) },
+		Until:       until, Wake: settled,
+	})
+	if err := m.Open(cmd.Context()); err != nil {
+		return err
+	}
+	defer m.Close()
+	sys = m.System()
+	defer sys.Subscribe(func(n actors.Notice) {
+		if n.Event != nil && mod.AllFinished() {
+			select {
+			case settled <- struct{}{}:
+			default:
+			}
+		}
+	})()
+	logger := m.Data().Logger
+	logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
+		Int("pid", os.Getpid()).Str("run_dir", dataDir).Msg("pipeline running")
+	if f.retryFailed {
+		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,
+			Command: &pb.ModuleCommand_RetryFailed{RetryFailed: &pb.RetryFailed{Step: f.retryStep}}}); err != nil {
+			return err
+		}
+	}
+	first := progressOf(sys)
+	writeProgress(dataDir, first)
+	if bar != nil {
+		bar.first = first.done
+	}
+	runErr := m.Run(context.Background())
+	reason := m.Result().Reason
+	writeHeapProfile("idle")
+	if bar != nil {
+		bar.draw(progressOf(sys))
+		fmt.Fprintln(bar.w)
+	}
+	// The output files, from the state, under a WAL intent and commit:
+	// also after a Ctrl-C, so the partial results are there to read.
+	if _, err := sys.Command(finishRun()); err != nil {
+		logger.Error().Err(err).Str("event", "modules.pipeline.export_failed").Msg("output files not written; fano pipeline export writes them")
+	}
+	var sum pipeline.Summary
+	_ = sys.WithModule(pipeline.Name, func(m modules.Module) { sum = m.(*pipeline.Module).Summary() })
+	logger.Info().Str("event", "modules.pipeline.stopped").Str("reason", reason).Int("items_done", sum.ItemsDone).
+		Int("items_failed", sum.ItemsFailed).Float64("cost_usd", sum.CostUSD).Msg("pipeline stopped")
+	if err := m.Close(); err != nil {
+		return fmt.Errorf("stop: %w", err)
+	}
+	writeHeapProfile("stopped")
+	_ = os.Remove(progressPath(dataDir))
+	if runErr != nil {
+		return runErr
+	}
+	if g.json {
+		if err := printJSON(cmd.OutOrStdout(), sum); err != nil {
+			return err
+		}
+	} else {
+		printSummary(stderr, sum, dataDir)
+	}
+	return budgetErr
+}
+
+// progressOf is one look at the running pipeline.
+func progressOf(sys *actors.System) runProgress {
+	var p runProgress
+	_ = sys.WithModule(pipeline.Name, func(m modules.Module) {
+		pm := m.(*pipeline.Module)
+		p.done, p.total = pm.Progress()
+		p.waitWhy, p.waitUntil, p.waiting = pm.Waiting()
+	})
+	return p
+}
