@@ -400,7 +400,10 @@ func (x *RetryFailed) GetStep() string {
 
 // FinishRun marks the end of a pipeline run: its output files are written.
 type FinishRun struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why the run's loop ended: finished, idle, daily_budget, or a
+	// signal's or stop request's name. The module names the stop from it.
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -433,6 +436,13 @@ func (x *FinishRun) ProtoReflect() protoreflect.Message {
 // Deprecated: Use FinishRun.ProtoReflect.Descriptor instead.
 func (*FinishRun) Descriptor() ([]byte, []int) {
 	return file_commands_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FinishRun) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // Revalidate re-checks a pipeline's failed answers against its current
@@ -832,8 +842,9 @@ const file_commands_proto_rawDesc = "" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\"!\n" +
 	"\vRetryFailed\x12\x12\n" +
-	"\x04step\x18\x01 \x01(\tR\x04step\"\v\n" +
-	"\tFinishRun\"\f\n" +
+	"\x04step\x18\x01 \x01(\tR\x04step\"#\n" +
+	"\tFinishRun\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\f\n" +
 	"\n" +
 	"Revalidate\"D\n" +
 	"\fRevalidation\x12\x18\n" +

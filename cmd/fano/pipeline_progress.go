@@ -23,7 +23,13 @@ func printSummary(w io.Writer, s pipeline.Summary, dir string) {
 		fmt.Fprintf(w, " of max $%.4f", s.MaxCostUSD)
 	}
 	fmt.Fprintln(w)
-	if s.Stopped != "" {
+	if s.Stop != nil {
+		fmt.Fprintf(w, "stop: %s (exit %d)", s.Stop.Reason, s.Stop.ExitCode)
+		if s.Stop.Detail != "" {
+			fmt.Fprintf(w, ": %s", s.Stop.Detail)
+		}
+		fmt.Fprintln(w)
+	} else if s.Stopped != "" {
 		fmt.Fprintf(w, "stopped: %s\n", s.Stopped)
 	}
 	if s.Waiting != "" {
@@ -157,6 +163,7 @@ func writeHeapProfile(moment string) {
 }
 
 // finishRun has the pipeline write its output files from its state.
-func finishRun() *pb.ModuleCommand {
-	return &pb.ModuleCommand{Module: pipeline.Name, Command: &pb.ModuleCommand_FinishRun{FinishRun: &pb.FinishRun{}}}
+// loop is why the run's loop ended ("" for a maintenance command).
+func finishRun(loop string) *pb.ModuleCommand {
+	return &pb.ModuleCommand{Module: pipeline.Name, Command: &pb.ModuleCommand_FinishRun{FinishRun: &pb.FinishRun{Reason: loop}}}
 }

@@ -42,10 +42,10 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	dataDir := ps.cfg.DataDir
 	watch := pipeline.RunWatch{NoWait: f.noWait}
 	lastDraw := time.Time{}
-	var budgetErr error
+	budgetMsg := ""
 	until := func(idle bool) (string, error) {
 		if mod.AllFinished() && sys.Idle() {
-			return "finished", nil
+			return pipeline.LoopFinished, nil
 		}
 		if !idle && time.Since(lastDraw) < 200*time.Millisecond {
 			return "", nil // a wake, not a tick
@@ -58,11 +58,11 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		writeProgress(dataDir, p)
 		switch watch.Observe(idle, p.waiting) {
 		case pipeline.RunFinished:
-			return "idle", nil
+			return pipeline.LoopIdle, nil
 		case pipeline.RunBudgetExit:
-			budgetErr = fmt.Errorf("%s; the next day's budget starts at %s: run again then (without --no-wait a run waits for it)",
+			budgetMsg = fmt.Sprintf("%s; the next day's budget starts at %s: run again then (without --no-wait a run waits for it)",
 				p.waitWhy, p.waitUntil.Format(time.RFC3339))
-			return "daily budget spent (--no-wait)", nil
+			return pipeline.LoopDailyBudget, nil
 		}
 		return "", nil
 	}
@@ -110,7 +110,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	}
 	// The output files, from the state, under a WAL intent and commit:
 	// also after a Ctrl-C, so the partial results are there to read.
-	if _, err := sys.Command(finishRun()); err != nil {
+	if _, err := sys.Command(finishRun(reason)); err != nil {
 		logger.Error().Err(err).Str("event", "modules.pipeline.export_failed").Msg("output files not written; fano pipeline export writes them")
 	}
 	var sum pipeline.Summary
@@ -132,7 +132,19 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	} else {
 		printSummary(stderr, sum, dataDir)
 	}
-	return budgetErr
+	return stopError(sum.Stop, budgetMsg)
+}
+
+// stopError is the exit status of a run that ended as s says (nil: 0),
+// with its message; msg, if set, replaces the stop's detail.
+func stopError(s *pipeline.Stop, msg string) error {
+	if s == nil || s.ExitCode == 0 {
+		return nil
+	}
+	if msg == "" {
+		msg = s.Detail
+	}
+	return &exitError{code: s.ExitCode, msg: fmt.Sprintf("stopped (%s, exit %d): %s", s.Reason, s.ExitCode, msg)}
 }
 
 // progressOf is one look at the running pipeline.

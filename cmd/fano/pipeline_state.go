@@ -160,7 +160,7 @@ func pipelineVerifyCmd(g *globals, repair bool) *cobra.Command {
 							return err
 						}
 					}
-					_, err := sys.Command(finishRun())
+					_, err := sys.Command(finishRun(""))
 					return err
 				})
 				if err != nil {

@@ -125,8 +125,14 @@ type LLMStep struct {
 	// Rules are expressions over `output` (and item, steps) that must
 	// hold: phase two.
 	Rules []string `yaml:"rules"`
-	// Attempts bounds the requests per (item, model) (default 3).
+	// Attempts bounds the requests per (item, model) (default 3): answers
+	// that failed validation and requests past TimeoutSeconds count.
 	Attempts int `yaml:"attempts"`
+	// TimeoutSeconds is how long one request of this step may take
+	// (0: the config's orchestrator.tasks.request_timeout_seconds). A
+	// request past it is recorded as "timeout", counts as an attempt, and
+	// the pair fails with stage "timeout" after the last attempt.
+	TimeoutSeconds float64 `yaml:"timeout_seconds"`
 }
 
 // Kind names what a step does.
@@ -443,6 +449,9 @@ func (v *checker) checkLLM(d *Definition, s *Step, root *yaml.Node, sp []any) {
 	}
 	if l.Attempts < 0 || l.Attempts > 20 {
 		v.add(lineAt("attempts"), "step %s: attempts must be 1..20", s.Name)
+	}
+	if l.TimeoutSeconds < 0 || (l.TimeoutSeconds > 0 && l.TimeoutSeconds < 0.001) || l.TimeoutSeconds > 7*24*3600 {
+		v.add(lineAt("timeout_seconds"), "step %s: timeout_seconds must be from 0.001 to 604800 (a week), or 0 for the config's request timeout", s.Name)
 	}
 	if strings.TrimSpace(l.Prompt) == "" {
 		v.add(lineAt("prompt"), "step %s: the prompt is empty", s.Name)

@@ -57,6 +57,7 @@ type Module struct {
 	reserved map[string]reservation // task id -> cost and request held back for it
 	deferred map[string]string      // task id -> why NextAction refused to ask
 	stopped  string                 // why no new work is proposed (a cap was reached)
+	capNote  string                 // the latest request max_cost could not afford, and why
 	low      int                    // items before it are finished (Propose's cursor)
 	idx      map[pairID]*pair       // the pairs (st.Pairs holds them only as a snapshot is read)
 	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
@@ -145,6 +146,7 @@ type state struct {
 	Pairs    map[string]*pair `json:"pairs"`
 	Requests map[string]int   `json:"requests"` // UTC day -> LLM answers
 	Finished int              `json:"finished"` // run_finished events
+	LastStop *Stop            `json:"last_stop,omitempty"`
 }
 
 // Config shapes a module.
@@ -595,6 +597,7 @@ func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
 	return &pb.Task{
 		Id: id, Module: Name, TaskType: TaskType, Subject: subject,
 		LlmPreference: model, MaxRequests: int32(s.LLM.Attempts),
+		RequestTimeoutMs: int64(s.LLM.TimeoutSeconds * 1000),
 	}
 }
 
@@ -659,6 +662,9 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 	if lim := m.def.Limits.MaxCost; lim > 0 && len(out) > 0 {
 		prompt, est, err := m.estimate(out[0])
 		if err == nil && m.spent+m.reservedCost()+est > lim {
+			if r, rerr := m.ref(out[0]); rerr == nil {
+				m.noteUnaffordable(r.step.Name, r.model, est)
+			}
 			if len(m.reserved) == 0 {
 				m.stopped = fmt.Sprintf("max_cost %.4f reached (spent %.4f, next request up to %.4f)", lim, m.spent, est)
 			}
@@ -951,6 +957,7 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		return modules.Action{}, err
 	}
 	if lim := m.def.Limits.MaxCost; lim > 0 && m.spent+m.reservedCost()+est > lim {
+		m.noteUnaffordable(r.step.Name, r.model, est)
 		m.deferred[t.Id] = fmt.Sprintf("max_cost %.4f reached (spent %.4f, in flight %.4f, next request up to %.4f)", lim, m.spent, m.reservedCost(), est)
 		if len(m.reserved) == 0 {
 			// Nothing in flight can hand back a reservation: final.
@@ -1045,6 +1052,10 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 	return pairEvent("pair_failed", t.Id, ev)
 }
 
+// StageTimeout is the stage of a pair whose requests all passed the
+// step's timeout_seconds (the executor's failure reason starts with it).
+const StageTimeout = "timeout"
+
 // DecideFailure records a pair the executor gave up on (backend errors,
 // a cancel) with the reason.
 func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.ModuleEvent, error) {
@@ -1058,7 +1069,11 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 	if p := m.pairOf(r.step.Name, r.item.Key, r.model); done(p) || (p != nil && p.Gen != r.gen) {
 		return nil, nil
 	}
-	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: "request", Error: reason}
+	stage := "request"
+	if strings.HasPrefix(reason, StageTimeout+":") {
+		stage = StageTimeout // every attempt passed the step's timeout_seconds
+	}
+	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: stage, Error: reason}
 	if p := m.pairOf(r.step.Name, r.item.Key, r.model); p != nil && p.Raw != "" {
 		ev.Raw = p.Raw
 	}
@@ -1136,12 +1151,6 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 		rv.Promoted = append(rv.Promoted, stepName+"/"+itemKey+"/"+model)
 	}
 	return evs, rv, nil
-}
-
-// DecideRunFinished marks the end of a run: the output files are written
-// from the state, under a WAL intent and commit.
-func (m *Module) DecideRunFinished() ([]*pb.ModuleEvent, error) {
-	return []*pb.ModuleEvent{{Type: "run_finished"}}, nil
 }
 
 // Apply changes state. It is idempotent per generation: an event of an
@@ -1237,7 +1246,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		m.priced = pricedTask{}
 		m.low, m.scan, m.open, m.stopped = 0, 0, 0, "" // the retried pairs are work again
 	case "run_finished":
-		m.st.Finished++
+		return m.applyRunFinished(e)
 	default:
 		return fmt.Errorf("pipeline: unknown event type %q", e.Type)
 	}
@@ -1284,6 +1293,14 @@ func (m *Module) Snapshot() ([]byte, error) {
 	}
 	buf.WriteString(`,"finished":`)
 	buf.WriteString(strconv.Itoa(m.st.Finished))
+	if m.st.LastStop != nil {
+		b, err := json.Marshal(m.st.LastStop)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString(`,"last_stop":`)
+		buf.Write(b)
+	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
@@ -1399,13 +1416,14 @@ func (m *Module) SetNow(now time.Time) { m.now = now }
 
 // DecideCommand takes the pipeline's own commands (modules.Commander):
 // retry_failed, finish_run and revalidate.
-func (m *Module) DecideCommand(cmd *pb.ModuleCommand, _ time.Time) ([]*pb.ModuleEvent, *pb.CommandResult, error) {
+func (m *Module) DecideCommand(cmd *pb.ModuleCommand, now time.Time) ([]*pb.ModuleEvent, *pb.CommandResult, error) {
 	switch c := cmd.GetCommand().(type) {
 	case *pb.ModuleCommand_RetryFailed:
 		evs, err := m.DecideRetryFailed(c.RetryFailed.GetStep())
 		return evs, nil, err
 	case *pb.ModuleCommand_FinishRun:
-		evs, err := m.DecideRunFinished()
+		m.now = now
+		evs, err := m.DecideRunFinished(c.FinishRun.GetReason(), now)
 		return evs, nil, err
 	case *pb.ModuleCommand_Revalidate:
 		evs, rv, err := m.DecideRevalidate()

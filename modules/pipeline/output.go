@@ -48,7 +48,29 @@ type Result struct {
 	Key    string         `json:"key"`
 	Status string         `json:"status"` // ok | failed
 	Steps  map[string]any `json:"steps"`
-	Cost   float64        `json:"cost_usd"`
+	// Failed names the failed pairs' stage by step and model (timeout,
+	// request, schema, rules, ...).
+	Failed map[string]map[string]string `json:"failed,omitempty"`
+	Cost   float64                      `json:"cost_usd"`
+}
+
+// failedStages is Result.Failed of an item (nil: none failed).
+func (m *Module) failedStages(it *Item) map[string]map[string]string {
+	var out map[string]map[string]string
+	for _, s := range m.def.order {
+		for _, model := range s.models {
+			if p := m.pairOf(s.Name, it.Key, model); p != nil && p.Status == StatusFailed {
+				if out == nil {
+					out = map[string]map[string]string{}
+				}
+				if out[s.Name] == nil {
+					out[s.Name] = map[string]string{}
+				}
+				out[s.Name][model] = p.Stage
+			}
+		}
+	}
+	return out
 }
 
 func (m *Module) resultsJSONL() ([]byte, error) {
@@ -86,7 +108,7 @@ func (m *Module) results(raw bool) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		r := Result{Key: it.Key, Status: st.String(), Steps: vals}
+		r := Result{Key: it.Key, Status: st.String(), Steps: vals, Failed: m.failedStages(it)}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
 				if p := m.pairOf(s.Name, it.Key, model); p != nil {
@@ -237,7 +259,18 @@ func (m *Module) appendRawResult(buf *bytes.Buffer, scratch []byte, layout []res
 			buf.WriteByte('}')
 		}
 	}
-	buf.WriteString(`},"cost_usd":`)
+	buf.WriteByte('}')
+	if st == itemFailed {
+		if failed := m.failedStages(it); failed != nil {
+			b, err := json.Marshal(failed)
+			if err != nil {
+				return scratch, err
+			}
+			buf.WriteString(`,"failed":`)
+			buf.Write(b)
+		}
+	}
+	buf.WriteString(`,"cost_usd":`)
 	cost := 0.0
 	for _, s := range m.def.order {
 		for _, model := range s.models {
@@ -426,7 +459,7 @@ type Failure struct {
 	Key      string `json:"key"`
 	Step     string `json:"step"`
 	Model    string `json:"model"`
-	Stage    string `json:"stage"` // parse | schema | rules | request
+	Stage    string `json:"stage"` // parse | schema | rules | request | timeout
 	Error    string `json:"error"`
 	Raw      string `json:"raw,omitempty"`
 	Attempts int    `json:"attempts"`
@@ -489,12 +522,14 @@ type Summary struct {
 	// goes on at WaitingUntil (RFC 3339, UTC).
 	Waiting      string `json:"waiting,omitempty"`
 	WaitingUntil string `json:"waiting_until,omitempty"`
+	// Stop is how the latest run ended: reason, exit code, detail.
+	Stop *Stop `json:"stop,omitempty"`
 }
 
 // Summary counts items and pairs.
 func (m *Module) Summary() Summary {
 	s := Summary{Pipeline: m.def.Name, Items: len(m.items), Steps: map[string]map[string]Counts{},
-		CostUSD: roundUSD(m.spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
+		CostUSD: roundUSD(m.spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason(), Stop: m.st.LastStop}
 	for _, n := range m.st.Requests {
 		s.Requests += n
 	}

@@ -44,6 +44,18 @@ func killMidRun(t *testing.T, e env, n int, args ...string) string {
 	}
 }
 
+// exitCode is a finished command's exit status (0 for no error); any
+// other error fails the test.
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	return exit.ExitCode()
+}
+
 // bare runs fano with only the run directory: no --config.
 func bare(ctx context.Context, args ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, fano.Path, args...)
