@@ -199,17 +199,25 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 	var retryStep string
 	var maxCost float64
 	var noProgress, noWait bool
+	var maxItems int
+	var itemsFile string
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run (or resume) a pipeline until every item is done or a limit is reached",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("max-items") && maxItems <= 0 {
+				return usageErrorf("--max-items %d: give a positive count", maxItems)
+			}
 			ps, err := loadSession(g, args[0])
 			if err != nil {
 				return err
 			}
 			if cmd.Flags().Changed("max-cost") {
 				ps.def.Limits.MaxCost = maxCost
+			}
+			if err := ps.selectItems(maxItems, itemsFile); err != nil {
+				return err
 			}
 			stopProfile := startProfiles()
 			defer stopProfile()
@@ -222,8 +230,31 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&retryFailed, "retry-failed", false, "ask the failed (item, model) pairs again, and only them")
 	cmd.Flags().StringVar(&retryStep, "step", "", "with --retry-failed: only this step's failures")
 	cmd.Flags().Float64Var(&maxCost, "max-cost", 0, "stop before the run's cost (USD, all runs of this directory) would pass this")
+	cmd.Flags().IntVar(&maxItems, "max-items", 0, "only the first N items of the source (overrides limits.max_items); a later run with more goes on")
+	cmd.Flags().StringVar(&itemsFile, "items", "", "only the items whose keys FILE lists, one a line")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "no progress bar")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "when only the daily request budget holds work back, exit (status 1) instead of waiting for the next day's budget")
 	jsonFlag(cmd, g)
 	return cmd
+}
+
+// selectItems narrows the run to the first maxItems items (0: as the
+// definition says) and to those keysFile lists ("": all).
+func (ps *pipelineSession) selectItems(maxItems int, keysFile string) error {
+	if maxItems > 0 {
+		ps.def.Limits.MaxItems = maxItems
+		all, err := ps.def.LoadItems()
+		if err != nil {
+			return err
+		}
+		ps.items = all
+	}
+	if keysFile != "" {
+		items, err := pipeline.SelectItems(ps.items, keysFile)
+		if err != nil {
+			return err
+		}
+		ps.items = items
+	}
+	return nil
 }

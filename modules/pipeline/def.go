@@ -68,6 +68,9 @@ type Limits struct {
 	// MaxOutputTokens is the answer size reserved against max_cost before
 	// a request leaves (default 1000).
 	MaxOutputTokens int `yaml:"max_output_tokens"`
+	// MaxItems: only the first this many items of the source (0: all);
+	// `run --max-items` overrides it. A later run with more goes on.
+	MaxItems int `yaml:"max_items"`
 }
 
 // ItemsSpec says where the items come from: exactly one of Source,
@@ -294,7 +297,7 @@ func (v *checker) check(d *Definition, root *yaml.Node) {
 			v.add(lineOf(node(root, "classes", name), 1), "classes.%s: list at least one model", name)
 		}
 	}
-	if d.Limits.MaxCost < 0 || d.Limits.DailyRequests < 0 || d.Limits.MaxPrepared < 0 || d.Limits.MaxOutputTokens < 0 {
+	if d.Limits.MaxCost < 0 || d.Limits.DailyRequests < 0 || d.Limits.MaxPrepared < 0 || d.Limits.MaxOutputTokens < 0 || d.Limits.MaxItems < 0 {
 		v.add(lineOf(node(root, "limits"), 1), "limits: a limit is zero (none) or positive")
 	}
 	if d.Limits.MaxOutputTokens == 0 {

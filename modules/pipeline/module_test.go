@@ -557,3 +557,14 @@ func TestResultsWriteStoredOutputsAsDecodedOnesWould(t *testing.T) {
 		assert.Equal(t, string(want), string(appendFloat(nil, f)), "%v", f)
 	}
 }
+
+// limits.max_items keeps the first items of the source only.
+func TestMaxItemsKeepsTheFirstItems(t *testing.T) {
+	def, _ := writeDef(t, strings.Replace(fanout, "steps:", "limits: {max_items: 4}\nsteps:", 1), 10)
+	items, err := def.LoadItems()
+	require.NoError(t, err)
+	require.Len(t, items, 4)
+	assert.Equal(t, "i03", items[3].Key)
+	_, err = Parse([]byte(strings.Replace(fanout, "steps:", "limits: {max_items: -1}\nsteps:", 1)), "p.yaml")
+	require.ErrorContains(t, err, "limits: a limit is zero (none) or positive")
+}
