@@ -35,7 +35,11 @@ func printSummary(w io.Writer, s pipeline.Summary, dir string) {
 	if s.Waiting != "" {
 		fmt.Fprintf(w, "waiting: %s; goes on at %s\n", s.Waiting, s.WaitingUntil)
 	}
-	for _, step := range sortedKeys(s.Steps) {
+	order := s.StepOrder
+	if len(order) == 0 {
+		order = sortedKeys(s.Steps)
+	}
+	for _, step := range order {
 		for _, model := range sortedKeys(s.Steps[step]) {
 			c := s.Steps[step][model]
 			fmt.Fprintf(w, "  %-20s %-16s ok %6d  failed %6d  pending %6d  invalid %5d  $%.4f\n", step, model, c.OK, c.Failed, c.Pending, c.Invalid, c.CostUSD)
@@ -59,6 +63,18 @@ type runProgress struct {
 	waiting     bool // only the daily budget holds work back
 	waitWhy     string
 	waitUntil   time.Time
+	// steps: each llm step and model's pairs, with rate and ETA (nil:
+	// not counted at this look).
+	steps []pipeline.StepProgress
+}
+
+// requests sums the steps' pairs: finished (done or failed) and all.
+func (p runProgress) requests() (finished, all int) {
+	for _, s := range p.steps {
+		finished += s.Done + s.Failed
+		all += s.Done + s.Failed + s.Pending
+	}
+	return finished, all
 }
 
 func (b *progressBar) draw(p runProgress) {
@@ -83,7 +99,41 @@ func (b *progressBar) draw(p runProgress) {
 			done, total, p.waitUntil.Format("2006-01-02 15:04 MST"))
 		return
 	}
+	if len(p.steps) > 1 {
+		// Several steps or models: items finish late, the pairs show the
+		// work; the step with the longest way to go sets the ETA.
+		fin, all := p.requests()
+		slow := p.steps[0]
+		for _, s := range p.steps {
+			if s.ETASeconds < 0 || s.ETASeconds > slow.ETASeconds && slow.ETASeconds >= 0 {
+				slow = s
+			}
+		}
+		frac = 0
+		if all > 0 {
+			frac = float64(fin) / float64(all)
+		}
+		fill = int(frac * width)
+		eta = "--:--"
+		if slow.ETASeconds >= 0 {
+			eta = (time.Duration(slow.ETASeconds) * time.Second).Round(time.Second).String()
+		}
+		fmt.Fprintf(b.w, "\r[%s%s] %d/%d items  %d/%d pairs  slowest %s/%s %d/%d %.1f/s  ETA %s   ", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+			done, total, fin, all, slow.Step, slow.Model, slow.Done+slow.Failed, slow.Done+slow.Failed+slow.Pending, slow.RatePerSec, eta)
+		return
+	}
 	fmt.Fprintf(b.w, "\r[%s%s] %d/%d items  %.1f/s  ETA %s   ", strings.Repeat("#", fill), strings.Repeat(".", width-fill), done, total, rate, eta)
+}
+
+// printStepProgress writes one line per step and model, in pipeline order.
+func printStepProgress(w io.Writer, steps []pipeline.StepProgress) {
+	for _, s := range steps {
+		eta := "--"
+		if s.ETASeconds >= 0 {
+			eta = (time.Duration(s.ETASeconds) * time.Second).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "  %-20s %-16s done %6d  failed %6d  pending %6d  %7.2f/s  ETA %s\n", s.Step, s.Model, s.Done, s.Failed, s.Pending, s.RatePerSec, eta)
+	}
 }
 
 type progressFile struct {
@@ -93,12 +143,14 @@ type progressFile struct {
 	Updated      string `json:"updated"`
 	Waiting      string `json:"waiting,omitempty"`
 	WaitingUntil string `json:"waiting_until,omitempty"`
+	// Steps: each llm step and model, in pipeline order.
+	Steps []pipeline.StepProgress `json:"steps"`
 }
 
 // writeProgress leaves the live count where `fano pipeline status` finds
 // it while the run holds the WAL (best effort: the WAL is the truth).
 func writeProgress(dir string, p runProgress) {
-	f := progressFile{PID: os.Getpid(), Done: p.done, Total: p.total, Updated: time.Now().UTC().Format(time.RFC3339)}
+	f := progressFile{PID: os.Getpid(), Done: p.done, Total: p.total, Updated: time.Now().UTC().Format(time.RFC3339), Steps: p.steps}
 	if p.waiting {
 		f.Waiting, f.WaitingUntil = p.waitWhy, p.waitUntil.Format(time.RFC3339)
 	}

@@ -41,6 +41,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	}
 	dataDir := ps.cfg.DataDir
 	watch := pipeline.RunWatch{NoWait: f.noWait}
+	var counter stepCounter
 	lastDraw := time.Time{}
 	budgetMsg := ""
 	until := func(idle bool) (string, error) {
@@ -51,7 +52,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 			return "", nil // a wake, not a tick
 		}
 		lastDraw = time.Now()
-		p := progressOf(sys)
+		p := counter.look(sys, progressOf(sys), false)
 		if bar != nil {
 			bar.draw(p)
 		}
@@ -96,7 +97,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 			return err
 		}
 	}
-	first := progressOf(sys)
+	first := counter.look(sys, progressOf(sys), true)
 	writeProgress(dataDir, first)
 	if bar != nil {
 		bar.first = first.done
@@ -105,7 +106,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	reason := m.Result().Reason
 	writeHeapProfile("idle")
 	if bar != nil {
-		bar.draw(progressOf(sys))
+		bar.draw(counter.look(sys, progressOf(sys), true))
 		fmt.Fprintln(bar.w)
 	}
 	// The output files, from the state, under a WAL intent and commit:
@@ -155,5 +156,28 @@ func progressOf(sys *actors.System) runProgress {
 		p.done, p.total = pm.Progress()
 		p.waitWhy, p.waitUntil, p.waiting = pm.Waiting()
 	})
+	return p
+}
+
+// stepCounter counts each step and model's pairs for the progress line
+// and file. A count walks every pair in the module's actor, so it is
+// taken at most once a second and at most 2% of the time; between two
+// counts the last one is shown.
+type stepCounter struct {
+	meter pipeline.RateMeter
+	last  []pipeline.StepProgress
+	next  time.Time
+}
+
+func (c *stepCounter) look(sys *actors.System, p runProgress, force bool) runProgress {
+	now := time.Now()
+	if force || !now.Before(c.next) {
+		var counts []pipeline.StepProgress
+		_ = sys.WithModule(pipeline.Name, func(m modules.Module) { counts = m.(*pipeline.Module).StepCounts() })
+		took := time.Since(now)
+		c.last = c.meter.Observe(now, counts)
+		c.next = now.Add(max(time.Second, 50*took))
+	}
+	p.steps = c.last
 	return p
 }

@@ -111,6 +111,7 @@ func pipelineStatusCmd(g *globals) *cobra.Command {
 				if p.Waiting != "" {
 					fmt.Fprintf(cmd.OutOrStdout(), "waiting: %s; goes on at %s\n", p.Waiting, p.WaitingUntil)
 				}
+				printStepProgress(cmd.OutOrStdout(), p.Steps)
 				return nil
 			}
 			return err

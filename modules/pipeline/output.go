@@ -108,6 +108,11 @@ func (m *Module) results(raw bool) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		for _, s := range m.def.order {
+			if s.parent != "" {
+				delete(vals, s.Name) // listed under its group only
+			}
+		}
 		r := Result{Key: it.Key, Status: st.String(), Steps: vals, Failed: m.failedStages(it)}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
@@ -132,7 +137,8 @@ type resultKey struct {
 	group []*Step // a group's llm steps, by name
 }
 
-// resultLayout lists the keys stepValues can give a result (without
+// resultLayout lists the keys stepValues can give a result, a group's
+// steps under the group only (without
 // expression steps), sorted by name.
 func (m *Module) resultLayout() []resultKey {
 	var keys []resultKey
@@ -141,8 +147,8 @@ func (m *Module) resultLayout() []resultKey {
 		if s.LLM == nil {
 			continue
 		}
-		keys = append(keys, resultKey{name: s.Name, step: s})
 		if s.parent == "" {
+			keys = append(keys, resultKey{name: s.Name, step: s})
 			continue
 		}
 		g, ok := groups[s.parent]
@@ -522,6 +528,8 @@ type Summary struct {
 	// goes on at WaitingUntil (RFC 3339, UTC).
 	Waiting      string `json:"waiting,omitempty"`
 	WaitingUntil string `json:"waiting_until,omitempty"`
+	// StepOrder lists Steps' keys in pipeline order.
+	StepOrder []string `json:"step_order"`
 	// Stop is how the latest run ended: reason, exit code, detail.
 	Stop *Stop `json:"stop,omitempty"`
 }
@@ -529,7 +537,7 @@ type Summary struct {
 // Summary counts items and pairs.
 func (m *Module) Summary() Summary {
 	s := Summary{Pipeline: m.def.Name, Items: len(m.items), Steps: map[string]map[string]Counts{},
-		CostUSD: roundUSD(m.spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason(), Stop: m.st.LastStop}
+		CostUSD: roundUSD(m.spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason(), Stop: m.st.LastStop, StepOrder: m.StepOrder()}
 	for _, n := range m.st.Requests {
 		s.Requests += n
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -80,6 +81,28 @@ poll:
 	st, err := e.cmd(t.Context(), "pipeline", "status", e.def).CombinedOutput()
 	require.NoError(t, err, "%s", st)
 	assert.Contains(t, string(st), "pipeline verdicts is running (pid")
+	assert.Regexp(t, `verdict +m1 +done +\d+  failed +\d+  pending +\d+ +\d+\.\d+/s  ETA `, string(st))
+	// The same per step and model as JSON: every pair counted once.
+	js, err := e.cmd(t.Context(), "pipeline", "status", e.def, "--json").Output()
+	require.NoError(t, err, "%s", js)
+	var live struct {
+		Running  bool `json:"running"`
+		Progress struct {
+			Steps []struct {
+				Step, Model           string
+				Done, Failed, Pending int
+				Rate                  float64 `json:"rate_per_s"`
+			} `json:"steps"`
+		} `json:"progress"`
+	}
+	require.NoError(t, json.Unmarshal(js, &live), "%s", js)
+	assert.True(t, live.Running)
+	require.Len(t, live.Progress.Steps, 3, "one per model")
+	for i, s := range live.Progress.Steps {
+		assert.Equal(t, "verdict", s.Step)
+		assert.Equal(t, fmt.Sprintf("m%d", i+1), s.Model, "models in the step's order")
+		assert.Equal(t, 300, s.Done+s.Failed+s.Pending)
+	}
 	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 6, exitCode(t, <-exited), "stopped by a signal: %s", out.String())
 
