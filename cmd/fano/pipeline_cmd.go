@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/spf13/cobra"
@@ -199,6 +200,7 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 	var retryStep string
 	var maxCost float64
 	var noProgress, noWait bool
+	var rerunChanged, keep bool
 	var maxItems int
 	var itemsFile string
 	cmd := &cobra.Command{
@@ -219,12 +221,19 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 			if err := ps.selectItems(maxItems, itemsFile); err != nil {
 				return err
 			}
+			if rerunChanged && keep {
+				return usageErrorf("--rerun-changed and --keep: give one")
+			}
+			rerun, err := ps.changedSteps(rerunChanged, keep)
+			if err != nil {
+				return err
+			}
 			stopProfile := startProfiles()
 			defer stopProfile()
 			if retryStep != "" {
 				retryFailed = true
 			}
-			return ps.run(cmd, g, runFlags{retryFailed: retryFailed, retryStep: retryStep, progress: !noProgress, noWait: noWait})
+			return ps.run(cmd, g, runFlags{retryFailed: retryFailed, retryStep: retryStep, progress: !noProgress, noWait: noWait, rerun: rerun})
 		},
 	}
 	cmd.Flags().BoolVar(&retryFailed, "retry-failed", false, "ask the failed (item, model) pairs again, and only them")
@@ -232,6 +241,8 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().Float64Var(&maxCost, "max-cost", 0, "stop before the run's cost (USD, all runs of this directory) would pass this")
 	cmd.Flags().IntVar(&maxItems, "max-items", 0, "only the first N items of the source (overrides limits.max_items); a later run with more goes on")
 	cmd.Flags().StringVar(&itemsFile, "items", "", "only the items whose keys FILE lists, one a line")
+	cmd.Flags().BoolVar(&rerunChanged, "rerun-changed", false, "the steps whose prompt, schema, rules or models changed since the last run are asked again, with the steps that need them")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the answers given to changed steps' earlier definition")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "no progress bar")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "when only the daily request budget holds work back, exit (status 1) instead of waiting for the next day's budget")
 	jsonFlag(cmd, g)
@@ -257,4 +268,31 @@ func (ps *pipelineSession) selectItems(maxItems int, keysFile string) error {
 		ps.items = items
 	}
 	return nil
+}
+
+// changedSteps compares the definition with the one the run directory
+// kept from its last run. A changed step is refused, naming it, unless
+// rerun (the steps to ask again are returned: the changed ones and those
+// that need them) or keep.
+func (ps *pipelineSession) changedSteps(rerun, keep bool) ([]string, error) {
+	dir := ps.cfg.DataDir
+	if !exists(filepath.Join(dir, "fano.db")) || !pipeline.IsRunDir(dir) {
+		return nil, nil
+	}
+	old, _, err := pipeline.LoadRun(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the definition of the last run in %s: %w", dir, err)
+	}
+	changed, affected := pipeline.ChangedSteps(old, ps.def)
+	switch {
+	case len(changed) == 0 || keep:
+		return nil, nil
+	case rerun:
+		return append(changed, affected...), nil
+	}
+	msg := fmt.Sprintf("step(s) %s changed since the last run in %s (prompt, schema, rules or models)", strings.Join(changed, ", "), dir)
+	if len(affected) > 0 {
+		msg += fmt.Sprintf("; %s need(s) them", strings.Join(affected, ", "))
+	}
+	return nil, fmt.Errorf("%s: pass --rerun-changed to ask them again, or --keep to keep the answers given to the earlier definition", msg)
 }

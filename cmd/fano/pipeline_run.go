@@ -21,6 +21,7 @@ type runFlags struct {
 	retryStep   string
 	progress    bool
 	noWait      bool
+	rerun       []string // steps to ask again (--rerun-changed)
 }
 
 // run works the pipeline on app.Main: its WAL opening, recovery, panel
@@ -72,7 +73,14 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		UntilIdle: true, Signals: true,
 		// The definition this run used, beside its results: with it the
 		// run directory alone rebuilds the module (fano recover, verify).
-		BeforeStart: func(dir string) error { return pipeline.SaveRun(dir, ps.def, g.configPath) },
+		// With steps to ask again, it is kept once that is recorded: a
+		// crash between the two finds the change again.
+		BeforeStart: func(dir string) error {
+			if len(f.rerun) > 0 {
+				return nil
+			}
+			return pipeline.SaveRun(dir, ps.def, g.configPath)
+		},
 		Until:       until, Wake: settled,
 	})
 	if err := m.Open(cmd.Context()); err != nil {
@@ -91,6 +99,16 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	logger := m.Data().Logger
 	logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
 		Int("pid", os.Getpid()).Str("run_dir", dataDir).Msg("pipeline running")
+	if len(f.rerun) > 0 {
+		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,
+			Command: &pb.ModuleCommand_RerunSteps{RerunSteps: &pb.RerunSteps{Steps: f.rerun}}}); err != nil {
+			return err
+		}
+		if err := pipeline.SaveRun(dataDir, ps.def, g.configPath); err != nil {
+			return err
+		}
+		logger.Info().Str("event", "modules.pipeline.rerun").Strs("steps", f.rerun).Msg("changed steps asked again")
+	}
 	if f.retryFailed {
 		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,
 			Command: &pb.ModuleCommand_RetryFailed{RetryFailed: &pb.RetryFailed{Step: f.retryStep}}}); err != nil {

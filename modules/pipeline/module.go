@@ -1245,6 +1245,8 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		m.priced = pricedTask{}
 		m.low, m.scan, m.open, m.stopped = 0, 0, 0, "" // the retried pairs are work again
+	case "rerun":
+		return m.applyRerun(e, changed)
 	case "run_finished":
 		return m.applyRunFinished(e)
 	default:
@@ -1424,6 +1426,9 @@ func (m *Module) DecideCommand(cmd *pb.ModuleCommand, now time.Time) ([]*pb.Modu
 	case *pb.ModuleCommand_FinishRun:
 		m.now = now
 		evs, err := m.DecideRunFinished(c.FinishRun.GetReason(), now)
+		return evs, nil, err
+	case *pb.ModuleCommand_RerunSteps:
+		evs, err := m.DecideRerunSteps(c.RerunSteps.GetSteps())
 		return evs, nil, err
 	case *pb.ModuleCommand_Revalidate:
 		evs, rv, err := m.DecideRevalidate()
