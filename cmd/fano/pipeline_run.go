@@ -81,7 +81,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 			}
 			return pipeline.SaveRun(dir, ps.def, g.configPath)
 		},
-		Until:       until, Wake: settled,
+		Until: until, Wake: settled,
 	})
 	if err := m.Open(cmd.Context()); err != nil {
 		return err
