@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"fano/actors"
@@ -43,6 +45,8 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	dataDir := ps.cfg.DataDir
 	watch := pipeline.RunWatch{NoWait: f.noWait}
 	var counter stepCounter
+	var partial partialWriter
+	var logger zerolog.Logger
 	lastDraw := time.Time{}
 	budgetMsg := ""
 	until := func(idle bool) (string, error) {
@@ -54,6 +58,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		}
 		lastDraw = time.Now()
 		p := counter.look(sys, progressOf(sys), false)
+		partial.write(sys, dataDir, logger)
 		if bar != nil {
 			bar.draw(p)
 		}
@@ -96,7 +101,7 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 			}
 		}
 	})()
-	logger := m.Data().Logger
+	logger = m.Data().Logger
 	logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
 		Int("pid", os.Getpid()).Str("run_dir", dataDir).Msg("pipeline running")
 	if len(f.rerun) > 0 {
@@ -198,4 +203,42 @@ func (c *stepCounter) look(sys *actors.System, p runProgress, force bool) runPro
 	}
 	p.steps = c.last
 	return p
+}
+
+// partialWriter rewrites the output files while a run goes on, so they
+// can be read (and exported while the run holds the WAL) before it ends:
+// every 2 s at most, and at most 2% of the time (a render walks every
+// item in the module's actor). They are replaced whole; the run's end
+// writes them under a WAL intent.
+type partialWriter struct {
+	next time.Time
+}
+
+func (w *partialWriter) write(sys *actors.System, dir string, logger zerolog.Logger) {
+	now := time.Now()
+	if now.Before(w.next) {
+		return
+	}
+	files := map[string][]byte{}
+	var err error
+	_ = sys.WithModule(pipeline.Name, func(m modules.Module) {
+		pm := m.(*pipeline.Module)
+		for _, name := range []string{pipeline.ResultsFile, pipeline.FailuresFile} {
+			var b []byte
+			if b, err = pm.Export(name); err != nil {
+				return
+			}
+			files[name] = b
+		}
+	})
+	w.next = now.Add(max(2*time.Second, 50*time.Since(now)))
+	if err != nil {
+		logger.Warn().Err(err).Str("event", "modules.pipeline.partial_failed").Msg("partial output not written")
+		return
+	}
+	for name, b := range files {
+		if err := actors.WriteFileAtomic(filepath.Join(dir, "output", name), b, 0o644); err != nil {
+			logger.Warn().Err(err).Str("event", "modules.pipeline.partial_failed").Str("file", name).Msg("partial output not written")
+		}
+	}
 }

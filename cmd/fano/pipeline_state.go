@@ -233,26 +233,60 @@ func pipelineRevalidateCmd(g *globals) *cobra.Command {
 }
 
 func pipelineExportCmd(g *globals) *cobra.Command {
-	var out string
+	var out, format string
 	cmd := &cobra.Command{
 		Use:   "export FILE|RUN_DIR",
-		Short: "Print results.jsonl from the state (or failures/summary with --what), even mid-run after a crash",
-		Args:  cobra.ExactArgs(1),
+		Short: "Print the results (or failures, summary with --what) as JSONL or CSV: from the state, after a crash too; while a run goes on, as of its latest write",
+		Long: "Results list every item with a step done: finished items (status done or failed) and, with\n" +
+			"the steps done so far, open ones. --format csv has one column per leaf of the JSON\n" +
+			"(steps.<step>.<model>.<field>, failed.<step>.<model>), arrays as JSON text in one cell.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := map[string]string{"results": pipeline.ResultsFile, "failures": pipeline.FailuresFile, "summary": pipeline.SummaryFile}[out]
 			if name == "" {
-				return fmt.Errorf("--what %q: one of results, failures, summary", out)
+				return usageErrorf("--what %q: one of results, failures, summary", out)
 			}
-			return withState(g, args[0], func(ps *pipelineSession, mod *pipeline.Module) error {
+			if format != "jsonl" && format != "csv" {
+				return usageErrorf("--format %q: jsonl or csv", format)
+			}
+			if format == "csv" && out == "summary" {
+				return usageErrorf("--format csv: results or failures (the summary is one JSON document)")
+			}
+			write := func(b []byte) error {
+				if format == "csv" {
+					return pipeline.JSONLToCSV(b, cmd.OutOrStdout())
+				}
+				_, err := cmd.OutOrStdout().Write(b)
+				return err
+			}
+			err := withState(g, args[0], func(ps *pipelineSession, mod *pipeline.Module) error {
 				b, err := mod.Export(name)
 				if err != nil {
 					return err
 				}
-				_, err = cmd.OutOrStdout().Write(b)
-				return err
+				return write(b)
 			})
+			if !errors.Is(err, wal.ErrLocked) {
+				return err
+			}
+			// A run holds the WAL: what it last wrote (it rewrites the
+			// files every little while).
+			ps, serr := loadSession(g, args[0])
+			if serr != nil {
+				return err
+			}
+			path := filepath.Join(ps.cfg.DataDir, "output", name)
+			b, rerr := os.ReadFile(path)
+			if rerr != nil {
+				return fmt.Errorf("%w; and the run has not written %s yet", err, path)
+			}
+			if st, serr := os.Stat(path); serr == nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "fano: a run is going: %s as of %s\n", name, st.ModTime().UTC().Format(time.RFC3339))
+			}
+			return write(b)
 		},
 	}
 	cmd.Flags().StringVar(&out, "what", "results", "results | failures | summary")
+	cmd.Flags().StringVar(&format, "format", "jsonl", "jsonl | csv")
 	return cmd
 }

@@ -46,7 +46,7 @@ func (m *Module) Export(path string) ([]byte, error) {
 // Result is one finished item's line in results.jsonl.
 type Result struct {
 	Key    string         `json:"key"`
-	Status string         `json:"status"` // ok | failed
+	Status string         `json:"status"` // done | failed | open (steps done so far)
 	Steps  map[string]any `json:"steps"`
 	// Failed names the failed pairs' stage by step and model (timeout,
 	// request, schema, rules, ...).
@@ -91,8 +91,8 @@ func (m *Module) results(raw bool) ([]byte, error) {
 	}
 	for i, it := range m.items {
 		st := m.itemSt[i]
-		if st == itemOpen {
-			continue
+		if st == itemOpen && !m.anyStepDone(it) {
+			continue // nothing to show yet; an open item shows its steps done so far
 		}
 		if raw {
 			// What enc.Encode of the item's Result writes, without
@@ -168,6 +168,16 @@ func (m *Module) resultLayout() []resultKey {
 
 // stepDone reports whether every model of an llm step has an OK output
 // for the item (stepValues puts only those in).
+// anyStepDone: one of it's llm steps has every model's answer.
+func (m *Module) anyStepDone(it *Item) bool {
+	for _, s := range m.def.order {
+		if s.LLM != nil && m.stepDone(s, it) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *Module) stepDone(s *Step, it *Item) bool {
 	for _, model := range s.models {
 		if p := m.pairOf(s.Name, it.Key, model); p == nil || p.Status != StatusOK {
@@ -266,7 +276,7 @@ func (m *Module) appendRawResult(buf *bytes.Buffer, scratch []byte, layout []res
 		}
 	}
 	buf.WriteByte('}')
-	if st == itemFailed {
+	if st != itemDone {
 		if failed := m.failedStages(it); failed != nil {
 			b, err := json.Marshal(failed)
 			if err != nil {
