@@ -1045,6 +1045,12 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 		delete(m.deferred, t.Id)
 		return pairEvent("pair_deferred", t.Id, answerEvent{pair: r.pairID(), Gen: r.gen, Error: why})
 	}
+	if p == nil || p.Attempts < r.step.LLM.Attempts {
+		// The task's request budget is spent, yet fewer answers are
+		// recorded than it allows: an answer counted by the task was lost
+		// to a crash before its event. A new round asks again.
+		return pairEvent("pair_deferred", t.Id, answerEvent{pair: r.pairID(), Gen: r.gen, Error: "an answer was lost in a crash: asked again"})
+	}
 	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
 	if p != nil {
 		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw

@@ -639,3 +639,22 @@ func TestStepCountsInPipelineOrderWithRateAndETA(t *testing.T) {
 	assert.Equal(t, StepProgress{Step: "first", Model: "m1", Done: 2, Pending: 2, RatePerSec: 0.5, ETASeconds: 4}, later[0])
 	assert.Equal(t, -1.0, later[1].ETASeconds, "summary has not started")
 }
+
+// A task that ends with fewer answers recorded than its attempts allow
+// (its answer was counted, then lost to a crash before the module's
+// event) does not fail its pair: a new round asks again.
+func TestLostAnswerIsAskedAgainNotFailed(t *testing.T) {
+	def, items := writeDef(t, strings.Replace(fanout, "models: [m1, m2, m3]", "models: [m1]\n      attempts: 1", 1), 1)
+	h := newHarness(t, def, items)
+	tk := h.m.Propose(h.now)[0]
+	_, err := h.m.NextAction(tk)
+	require.NoError(t, err)
+	evs, err := h.m.DecideCompletion(tk, h.now) // the executor's budget is spent, no answer recorded
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "pair_deferred", evs[0].Type)
+	h.apply(evs, nil)
+	h.runAll()
+	assert.Equal(t, 1, h.m.Summary().ItemsDone)
+	assert.Empty(t, h.m.Failures())
+}
