@@ -42,7 +42,11 @@ func printSummary(w io.Writer, s pipeline.Summary, dir string) {
 	for _, step := range order {
 		for _, model := range sortedKeys(s.Steps[step]) {
 			c := s.Steps[step][model]
-			fmt.Fprintf(w, "  %-20s %-16s ok %6d  failed %6d  pending %6d  invalid %5d  $%.4f\n", step, model, c.OK, c.Failed, c.Pending, c.Invalid, c.CostUSD)
+			fmt.Fprintf(w, "  %-20s %-16s ok %6d  failed %6d  pending %6d  invalid %5d  $%.4f", step, model, c.OK, c.Failed, c.Pending, c.Invalid, c.CostUSD)
+			if c.Skipped > 0 {
+				fmt.Fprintf(w, "  skipped %d", c.Skipped)
+			}
+			fmt.Fprintln(w)
 		}
 	}
 	if dir != "" {

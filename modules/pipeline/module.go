@@ -95,6 +95,8 @@ type Module struct {
 	dirty   []int
 	isDirty []bool
 	starved map[int]bool
+	// skipped caches the when: decisions (when.go), per step and item.
+	skipped map[int]map[*Step]bool
 }
 
 type pricedTask struct {
@@ -405,7 +407,7 @@ func done(p *pair) bool { return p != nil && p.Status != "" }
 func (m *Module) itemStatus(it *Item) itemState {
 	failed := false
 	for _, s := range m.def.order {
-		if s.LLM == nil {
+		if s.LLM == nil || m.skips(s, it) {
 			continue
 		}
 		for _, model := range s.models {
@@ -491,6 +493,9 @@ func (m *Module) noteItem(i int) {
 // ready reports whether every llm step s needs has all its pairs OK.
 func (m *Module) ready(s *Step, it *Item) bool {
 	for _, dep := range s.deps {
+		if dep.when != nil && m.skips(dep, it) {
+			continue // skipped: nothing to wait for
+		}
 		if dep.LLM != nil {
 			for _, model := range dep.models {
 				p := m.pairOf(dep.Name, it.Key, model)
@@ -542,8 +547,19 @@ func (m *Module) valuesFor(s *Step, it *Item) (map[string]any, error) {
 // (results.jsonl without expression steps writes the stored outputs
 // instead: appendRawResult.)
 func (m *Module) stepValues(it *Item) (map[string]any, error) {
+	return m.stepValuesBefore(it, nil, true)
+}
+
+// stepValuesBefore is stepValues of the steps before stop in pipeline
+// order (nil: all): what stop's when: reads. With latest, a repeated
+// step's name also holds its latest round's value (what prompts, rules
+// and conditions read; results list the rounds by their own names).
+func (m *Module) stepValuesBefore(it *Item, stop *Step, latest bool) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, s := range m.def.order {
+		if s == stop {
+			break
+		}
 		switch {
 		case s.LLM != nil:
 			outs := map[string]any{}
@@ -567,7 +583,7 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 				vals[s.Name] = outs
 			}
 		case s.expr != nil:
-			if !m.ready(s, it) {
+			if !m.ready(s, it) || m.skips(s, it) {
 				continue
 			}
 			v, err := s.expr.eval(exprEnv(it.fields(), it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
@@ -575,6 +591,9 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 				return nil, fmt.Errorf("step %s, item %s: expression: %w", s.Name, it.Key, err)
 			}
 			vals[s.Name] = v
+		}
+		if v, ok := vals[s.Name]; ok && latest && s.base != "" {
+			vals[s.base] = v
 		}
 		if s.parent != "" {
 			if v, ok := vals[s.Name]; ok {
@@ -687,7 +706,7 @@ func (m *Module) visit(i int, reoffer bool, room *int, out *[]*pb.Task) int32 {
 	it := m.items[i]
 	var open int32
 	for _, s := range m.def.order {
-		if s.LLM == nil || !m.ready(s, it) {
+		if s.LLM == nil || !m.ready(s, it) || m.skips(s, it) {
 			continue
 		}
 		if *room >= 0 && s.class == "cheap" && !m.cheapStarted(it) {
@@ -778,7 +797,7 @@ func (m *Module) cheapStarted(it *Item) bool {
 
 func (m *Module) expensiveOpen(it *Item) bool {
 	for _, s := range m.def.order {
-		if s.LLM == nil || s.class == "cheap" {
+		if s.LLM == nil || s.class == "cheap" || m.skips(s, it) {
 			continue
 		}
 		for _, model := range s.models {
@@ -1175,6 +1194,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 	// that changes outputs may change a priced prompt.
 	changed := func(id pairID) {
 		if i, ok := m.itemIdx[id.item]; ok {
+			m.forgetSkips(i)
 			m.noteItem(i)
 			m.notePrepared(i)
 			m.markDirty(i)
@@ -1385,6 +1405,7 @@ func (m *Module) Restore(data []byte) error {
 	for _, p := range m.idx {
 		m.spent += p.Cost
 	}
+	m.skipped = nil
 	m.prep = map[int]bool{}
 	for i := range m.items {
 		m.notePrepared(i)

@@ -104,7 +104,7 @@ func (m *Module) results(raw bool) ([]byte, error) {
 			}
 			continue
 		}
-		vals, err := m.stepValues(it)
+		vals, err := m.stepValuesBefore(it, nil, false)
 		if err != nil {
 			return nil, err
 		}
@@ -512,7 +512,9 @@ func (m *Module) failuresJSONL() ([]byte, error) {
 
 // Counts of one step and model.
 type Counts struct {
-	OK      int `json:"ok"`
+	OK int `json:"ok"`
+	// Skipped: items whose when: skipped the step.
+	Skipped int `json:"skipped,omitempty"`
 	Failed  int `json:"failed"`
 	Pending int `json:"pending"`
 	// Invalid: answers that failed validation in the pairs' current
@@ -564,6 +566,8 @@ func (m *Module) Summary() Summary {
 			for _, it := range m.items {
 				p := m.pairOf(st.Name, it.Key, model)
 				switch {
+				case p == nil && m.skips(st, it):
+					c.Skipped++
 				case p != nil && p.Status == StatusOK:
 					c.OK++
 				case p != nil && p.Status == StatusFailed:

@@ -11,6 +11,7 @@ type StepProgress struct {
 	Done       int     `json:"done"`
 	Failed     int     `json:"failed"`
 	Pending    int     `json:"pending"`
+	Skipped    int     `json:"skipped,omitempty"` // items whose when: skipped it
 	RatePerSec float64 `json:"rate_per_s"`
 	// ETASeconds is the time left at the rate (-1: not known yet).
 	ETASeconds float64 `json:"eta_s"`
@@ -30,6 +31,8 @@ func (m *Module) StepCounts() []StepProgress {
 			for _, it := range m.items {
 				p := m.pairOf(st.Name, it.Key, model)
 				switch {
+				case p == nil && m.skips(st, it):
+					c.Skipped++
 				case p != nil && p.Status == StatusOK:
 					c.Done++
 				case p != nil && p.Status == StatusFailed:

@@ -20,11 +20,11 @@ import (
 func TestSeedExamplesSurviveKill9(t *testing.T) {
 	fano.Require(t)
 	for _, ex := range []struct {
-		dir          string
-		items, pairs int
+		dir                string
+		items, pairs, most int // pairs at least, at most (a repair round adds two)
 	}{
-		{"seed000-papers", 60, 60 * 7},
-		{"seed003-verdicts", 36, 36 * 3},
+		{"seed000-papers", 60, 60 * 7, 60 * 9},
+		{"seed003-verdicts", 36, 36 * 3, 36 * 3},
 	} {
 		t.Run(ex.dir, func(t *testing.T) {
 			def, err := filepath.Abs(filepath.Join("..", "..", "..", "examples", ex.dir, "pipeline.yaml"))
@@ -56,7 +56,8 @@ func TestSeedExamplesSurviveKill9(t *testing.T) {
 			assert.Equal(t, "done", sum.Stop.Reason)
 
 			after := readRun(t, e.data)
-			assert.Len(t, after.okAt, ex.pairs)
+			assert.GreaterOrEqual(t, len(after.okAt), ex.pairs)
+			assert.LessOrEqual(t, len(after.okAt), ex.most)
 			for id, n := range after.okCount {
 				assert.Equal(t, 1, n, "pair %s answered once", id)
 			}
