@@ -7,7 +7,10 @@
 // The module is plain logic: definition loading and validation (def.go),
 // item sources (items.go), expressions (expr.go), prompt templates and
 // answer validation (validate.go), and the decide/apply state machine
-// (module.go). cmd/fano wires it to the actor system.
+// (module.go, with when.go, stop.go, commands.go, snapshot.go), progress and
+// exports (progress.go, output.go, csv.go), step hashes (stephash.go) and
+// the run directory (rundir.go). app builds it from a run directory;
+// cmd/fano runs it.
 package pipeline
 
 import (

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -1105,79 +1103,6 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 	return pairEvent("pair_failed", t.Id, ev)
 }
 
-// DecideRetryFailed gives the failed pairs (of one step, or all) a new
-// generation, so the next run asks them again and only them.
-func (m *Module) DecideRetryFailed(step string) ([]*pb.ModuleEvent, error) {
-	if step != "" && m.def.Step(step) == nil {
-		return nil, fmt.Errorf("pipeline %s: no step %q", m.def.Name, step)
-	}
-	var keys []string
-	for id, p := range m.idx {
-		if p.Status == StatusFailed && (step == "" || id.step == step) {
-			keys = append(keys, id.key())
-		}
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	sort.Strings(keys)
-	data, err := encodeRetry(keys)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: encode retry_failed: %w", err)
-	}
-	return []*pb.ModuleEvent{{Type: "retry_failed", Data: data}}, nil
-}
-
-// Revalidation is what revalidate found.
-type Revalidation struct {
-	Checked  int      `json:"checked"`
-	Promoted []string `json:"promoted"` // "step/item/model"
-}
-
-// DecideRevalidate re-checks the raw answers of failed pairs against the
-// current definition's schema and rules, with no LLM call; those that
-// pass now become results.
-func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
-	var rv Revalidation
-	var evs []*pb.ModuleEvent
-	keys := make([]string, 0)
-	for id, p := range m.idx {
-		if p.Status == StatusFailed && p.Raw != "" {
-			keys = append(keys, id.key())
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p := m.pairAt(k)
-		stepName, itemKey, model := splitPairKey(k)
-		s := m.def.Step(stepName)
-		i, ok := m.itemIdx[itemKey]
-		if s == nil || s.LLM == nil || !ok {
-			continue
-		}
-		rv.Checked++
-		vals, err := m.stepValues(m.items[i])
-		if err != nil {
-			return nil, rv, err
-		}
-		out, _, verr := m.def.ValidateAnswer(s, m.items[i], vals, p.Raw)
-		if verr != nil {
-			continue
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			return nil, rv, err
-		}
-		e, err := pairEvent("revalidated", "", answerEvent{pair: pairIDOf(k), Gen: p.Gen, Output: b})
-		if err != nil {
-			return nil, rv, err
-		}
-		evs = append(evs, e...)
-		rv.Promoted = append(rv.Promoted, stepName+"/"+itemKey+"/"+model)
-	}
-	return evs, rv, nil
-}
-
 // Apply changes state. It is idempotent per generation: an event of an
 // older generation than the pair's is ignored.
 func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
@@ -1281,139 +1206,6 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 	return nil
 }
 
-// Snapshot encodes the state as json.Marshal(m.st) would (the same
-// bytes; a test holds it to that), without its reflection and its sort
-// of reflected keys: a checkpoint of a large run waits on it.
-func (m *Module) Snapshot() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(80 * len(m.idx))
-	buf.WriteString(`{"pairs":`)
-	buf.WriteByte('{')
-	for i, id := range m.sortedPairIDs() {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		if err := appendPairKey(&buf, id); err != nil {
-			return nil, err
-		}
-		buf.WriteByte(':')
-		if err := m.idx[id].appendJSON(&buf); err != nil {
-			return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
-		}
-	}
-	buf.WriteByte('}')
-	buf.WriteString(`,"requests":`)
-	if m.st.Requests == nil {
-		buf.WriteString("null")
-	} else {
-		buf.WriteByte('{')
-		for i, day := range slices.Sorted(maps.Keys(m.st.Requests)) {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := appendString(&buf, day); err != nil {
-				return nil, err
-			}
-			buf.WriteByte(':')
-			buf.WriteString(strconv.Itoa(m.st.Requests[day]))
-		}
-		buf.WriteByte('}')
-	}
-	buf.WriteString(`,"finished":`)
-	buf.WriteString(strconv.Itoa(m.st.Finished))
-	if m.st.LastStop != nil {
-		b, err := json.Marshal(m.st.LastStop)
-		if err != nil {
-			return nil, err
-		}
-		buf.WriteString(`,"last_stop":`)
-		buf.Write(b)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
-// appendJSON writes the pair as encoding/json would, by its tags.
-func (p *pair) appendJSON(buf *bytes.Buffer) error {
-	if p == nil {
-		buf.WriteString("null")
-		return nil
-	}
-	sep := byte('{')
-	field := func(name string) {
-		buf.WriteByte(sep)
-		sep = ','
-		buf.WriteByte('"')
-		buf.WriteString(name)
-		buf.WriteString(`":`)
-	}
-	str := func(name, v string) error {
-		if v == "" {
-			return nil
-		}
-		field(name)
-		return appendString(buf, v)
-	}
-	num := func(name string, v int64) {
-		if v != 0 {
-			field(name)
-			buf.WriteString(strconv.FormatInt(v, 10))
-		}
-	}
-	if err := str("s", p.Status); err != nil {
-		return err
-	}
-	if len(p.Output) > 0 {
-		field("o")
-		if err := json.Compact(buf, p.Output); err != nil {
-			return err
-		}
-	}
-	for _, f := range [...]struct{ name, v string }{{"st", p.Stage}, {"e", p.Error}, {"r", p.Raw}} {
-		if err := str(f.name, f.v); err != nil {
-			return err
-		}
-	}
-	num("a", int64(p.Attempts))
-	num("g", int64(p.Gen))
-	if p.Cost != 0 {
-		field("c")
-		buf.Write(appendFloat(nil, p.Cost))
-	}
-	num("t", p.Tokens)
-	if sep == '{' {
-		buf.WriteByte('{')
-	}
-	buf.WriteByte('}')
-	return nil
-}
-
-func (m *Module) Restore(data []byte) error {
-	st := newState()
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("pipeline: restore: %w", err)
-	}
-	if st.Requests == nil {
-		st.Requests = map[string]int{}
-	}
-	m.st = st
-	m.low, m.scan, m.open = 0, 0, 0
-	m.offered = map[offerID]bool{}
-	m.priced = pricedTask{}
-	m.reindex()
-	m.spent = 0
-	for _, p := range m.idx {
-		m.spent += p.Cost
-	}
-	m.skipped = nil
-	m.prep = map[int]bool{}
-	for i := range m.items {
-		m.notePrepared(i)
-	}
-	m.countItems()
-	return nil
-}
-
 // Backlog is the number of items not finished (raises the priority of
 // the module's tasks when many wait).
 func (m *Module) Backlog() int { return len(m.items) - m.low }
@@ -1442,27 +1234,3 @@ func (m *Module) Waiting() (why string, until time.Time, ok bool) {
 // SetNow gives the module the time when no task or proposal has (a
 // command that only reads the state).
 func (m *Module) SetNow(now time.Time) { m.now = now }
-
-// DecideCommand takes the pipeline's own commands (modules.Commander):
-// retry_failed, finish_run and revalidate.
-func (m *Module) DecideCommand(cmd *pb.ModuleCommand, now time.Time) ([]*pb.ModuleEvent, *pb.CommandResult, error) {
-	switch c := cmd.GetCommand().(type) {
-	case *pb.ModuleCommand_RetryFailed:
-		evs, err := m.DecideRetryFailed(c.RetryFailed.GetStep())
-		return evs, nil, err
-	case *pb.ModuleCommand_FinishRun:
-		m.now = now
-		evs, err := m.DecideRunFinished(c.FinishRun.GetReason(), now)
-		return evs, nil, err
-	case *pb.ModuleCommand_RerunSteps:
-		evs, err := m.DecideRerunSteps(c.RerunSteps.GetSteps())
-		return evs, nil, err
-	case *pb.ModuleCommand_Revalidate:
-		evs, rv, err := m.DecideRevalidate()
-		if err != nil {
-			return nil, nil, err
-		}
-		return evs, &pb.CommandResult{Revalidation: &pb.Revalidation{Checked: int32(rv.Checked), Promoted: rv.Promoted}}, nil
-	}
-	return nil, nil, modules.ErrUnsupportedCommand
-}
