@@ -767,9 +767,8 @@ func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
 
 // timedOut handles a request past the task's own deadline: it counts as
 // one of the task's max requests (with the answered ones and earlier
-// failed attempts); the task is
-// asked again at once while requests remain, and fails with "timeout"
-// after the last.
+// failed attempts); the task is asked again at once while requests
+// remain, and fails with "timeout" after the last.
 func (e *executor) timedOut(maxReq int32) *pb.TaskResult {
 	t := e.task
 	used := t.Conversation.GetTurnCount() + t.Attempts + 1
