@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -84,6 +85,11 @@ func pipelineStatusCmd(g *globals) *cobra.Command {
 		Short: "Show a pipeline run's progress per step and model, its cost and failures",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Running: the live count the run leaves behind, read without
+			// the items or the WAL (which the run holds).
+			if name, p, ok := liveProgress(g, args[0]); ok {
+				return printLive(cmd, g, name, p)
+			}
 			err := withState(g, args[0], func(ps *pipelineSession, mod *pipeline.Module) error {
 				s := mod.Summary()
 				if g.json {
@@ -93,32 +99,61 @@ func pipelineStatusCmd(g *globals) *cobra.Command {
 				return nil
 			})
 			if errors.Is(err, wal.ErrLocked) {
-				// Running: the live count it leaves behind.
-				ps, derr := loadSession(g, args[0])
-				if derr != nil {
-					return err
+				// A run started between the two looks.
+				if name, p, ok := liveProgress(g, args[0]); ok {
+					return printLive(cmd, g, name, p)
 				}
-				def := ps.def
-				var p progressFile
-				b, rerr := os.ReadFile(progressPath(ps.cfg.DataDir))
-				if rerr != nil || json.Unmarshal(b, &p) != nil {
-					return err
-				}
-				if g.json {
-					return printJSON(cmd.OutOrStdout(), map[string]any{"running": true, "progress": p})
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "pipeline %s is running (pid %d): %d of %d items finished at %s\n", def.Name, p.PID, p.Done, p.Total, p.Updated)
-				if p.Waiting != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "waiting: %s; goes on at %s\n", p.Waiting, p.WaitingUntil)
-				}
-				printStepProgress(cmd.OutOrStdout(), p.Steps)
-				return nil
 			}
 			return err
 		},
 	}
 	jsonFlag(cmd, g)
 	return cmd
+}
+
+// liveProgress reads the progress file of a run that is going on: the
+// process that wrote it is alive. Only the definition is read (not its
+// items), to find the run directory.
+func liveProgress(g *globals, arg string) (name string, p progressFile, ok bool) {
+	dir := g.dataDir
+	var def *pipeline.Definition
+	var err error
+	if st, serr := os.Stat(arg); serr == nil && st.IsDir() {
+		def, _, err = pipeline.LoadRun(arg)
+		if dir == "" {
+			dir = arg
+		}
+	} else {
+		def, err = pipeline.Load(arg)
+	}
+	if err != nil {
+		return "", p, false
+	}
+	if dir == "" {
+		dir = filepath.Join("runs", def.Name)
+	}
+	b, err := os.ReadFile(progressPath(dir))
+	if err != nil || json.Unmarshal(b, &p) != nil || p.PID <= 0 {
+		return "", p, false
+	}
+	// Signal 0 checks the process exists; a file a killed run left
+	// behind names a process that is gone.
+	if err := syscall.Kill(p.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return "", p, false
+	}
+	return def.Name, p, true
+}
+
+func printLive(cmd *cobra.Command, g *globals, name string, p progressFile) error {
+	if g.json {
+		return printJSON(cmd.OutOrStdout(), map[string]any{"running": true, "progress": p})
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "pipeline %s is running (pid %d): %d of %d items finished at %s\n", name, p.PID, p.Done, p.Total, p.Updated)
+	if p.Waiting != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "waiting: %s; goes on at %s\n", p.Waiting, p.WaitingUntil)
+	}
+	printStepProgress(cmd.OutOrStdout(), p.Steps)
+	return nil
 }
 
 // pipelineVerifyCmd is verify (repair=false) or repair.
