@@ -97,6 +97,9 @@ func TestStepTimeoutIsAnAttemptAndTheRunFinishes(t *testing.T) {
 		assert.Contains(t, id, "/m2/")
 		assert.Equal(t, 2, n, "two attempts, each a timeout: %s", id)
 	}
+	trace, err := os.ReadFile(filepath.Join(e.data, "logs", "trace.log"))
+	require.NoError(t, err)
+	assert.Equal(t, 8, strings.Count(string(trace), `"outcome":"timeout"`), "each attempt in the trace")
 	fails, err := os.ReadFile(filepath.Join(e.data, "output", "failures.jsonl"))
 	require.NoError(t, err)
 	assert.Equal(t, 4, strings.Count(string(fails), `"stage":"timeout"`), "%s", fails)
