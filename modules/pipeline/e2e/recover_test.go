@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,8 +107,12 @@ func TestRecoverAHalfDoneRunThenItFinishes(t *testing.T) {
 	out, err = bare(ctx, "verify", "--data-dir", e.data).CombinedOutput()
 	require.Error(t, err, "%s", out)
 	assert.Contains(t, string(out), "modules pipeline")
-	assert.Regexp(t, `output/results.jsonl (is missing|differs from the state)`, string(out))
-	assert.NotContains(t, string(out), "unknown module")
+	assert.Regexp(t, `output/(results.jsonl|failures.jsonl|summary.json) (is missing|differs from the state)`, string(out))
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "  ") && !strings.HasPrefix(l, "      ") && !strings.HasPrefix(l, "  note: ") {
+			assert.Regexp(t, `^  output_(missing|stale) `, l, "only the output files are behind")
+		}
+	}
 	out, err = bare(ctx, "repair", "--data-dir", e.data, "--yes").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	out, err = bare(ctx, "verify", "--data-dir", e.data).CombinedOutput()
