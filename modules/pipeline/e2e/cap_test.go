@@ -42,7 +42,7 @@ func TestMaxCostStopsARunAtTheLimit(t *testing.T) {
 	// Stopped before a request whose worst case (its prompt and 20
 	// answer tokens, about 0.01) could pass the cap.
 	assert.Greater(t, first.Cost, 0.47)
-	assert.Contains(t, first.Stopped, "max_cost")
+	assert.Contains(t, first.Stop.Detail, "max_cost 0.5000")
 	assert.Less(t, first.ItemsDone, 60)
 
 	out, err = e.cmd(ctx, "pipeline", "run", e.def, "--no-progress", "--json", "--max-cost", "100").Output()
