@@ -280,7 +280,7 @@ func (e *executor) nextAction() (act modules.Action, ended bool, endErr, err err
 func (e *executor) answer(ev *pb.Event, content string) (ended bool, endErr, err, perr error) {
 	m := e.taskEvents([]*pb.Event{ev})
 	m.ReplyWhenQueued = true
-	m.ThenModule = &pb.ModuleAnswer{Answer: content, ReplyWhenQueued: true, EndIfDone: true}
+	m.ThenModule = &pb.ModuleAnswer{Answer: content, ReplyWhenQueued: true, EndIfDone: true, Response: ev.GetLlmResponseReceived()}
 	e.tell(e.env.schedulerPID, m)
 	r, rerr := e.reply()
 	if rerr != nil {
@@ -328,7 +328,11 @@ func (e *executor) send(ctx context.Context, backend string, req gateway.Request
 	}
 	id := e.env.calls.Add(1)
 	calls.start(id, req, e.self)
-	deadline := e.env.clock.NewTimer(e.env.opts.RequestTimeout)
+	timeout := e.env.opts.RequestTimeout
+	if own := e.task.RequestTimeoutMs; own > 0 {
+		timeout = time.Duration(own) * time.Millisecond
+	}
+	deadline := e.env.clock.NewTimer(timeout)
 	defer deadline.Stop()
 	expired, done := deadline.Chan(), ctx.Done()
 	for {
@@ -590,6 +594,8 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	kind := gateway.Kind(err)
 	if cause != nil && !errors.Is(cause, errTimeout) {
 		kind = "cancelled" // shutdown, a person, or preemption: never a failure of the task
+	} else if errors.Is(cause, errTimeout) && t.RequestTimeoutMs > 0 {
+		kind = "timeout" // the task's own deadline: an attempt of the task, not the backend's fault
 	} else if errors.Is(cause, errTimeout) {
 		kind = "transient" // our deadline: retried after the backoff, on another backend if one is free
 	}
@@ -606,6 +612,9 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		e.env.root.Send(e.env.allocatorPID, &pb.ReleaseQuota{Backend: llm, Deep: deep, TaskId: t.Id})
 	}
 	e.env.reportCall(llm, kind)
+	if kind == "timeout" {
+		return e.timedOut(maxRequests(t, *e.env.opts))
+	}
 	route := routeFault(kind)
 	switch route.task {
 	case outcomeAgain:
@@ -755,6 +764,37 @@ func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
 		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
 	}
 	return &pb.TaskResult{Paused: true, Reason: "retry", Error: msg}
+}
+
+// timedOut handles a request past the task's own deadline: it counts as
+// one of the task's max requests (with the answered ones and earlier
+// failed attempts); the task is asked again at once while requests
+// remain, and fails with "timeout" after the last.
+func (e *executor) timedOut(maxReq int32) *pb.TaskResult {
+	t := e.task
+	used := t.Conversation.GetTurnCount() + t.Attempts + 1
+	limit := time.Duration(t.RequestTimeoutMs) * time.Millisecond
+	if used >= maxReq {
+		return e.fail(fmt.Sprintf("%s: no answer within %s (%d of %d attempts)", KindTimeout, limit, used, maxReq))
+	}
+	msg := fmt.Sprintf("%s: no answer within %s (attempt %d of %d)", KindTimeout, limit, used, maxReq)
+	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{
+		TaskId: t.Id, Error: msg, NotBefore: nanos(e.env.clock.Now())}}}); err != nil {
+		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}
+	}
+	return &pb.TaskResult{Paused: true, Reason: "retry", Error: msg}
+}
+
+// KindTimeout starts the failure reason of a task whose requests all
+// passed its own deadline (Task.request_timeout_ms).
+const KindTimeout = "timeout"
+
+// maxRequests is the task's request budget: its own, or its type's.
+func maxRequests(t *pb.Task, o Options) int32 {
+	if t.MaxRequests > 0 {
+		return t.MaxRequests
+	}
+	return int32(o.MaxRequests(t.TaskType))
 }
 
 // retryValidation retries at once an answer that failed validation or was

@@ -55,7 +55,7 @@ var facadeCallers = map[string]string{
 	"Tasks":             "control/api.go",
 	"Tick":              "app/ops_health_test.go",
 	"WaitIdle":          "app/ops_service_test.go",
-	"WithModule":        "cmd/fano/pipeline_cmd.go",
+	"WithModule":        "cmd/fano/pipeline_run.go",
 }
 
 // actorsSource parses the package's non-test files.

@@ -100,6 +100,9 @@ func (h *moduleHost) Receive(ctx actor.Context) {
 		}
 		h.nextAction(ctx.Sender(), m)
 	case *pb.ModuleAnswer:
+		if ut, ok := h.mod.(modules.UsageTaker); ok && m.Response != nil {
+			ut.TakeUsage(m.Task.GetId(), modules.Usage{PromptTokens: m.Response.PromptTokens, CompletionTokens: m.Response.CompletionTokens})
+		}
 		if m.EndIfDone {
 			h.answerEnding(ctx.Sender(), m)
 			return

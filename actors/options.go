@@ -26,6 +26,10 @@ type Options struct {
 	Allocator allocator.Config
 	Backends  []gateway.Backend
 	Modules   []modules.Module
+	// Unbuilt names the modules the registry knows but could not build,
+	// with why: recovery refuses a WAL with unfinished tasks of one of
+	// them (rather than park those tasks for good).
+	Unbuilt map[string]string
 
 	TickInterval       time.Duration // scheduler tick (spec: 100 ms)
 	CheckpointInterval time.Duration // 0: only at shutdown

@@ -405,6 +405,7 @@ func (rc *recovery) validate(st *scheduler.State, rep *RecoveryReport) ([]*pb.Ev
 	st.ForEach(func(t *pb.Task) { all = append(all, t) }) // read only
 	sort.Slice(all, func(i, j int) bool { return all[i].Id < all[j].Id })
 	rep.TasksRecovered = len(all)
+	unbuilt, unbuiltWhy := map[string]int{}, map[string]string{}
 	for _, t := range all {
 		switch {
 		case t.State == pb.TaskState_TASK_STATE_RUNNING || t.State == pb.TaskState_TASK_STATE_READY:
@@ -422,9 +423,23 @@ func (rc *recovery) validate(st *scheduler.State, rep *RecoveryReport) ([]*pb.Ev
 		case t.State == pb.TaskState_TASK_STATE_PAUSED && t.PauseReason != "orphan":
 			rep.TasksToResume++
 		}
-		if err := rc.checkTask(t); err != nil && !finished(t) && t.PauseReason != "orphan" {
+		err := rc.checkTask(t)
+		if err != nil && !finished(t) {
+			if why, known := rc.opts.Unbuilt[t.GetModule()]; known {
+				unbuilt[t.GetModule()]++
+				unbuiltWhy[t.GetModule()] = why
+				continue
+			}
+		}
+		switch {
+		case err != nil && !finished(t) && t.PauseReason != "orphan":
 			repairs = append(repairs, &pb.Event{At: now, Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: t.Id, Reason: "orphan", NotBefore: math.MaxInt64}}})
 			rep.Repairs = append(rep.Repairs, fmt.Sprintf("task %s paused: %v", t.Id, err))
+		case err == nil && t.State == pb.TaskState_TASK_STATE_PAUSED && t.PauseReason == "orphan":
+			// Its module is built again: the task resumes.
+			repairs = append(repairs, &pb.Event{At: now, Body: &pb.Event_TaskPaused{TaskPaused: &pb.TaskPaused{TaskId: t.Id, Reason: "recovery"}}})
+			rep.Repairs = append(rep.Repairs, fmt.Sprintf("task %s resumes: its module %s is built again", t.Id, t.GetModule()))
+			rep.TasksToResume++
 		}
 		if n := len(t.Conversation.GetMessages()); n > 100 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("task %s has an oversized conversation (%d messages)", t.Id, n))
@@ -432,6 +447,13 @@ func (rc *recovery) validate(st *scheduler.State, rep *RecoveryReport) ([]*pb.Ev
 		if t.State == pb.TaskState_TASK_STATE_COMPLETED && t.CompletedAt == 0 {
 			rep.Problems = append(rep.Problems, fmt.Sprintf("task %s is COMPLETED but has no completed_at", t.Id))
 		}
+	}
+	if len(unbuilt) > 0 {
+		var parts []string
+		for _, name := range sortedNames(unbuilt) {
+			parts = append(parts, fmt.Sprintf("%d unfinished tasks of module %q, which cannot be built: %s", unbuilt[name], name, unbuiltWhy[name]))
+		}
+		return nil, fmt.Errorf("recover: %w: %s", ErrModuleNotBuilt, strings.Join(parts, "; "))
 	}
 	if rep.TasksPaused > 0 {
 		rep.Repairs = append(rep.Repairs, fmt.Sprintf("%d running tasks paused (%d requests in flight will be asked again)", rep.TasksPaused, rep.RequestsInterrupted))
@@ -477,6 +499,19 @@ func finished(t *pb.Task) bool {
 }
 
 var errUnknownTask = errors.New("unknown module or task type")
+
+// ErrModuleNotBuilt: the WAL holds unfinished tasks of a module that could
+// not be built (Options.Unbuilt), so recovery refuses to go on.
+var ErrModuleNotBuilt = errors.New("a module with unfinished tasks cannot be built")
+
+func sortedNames(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
 
 // checkTask refuses a task no configured module runs.
 func (rc *recovery) checkTask(t *pb.Task) error {

@@ -86,6 +86,18 @@ type Options struct {
 	// run services start, whose health monitor checks (and may alert) at
 	// once. It must not block.
 	Notices func(actors.Notice)
+
+	// BeforeStart, if set, runs once the data directory is open and its
+	// WAL locked, before recovery (a pipeline run keeps its definition
+	// there): an error refuses the start.
+	BeforeStart func(dataDir string) error
+	// Until, if set, decides when an until-idle run is over in place of
+	// the idle rule: it is asked at every check (every 200 ms, and when
+	// Wake fires) whether the system has been idle since the last one;
+	// a non-empty reason ends Run with err.
+	Until func(idle bool) (reason string, err error)
+	// Wake has Run ask Until at once (an event that may end the run).
+	Wake <-chan struct{}
 }
 
 // Main is one fano run: Open, then Run until the context is done (or
@@ -199,6 +211,11 @@ func (m *Main) Open(ctx context.Context) (err error) {
 		return err
 	}
 	m.data = d
+	if o.BeforeStart != nil {
+		if err := o.BeforeStart(d.Dir); err != nil {
+			return err
+		}
+	}
 	m.memLimit, m.memLimitFrom = memoryLimit(m.cfg.Orchestrator.State.MemoryLimitMB)
 	m.procs, m.procsFrom = procs.Set()
 	w := d.Wiring(m.clock)
@@ -356,6 +373,11 @@ func (m *Main) Run(ctx context.Context) error {
 		case r := <-m.stopReq:
 			m.result.Reason = r
 			return nil
+		case <-m.opts.Wake:
+			if reason, err := m.opts.Until(false); reason != "" {
+				m.result.Reason = reason
+				return err
+			}
 		case <-idle:
 			// New work held back (WAL writes fail, low disk) for a while:
 			// a batch run stops and says why, rather than wait or claim
@@ -367,6 +389,13 @@ func (m *Main) Run(ctx context.Context) error {
 			// Idle three times in a row: the modules had ticks to propose
 			// more. Held-back work is not idle (modules propose nothing
 			// meanwhile): the halt above says why once it lasts.
+			if m.opts.Until != nil {
+				if reason, err := m.opts.Until(sys.Idle() && sys.Accepting()); reason != "" {
+					m.result.Reason = reason
+					return err
+				}
+				continue
+			}
 			if sys.Idle() && sys.Accepting() {
 				idleSeen++
 			} else {

@@ -210,3 +210,35 @@ func TestMainUntilIdleHaltsOnLowDisk(t *testing.T) {
 	require.ErrorContains(t, err, "low disk space")
 	require.Equal(t, "halted", m.Result().Reason)
 }
+
+// BeforeStart runs with the data directory open and locked, before
+// recovery: its error refuses the start and what the start created is
+// removed. Until replaces the idle rule: its reason ends Run; Wake asks
+// it at once.
+func TestMainBeforeStartAndUntil(t *testing.T) {
+	dataDir := filepath.Join(t.TempDir(), "data")
+	refused := NewMain(Options{Config: mainConfig(t, 5), DataDir: dataDir, UntilIdle: true, NoPanel: true, Console: "off",
+		BeforeStart: func(dir string) error {
+			require.FileExists(t, filepath.Join(dir, "fano.db"), "the WAL is open")
+			return fmt.Errorf("no definition in %s", dir)
+		}})
+	require.ErrorContains(t, refused.Open(context.Background()), "no definition in "+dataDir)
+	require.NoDirExists(t, dataDir, "a refused start leaves nothing")
+
+	wake := make(chan struct{}, 1)
+	asked := 0
+	m := NewMain(Options{Config: mainConfig(t, 5), DataDir: dataDir, UntilIdle: true, NoPanel: true, Console: "off", Wake: wake,
+		Until: func(idle bool) (string, error) {
+			asked++
+			if asked == 1 {
+				return "", nil
+			}
+			return "told to", nil
+		}})
+	require.NoError(t, m.Open(context.Background()))
+	wake <- struct{}{}
+	require.NoError(t, m.Run(context.Background()))
+	require.NoError(t, m.Close())
+	require.Equal(t, "told to", m.Result().Reason)
+	require.Equal(t, 2, asked)
+}

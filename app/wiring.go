@@ -2,6 +2,7 @@ package app
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -66,7 +67,7 @@ func (w Wiring) ActorOptions() (actors.Options, error) {
 	if err != nil {
 		return actors.Options{}, err
 	}
-	mods, err := w.BuildModules()
+	mods, unbuilt, err := w.buildModules()
 	if err != nil {
 		return actors.Options{}, err
 	}
@@ -85,6 +86,7 @@ func (w Wiring) ActorOptions() (actors.Options, error) {
 		Allocator:          allocCfg,
 		Backends:           backends,
 		Modules:            mods,
+		Unbuilt:            unbuilt,
 		TickInterval:       time.Duration(o.Scheduler.TickIntervalMS) * time.Millisecond,
 		CheckpointInterval: time.Duration(o.State.CheckpointIntervalSeconds) * time.Second,
 		CompactThreshold:   int64(o.State.WALCompactThresholdMB) << 20,
@@ -202,22 +204,61 @@ type backendEnv struct {
 	hub *remote.Hub
 }
 
-// BuildModules returns fresh modules: those the config enables, in a
-// fixed order, then w.Modules; with none, the probe module does the
-// exploring. The modules of one call share one duplicate checker, so the
-// documenter's sections and the explorer's insights are checked against
-// each other (spec issue C4).
+// registry is every module fano builds, by name, in build order. Each
+// constructor returns nil when its module is not wanted here (disabled
+// in the config, no pipeline in the data directory) and notBuilt when
+// it is known but cannot be built, with why.
+var registry = []struct {
+	name  string
+	build func(*moduleEnv) (modules.Module, error)
+}{
+	{"documenter", newDocumenterModule},
+	{"explorer", newExplorerModule},
+	{"researcher", newResearcherModule},
+	{pipeline.Name, newPipelineModule},
+}
+
+// ModuleNames lists the modules fano can build.
+func ModuleNames() []string {
+	out := make([]string, 0, len(registry))
+	for _, r := range registry {
+		out = append(out, r.name)
+	}
+	return out
+}
+
+// BuildModules returns fresh modules: w.Modules, then those of the
+// registry that are wanted here and not among them; with none, the probe
+// module does the exploring. The modules of one call share one duplicate
+// checker, so the documenter's sections and the explorer's insights are
+// checked against each other (spec issue C4).
 func (w Wiring) BuildModules() ([]modules.Module, error) {
+	mods, _, err := w.buildModules()
+	return mods, err
+}
+
+// buildModules is BuildModules, and the registry's modules that are not
+// built here with why (for recovery to refuse their tasks by name).
+func (w Wiring) buildModules() ([]modules.Module, map[string]string, error) {
 	env := &moduleEnv{Cfg: w.Config, DataDir: w.DataDir, Logger: w.Logger, UntilIdle: w.UntilIdle, Checker: newChecker(w.Config)}
+	given := map[string]bool{}
+	for _, m := range w.Modules {
+		given[m.Name()] = true
+	}
 	var out []modules.Module
-	for _, mk := range []func(*moduleEnv) (modules.Module, error){
-		newDocumenterModule,
-		newExplorerModule,
-		newResearcherModule,
-	} {
-		m, err := mk(env)
+	unbuilt := map[string]string{}
+	for _, r := range registry {
+		if given[r.name] {
+			continue
+		}
+		m, err := r.build(env)
+		var nb notBuilt
+		if errors.As(err, &nb) {
+			unbuilt[r.name] = nb.why
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if m != nil {
 			out = append(out, m)
@@ -227,7 +268,7 @@ func (w Wiring) BuildModules() ([]modules.Module, error) {
 	if len(out) == 0 {
 		out = append(out, probe.New(probe.Config{Turns: 3}))
 	}
-	return out, nil
+	return out, unbuilt, nil
 }
 
 // pipelineSimAnswer is a simulated answer to a pipeline step's prompt.

@@ -94,6 +94,19 @@ type AnswerEnder interface {
 	DecideResponseEnd(t *pb.Task, answer string, now time.Time) (evs []*pb.ModuleEvent, ends bool, end []*pb.ModuleEvent, err error)
 }
 
+// Usage is the token usage a backend reported with an answer (zero: not
+// reported).
+type Usage struct {
+	PromptTokens, CompletionTokens int64
+}
+
+// UsageTaker is implemented by modules that price answers by the usage
+// the backend reported: the host hands over the usage from the answer's
+// event just before it asks the module to decide on that answer.
+type UsageTaker interface {
+	TakeUsage(taskID string, u Usage)
+}
+
 // Backlogger is implemented by modules whose waiting work raises the
 // priority of their tasks (spec §6.1.1 backlog pressure).
 type Backlogger interface {

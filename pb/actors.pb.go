@@ -1618,7 +1618,10 @@ type ModuleAnswer struct {
 	// the reply then says ended, and no NextAction follows. Otherwise the
 	// reply is empty (or carries the decision's error) and the task goes on
 	// as after reply_when_queued alone.
-	EndIfDone     bool `protobuf:"varint,201,opt,name=end_if_done,json=endIfDone,proto3" json:"end_if_done,omitempty"`
+	EndIfDone bool `protobuf:"varint,201,opt,name=end_if_done,json=endIfDone,proto3" json:"end_if_done,omitempty"`
+	// The answer's event: the module reads the usage the backend reported
+	// (prompt and completion tokens) from it.
+	Response      *LLMResponseReceived `protobuf:"bytes,202,opt,name=response,proto3" json:"response,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1679,6 +1682,13 @@ func (x *ModuleAnswer) GetEndIfDone() bool {
 		return x.EndIfDone
 	}
 	return false
+}
+
+func (x *ModuleAnswer) GetResponse() *LLMResponseReceived {
+	if x != nil {
+		return x.Response
+	}
+	return nil
 }
 
 // ModuleEnd tells a module its task completed or failed (answered by
@@ -2174,12 +2184,13 @@ const file_actors_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\v2\x13.fano.v1.ActorErrorR\x05error\x12\x15\n" +
 	"\x05ended\x18\xc8\x01 \x01(\bR\x05ended\x121\n" +
 	"\tend_error\x18\xc9\x01 \x01(\v2\x13.fano.v1.ActorErrorR\bendError\x12\"\n" +
-	"\x04task\x18\xca\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"\x97\x01\n" +
+	"\x04task\x18\xca\x01 \x01(\v2\r.fano.v1.TaskR\x04task\"\xd2\x01\n" +
 	"\fModuleAnswer\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06answer\x18\x02 \x01(\tR\x06answer\x12+\n" +
 	"\x11reply_when_queued\x18\xc8\x01 \x01(\bR\x0freplyWhenQueued\x12\x1f\n" +
-	"\vend_if_done\x18\xc9\x01 \x01(\bR\tendIfDone\"\x8b\x01\n" +
+	"\vend_if_done\x18\xc9\x01 \x01(\bR\tendIfDone\x129\n" +
+	"\bresponse\x18\xca\x01 \x01(\v2\x1c.fano.v1.LLMResponseReceivedR\bresponse\"\x8b\x01\n" +
 	"\tModuleEnd\x12!\n" +
 	"\x04task\x18\x01 \x01(\v2\r.fano.v1.TaskR\x04task\x12\x16\n" +
 	"\x06failed\x18\x02 \x01(\bR\x06failed\x12\x16\n" +
@@ -2220,42 +2231,43 @@ func file_actors_proto_rawDescGZIP() []byte {
 
 var file_actors_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_actors_proto_goTypes = []any{
-	(*Tick)(nil),               // 0: fano.v1.Tick
-	(*Barrier)(nil),            // 1: fano.v1.Barrier
-	(*BarrierReply)(nil),       // 2: fano.v1.BarrierReply
-	(*ActorError)(nil),         // 3: fano.v1.ActorError
-	(*Done)(nil),               // 4: fano.v1.Done
-	(*TaskEvents)(nil),         // 5: fano.v1.TaskEvents
-	(*TaskEventsReply)(nil),    // 6: fano.v1.TaskEventsReply
-	(*BackendFree)(nil),        // 7: fano.v1.BackendFree
-	(*FreeSlots)(nil),          // 8: fano.v1.FreeSlots
-	(*Allocate)(nil),           // 9: fano.v1.Allocate
-	(*Allocated)(nil),          // 10: fano.v1.Allocated
-	(*SlotPassed)(nil),         // 11: fano.v1.SlotPassed
-	(*ReleaseSlot)(nil),        // 12: fano.v1.ReleaseSlot
-	(*UseQuota)(nil),           // 13: fano.v1.UseQuota
-	(*ReleaseQuota)(nil),       // 14: fano.v1.ReleaseQuota
-	(*RateLimited)(nil),        // 15: fano.v1.RateLimited
-	(*BackendCondition)(nil),   // 16: fano.v1.BackendCondition
-	(*LearnRate)(nil),          // 17: fano.v1.LearnRate
-	(*BackendPause)(nil),       // 18: fano.v1.BackendPause
-	(*PreemptReply)(nil),       // 19: fano.v1.PreemptReply
-	(*CancelTask)(nil),         // 20: fano.v1.CancelTask
-	(*CancelRun)(nil),          // 21: fano.v1.CancelRun
-	(*Checkpoint)(nil),         // 22: fano.v1.Checkpoint
-	(*Shutdown)(nil),           // 23: fano.v1.Shutdown
-	(*NextAction)(nil),         // 24: fano.v1.NextAction
-	(*NextActionReply)(nil),    // 25: fano.v1.NextActionReply
-	(*ModuleAnswer)(nil),       // 26: fano.v1.ModuleAnswer
-	(*ModuleEnd)(nil),          // 27: fano.v1.ModuleEnd
-	(*Persisted)(nil),          // 28: fano.v1.Persisted
-	(*Archived)(nil),           // 29: fano.v1.Archived
-	(*LLMError)(nil),           // 30: fano.v1.LLMError
-	(*BackendHealthQuery)(nil), // 31: fano.v1.BackendHealthQuery
-	(*BackendHealthReply)(nil), // 32: fano.v1.BackendHealthReply
-	nil,                        // 33: fano.v1.FreeSlots.BackendsEntry
-	(*Event)(nil),              // 34: fano.v1.Event
-	(*Task)(nil),               // 35: fano.v1.Task
+	(*Tick)(nil),                // 0: fano.v1.Tick
+	(*Barrier)(nil),             // 1: fano.v1.Barrier
+	(*BarrierReply)(nil),        // 2: fano.v1.BarrierReply
+	(*ActorError)(nil),          // 3: fano.v1.ActorError
+	(*Done)(nil),                // 4: fano.v1.Done
+	(*TaskEvents)(nil),          // 5: fano.v1.TaskEvents
+	(*TaskEventsReply)(nil),     // 6: fano.v1.TaskEventsReply
+	(*BackendFree)(nil),         // 7: fano.v1.BackendFree
+	(*FreeSlots)(nil),           // 8: fano.v1.FreeSlots
+	(*Allocate)(nil),            // 9: fano.v1.Allocate
+	(*Allocated)(nil),           // 10: fano.v1.Allocated
+	(*SlotPassed)(nil),          // 11: fano.v1.SlotPassed
+	(*ReleaseSlot)(nil),         // 12: fano.v1.ReleaseSlot
+	(*UseQuota)(nil),            // 13: fano.v1.UseQuota
+	(*ReleaseQuota)(nil),        // 14: fano.v1.ReleaseQuota
+	(*RateLimited)(nil),         // 15: fano.v1.RateLimited
+	(*BackendCondition)(nil),    // 16: fano.v1.BackendCondition
+	(*LearnRate)(nil),           // 17: fano.v1.LearnRate
+	(*BackendPause)(nil),        // 18: fano.v1.BackendPause
+	(*PreemptReply)(nil),        // 19: fano.v1.PreemptReply
+	(*CancelTask)(nil),          // 20: fano.v1.CancelTask
+	(*CancelRun)(nil),           // 21: fano.v1.CancelRun
+	(*Checkpoint)(nil),          // 22: fano.v1.Checkpoint
+	(*Shutdown)(nil),            // 23: fano.v1.Shutdown
+	(*NextAction)(nil),          // 24: fano.v1.NextAction
+	(*NextActionReply)(nil),     // 25: fano.v1.NextActionReply
+	(*ModuleAnswer)(nil),        // 26: fano.v1.ModuleAnswer
+	(*ModuleEnd)(nil),           // 27: fano.v1.ModuleEnd
+	(*Persisted)(nil),           // 28: fano.v1.Persisted
+	(*Archived)(nil),            // 29: fano.v1.Archived
+	(*LLMError)(nil),            // 30: fano.v1.LLMError
+	(*BackendHealthQuery)(nil),  // 31: fano.v1.BackendHealthQuery
+	(*BackendHealthReply)(nil),  // 32: fano.v1.BackendHealthReply
+	nil,                         // 33: fano.v1.FreeSlots.BackendsEntry
+	(*Event)(nil),               // 34: fano.v1.Event
+	(*Task)(nil),                // 35: fano.v1.Task
+	(*LLMResponseReceived)(nil), // 36: fano.v1.LLMResponseReceived
 }
 var file_actors_proto_depIdxs = []int32{
 	3,  // 0: fano.v1.Done.error:type_name -> fano.v1.ActorError
@@ -2271,14 +2283,15 @@ var file_actors_proto_depIdxs = []int32{
 	3,  // 10: fano.v1.NextActionReply.end_error:type_name -> fano.v1.ActorError
 	35, // 11: fano.v1.NextActionReply.task:type_name -> fano.v1.Task
 	35, // 12: fano.v1.ModuleAnswer.task:type_name -> fano.v1.Task
-	35, // 13: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
-	34, // 14: fano.v1.Archived.events:type_name -> fano.v1.Event
-	7,  // 15: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	36, // 13: fano.v1.ModuleAnswer.response:type_name -> fano.v1.LLMResponseReceived
+	35, // 14: fano.v1.ModuleEnd.task:type_name -> fano.v1.Task
+	34, // 15: fano.v1.Archived.events:type_name -> fano.v1.Event
+	7,  // 16: fano.v1.FreeSlots.BackendsEntry.value:type_name -> fano.v1.BackendFree
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_actors_proto_init() }

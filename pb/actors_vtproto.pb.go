@@ -1518,6 +1518,18 @@ func (m *ModuleAnswer) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Response != nil {
+		size, err := m.Response.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0xc
+		i--
+		dAtA[i] = 0xd2
+	}
 	if m.EndIfDone {
 		i--
 		if m.EndIfDone {
@@ -2468,6 +2480,10 @@ func (m *ModuleAnswer) SizeVT() (n int) {
 	}
 	if m.EndIfDone {
 		n += 3
+	}
+	if m.Response != nil {
+		l = m.Response.SizeVT()
+		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
 	}
 	n += len(m.unknownFields)
 	return n

@@ -92,6 +92,7 @@ func copyTask(dst, src *Task, mode copyMode) {
 		BasePriority:       src.BasePriority,
 		ValidationAttempts: src.ValidationAttempts,
 		AvoidLlm:           src.AvoidLlm,
+		RequestTimeoutMs:   src.RequestTimeoutMs,
 		Archived:           src.Archived,
 		unknownFields:      slices.Clone(src.unknownFields),
 	}

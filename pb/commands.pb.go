@@ -40,6 +40,7 @@ type ModuleCommand struct {
 	//	*ModuleCommand_RetryFailed
 	//	*ModuleCommand_FinishRun
 	//	*ModuleCommand_Revalidate
+	//	*ModuleCommand_RerunSteps
 	Command       isModuleCommand_Command `protobuf_oneof:"command"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -143,6 +144,15 @@ func (x *ModuleCommand) GetRevalidate() *Revalidate {
 	return nil
 }
 
+func (x *ModuleCommand) GetRerunSteps() *RerunSteps {
+	if x != nil {
+		if x, ok := x.Command.(*ModuleCommand_RerunSteps); ok {
+			return x.RerunSteps
+		}
+	}
+	return nil
+}
+
 type isModuleCommand_Command interface {
 	isModuleCommand_Command()
 }
@@ -171,6 +181,10 @@ type ModuleCommand_Revalidate struct {
 	Revalidate *Revalidate `protobuf:"bytes,7,opt,name=revalidate,proto3,oneof"`
 }
 
+type ModuleCommand_RerunSteps struct {
+	RerunSteps *RerunSteps `protobuf:"bytes,20,opt,name=rerun_steps,json=rerunSteps,proto3,oneof"`
+}
+
 func (*ModuleCommand_AddSeed) isModuleCommand_Command() {}
 
 func (*ModuleCommand_AddComment) isModuleCommand_Command() {}
@@ -182,6 +196,8 @@ func (*ModuleCommand_RetryFailed) isModuleCommand_Command() {}
 func (*ModuleCommand_FinishRun) isModuleCommand_Command() {}
 
 func (*ModuleCommand_Revalidate) isModuleCommand_Command() {}
+
+func (*ModuleCommand_RerunSteps) isModuleCommand_Command() {}
 
 // AddSeed adds a seed question (modules.SeedTaker: the explorer).
 type AddSeed struct {
@@ -398,16 +414,66 @@ func (x *RetryFailed) GetStep() string {
 	return ""
 }
 
+// RerunSteps gives every pair of these pipeline steps a new generation,
+// answered or failed: the run asks them again (steps whose definition
+// changed, and those that need them).
+type RerunSteps struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Steps         []string               `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RerunSteps) Reset() {
+	*x = RerunSteps{}
+	mi := &file_commands_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RerunSteps) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RerunSteps) ProtoMessage() {}
+
+func (x *RerunSteps) ProtoReflect() protoreflect.Message {
+	mi := &file_commands_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RerunSteps.ProtoReflect.Descriptor instead.
+func (*RerunSteps) Descriptor() ([]byte, []int) {
+	return file_commands_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RerunSteps) GetSteps() []string {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
 // FinishRun marks the end of a pipeline run: its output files are written.
 type FinishRun struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why the run's loop ended: finished, idle, daily_budget, or a
+	// signal's or stop request's name. The module names the stop from it.
+	Reason        string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *FinishRun) Reset() {
 	*x = FinishRun{}
-	mi := &file_commands_proto_msgTypes[5]
+	mi := &file_commands_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -419,7 +485,7 @@ func (x *FinishRun) String() string {
 func (*FinishRun) ProtoMessage() {}
 
 func (x *FinishRun) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[5]
+	mi := &file_commands_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -432,7 +498,14 @@ func (x *FinishRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FinishRun.ProtoReflect.Descriptor instead.
 func (*FinishRun) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{5}
+	return file_commands_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *FinishRun) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 // Revalidate re-checks a pipeline's failed answers against its current
@@ -445,7 +518,7 @@ type Revalidate struct {
 
 func (x *Revalidate) Reset() {
 	*x = Revalidate{}
-	mi := &file_commands_proto_msgTypes[6]
+	mi := &file_commands_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -457,7 +530,7 @@ func (x *Revalidate) String() string {
 func (*Revalidate) ProtoMessage() {}
 
 func (x *Revalidate) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[6]
+	mi := &file_commands_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -470,7 +543,7 @@ func (x *Revalidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revalidate.ProtoReflect.Descriptor instead.
 func (*Revalidate) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{6}
+	return file_commands_proto_rawDescGZIP(), []int{7}
 }
 
 // Revalidation is what a Revalidate command found.
@@ -484,7 +557,7 @@ type Revalidation struct {
 
 func (x *Revalidation) Reset() {
 	*x = Revalidation{}
-	mi := &file_commands_proto_msgTypes[7]
+	mi := &file_commands_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -496,7 +569,7 @@ func (x *Revalidation) String() string {
 func (*Revalidation) ProtoMessage() {}
 
 func (x *Revalidation) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[7]
+	mi := &file_commands_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -509,7 +582,7 @@ func (x *Revalidation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revalidation.ProtoReflect.Descriptor instead.
 func (*Revalidation) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{7}
+	return file_commands_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Revalidation) GetChecked() int32 {
@@ -536,7 +609,7 @@ type CommandResult struct {
 
 func (x *CommandResult) Reset() {
 	*x = CommandResult{}
-	mi := &file_commands_proto_msgTypes[8]
+	mi := &file_commands_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -548,7 +621,7 @@ func (x *CommandResult) String() string {
 func (*CommandResult) ProtoMessage() {}
 
 func (x *CommandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[8]
+	mi := &file_commands_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -561,7 +634,7 @@ func (x *CommandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommandResult.ProtoReflect.Descriptor instead.
 func (*CommandResult) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{8}
+	return file_commands_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CommandResult) GetRevalidation() *Revalidation {
@@ -590,7 +663,7 @@ type ModuleCommandReply struct {
 
 func (x *ModuleCommandReply) Reset() {
 	*x = ModuleCommandReply{}
-	mi := &file_commands_proto_msgTypes[9]
+	mi := &file_commands_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +675,7 @@ func (x *ModuleCommandReply) String() string {
 func (*ModuleCommandReply) ProtoMessage() {}
 
 func (x *ModuleCommandReply) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[9]
+	mi := &file_commands_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +688,7 @@ func (x *ModuleCommandReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleCommandReply.ProtoReflect.Descriptor instead.
 func (*ModuleCommandReply) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{9}
+	return file_commands_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ModuleCommandReply) GetEventTypes() []string {
@@ -666,7 +739,7 @@ type ModuleQuery struct {
 
 func (x *ModuleQuery) Reset() {
 	*x = ModuleQuery{}
-	mi := &file_commands_proto_msgTypes[10]
+	mi := &file_commands_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +751,7 @@ func (x *ModuleQuery) String() string {
 func (*ModuleQuery) ProtoMessage() {}
 
 func (x *ModuleQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[10]
+	mi := &file_commands_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +764,7 @@ func (x *ModuleQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleQuery.ProtoReflect.Descriptor instead.
 func (*ModuleQuery) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{10}
+	return file_commands_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ModuleQuery) GetModule() string {
@@ -731,7 +804,7 @@ type ModuleView struct {
 
 func (x *ModuleView) Reset() {
 	*x = ModuleView{}
-	mi := &file_commands_proto_msgTypes[11]
+	mi := &file_commands_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +816,7 @@ func (x *ModuleView) String() string {
 func (*ModuleView) ProtoMessage() {}
 
 func (x *ModuleView) ProtoReflect() protoreflect.Message {
-	mi := &file_commands_proto_msgTypes[11]
+	mi := &file_commands_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +829,7 @@ func (x *ModuleView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleView.ProtoReflect.Descriptor instead.
 func (*ModuleView) Descriptor() ([]byte, []int) {
-	return file_commands_proto_rawDescGZIP(), []int{11}
+	return file_commands_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ModuleView) GetModule() string {
@@ -805,7 +878,7 @@ var File_commands_proto protoreflect.FileDescriptor
 
 const file_commands_proto_rawDesc = "" +
 	"\n" +
-	"\x0ecommands.proto\x12\afano.v1\x1a\factors.proto\"\x81\x03\n" +
+	"\x0ecommands.proto\x12\afano.v1\x1a\factors.proto\"\xb9\x03\n" +
 	"\rModuleCommand\x12\x16\n" +
 	"\x06module\x18\x01 \x01(\tR\x06module\x12-\n" +
 	"\badd_seed\x18\x02 \x01(\v2\x10.fano.v1.AddSeedH\x00R\aaddSeed\x126\n" +
@@ -817,7 +890,9 @@ const file_commands_proto_rawDesc = "" +
 	"finish_run\x18\x06 \x01(\v2\x12.fano.v1.FinishRunH\x00R\tfinishRun\x125\n" +
 	"\n" +
 	"revalidate\x18\a \x01(\v2\x13.fano.v1.RevalidateH\x00R\n" +
-	"revalidateB\t\n" +
+	"revalidate\x126\n" +
+	"\vrerun_steps\x18\x14 \x01(\v2\x13.fano.v1.RerunStepsH\x00R\n" +
+	"rerunStepsB\t\n" +
 	"\acommand\"9\n" +
 	"\aAddSeed\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x1a\n" +
@@ -832,8 +907,12 @@ const file_commands_proto_rawDesc = "" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\"!\n" +
 	"\vRetryFailed\x12\x12\n" +
-	"\x04step\x18\x01 \x01(\tR\x04step\"\v\n" +
-	"\tFinishRun\"\f\n" +
+	"\x04step\x18\x01 \x01(\tR\x04step\"\"\n" +
+	"\n" +
+	"RerunSteps\x12\x14\n" +
+	"\x05steps\x18\x01 \x03(\tR\x05steps\"#\n" +
+	"\tFinishRun\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\f\n" +
 	"\n" +
 	"Revalidate\"D\n" +
 	"\fRevalidation\x12\x18\n" +
@@ -875,37 +954,39 @@ func file_commands_proto_rawDescGZIP() []byte {
 	return file_commands_proto_rawDescData
 }
 
-var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_commands_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_commands_proto_goTypes = []any{
 	(*ModuleCommand)(nil),      // 0: fano.v1.ModuleCommand
 	(*AddSeed)(nil),            // 1: fano.v1.AddSeed
 	(*AddComment)(nil),         // 2: fano.v1.AddComment
 	(*RepairProblem)(nil),      // 3: fano.v1.RepairProblem
 	(*RetryFailed)(nil),        // 4: fano.v1.RetryFailed
-	(*FinishRun)(nil),          // 5: fano.v1.FinishRun
-	(*Revalidate)(nil),         // 6: fano.v1.Revalidate
-	(*Revalidation)(nil),       // 7: fano.v1.Revalidation
-	(*CommandResult)(nil),      // 8: fano.v1.CommandResult
-	(*ModuleCommandReply)(nil), // 9: fano.v1.ModuleCommandReply
-	(*ModuleQuery)(nil),        // 10: fano.v1.ModuleQuery
-	(*ModuleView)(nil),         // 11: fano.v1.ModuleView
-	(*ActorError)(nil),         // 12: fano.v1.ActorError
+	(*RerunSteps)(nil),         // 5: fano.v1.RerunSteps
+	(*FinishRun)(nil),          // 6: fano.v1.FinishRun
+	(*Revalidate)(nil),         // 7: fano.v1.Revalidate
+	(*Revalidation)(nil),       // 8: fano.v1.Revalidation
+	(*CommandResult)(nil),      // 9: fano.v1.CommandResult
+	(*ModuleCommandReply)(nil), // 10: fano.v1.ModuleCommandReply
+	(*ModuleQuery)(nil),        // 11: fano.v1.ModuleQuery
+	(*ModuleView)(nil),         // 12: fano.v1.ModuleView
+	(*ActorError)(nil),         // 13: fano.v1.ActorError
 }
 var file_commands_proto_depIdxs = []int32{
 	1,  // 0: fano.v1.ModuleCommand.add_seed:type_name -> fano.v1.AddSeed
 	2,  // 1: fano.v1.ModuleCommand.add_comment:type_name -> fano.v1.AddComment
 	3,  // 2: fano.v1.ModuleCommand.repair_problem:type_name -> fano.v1.RepairProblem
 	4,  // 3: fano.v1.ModuleCommand.retry_failed:type_name -> fano.v1.RetryFailed
-	5,  // 4: fano.v1.ModuleCommand.finish_run:type_name -> fano.v1.FinishRun
-	6,  // 5: fano.v1.ModuleCommand.revalidate:type_name -> fano.v1.Revalidate
-	7,  // 6: fano.v1.CommandResult.revalidation:type_name -> fano.v1.Revalidation
-	8,  // 7: fano.v1.ModuleCommandReply.result:type_name -> fano.v1.CommandResult
-	12, // 8: fano.v1.ModuleCommandReply.error:type_name -> fano.v1.ActorError
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	6,  // 4: fano.v1.ModuleCommand.finish_run:type_name -> fano.v1.FinishRun
+	7,  // 5: fano.v1.ModuleCommand.revalidate:type_name -> fano.v1.Revalidate
+	5,  // 6: fano.v1.ModuleCommand.rerun_steps:type_name -> fano.v1.RerunSteps
+	8,  // 7: fano.v1.CommandResult.revalidation:type_name -> fano.v1.Revalidation
+	9,  // 8: fano.v1.ModuleCommandReply.result:type_name -> fano.v1.CommandResult
+	13, // 9: fano.v1.ModuleCommandReply.error:type_name -> fano.v1.ActorError
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_commands_proto_init() }
@@ -921,6 +1002,7 @@ func file_commands_proto_init() {
 		(*ModuleCommand_RetryFailed)(nil),
 		(*ModuleCommand_FinishRun)(nil),
 		(*ModuleCommand_Revalidate)(nil),
+		(*ModuleCommand_RerunSteps)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -928,7 +1010,7 @@ func file_commands_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_commands_proto_rawDesc), len(file_commands_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

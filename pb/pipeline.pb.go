@@ -253,6 +253,77 @@ func (x *PipelinePairRef) GetModel() string {
 	return ""
 }
 
+// PipelineStop is how a pipeline run ended (run_finished): a reason from
+// a fixed set, the exit status `fano pipeline run` returned, and what a
+// person needs to know.
+type PipelineStop struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	ExitCode      int32                  `protobuf:"varint,2,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	At            string                 `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"` // RFC 3339, UTC
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PipelineStop) Reset() {
+	*x = PipelineStop{}
+	mi := &file_pipeline_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PipelineStop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PipelineStop) ProtoMessage() {}
+
+func (x *PipelineStop) ProtoReflect() protoreflect.Message {
+	mi := &file_pipeline_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PipelineStop.ProtoReflect.Descriptor instead.
+func (*PipelineStop) Descriptor() ([]byte, []int) {
+	return file_pipeline_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PipelineStop) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PipelineStop) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *PipelineStop) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *PipelineStop) GetAt() string {
+	if x != nil {
+		return x.At
+	}
+	return ""
+}
+
 var File_pipeline_proto protoreflect.FileDescriptor
 
 const file_pipeline_proto_rawDesc = "" +
@@ -275,7 +346,12 @@ const file_pipeline_proto_rawDesc = "" +
 	"\x0fPipelinePairRef\x12\x12\n" +
 	"\x04step\x18\x01 \x01(\tR\x04step\x12\x12\n" +
 	"\x04item\x18\x02 \x01(\tR\x04item\x12\x14\n" +
-	"\x05model\x18\x03 \x01(\tR\x05modelB\tZ\afano/pbb\x06proto3"
+	"\x05model\x18\x03 \x01(\tR\x05model\"k\n" +
+	"\fPipelineStop\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1b\n" +
+	"\texit_code\x18\x02 \x01(\x05R\bexitCode\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x0e\n" +
+	"\x02at\x18\x04 \x01(\tR\x02atB\tZ\afano/pbb\x06proto3"
 
 var (
 	file_pipeline_proto_rawDescOnce sync.Once
@@ -289,11 +365,12 @@ func file_pipeline_proto_rawDescGZIP() []byte {
 	return file_pipeline_proto_rawDescData
 }
 
-var file_pipeline_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_pipeline_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_pipeline_proto_goTypes = []any{
 	(*PipelinePairEvent)(nil),   // 0: fano.v1.PipelinePairEvent
 	(*PipelineRetryFailed)(nil), // 1: fano.v1.PipelineRetryFailed
 	(*PipelinePairRef)(nil),     // 2: fano.v1.PipelinePairRef
+	(*PipelineStop)(nil),        // 3: fano.v1.PipelineStop
 }
 var file_pipeline_proto_depIdxs = []int32{
 	2, // 0: fano.v1.PipelineRetryFailed.pairs:type_name -> fano.v1.PipelinePairRef
@@ -315,7 +392,7 @@ func file_pipeline_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_pipeline_proto_rawDesc), len(file_pipeline_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

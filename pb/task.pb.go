@@ -340,6 +340,10 @@ type Task struct {
 	BasePriority       int32                  `protobuf:"varint,24,opt,name=base_priority,json=basePriority,proto3" json:"base_priority,omitempty"`                    // 0: from the task type's BASE_PRIORITIES
 	ValidationAttempts int32                  `protobuf:"varint,100,opt,name=validation_attempts,json=validationAttempts,proto3" json:"validation_attempts,omitempty"` // answers that failed validation (own budget)
 	AvoidLlm           string                 `protobuf:"bytes,101,opt,name=avoid_llm,json=avoidLlm,proto3" json:"avoid_llm,omitempty"`                                // backend to use only if no other is free (it failed this task last)
+	// The task's own deadline per request (0: the config's request
+	// timeout). A request past it is the task's fault, kind "timeout": it
+	// counts against max_requests with the answered ones, not the backend's.
+	RequestTimeoutMs int64 `protobuf:"varint,102,opt,name=request_timeout_ms,json=requestTimeoutMs,proto3" json:"request_timeout_ms,omitempty"`
 	// The finished task, conversation included, is in the WAL's archive;
 	// the conversation's messages left memory (TaskCompleted.archived).
 	Archived      bool `protobuf:"varint,400,opt,name=archived,proto3" json:"archived,omitempty"`
@@ -559,6 +563,13 @@ func (x *Task) GetAvoidLlm() string {
 	return ""
 }
 
+func (x *Task) GetRequestTimeoutMs() int64 {
+	if x != nil {
+		return x.RequestTimeoutMs
+	}
+	return 0
+}
+
 func (x *Task) GetArchived() bool {
 	if x != nil {
 		return x.Archived
@@ -591,7 +602,7 @@ const file_task_proto_rawDesc = "" +
 	"\x13BackendConversation\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x18\n" +
 	"\aanswers\x18\x02 \x01(\x05R\aanswers\x12-\n" +
-	"\x12interrupted_prompt\x18\x03 \x01(\tR\x11interruptedPrompt\"\xe7\a\n" +
+	"\x12interrupted_prompt\x18\x03 \x01(\tR\x11interruptedPrompt\"\x95\b\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06module\x18\x02 \x01(\tR\x06module\x12\x1b\n" +
@@ -624,7 +635,8 @@ const file_task_proto_rawDesc = "" +
 	"\rmessage_limit\x18\x17 \x01(\x05R\fmessageLimit\x12#\n" +
 	"\rbase_priority\x18\x18 \x01(\x05R\fbasePriority\x12/\n" +
 	"\x13validation_attempts\x18d \x01(\x05R\x12validationAttempts\x12\x1b\n" +
-	"\tavoid_llm\x18e \x01(\tR\bavoidLlm\x12\x1b\n" +
+	"\tavoid_llm\x18e \x01(\tR\bavoidLlm\x12,\n" +
+	"\x12request_timeout_ms\x18f \x01(\x03R\x10requestTimeoutMs\x12\x1b\n" +
 	"\barchived\x18\x90\x03 \x01(\bR\barchived\x1a:\n" +
 	"\fContextEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +

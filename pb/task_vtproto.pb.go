@@ -267,6 +267,13 @@ func (m *Task) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i--
 		dAtA[i] = 0x80
 	}
+	if m.RequestTimeoutMs != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.RequestTimeoutMs))
+		i--
+		dAtA[i] = 0x6
+		i--
+		dAtA[i] = 0xb0
+	}
 	if len(m.AvoidLlm) > 0 {
 		i -= len(m.AvoidLlm)
 		copy(dAtA[i:], m.AvoidLlm)
@@ -658,6 +665,9 @@ func (m *Task) SizeVT() (n int) {
 	l = len(m.AvoidLlm)
 	if l > 0 {
 		n += 2 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.RequestTimeoutMs != 0 {
+		n += 2 + protohelpers.SizeOfVarint(uint64(m.RequestTimeoutMs))
 	}
 	if m.Archived {
 		n += 3

@@ -32,8 +32,18 @@ func readConfig(g *globals) (*config.Config, error) {
 }
 
 // loadConfig reads --config (or the built-in demo) and applies --data-dir.
+// A pipeline run directory (--data-dir) is enough: its config is found
+// from the definition kept there.
 func loadConfig(g *globals) (*config.Config, error) {
-	cfg, err := readConfig(g)
+	var cfg *config.Config
+	var runDir bool
+	var err error
+	if g.dataDir != "" {
+		cfg, runDir, err = fanoapp.RunDirConfig(g.dataDir, g.configPath)
+	}
+	if !runDir {
+		cfg, err = readConfig(g)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,13 @@ func executeWith(args []string, stdout, stderr io.Writer, mods func() []modules.
 		if errors.Is(err, syscall.EPIPE) {
 			return 0 // `fano tasks | head`: the reader left; nothing failed
 		}
+		var coded interface{ ExitCode() int }
+		if errors.As(err, &coded) {
+			if msg := err.Error(); msg != "" {
+				fmt.Fprintf(stderr, "fano: %s\n", msg)
+			}
+			return coded.ExitCode()
+		}
 		fmt.Fprintf(stderr, "fano: %v\n", err)
 		var ue *usageError
 		if errors.As(err, &ue) {

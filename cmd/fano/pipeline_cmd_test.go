@@ -33,3 +33,18 @@ func TestProgressBarShowsTheWaitForTheBudget(t *testing.T) {
 	assert.Contains(t, line, "waiting for the daily budget until 2026-11-24 00:00 UTC")
 	assert.NotContains(t, line, "ETA")
 }
+
+// An unknown pipeline subcommand is a usage error (exit 2) naming it,
+// not the help with exit 0.
+func TestUnknownPipelineSubcommandExitsNonZero(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := executeWith([]string{"pipeline", "bogus"}, &out, &errb, nil)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errb.String(), `unknown command "bogus" for "fano pipeline"`)
+	assert.Empty(t, out.String())
+
+	out.Reset()
+	errb.Reset()
+	assert.Zero(t, executeWith([]string{"pipeline"}, &out, &errb, nil), "no subcommand: the help")
+	assert.Contains(t, out.String(), "fano pipeline init")
+}

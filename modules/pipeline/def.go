@@ -7,7 +7,10 @@
 // The module is plain logic: definition loading and validation (def.go),
 // item sources (items.go), expressions (expr.go), prompt templates and
 // answer validation (validate.go), and the decide/apply state machine
-// (module.go). cmd/fano wires it to the actor system.
+// (module.go, with when.go, stop.go, commands.go, snapshot.go), progress and
+// exports (progress.go, output.go, csv.go), step hashes (stephash.go) and
+// the run directory (rundir.go). app builds it from a run directory;
+// cmd/fano runs it.
 package pipeline
 
 import (
@@ -45,6 +48,8 @@ type Definition struct {
 	Source []byte  `yaml:"-"`
 	order  []*Step // every runnable step (groups flattened), dependencies first
 	byName map[string]*Step
+	// aliases: the names of repeated steps (steps.<name> is the latest round)
+	aliases map[string]bool
 	// itemRefs: the item fields simple prompts put in (prompt.go).
 	itemRefs []string
 }
@@ -68,6 +73,9 @@ type Limits struct {
 	// MaxOutputTokens is the answer size reserved against max_cost before
 	// a request leaves (default 1000).
 	MaxOutputTokens int `yaml:"max_output_tokens"`
+	// MaxItems: only the first this many items of the source (0: all);
+	// `run --max-items` overrides it. A later run with more goes on.
+	MaxItems int `yaml:"max_items"`
 }
 
 // ItemsSpec says where the items come from: exactly one of Source,
@@ -94,6 +102,13 @@ type Step struct {
 	LLM        *LLMStep `yaml:"llm"`
 	Expression string   `yaml:"expression"`
 	Group      []*Step  `yaml:"group"`
+	// Repeat runs its steps again while a condition holds, at most
+	// Times rounds (judge -> repair -> judge); see RepeatSpec.
+	Repeat *RepeatSpec `yaml:"repeat"`
+	// When, if set, is an expression over item, key and steps (the steps
+	// it needs) decided once those are done: false skips the step for
+	// that item (no request; the steps that need it go on without it).
+	When string `yaml:"when"`
 
 	Line   int    `yaml:"-"`
 	parent string // the group it belongs to
@@ -106,10 +121,73 @@ type Step struct {
 	promptTail string
 	promptSize int // room a rendered prompt starts with: its template's length and some
 	expr       *compiledExpr
+	when       *compiledExpr
+	base       string // a repeat's round of this body step ("" if none)
 	rules      []*compiledExpr
 	deps       []*Step // needsOf, computed once
 	models     []string
 	class      string
+}
+
+// RepeatSpec is a bounded repeat: its steps run again, round after
+// round, at most Times rounds, each round only while While (over item,
+// key and steps) holds. The rounds are steps of their own, named
+// <step>_1 .. <step>_N and listed under the repeat's name; in prompts,
+// rules and While, steps.<step> is the latest round's value (or the
+// step of that name before the repeat). Each round is as durable as any
+// step.
+type RepeatSpec struct {
+	Times int     `yaml:"times"`
+	While string  `yaml:"while"`
+	Steps []*Step `yaml:"steps"`
+}
+
+// unroll makes a repeat's rounds: copies of its steps, round i needing
+// round i-1, each with While as its when:.
+func unroll(r *Step) ([]*Step, error) {
+	rp := r.Repeat
+	if rp.Times < 1 || rp.Times > 10 {
+		return nil, fmt.Errorf("step %s: repeat.times must be 1..10", r.Name)
+	}
+	if strings.TrimSpace(rp.While) == "" {
+		return nil, fmt.Errorf("step %s: repeat.while: give the condition to go on", r.Name)
+	}
+	if len(rp.Steps) == 0 {
+		return nil, fmt.Errorf("step %s: repeat.steps: give the steps to repeat", r.Name)
+	}
+	body := map[string]bool{}
+	for _, b := range rp.Steps {
+		if b == nil || b.Group != nil || b.Repeat != nil || b.When != "" {
+			return nil, fmt.Errorf("step %s: repeat.steps are llm or expression steps without when: (the repeat's while decides)", r.Name)
+		}
+		body[b.Name] = true
+	}
+	var out, prev []*Step
+	for i := 1; i <= rp.Times; i++ {
+		var round []*Step
+		for _, b := range rp.Steps {
+			c := *b
+			c.Name, c.base, c.When = fmt.Sprintf("%s_%d", b.Name, i), b.Name, rp.While
+			if b.LLM != nil {
+				l := *b.LLM
+				c.LLM = &l
+			}
+			c.Needs = nil
+			for _, n := range b.Needs {
+				if body[n] {
+					n = fmt.Sprintf("%s_%d", n, i)
+				}
+				c.Needs = append(c.Needs, n)
+			}
+			for _, p := range prev {
+				c.Needs = append(c.Needs, p.Name)
+			}
+			round = append(round, &c)
+		}
+		out = append(out, round...)
+		prev = round
+	}
+	return out, nil
 }
 
 // LLMStep asks a model per item.
@@ -125,8 +203,14 @@ type LLMStep struct {
 	// Rules are expressions over `output` (and item, steps) that must
 	// hold: phase two.
 	Rules []string `yaml:"rules"`
-	// Attempts bounds the requests per (item, model) (default 3).
+	// Attempts bounds the requests per (item, model) (default 3): answers
+	// that failed validation and requests past TimeoutSeconds count.
 	Attempts int `yaml:"attempts"`
+	// TimeoutSeconds is how long one request of this step may take
+	// (0: the config's orchestrator.tasks.request_timeout_seconds). A
+	// request past it is recorded as "timeout", counts as an attempt, and
+	// the pair fails with stage "timeout" after the last attempt.
+	TimeoutSeconds float64 `yaml:"timeout_seconds"`
 }
 
 // Kind names what a step does.
@@ -288,7 +372,7 @@ func (v *checker) check(d *Definition, root *yaml.Node) {
 			v.add(lineOf(node(root, "classes", name), 1), "classes.%s: list at least one model", name)
 		}
 	}
-	if d.Limits.MaxCost < 0 || d.Limits.DailyRequests < 0 || d.Limits.MaxPrepared < 0 || d.Limits.MaxOutputTokens < 0 {
+	if d.Limits.MaxCost < 0 || d.Limits.DailyRequests < 0 || d.Limits.MaxPrepared < 0 || d.Limits.MaxOutputTokens < 0 || d.Limits.MaxItems < 0 {
 		v.add(lineOf(node(root, "limits"), 1), "limits: a limit is zero (none) or positive")
 	}
 	if d.Limits.MaxOutputTokens == 0 {
@@ -298,6 +382,7 @@ func (v *checker) check(d *Definition, root *yaml.Node) {
 		v.add(lineOf(node(root, "steps"), 1), "steps: a pipeline needs at least one step")
 	}
 	d.byName = map[string]*Step{}
+	d.aliases = map[string]bool{}
 	var all []*Step
 	var walk func(steps []*Step, path []any, parent *Step)
 	walk = func(steps []*Step, path []any, parent *Step) {
@@ -308,6 +393,25 @@ func (v *checker) check(d *Definition, root *yaml.Node) {
 			}
 			sp := append(append([]any(nil), path...), i)
 			s.Line = lineOf(node(root, sp...), 1)
+			if s.Repeat != nil {
+				if s.LLM != nil || s.Expression != "" || s.Group != nil || s.When != "" {
+					v.add(s.Line, "step %s: a repeat has only repeat: (and needs:)", s.Name)
+					continue
+				}
+				if parent != nil {
+					v.add(s.Line, "step %s: a repeat inside a group is not supported", s.Name)
+					continue
+				}
+				rounds, err := unroll(s)
+				if err != nil {
+					v.add(lineOf(node(root, append(sp, "repeat")...), s.Line), "%v", err)
+					continue
+				}
+				for _, b := range s.Repeat.Steps {
+					d.aliases[b.Name] = true
+				}
+				s.Group = rounds
+			}
 			if !reName.MatchString(s.Name) {
 				v.add(lineOf(node(root, append(sp, "name")...), s.Line), "step name %q: use letters, digits and _", s.Name)
 			} else if _, dup := d.byName[s.Name]; dup {
@@ -357,7 +461,7 @@ func (v *checker) check(d *Definition, root *yaml.Node) {
 				v.add(line, "step %s needs %q, which is not a step (steps: %s)", s.Name, n, strings.Join(names(all), ", "))
 			case dep == s:
 				v.add(line, "step %s needs itself", s.Name)
-			case dep.parent != "" && dep.parent == s.parent:
+			case dep.parent != "" && dep.parent == s.parent && s.base == "":
 				v.add(line, "step %s needs %s of the same group: steps of a group run in parallel; move %s before the group", s.Name, n, n)
 			}
 		}
@@ -380,6 +484,17 @@ func (v *checker) check(d *Definition, root *yaml.Node) {
 			s.expr = ce
 		case "llm":
 			v.checkLLM(d, s, root, sp)
+		}
+		if s.When != "" {
+			if s.Group != nil {
+				v.add(lineOf(node(root, append(sp, "when")...), s.Line), "step %s: when: on a group's steps, not on the group", s.Name)
+				continue
+			}
+			ce, err := compileExpr(s.When, d, s, false)
+			if err != nil {
+				v.add(lineOf(node(root, append(sp, "when")...), s.Line), "step %s: when: %v", s.Name, err)
+			}
+			s.when = ce
 		}
 	}
 }
@@ -444,6 +559,9 @@ func (v *checker) checkLLM(d *Definition, s *Step, root *yaml.Node, sp []any) {
 	if l.Attempts < 0 || l.Attempts > 20 {
 		v.add(lineAt("attempts"), "step %s: attempts must be 1..20", s.Name)
 	}
+	if l.TimeoutSeconds < 0 || (l.TimeoutSeconds > 0 && l.TimeoutSeconds < 0.001) || l.TimeoutSeconds > 7*24*3600 {
+		v.add(lineAt("timeout_seconds"), "step %s: timeout_seconds must be from 0.001 to 604800 (a week), or 0 for the config's request timeout", s.Name)
+	}
 	if strings.TrimSpace(l.Prompt) == "" {
 		v.add(lineAt("prompt"), "step %s: the prompt is empty", s.Name)
 	} else {
@@ -491,6 +609,9 @@ func (v *checker) checkLLM(d *Definition, s *Step, root *yaml.Node, sp []any) {
 // through them), else the value would not exist yet.
 func checkRef(d *Definition, s *Step, ref stepRef) error {
 	dep, ok := d.byName[ref.name]
+	if !ok && d.aliases[ref.name] {
+		return nil // a repeated step: its latest round, if any has run
+	}
 	if !ok {
 		return fmt.Errorf("{{.steps.%s}} is not a step", ref.name)
 	}

@@ -120,3 +120,28 @@ func TestItemSources(t *testing.T) {
 	assert.Equal(t, "s+formal", its[0].Key)
 	assert.Equal(t, map[string]any{"len": "s", "tone": "formal"}, its[0].Fields)
 }
+
+// timeout_seconds, when: and limits.max_items are checked, each problem at
+// its line.
+func TestParseChecksTimeoutsAndWhen(t *testing.T) {
+	_, err := Parse([]byte(`name: p
+items: {source: items.jsonl, key: id}
+models: [m1]
+limits: {max_items: -3}
+steps:
+  - name: ask
+    when: 'steps.nope == 1'
+    llm:
+      prompt: 'x {{.item.a}}'
+      timeout_seconds: -1
+`), "p.yaml")
+	var ps Problems
+	require.True(t, errors.As(err, &ps), "%v", err)
+	got := map[int]string{}
+	for _, p := range ps {
+		got[p.Line] += p.Msg + ";"
+	}
+	assert.Contains(t, got[4], "limits: a limit is zero (none) or positive")
+	assert.Contains(t, got[7], "step ask: when: {{.steps.nope}} is not a step")
+	assert.Contains(t, got[10], "step ask: timeout_seconds must be from 0.001 to 604800")
+}

@@ -76,6 +76,9 @@ func (d *Definition) LoadItems() ([]*Item, error) {
 	if spec.Limit > 0 && len(items) > spec.Limit {
 		items = items[:spec.Limit]
 	}
+	if n := d.Limits.MaxItems; n > 0 && len(items) > n {
+		items = items[:n]
+	}
 	seen := make(map[string]int, len(items))
 	for _, it := range items {
 		if prev, dup := seen[it.Key]; dup {
@@ -307,4 +310,39 @@ func cross(dims map[string][]string) []*Item {
 		out = next
 	}
 	return out
+}
+
+// SelectItems keeps the items whose keys the file at path lists, one key
+// a line (blank lines and lines starting with # skipped), in the items'
+// own order. A key no item has is an error naming the file and line.
+func SelectItems(items []*Item, path string) ([]*Item, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--items: %w", err)
+	}
+	have := make(map[string]bool, len(items))
+	for _, it := range items {
+		have[it.Key] = true
+	}
+	want := map[string]bool{}
+	for i, line := range strings.Split(string(data), "\n") {
+		key := strings.TrimSpace(line)
+		if key == "" || strings.HasPrefix(key, "#") {
+			continue
+		}
+		if !have[key] {
+			return nil, fmt.Errorf("%s:%d: no item has key %q", path, i+1, key)
+		}
+		want[key] = true
+	}
+	if len(want) == 0 {
+		return nil, fmt.Errorf("%s: lists no item key", path)
+	}
+	out := make([]*Item, 0, len(want))
+	for _, it := range items {
+		if want[it.Key] {
+			out = append(out, it)
+		}
+	}
+	return out, nil
 }

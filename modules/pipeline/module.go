@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -46,14 +44,18 @@ type Module struct {
 	itemIdx map[string]int
 	window  int
 	hold    bool
-	usage   UsageSource
 	st      state
+	// usage is the usage the backend reported with the answer being
+	// decided (TakeUsage), for that task only.
+	usage     modules.Usage
+	usageTask string
 
 	// Transient: what is in flight now. A crash loses nothing here that
 	// matters: in-flight requests are re-asked after recovery.
 	reserved map[string]reservation // task id -> cost and request held back for it
 	deferred map[string]string      // task id -> why NextAction refused to ask
 	stopped  string                 // why no new work is proposed (a cap was reached)
+	capNote  string                 // the latest request max_cost could not afford, and why
 	low      int                    // items before it are finished (Propose's cursor)
 	idx      map[pairID]*pair       // the pairs (st.Pairs holds them only as a snapshot is read)
 	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
@@ -91,6 +93,8 @@ type Module struct {
 	dirty   []int
 	isDirty []bool
 	starved map[int]bool
+	// skipped caches the when: decisions (when.go), per step and item.
+	skipped map[int]map[*Step]bool
 }
 
 type pricedTask struct {
@@ -142,6 +146,7 @@ type state struct {
 	Pairs    map[string]*pair `json:"pairs"`
 	Requests map[string]int   `json:"requests"` // UTC day -> LLM answers
 	Finished int              `json:"finished"` // run_finished events
+	LastStop *Stop            `json:"last_stop,omitempty"`
 }
 
 // Config shapes a module.
@@ -153,14 +158,13 @@ type Config struct {
 	Window int
 	// Hold: propose nothing (maintenance commands change state only).
 	Hold bool
-	// Usage, if set, gives the token counts the backend reported for a
-	// task's latest answer; without them cost is estimated from sizes.
-	Usage UsageSource
 }
 
-// UsageSource hands over the token usage of a task's latest answer (once).
-type UsageSource interface {
-	Take(taskID string) (prompt, completion int64, ok bool)
+// TakeUsage notes the usage the backend reported with a task's answer
+// (from the answer's event), just before the answer is decided: the
+// answer's cost is from it; without it, it is estimated from sizes.
+func (m *Module) TakeUsage(taskID string, u modules.Usage) {
+	m.usage, m.usageTask = u, taskID
 }
 
 // DefaultWindow is Config.Window's default.
@@ -171,7 +175,7 @@ func New(cfg Config) *Module {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
-	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, usage: cfg.Usage, itemIdx: make(map[string]int, len(cfg.Items)),
+	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, itemIdx: make(map[string]int, len(cfg.Items)),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
 		offered: map[offerID]bool{}, prep: map[int]bool{},
 		openAt: make([]int32, len(cfg.Items)), isDirty: make([]bool, len(cfg.Items)), starved: map[int]bool{}}
@@ -401,7 +405,7 @@ func done(p *pair) bool { return p != nil && p.Status != "" }
 func (m *Module) itemStatus(it *Item) itemState {
 	failed := false
 	for _, s := range m.def.order {
-		if s.LLM == nil {
+		if s.LLM == nil || m.skips(s, it) {
 			continue
 		}
 		for _, model := range s.models {
@@ -487,6 +491,9 @@ func (m *Module) noteItem(i int) {
 // ready reports whether every llm step s needs has all its pairs OK.
 func (m *Module) ready(s *Step, it *Item) bool {
 	for _, dep := range s.deps {
+		if dep.when != nil && m.skips(dep, it) {
+			continue // skipped: nothing to wait for
+		}
 		if dep.LLM != nil {
 			for _, model := range dep.models {
 				p := m.pairOf(dep.Name, it.Key, model)
@@ -538,8 +545,19 @@ func (m *Module) valuesFor(s *Step, it *Item) (map[string]any, error) {
 // (results.jsonl without expression steps writes the stored outputs
 // instead: appendRawResult.)
 func (m *Module) stepValues(it *Item) (map[string]any, error) {
+	return m.stepValuesBefore(it, nil, true)
+}
+
+// stepValuesBefore is stepValues of the steps before stop in pipeline
+// order (nil: all): what stop's when: reads. With latest, a repeated
+// step's name also holds its latest round's value (what prompts, rules
+// and conditions read; results list the rounds by their own names).
+func (m *Module) stepValuesBefore(it *Item, stop *Step, latest bool) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, s := range m.def.order {
+		if s == stop {
+			break
+		}
 		switch {
 		case s.LLM != nil:
 			outs := map[string]any{}
@@ -563,7 +581,7 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 				vals[s.Name] = outs
 			}
 		case s.expr != nil:
-			if !m.ready(s, it) {
+			if !m.ready(s, it) || m.skips(s, it) {
 				continue
 			}
 			v, err := s.expr.eval(exprEnv(it.fields(), it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
@@ -571,6 +589,9 @@ func (m *Module) stepValues(it *Item) (map[string]any, error) {
 				return nil, fmt.Errorf("step %s, item %s: expression: %w", s.Name, it.Key, err)
 			}
 			vals[s.Name] = v
+		}
+		if v, ok := vals[s.Name]; ok && latest && s.base != "" {
+			vals[s.base] = v
 		}
 		if s.parent != "" {
 			if v, ok := vals[s.Name]; ok {
@@ -593,6 +614,7 @@ func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
 	return &pb.Task{
 		Id: id, Module: Name, TaskType: TaskType, Subject: subject,
 		LlmPreference: model, MaxRequests: int32(s.LLM.Attempts),
+		RequestTimeoutMs: int64(s.LLM.TimeoutSeconds * 1000),
 	}
 }
 
@@ -657,6 +679,9 @@ func (m *Module) Propose(now time.Time) []*pb.Task {
 	if lim := m.def.Limits.MaxCost; lim > 0 && len(out) > 0 {
 		prompt, est, err := m.estimate(out[0])
 		if err == nil && m.spent+m.reservedCost()+est > lim {
+			if r, rerr := m.ref(out[0]); rerr == nil {
+				m.noteUnaffordable(r.step.Name, r.model, est)
+			}
 			if len(m.reserved) == 0 {
 				m.stopped = fmt.Sprintf("max_cost %.4f reached (spent %.4f, next request up to %.4f)", lim, m.spent, est)
 			}
@@ -679,7 +704,7 @@ func (m *Module) visit(i int, reoffer bool, room *int, out *[]*pb.Task) int32 {
 	it := m.items[i]
 	var open int32
 	for _, s := range m.def.order {
-		if s.LLM == nil || !m.ready(s, it) {
+		if s.LLM == nil || !m.ready(s, it) || m.skips(s, it) {
 			continue
 		}
 		if *room >= 0 && s.class == "cheap" && !m.cheapStarted(it) {
@@ -770,7 +795,7 @@ func (m *Module) cheapStarted(it *Item) bool {
 
 func (m *Module) expensiveOpen(it *Item) bool {
 	for _, s := range m.def.order {
-		if s.LLM == nil || s.class == "cheap" {
+		if s.LLM == nil || s.class == "cheap" || m.skips(s, it) {
 			continue
 		}
 		for _, model := range s.models {
@@ -949,6 +974,7 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		return modules.Action{}, err
 	}
 	if lim := m.def.Limits.MaxCost; lim > 0 && m.spent+m.reservedCost()+est > lim {
+		m.noteUnaffordable(r.step.Name, r.model, est)
 		m.deferred[t.Id] = fmt.Sprintf("max_cost %.4f reached (spent %.4f, in flight %.4f, next request up to %.4f)", lim, m.spent, m.reservedCost(), est)
 		if len(m.reserved) == 0 {
 			// Nothing in flight can hand back a reservation: final.
@@ -976,12 +1002,11 @@ func (m *Module) DecideResponse(t *pb.Task, answer string, now time.Time) ([]*pb
 	}
 	res := m.reserved[t.Id]
 	cost, toks := m.cost(r.model, res.promptLen, len(answer))
-	if m.usage != nil {
-		if in, out, ok := m.usage.Take(t.Id); ok {
-			p := m.price(r.model)
-			cost, toks = (float64(in)*p.Input+float64(out)*p.Output)/1e6, in+out
-		}
+	if u := m.usage; m.usageTask == t.Id && u.PromptTokens+u.CompletionTokens > 0 {
+		p := m.price(r.model)
+		cost, toks = (float64(u.PromptTokens)*p.Input+float64(u.CompletionTokens)*p.Output)/1e6, u.PromptTokens+u.CompletionTokens
 	}
+	m.usage, m.usageTask = modules.Usage{}, ""
 	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Cost: cost, Tokens: toks}
 	var vals map[string]any // only the rules read the other steps
 	if len(r.step.rules) > 0 {
@@ -1037,12 +1062,22 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 		delete(m.deferred, t.Id)
 		return pairEvent("pair_deferred", t.Id, answerEvent{pair: r.pairID(), Gen: r.gen, Error: why})
 	}
+	if p == nil || p.Attempts < r.step.LLM.Attempts {
+		// The task's request budget is spent, yet fewer answers are
+		// recorded than it allows: an answer counted by the task was lost
+		// to a crash before its event. A new round asks again.
+		return pairEvent("pair_deferred", t.Id, answerEvent{pair: r.pairID(), Gen: r.gen, Error: "an answer was lost in a crash: asked again"})
+	}
 	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
 	if p != nil {
 		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw
 	}
 	return pairEvent("pair_failed", t.Id, ev)
 }
+
+// StageTimeout is the stage of a pair whose requests all passed the
+// step's timeout_seconds (the executor's failure reason starts with it).
+const StageTimeout = "timeout"
 
 // DecideFailure records a pair the executor gave up on (backend errors,
 // a cancel) with the reason.
@@ -1057,90 +1092,15 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 	if p := m.pairOf(r.step.Name, r.item.Key, r.model); done(p) || (p != nil && p.Gen != r.gen) {
 		return nil, nil
 	}
-	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: "request", Error: reason}
+	stage := "request"
+	if strings.HasPrefix(reason, StageTimeout+":") {
+		stage = StageTimeout // every attempt passed the step's timeout_seconds
+	}
+	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: stage, Error: reason}
 	if p := m.pairOf(r.step.Name, r.item.Key, r.model); p != nil && p.Raw != "" {
 		ev.Raw = p.Raw
 	}
 	return pairEvent("pair_failed", t.Id, ev)
-}
-
-// DecideRetryFailed gives the failed pairs (of one step, or all) a new
-// generation, so the next run asks them again and only them.
-func (m *Module) DecideRetryFailed(step string) ([]*pb.ModuleEvent, error) {
-	if step != "" && m.def.Step(step) == nil {
-		return nil, fmt.Errorf("pipeline %s: no step %q", m.def.Name, step)
-	}
-	var keys []string
-	for id, p := range m.idx {
-		if p.Status == StatusFailed && (step == "" || id.step == step) {
-			keys = append(keys, id.key())
-		}
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	sort.Strings(keys)
-	data, err := encodeRetry(keys)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: encode retry_failed: %w", err)
-	}
-	return []*pb.ModuleEvent{{Type: "retry_failed", Data: data}}, nil
-}
-
-// Revalidation is what revalidate found.
-type Revalidation struct {
-	Checked  int      `json:"checked"`
-	Promoted []string `json:"promoted"` // "step/item/model"
-}
-
-// DecideRevalidate re-checks the raw answers of failed pairs against the
-// current definition's schema and rules, with no LLM call; those that
-// pass now become results.
-func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
-	var rv Revalidation
-	var evs []*pb.ModuleEvent
-	keys := make([]string, 0)
-	for id, p := range m.idx {
-		if p.Status == StatusFailed && p.Raw != "" {
-			keys = append(keys, id.key())
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		p := m.pairAt(k)
-		stepName, itemKey, model := splitPairKey(k)
-		s := m.def.Step(stepName)
-		i, ok := m.itemIdx[itemKey]
-		if s == nil || s.LLM == nil || !ok {
-			continue
-		}
-		rv.Checked++
-		vals, err := m.stepValues(m.items[i])
-		if err != nil {
-			return nil, rv, err
-		}
-		out, _, verr := m.def.ValidateAnswer(s, m.items[i], vals, p.Raw)
-		if verr != nil {
-			continue
-		}
-		b, err := json.Marshal(out)
-		if err != nil {
-			return nil, rv, err
-		}
-		e, err := pairEvent("revalidated", "", answerEvent{pair: pairIDOf(k), Gen: p.Gen, Output: b})
-		if err != nil {
-			return nil, rv, err
-		}
-		evs = append(evs, e...)
-		rv.Promoted = append(rv.Promoted, stepName+"/"+itemKey+"/"+model)
-	}
-	return evs, rv, nil
-}
-
-// DecideRunFinished marks the end of a run: the output files are written
-// from the state, under a WAL intent and commit.
-func (m *Module) DecideRunFinished() ([]*pb.ModuleEvent, error) {
-	return []*pb.ModuleEvent{{Type: "run_finished"}}, nil
 }
 
 // Apply changes state. It is idempotent per generation: an event of an
@@ -1159,6 +1119,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 	// that changes outputs may change a priced prompt.
 	changed := func(id pairID) {
 		if i, ok := m.itemIdx[id.item]; ok {
+			m.forgetSkips(i)
 			m.noteItem(i)
 			m.notePrepared(i)
 			m.markDirty(i)
@@ -1235,135 +1196,13 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		}
 		m.priced = pricedTask{}
 		m.low, m.scan, m.open, m.stopped = 0, 0, 0, "" // the retried pairs are work again
+	case "rerun":
+		return m.applyRerun(e, changed)
 	case "run_finished":
-		m.st.Finished++
+		return m.applyRunFinished(e)
 	default:
 		return fmt.Errorf("pipeline: unknown event type %q", e.Type)
 	}
-	return nil
-}
-
-// Snapshot encodes the state as json.Marshal(m.st) would (the same
-// bytes; a test holds it to that), without its reflection and its sort
-// of reflected keys: a checkpoint of a large run waits on it.
-func (m *Module) Snapshot() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(80 * len(m.idx))
-	buf.WriteString(`{"pairs":`)
-	buf.WriteByte('{')
-	for i, id := range m.sortedPairIDs() {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		if err := appendPairKey(&buf, id); err != nil {
-			return nil, err
-		}
-		buf.WriteByte(':')
-		if err := m.idx[id].appendJSON(&buf); err != nil {
-			return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
-		}
-	}
-	buf.WriteByte('}')
-	buf.WriteString(`,"requests":`)
-	if m.st.Requests == nil {
-		buf.WriteString("null")
-	} else {
-		buf.WriteByte('{')
-		for i, day := range slices.Sorted(maps.Keys(m.st.Requests)) {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := appendString(&buf, day); err != nil {
-				return nil, err
-			}
-			buf.WriteByte(':')
-			buf.WriteString(strconv.Itoa(m.st.Requests[day]))
-		}
-		buf.WriteByte('}')
-	}
-	buf.WriteString(`,"finished":`)
-	buf.WriteString(strconv.Itoa(m.st.Finished))
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
-// appendJSON writes the pair as encoding/json would, by its tags.
-func (p *pair) appendJSON(buf *bytes.Buffer) error {
-	if p == nil {
-		buf.WriteString("null")
-		return nil
-	}
-	sep := byte('{')
-	field := func(name string) {
-		buf.WriteByte(sep)
-		sep = ','
-		buf.WriteByte('"')
-		buf.WriteString(name)
-		buf.WriteString(`":`)
-	}
-	str := func(name, v string) error {
-		if v == "" {
-			return nil
-		}
-		field(name)
-		return appendString(buf, v)
-	}
-	num := func(name string, v int64) {
-		if v != 0 {
-			field(name)
-			buf.WriteString(strconv.FormatInt(v, 10))
-		}
-	}
-	if err := str("s", p.Status); err != nil {
-		return err
-	}
-	if len(p.Output) > 0 {
-		field("o")
-		if err := json.Compact(buf, p.Output); err != nil {
-			return err
-		}
-	}
-	for _, f := range [...]struct{ name, v string }{{"st", p.Stage}, {"e", p.Error}, {"r", p.Raw}} {
-		if err := str(f.name, f.v); err != nil {
-			return err
-		}
-	}
-	num("a", int64(p.Attempts))
-	num("g", int64(p.Gen))
-	if p.Cost != 0 {
-		field("c")
-		buf.Write(appendFloat(nil, p.Cost))
-	}
-	num("t", p.Tokens)
-	if sep == '{' {
-		buf.WriteByte('{')
-	}
-	buf.WriteByte('}')
-	return nil
-}
-
-func (m *Module) Restore(data []byte) error {
-	st := newState()
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("pipeline: restore: %w", err)
-	}
-	if st.Requests == nil {
-		st.Requests = map[string]int{}
-	}
-	m.st = st
-	m.low, m.scan, m.open = 0, 0, 0
-	m.offered = map[offerID]bool{}
-	m.priced = pricedTask{}
-	m.reindex()
-	m.spent = 0
-	for _, p := range m.idx {
-		m.spent += p.Cost
-	}
-	m.prep = map[int]bool{}
-	for i := range m.items {
-		m.notePrepared(i)
-	}
-	m.countItems()
 	return nil
 }
 
@@ -1395,23 +1234,3 @@ func (m *Module) Waiting() (why string, until time.Time, ok bool) {
 // SetNow gives the module the time when no task or proposal has (a
 // command that only reads the state).
 func (m *Module) SetNow(now time.Time) { m.now = now }
-
-// DecideCommand takes the pipeline's own commands (modules.Commander):
-// retry_failed, finish_run and revalidate.
-func (m *Module) DecideCommand(cmd *pb.ModuleCommand, _ time.Time) ([]*pb.ModuleEvent, *pb.CommandResult, error) {
-	switch c := cmd.GetCommand().(type) {
-	case *pb.ModuleCommand_RetryFailed:
-		evs, err := m.DecideRetryFailed(c.RetryFailed.GetStep())
-		return evs, nil, err
-	case *pb.ModuleCommand_FinishRun:
-		evs, err := m.DecideRunFinished()
-		return evs, nil, err
-	case *pb.ModuleCommand_Revalidate:
-		evs, rv, err := m.DecideRevalidate()
-		if err != nil {
-			return nil, nil, err
-		}
-		return evs, &pb.CommandResult{Revalidation: &pb.Revalidation{Checked: int32(rv.Checked), Promoted: rv.Promoted}}, nil
-	}
-	return nil, nil, modules.ErrUnsupportedCommand
-}

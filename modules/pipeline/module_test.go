@@ -440,23 +440,17 @@ func TestPreparedBufferWatermark(t *testing.T) {
 	assert.Equal(t, 10, h.m.Summary().ItemsDone)
 }
 
-type fixedUsage map[string][2]int64
-
-func (u fixedUsage) Take(id string) (int64, int64, bool) {
-	v, ok := u[id]
-	return v[0], v[1], ok
-}
-
-// Cost comes from the token usage the backend reported when there is one.
+// Cost comes from the token usage the backend reported with the answer
+// when there is one; another task's usage is not taken for it.
 func TestCostFromReportedUsage(t *testing.T) {
 	def, items := writeDef(t, capped, 1)
-	usage := fixedUsage{}
-	m := New(Config{Def: def, Items: items, Usage: usage})
+	m := New(Config{Def: def, Items: items})
 	tk := m.Propose(time.Now())[0]
-	usage[tk.Id] = [2]int64{1000, 500} // price 1000 USD per million both ways
 	act, err := m.NextAction(tk)
 	require.NoError(t, err)
 	require.Equal(t, modules.ActionLLMRequest, act.Kind)
+	m.TakeUsage("another/task", modules.Usage{PromptTokens: 9000, CompletionTokens: 9000})
+	m.TakeUsage(tk.Id, modules.Usage{PromptTokens: 1000, CompletionTokens: 500}) // price 1000 USD per million both ways
 	evs, err := m.DecideResponse(tk, `{"verdict": true}`, time.Now())
 	require.NoError(t, err)
 	require.NoError(t, m.Apply(evs[0], time.Now()))
@@ -562,4 +556,105 @@ func TestResultsWriteStoredOutputsAsDecodedOnesWould(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(appendFloat(nil, f)), "%v", f)
 	}
+}
+
+// limits.max_items keeps the first items of the source only.
+func TestMaxItemsKeepsTheFirstItems(t *testing.T) {
+	def, _ := writeDef(t, strings.Replace(fanout, "steps:", "limits: {max_items: 4}\nsteps:", 1), 10)
+	items, err := def.LoadItems()
+	require.NoError(t, err)
+	require.Len(t, items, 4)
+	assert.Equal(t, "i03", items[3].Key)
+	_, err = Parse([]byte(strings.Replace(fanout, "steps:", "limits: {max_items: -1}\nsteps:", 1)), "p.yaml")
+	require.ErrorContains(t, err, "limits: a limit is zero (none) or positive")
+}
+
+const groupOfTwo = `
+name: grouped
+items: {source: items.jsonl, key: id}
+models: [m1]
+steps:
+  - name: first
+    llm: {prompt: 'Is it true? {{.item.claim}}', schema: {type: object, required: [verdict], properties: {verdict: {type: boolean}}}}
+  - name: notes
+    needs: [first]
+    group:
+      - name: summary
+        llm: {prompt: 'Summarize: {{.item.claim}}', schema: {type: object, required: [text], properties: {text: {type: string}}}}
+      - name: keywords
+        llm: {prompt: 'Keywords: {{.item.claim}}', schema: {type: object, required: [words], properties: {words: {type: array, items: {type: string}}}}}
+`
+
+// A group's steps are listed under the group only, in results.jsonl
+// written from the stored outputs and from computed values alike.
+func TestGroupStepsAreListedOnce(t *testing.T) {
+	for name, yaml := range map[string]string{
+		"raw":        groupOfTwo,
+		"expression": strings.Replace(groupOfTwo, "steps:\n", "steps:\n  - name: tone\n    expression: '\"calm\"'\n", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			def, items := writeDef(t, yaml, 2)
+			h := newHarness(t, def, items)
+			h.runAll()
+			b, err := h.m.Export(ResultsFile)
+			require.NoError(t, err)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			require.Len(t, lines, 2)
+			for _, l := range lines {
+				var r struct {
+					Steps map[string]json.RawMessage `json:"steps"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(l), &r))
+				assert.Contains(t, r.Steps, "notes", l)
+				assert.NotContains(t, r.Steps, "summary", l)
+				assert.NotContains(t, r.Steps, "keywords", l)
+				assert.Contains(t, string(r.Steps["notes"]), `"summary"`, l)
+			}
+		})
+	}
+}
+
+// Step counts come in pipeline order (a step after those it needs, a
+// group's steps in its place), and the meter gives each its rate since
+// its first look and the time left at that rate.
+func TestStepCountsInPipelineOrderWithRateAndETA(t *testing.T) {
+	def, items := writeDef(t, groupOfTwo, 4)
+	h := newHarness(t, def, items)
+	var meter RateMeter
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	first := meter.Observe(t0, h.m.StepCounts())
+	var order []string
+	for _, c := range first {
+		order = append(order, c.Step)
+		assert.Equal(t, 4, c.Pending)
+		assert.Equal(t, -1.0, c.ETASeconds, "no rate yet")
+	}
+	assert.Equal(t, []string{"first", "summary", "keywords"}, order)
+	for _, tk := range h.m.Propose(h.now) {
+		if field(tk, "step") == "first" && (field(tk, "item") == "i00" || field(tk, "item") == "i01") {
+			h.runTask(tk)
+		}
+	}
+	later := meter.Observe(t0.Add(4*time.Second), h.m.StepCounts())
+	assert.Equal(t, StepProgress{Step: "first", Model: "m1", Done: 2, Pending: 2, RatePerSec: 0.5, ETASeconds: 4}, later[0])
+	assert.Equal(t, -1.0, later[1].ETASeconds, "summary has not started")
+}
+
+// A task that ends with fewer answers recorded than its attempts allow
+// (its answer was counted, then lost to a crash before the module's
+// event) does not fail its pair: a new round asks again.
+func TestLostAnswerIsAskedAgainNotFailed(t *testing.T) {
+	def, items := writeDef(t, strings.Replace(fanout, "models: [m1, m2, m3]", "models: [m1]\n      attempts: 1", 1), 1)
+	h := newHarness(t, def, items)
+	tk := h.m.Propose(h.now)[0]
+	_, err := h.m.NextAction(tk)
+	require.NoError(t, err)
+	evs, err := h.m.DecideCompletion(tk, h.now) // the executor's budget is spent, no answer recorded
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	assert.Equal(t, "pair_deferred", evs[0].Type)
+	h.apply(evs, nil)
+	h.runAll()
+	assert.Equal(t, 1, h.m.Summary().ItemsDone)
+	assert.Empty(t, h.m.Failures())
 }

@@ -46,9 +46,31 @@ func (m *Module) Export(path string) ([]byte, error) {
 // Result is one finished item's line in results.jsonl.
 type Result struct {
 	Key    string         `json:"key"`
-	Status string         `json:"status"` // ok | failed
+	Status string         `json:"status"` // done | failed | open (steps done so far)
 	Steps  map[string]any `json:"steps"`
-	Cost   float64        `json:"cost_usd"`
+	// Failed names the failed pairs' stage by step and model (timeout,
+	// request, schema, rules, ...).
+	Failed map[string]map[string]string `json:"failed,omitempty"`
+	Cost   float64                      `json:"cost_usd"`
+}
+
+// failedStages is Result.Failed of an item (nil: none failed).
+func (m *Module) failedStages(it *Item) map[string]map[string]string {
+	var out map[string]map[string]string
+	for _, s := range m.def.order {
+		for _, model := range s.models {
+			if p := m.pairOf(s.Name, it.Key, model); p != nil && p.Status == StatusFailed {
+				if out == nil {
+					out = map[string]map[string]string{}
+				}
+				if out[s.Name] == nil {
+					out[s.Name] = map[string]string{}
+				}
+				out[s.Name][model] = p.Stage
+			}
+		}
+	}
+	return out
 }
 
 func (m *Module) resultsJSONL() ([]byte, error) {
@@ -69,8 +91,8 @@ func (m *Module) results(raw bool) ([]byte, error) {
 	}
 	for i, it := range m.items {
 		st := m.itemSt[i]
-		if st == itemOpen {
-			continue
+		if st == itemOpen && !m.anyStepDone(it) {
+			continue // nothing to show yet; an open item shows its steps done so far
 		}
 		if raw {
 			// What enc.Encode of the item's Result writes, without
@@ -82,11 +104,16 @@ func (m *Module) results(raw bool) ([]byte, error) {
 			}
 			continue
 		}
-		vals, err := m.stepValues(it)
+		vals, err := m.stepValuesBefore(it, nil, false)
 		if err != nil {
 			return nil, err
 		}
-		r := Result{Key: it.Key, Status: st.String(), Steps: vals}
+		for _, s := range m.def.order {
+			if s.parent != "" {
+				delete(vals, s.Name) // listed under its group only
+			}
+		}
+		r := Result{Key: it.Key, Status: st.String(), Steps: vals, Failed: m.failedStages(it)}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
 				if p := m.pairOf(s.Name, it.Key, model); p != nil {
@@ -110,7 +137,8 @@ type resultKey struct {
 	group []*Step // a group's llm steps, by name
 }
 
-// resultLayout lists the keys stepValues can give a result (without
+// resultLayout lists the keys stepValues can give a result, a group's
+// steps under the group only (without
 // expression steps), sorted by name.
 func (m *Module) resultLayout() []resultKey {
 	var keys []resultKey
@@ -119,8 +147,8 @@ func (m *Module) resultLayout() []resultKey {
 		if s.LLM == nil {
 			continue
 		}
-		keys = append(keys, resultKey{name: s.Name, step: s})
 		if s.parent == "" {
+			keys = append(keys, resultKey{name: s.Name, step: s})
 			continue
 		}
 		g, ok := groups[s.parent]
@@ -140,6 +168,16 @@ func (m *Module) resultLayout() []resultKey {
 
 // stepDone reports whether every model of an llm step has an OK output
 // for the item (stepValues puts only those in).
+// anyStepDone: one of it's llm steps has every model's answer.
+func (m *Module) anyStepDone(it *Item) bool {
+	for _, s := range m.def.order {
+		if s.LLM != nil && m.stepDone(s, it) {
+			return true
+		}
+	}
+	return false
+}
+
 func (m *Module) stepDone(s *Step, it *Item) bool {
 	for _, model := range s.models {
 		if p := m.pairOf(s.Name, it.Key, model); p == nil || p.Status != StatusOK {
@@ -237,7 +275,18 @@ func (m *Module) appendRawResult(buf *bytes.Buffer, scratch []byte, layout []res
 			buf.WriteByte('}')
 		}
 	}
-	buf.WriteString(`},"cost_usd":`)
+	buf.WriteByte('}')
+	if st != itemDone {
+		if failed := m.failedStages(it); failed != nil {
+			b, err := json.Marshal(failed)
+			if err != nil {
+				return scratch, err
+			}
+			buf.WriteString(`,"failed":`)
+			buf.Write(b)
+		}
+	}
+	buf.WriteString(`,"cost_usd":`)
 	cost := 0.0
 	for _, s := range m.def.order {
 		for _, model := range s.models {
@@ -426,7 +475,7 @@ type Failure struct {
 	Key      string `json:"key"`
 	Step     string `json:"step"`
 	Model    string `json:"model"`
-	Stage    string `json:"stage"` // parse | schema | rules | request
+	Stage    string `json:"stage"` // parse | schema | rules | request | timeout
 	Error    string `json:"error"`
 	Raw      string `json:"raw,omitempty"`
 	Attempts int    `json:"attempts"`
@@ -463,7 +512,9 @@ func (m *Module) failuresJSONL() ([]byte, error) {
 
 // Counts of one step and model.
 type Counts struct {
-	OK      int `json:"ok"`
+	OK int `json:"ok"`
+	// Skipped: items whose when: skipped the step.
+	Skipped int `json:"skipped,omitempty"`
 	Failed  int `json:"failed"`
 	Pending int `json:"pending"`
 	// Invalid: answers that failed validation in the pairs' current
@@ -489,12 +540,16 @@ type Summary struct {
 	// goes on at WaitingUntil (RFC 3339, UTC).
 	Waiting      string `json:"waiting,omitempty"`
 	WaitingUntil string `json:"waiting_until,omitempty"`
+	// StepOrder lists Steps' keys in pipeline order.
+	StepOrder []string `json:"step_order"`
+	// Stop is how the latest run ended: reason, exit code, detail.
+	Stop *Stop `json:"stop,omitempty"`
 }
 
 // Summary counts items and pairs.
 func (m *Module) Summary() Summary {
 	s := Summary{Pipeline: m.def.Name, Items: len(m.items), Steps: map[string]map[string]Counts{},
-		CostUSD: roundUSD(m.spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason()}
+		CostUSD: roundUSD(m.spent), MaxCostUSD: m.def.Limits.MaxCost, Stopped: m.StopReason(), Stop: m.st.LastStop, StepOrder: m.StepOrder()}
 	for _, n := range m.st.Requests {
 		s.Requests += n
 	}
@@ -511,6 +566,8 @@ func (m *Module) Summary() Summary {
 			for _, it := range m.items {
 				p := m.pairOf(st.Name, it.Key, model)
 				switch {
+				case p == nil && m.skips(st, it):
+					c.Skipped++
 				case p != nil && p.Status == StatusOK:
 					c.OK++
 				case p != nil && p.Status == StatusFailed:

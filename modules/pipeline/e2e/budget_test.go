@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -35,7 +36,10 @@ func TestSpentDailyBudgetWaitsOrExitsWithNoWait(t *testing.T) {
 	e := newEnv(t, dailyPipeline, simConfig(0, 2), 20)
 	ctx := context.Background()
 	out, err := e.cmd(ctx, "pipeline", "run", e.def, "--no-progress", "--no-wait").CombinedOutput()
-	require.Error(t, err, "%s", out)
+	var noWait *exec.ExitError
+	require.ErrorAs(t, err, &noWait, "%s", out)
+	assert.Equal(t, 5, noWait.ExitCode(), "the daily budget's exit code")
+	assert.Contains(t, string(out), "stop: daily_budget (exit 5)")
 	assert.Contains(t, string(out), "daily_requests 5 reached for ")
 	assert.Contains(t, string(out), "T00:00:00Z: run again then")
 	assert.Contains(t, string(out), "pipeline daily: 5 of 20 items done")
@@ -79,7 +83,10 @@ wait:
 	assert.Contains(t, string(st), "waiting: daily_requests 5 reached for ")
 	assert.Contains(t, string(st), "goes on at "+p.WaitingUntil)
 	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, <-exited, "%s", buf.String())
+	var exit *exec.ExitError
+	require.ErrorAs(t, <-exited, &exit, "%s", buf.String())
+	assert.Equal(t, 6, exit.ExitCode(), "stopped by a signal with work left")
+	assert.Contains(t, buf.String(), "stop: stopped (exit 6): terminated; 15 items left")
 	assert.Contains(t, buf.String(), "waiting: daily_requests 5 reached for ")
 	assert.True(t, strings.Contains(buf.String(), "5 of 20 items done"), buf.String())
 }

@@ -111,10 +111,15 @@ func TestRunDirectoryWithJSONEventsStillWorks(t *testing.T) {
 	var stderr strings.Builder
 	run.Stderr = &stderr
 	out, err = run.Output()
-	require.NoError(t, err, "%s", stderr.String())
+	code := exitCode(t, err)
 	var end summary
-	require.NoError(t, json.Unmarshal(out, &end))
+	require.NoError(t, json.Unmarshal(out, &end), "%s", stderr.String())
 	assert.Equal(t, 12, end.ItemsDone+end.ItemsFailed)
+	if end.ItemsFailed > 0 {
+		assert.Equal(t, 3, code, "failed items: %s", stderr.String())
+	} else {
+		assert.Zero(t, code, "%s", stderr.String())
+	}
 	after := readRun(t, e.data)
 	for task, seq := range before.okAt {
 		for _, r := range after.requests[task] {

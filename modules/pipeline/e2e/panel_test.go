@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -79,8 +81,30 @@ poll:
 	st, err := e.cmd(t.Context(), "pipeline", "status", e.def).CombinedOutput()
 	require.NoError(t, err, "%s", st)
 	assert.Contains(t, string(st), "pipeline verdicts is running (pid")
+	assert.Regexp(t, `verdict +m1 +done +\d+  failed +\d+  pending +\d+ +\d+\.\d+/s  ETA `, string(st))
+	// The same per step and model as JSON: every pair counted once.
+	js, err := e.cmd(t.Context(), "pipeline", "status", e.def, "--json").Output()
+	require.NoError(t, err, "%s", js)
+	var live struct {
+		Running  bool `json:"running"`
+		Progress struct {
+			Steps []struct {
+				Step, Model           string
+				Done, Failed, Pending int
+				Rate                  float64 `json:"rate_per_s"`
+			} `json:"steps"`
+		} `json:"progress"`
+	}
+	require.NoError(t, json.Unmarshal(js, &live), "%s", js)
+	assert.True(t, live.Running)
+	require.Len(t, live.Progress.Steps, 3, "one per model")
+	for i, s := range live.Progress.Steps {
+		assert.Equal(t, "verdict", s.Step)
+		assert.Equal(t, fmt.Sprintf("m%d", i+1), s.Model, "models in the step's order")
+		assert.Equal(t, 300, s.Done+s.Failed+s.Pending)
+	}
 	require.NoError(t, run.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, <-exited, "%s", out.String())
+	require.Equal(t, 6, exitCode(t, <-exited), "stopped by a signal: %s", out.String())
 
 	assert.Equal(t, "pipeline", got.Kind)
 	assert.Equal(t, "verdicts", got.Summary.Pipeline)
@@ -92,4 +116,27 @@ poll:
 	assert.Equal(t, "rules", got.Failures[0].Stage)
 	// A stop by signal still leaves the partial results on disk.
 	assert.FileExists(t, filepath.Join(e.data, "output", "results.jsonl"))
+}
+
+// A pipeline run whose panel port another program holds takes a free
+// port (as an until-idle run does) and says where, on stderr: stdout
+// holds the --json summary alone.
+func TestPipelineRunTakesAFreePanelPort(t *testing.T) {
+	fano.Require(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer held.Close()
+	cfg := strings.Replace(simConfig(0, 2), "control: {enabled: false}", "control: {enabled: true, address: \""+held.Addr().String()+"\"}", 1)
+	e := newEnv(t, verdictPipeline, cfg, 3)
+	run := e.cmd(t.Context(), "pipeline", "run", e.def, "--no-progress", "--json")
+	var stderr strings.Builder
+	run.Stderr = &stderr
+	out, err := run.Output()
+	require.NoError(t, err, "%s", stderr.String())
+	var sum struct {
+		ItemsDone int `json:"items_done"`
+	}
+	require.NoError(t, json.Unmarshal(out, &sum), "stdout is one JSON document: %s", out)
+	assert.Equal(t, 3, sum.ItemsDone)
+	assert.Contains(t, stderr.String(), "is in use")
 }

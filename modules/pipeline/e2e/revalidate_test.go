@@ -44,7 +44,7 @@ func TestRevalidatePromotesAnswersThatNowPass(t *testing.T) {
 	e := newEnv(t, strictPipeline, simConfig(0, 4), 40)
 	ctx := context.Background()
 	out, err := e.cmd(ctx, "pipeline", "run", e.def, "--no-progress").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	require.Equal(t, 3, exitCode(t, err), "failed items: %s", out)
 	fails := lines(t, filepath.Join(e.data, "output", "failures.jsonl"))
 	require.NotEmpty(t, fails)
 	var f struct{ Stage, Raw string }

@@ -1,0 +1,143 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// Snapshot encodes the state as json.Marshal(m.st) would (the same
+// bytes; a test holds it to that), without its reflection and its sort
+// of reflected keys: a checkpoint of a large run waits on it.
+func (m *Module) Snapshot() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(80 * len(m.idx))
+	buf.WriteString(`{"pairs":`)
+	buf.WriteByte('{')
+	for i, id := range m.sortedPairIDs() {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if err := appendPairKey(&buf, id); err != nil {
+			return nil, err
+		}
+		buf.WriteByte(':')
+		if err := m.idx[id].appendJSON(&buf); err != nil {
+			return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
+		}
+	}
+	buf.WriteByte('}')
+	buf.WriteString(`,"requests":`)
+	if m.st.Requests == nil {
+		buf.WriteString("null")
+	} else {
+		buf.WriteByte('{')
+		for i, day := range slices.Sorted(maps.Keys(m.st.Requests)) {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := appendString(&buf, day); err != nil {
+				return nil, err
+			}
+			buf.WriteByte(':')
+			buf.WriteString(strconv.Itoa(m.st.Requests[day]))
+		}
+		buf.WriteByte('}')
+	}
+	buf.WriteString(`,"finished":`)
+	buf.WriteString(strconv.Itoa(m.st.Finished))
+	if m.st.LastStop != nil {
+		b, err := json.Marshal(m.st.LastStop)
+		if err != nil {
+			return nil, err
+		}
+		buf.WriteString(`,"last_stop":`)
+		buf.Write(b)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// appendJSON writes the pair as encoding/json would, by its tags.
+func (p *pair) appendJSON(buf *bytes.Buffer) error {
+	if p == nil {
+		buf.WriteString("null")
+		return nil
+	}
+	sep := byte('{')
+	field := func(name string) {
+		buf.WriteByte(sep)
+		sep = ','
+		buf.WriteByte('"')
+		buf.WriteString(name)
+		buf.WriteString(`":`)
+	}
+	str := func(name, v string) error {
+		if v == "" {
+			return nil
+		}
+		field(name)
+		return appendString(buf, v)
+	}
+	num := func(name string, v int64) {
+		if v != 0 {
+			field(name)
+			buf.WriteString(strconv.FormatInt(v, 10))
+		}
+	}
+	if err := str("s", p.Status); err != nil {
+		return err
+	}
+	if len(p.Output) > 0 {
+		field("o")
+		if err := json.Compact(buf, p.Output); err != nil {
+			return err
+		}
+	}
+	for _, f := range [...]struct{ name, v string }{{"st", p.Stage}, {"e", p.Error}, {"r", p.Raw}} {
+		if err := str(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	num("a", int64(p.Attempts))
+	num("g", int64(p.Gen))
+	if p.Cost != 0 {
+		field("c")
+		buf.Write(appendFloat(nil, p.Cost))
+	}
+	num("t", p.Tokens)
+	if sep == '{' {
+		buf.WriteByte('{')
+	}
+	buf.WriteByte('}')
+	return nil
+}
+
+func (m *Module) Restore(data []byte) error {
+	st := newState()
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("pipeline: restore: %w", err)
+	}
+	if st.Requests == nil {
+		st.Requests = map[string]int{}
+	}
+	m.st = st
+	m.low, m.scan, m.open = 0, 0, 0
+	m.offered = map[offerID]bool{}
+	m.priced = pricedTask{}
+	m.reindex()
+	m.spent = 0
+	for _, p := range m.idx {
+		m.spent += p.Cost
+	}
+	m.skipped = nil
+	m.prep = map[int]bool{}
+	for i := range m.items {
+		m.notePrepared(i)
+	}
+	m.countItems()
+	return nil
+}
