@@ -105,6 +105,9 @@ func (f *Fault) As(target any) bool {
 	if !ok {
 		return false
 	}
+	if f.Err != nil && errors.As(f.Err, p) {
+		return true // the recogniser kept its own reading
+	}
 	c := f.Condition.Class()
 	if c != ClassRate && c != ClassQuota {
 		return false
