@@ -31,7 +31,7 @@ func TestGroupCommandsRefuseStrayArguments(t *testing.T) {
 	for _, path := range groups {
 		name := strings.Join(append([]string{"fano"}, path...), " ")
 		code, out, errOut := cli(append(append([]string(nil), path...), "stray-argument")...)
-		assert.Equal(t, 1, code, "%s stray-argument: exit status", name)
+		assert.Equal(t, exitUsage, code, "%s stray-argument: exit status", name)
 		assert.Empty(t, out, name)
 		assert.Contains(t, errOut, `fano: unknown command "stray-argument" for "`+name+`"`, name)
 		assert.Contains(t, errOut, "Usage:\n  "+name, "%s: the usage follows", name)
@@ -43,9 +43,9 @@ func TestGroupCommandsRefuseStrayArguments(t *testing.T) {
 
 	// What a person who typed `fano seed "question"` meant.
 	code, _, errOut := cli("seed", "Which planes of order 10 exist?")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, `to add it: fano seed add "Which planes of order 10 exist?"`)
 	code, _, errOut = cli("wal", "inspec")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "did you mean fano wal inspect?")
 }

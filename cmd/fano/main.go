@@ -49,6 +49,11 @@ func executeWith(args []string, stdout, stderr io.Writer, mods func() []modules.
 		if errors.Is(err, syscall.EPIPE) {
 			return 0 // `fano tasks | head`: the reader left; nothing failed
 		}
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "fano: %v\n\n%s", err, ue.cmd.UsageString())
+			return exitUsage
+		}
 		var coded interface{ ExitCode() int }
 		if errors.As(err, &coded) {
 			if msg := err.Error(); msg != "" {
@@ -57,10 +62,6 @@ func executeWith(args []string, stdout, stderr io.Writer, mods func() []modules.
 			return coded.ExitCode()
 		}
 		fmt.Fprintf(stderr, "fano: %v\n", err)
-		var ue *usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "\n%s", ue.cmd.UsageString())
-		}
 		return 1
 	}
 	return 0
@@ -151,6 +152,9 @@ func newRootWith(stdout, stderr io.Writer, mods func() []modules.Module) *cobra.
 		newGatewayCmd(g), newRemoteCmd(g),
 	)
 	strictGroups(root)
+	// A flag that does not parse is a usage error like an unknown command:
+	// the message, the usage, exit status 2.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return &usageError{cmd: c, msg: err.Error()} })
 	return root
 }
 

@@ -287,7 +287,7 @@ func runInProcess(t *testing.T, cfgPath string) (lines <-chan string, stop func(
 // naming the command that does it.
 func TestSeedWithoutAddIsAnError(t *testing.T) {
 	code, out, errOut := cli("seed", "Is there a plane of order 10?")
-	assert.Equal(t, 1, code)
+	assert.Equal(t, exitUsage, code)
 	assert.Empty(t, out)
 	assert.Contains(t, errOut, `fano seed add "Is there a plane of order 10?"`)
 	code, out, _ = cli("seed")

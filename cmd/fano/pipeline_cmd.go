@@ -32,14 +32,6 @@ func newPipelineCmd(g *globals) *cobra.Command {
 			"and steps (llm, expression, group) with needs. Every (item, step, model) result is a WAL\n" +
 			"event: a run killed at any moment resumes without redoing finished work.\n" +
 			"Start with: fano pipeline init my.yaml",
-		Args: cobra.ArbitraryArgs,
-		// An unknown subcommand is an error (exit 2), not the help.
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("unknown command %q for \"fano pipeline\"; see fano pipeline --help", args[0])
-			}
-			return cmd.Help()
-		},
 	}
 	cmd.AddCommand(pipelineInitCmd(), pipelineValidateCmd(g), pipelineRunCmd(g), pipelineStatusCmd(g),
 		pipelineVerifyCmd(g, false), pipelineVerifyCmd(g, true), pipelineRevalidateCmd(g), pipelineExportCmd(g))
