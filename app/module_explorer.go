@@ -79,8 +79,8 @@ func explorerConfig(env *moduleEnv) (explorer.Config, error) {
 	}, nil
 }
 
-// preferredDeepBackend is the backend synthesis requires (spec §6.4:
-// gemini for its deep think): the enabled backend named gemini, else one
+// preferredDeepBackend is the backend synthesis requires (gemini,
+// for its deep think): the enabled backend named gemini, else one
 // whose browser profile or sim style is gemini; it must have a deep mode.
 // "" lets any backend with a deep mode synthesize.
 func preferredDeepBackend(cfg *config.Config, deep []string) string {

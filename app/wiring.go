@@ -173,7 +173,7 @@ func buildBackends(cfg *config.Config, env *backendEnv) ([]gateway.Backend, allo
 			if err != nil {
 				return nil, ac, fmt.Errorf("backend %s: %w", name, err)
 			}
-			// Every backend sits behind a circuit breaker (spec §9.3).
+			// Every backend sits behind a circuit breaker.
 			out = append(out, wrapBreaker(gw, env))
 		}
 		ac.Backends = append(ac.Backends, allocator.BackendConfig{

@@ -40,7 +40,7 @@ type metrics struct {
 	tasks, hourlyUsed, hourlyLimit, hourlyUsable, limitEstimate, deepUsed, deepLimit,
 	available, paused, rateLimited, inUse, circuit, walBytes, walEntries, walUncommitted,
 	walLastSeq, checkpointAge, uptime *prometheus.Desc
-	// What fano knows of each backend (issue 11): its state with the time
+	// What fano knows of each backend: its state with the time
 	// it ends, the learned provider rate and the limiter's queue.
 	backendState, backendUntil, learnedRate, limiterWaiting *prometheus.Desc
 	backendMemory                                           *prometheus.Desc

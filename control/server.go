@@ -1,6 +1,6 @@
 // Package control is fano's control panel: a REST API over a running
 // actors.System, a websocket of live events, Prometheus metrics and an
-// embedded web page (spec §10.3, DESIGN.md §6).
+// embedded web page.
 //
 // Reads are open to whoever reaches the listening address (127.0.0.1 by
 // default); every mutation needs the panel's bearer token. The websocket

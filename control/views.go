@@ -13,7 +13,7 @@ import (
 // that field names stay stable and readable, and so the CLI can decode
 // them with the same types.
 
-// Status is GET /api/orchestrator/status: spec §10.3's shape (state,
+// Status is GET /api/orchestrator/status: the specification's shape (state,
 // uptime, tasks, llms) plus what an operator needs to see at a glance.
 type Status struct {
 	// State is "running", or "not_accepting" while no new work starts
@@ -46,7 +46,7 @@ type TaskSummary struct {
 	ByModule     map[string]map[string]int `json:"by_module"` // module -> state -> n
 }
 
-// LLMStatus is one entry of §10.3's "llms".
+// LLMStatus is one entry of the status's "llms".
 type LLMStatus struct {
 	Available     bool `json:"available"`
 	HourlyUsed    int  `json:"hourly_used"`

@@ -22,7 +22,7 @@ const (
 	StateHostLost    State = "host_lost"    // the gateway host on another machine that holds it is not reachable
 )
 
-// Class is the row of the condition table (DESIGN §4) a state belongs to:
+// Class is the row of the condition table (docs/architecture.md, Backend conditions) a state belongs to:
 // it decides who acts and how the end is known. A new shape of fault is a
 // new way to recognise a state, never a new class.
 type Class string

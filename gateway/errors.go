@@ -8,7 +8,7 @@ import (
 )
 
 // The error kinds a Backend returns. The executor routes on them once
-// (DESIGN.md §4, actors/faults.go): a rate limit, bad credentials or an
+// (actors/faults.go; docs/architecture.md, Backend conditions): a rate limit, bad credentials or an
 // unavailable backend park the backend and send the task to another one,
 // uncounted; a transient error is retried after 60/300/900 s of
 // consecutive failures (an answer resets the count; never FAILED); a bad

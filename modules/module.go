@@ -2,7 +2,7 @@
 // owner of domain state (explorer, documenter, researcher) that proposes
 // tasks, says what a running task does next, and turns answers into events.
 //
-// A module follows spec §6.3 in decide/apply form: Decide* methods read
+// A module works in decide/apply form: Decide* methods read
 // state and return events, Apply is the only code that changes state. The
 // module host persists the decided events to the WAL before applying them,
 // so replaying a module's events rebuilds the same state. A module never
@@ -108,13 +108,13 @@ type UsageTaker interface {
 }
 
 // Backlogger is implemented by modules whose waiting work raises the
-// priority of their tasks (spec §6.1.1 backlog pressure).
+// priority of their tasks (backlog pressure, docs/architecture.md, Priority).
 type Backlogger interface {
 	Backlog() int
 }
 
-// ValidationError says an LLM answer failed validation (seeds/004
-// two-phase validation). Raw keeps the answer for inspection.
+// ValidationError says an LLM answer failed validation (the second
+// phase of two-phase validation: the text parsed but broke a rule). Raw keeps the answer for inspection.
 type ValidationError struct {
 	TaskID string
 	Phase  string // "schema" | "rules"

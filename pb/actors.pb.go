@@ -1,4 +1,4 @@
-// Messages between fano's actors (besides the §8.2 ones in
+// Messages between fano's actors (besides the basic ones in
 // messages.proto). Every message an actor receives is a protobuf type, so
 // any actor can move behind protoactor's remote later; request/response
 // pairs travel as futures (ctx.Request / RequestFuture + ctx.Respond).

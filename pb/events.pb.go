@@ -555,7 +555,8 @@ func (x *TaskStarted) GetLlm() string {
 }
 
 // LLMRequestStarted is logged, durably, before a request leaves: the
-// conversation as it stands when the request is sent (N5).
+// conversation as it stands when the request is sent, so a restart
+// re-sends exactly what was asked.
 type LLMRequestStarted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`

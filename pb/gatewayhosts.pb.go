@@ -1,4 +1,4 @@
-// Gateway hosts on other machines (DESIGN §7): what a host and the
+// Gateway hosts on other machines: what a host and the
 // orchestrator say to each other over protoactor-go remote. Every message
 // is a protobuf message: the receiver resolves it by name, and a message
 // of a type it does not know is dropped.

@@ -1,5 +1,5 @@
 // Package breaker wraps a gateway.Backend in a circuit breaker
-// (sony/gobreaker/v2, spec §9.3): after FailureThreshold consecutive
+// (sony/gobreaker/v2): after FailureThreshold consecutive
 // failures the circuit opens and every Send is refused at once as
 // gateway.Unavailable("circuit open"); after RecoveryTimeout it goes
 // half-open and lets HalfOpenRequests probes through; that many successes

@@ -1,7 +1,7 @@
 // Package refusal tells an answer that is no answer — a refusal, an
 // apology, an error message the site printed as the reply, or nothing —
 // from content. Such answers are a bad-answer fault: never saved, the
-// request goes to another backend (issue 11, item 5).
+// request goes to another backend.
 package refusal
 
 import (

@@ -66,7 +66,7 @@ type Limits struct {
 	MaxCost float64 `yaml:"max_cost"`
 	// DailyRequests bounds the LLM requests of one UTC day.
 	DailyRequests int `yaml:"daily_requests"`
-	// MaxPrepared is the prepared-buffer watermark (seeds/000): steps of
+	// MaxPrepared is the prepared-buffer watermark: steps of
 	// the cheap class run ahead of the expensive ones by at most this
 	// many items, so a day's budget is not spent on preparation alone.
 	MaxPrepared int `yaml:"max_prepared"`

@@ -620,7 +620,7 @@ func (m *Module) taskFor(s *Step, it *Item, model string, gen int) *pb.Task {
 
 // Propose offers the next pairs that can run, items in source order and,
 // within an item, every model of a step side by side: a run cut short
-// covers all models evenly (seeds/003). At most Window tasks are offered.
+// covers all models evenly. At most Window tasks are offered.
 func (m *Module) Propose(now time.Time) []*pb.Task {
 	m.now = now
 	if m.hold || m.stopped != "" || m.dailySpent() {
@@ -757,7 +757,7 @@ func offerKey(step, model string, gen int, item string) string {
 // prepared counts the items in the prepared buffer: a cheap step begun
 // (offered, answered) and an expensive one still to do. The watermark
 // bounds it, so cheap preparation never runs far ahead of the expensive
-// steps that use it (seeds/000's runner budget).
+// steps that use it.
 func (m *Module) prepared() int { return len(m.prep) }
 
 // notePrepared puts item i in or out of the prepared buffer after its
