@@ -91,6 +91,9 @@ type executorEnv struct {
 	executors   *liveExecutors
 	faults      *backendFaults
 	storageGate *storageGate
+	// quotaView is the allocator's last view of which backends can take
+	// a request now (read only; nil in tests that build no system).
+	quotaView *schedulerInputs
 	// schedulerJournal is the live scheduler instance's journal: a
 	// request's intent is queued there straight from the executor (see
 	// intentAndQuota).
@@ -512,8 +515,16 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// is parked before any quota is charged or request counted, and the
 	// task goes to another backend.
 	if c := e.env.faults.backendCondition(llm); !takesWork(c.State) {
-		e.env.faults.recordCondition(e.askDone, llm, string(c.State), c.Reason, e.env.faults.recheckAt(c))
+		e.env.faults.recordOwn(e.askDone, llm, c)
 		return e.failover(string(c.State), llm)
+	}
+	// A later turn on a backend the allocator says cannot take a request
+	// now (paced, parked since the turn before) goes elsewhere without
+	// writing an intent it would only close again.
+	if turn > 0 && !deep && e.env.quotaView != nil {
+		if normal, _ := e.env.quotaView.canTake(llm); !normal {
+			return e.failover(string(kindQuota), llm)
+		}
 	}
 	seqs, err, qerr := e.intentAndQuota(deep, &pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
 		TaskId: t.Id, Llm: llm, Prompt: act.Prompt, DeepMode: deep, Turn: turn, Images: act.Images,
@@ -525,7 +536,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	if qerr != nil {
 		// No quota: the request never leaves; close its intent.
 		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
-			TaskId: t.Id, Llm: llm, Kind: "quota", Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: true,
+			TaskId: t.Id, Llm: llm, Kind: string(kindQuota), Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: true,
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
 		}
@@ -571,6 +582,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 			return e.pause("wal", time.Time{})
 		}
 		e.env.faults.noteLearnedRate(llm)
+		e.env.faults.answered(llm)
 		if err != nil {
 			if modules.IsValidation(err) {
 				return e.retryValidation("validation: "+err.Error(), "")
@@ -585,27 +597,23 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		return nil
 	}
 
-	// The call failed: route once, on the error's kind (DESIGN.md §4).
-	kind := gateway.Kind(err)
-	if cause != nil && !errors.Is(cause, errTimeout) {
-		kind = "cancelled" // shutdown, a person, or preemption: never a failure of the task
-	} else if errors.Is(cause, errTimeout) {
-		kind = "transient" // our deadline: retried after the backoff, on another backend if one is free
-	}
+	// The call failed: read it once and route it by its class (DESIGN.md §4).
+	ft := e.env.faults.readFault(llm, err, cause)
+	route := routeOf(ft)
 	// A request our side refused before it left (an open circuit, a
-	// paused limiter) is neither charged nor counted.
-	notSent := errors.Is(err, gateway.ErrNotSent)
+	// paused limiter) is neither charged nor counted; nor is one a
+	// person's condition refused (a spent credit, a login wall).
+	release := ft.notSent || !route.charged
 	if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
-		TaskId: t.Id, Llm: llm, Kind: kind, Error: err.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: notSent,
+		TaskId: t.Id, Llm: llm, Kind: string(ft.kind), Error: err.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: release,
 	}}}); perr != nil {
 		return e.pause("wal", time.Time{})
 	}
-	if notSent {
+	if release {
 		// Nobody reads the answer: told, not asked.
 		e.env.root.Send(e.env.allocatorPID, &pb.ReleaseQuota{Backend: llm, Deep: deep, TaskId: t.Id})
 	}
-	e.env.reportCall(llm, kind)
-	route := routeFault(kind)
+	e.env.reportCall(llm, string(ft.kind))
 	switch route.task {
 	case outcomeAgain:
 		// The failure dropped this backend's conversation (scheduler
@@ -615,14 +623,15 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
 	case outcomeFailover:
-		e.env.faults.parkBackend(e.askDone, llm, t.Id, start, route, err)
-		return e.failover(kind, llm)
+		e.env.faults.park(e.askDone, llm, t.Id, start, ft)
+		return e.failover(string(ft.kind), llm)
 	case outcomeBackoff:
+		e.env.faults.park(e.askDone, llm, t.Id, start, ft)
 		// A call that hung past our deadline is offered to another
 		// backend at once; other transient failures from the second on.
 		return e.retry(err.Error(), llm, errors.Is(cause, errTimeout))
 	case outcomeElsewhere:
-		return e.retryValidation(kind+": "+err.Error(), llm)
+		return e.retryValidation(string(ft.kind)+": "+err.Error(), llm)
 	default:
 		return e.fail(err.Error())
 	}
