@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"fano/actors/allocator"
+	"fano/actors/scheduler"
 
 	"fano/gateway"
 	"fano/gateway/ratelimit"
@@ -608,4 +609,91 @@ func limiterOf(b gateway.Backend) (*ratelimit.Limiter, bool) {
 	}
 	lim := l.Limiter()
 	return lim, lim != nil
+}
+
+// BlockedBackend is a backend that waits on a person: its state, why,
+// and what the person must do.
+type BlockedBackend struct {
+	Backend, State, Reason, Action string
+}
+
+// waitingOnPerson is the backends unfinished work waits on when every
+// unfinished task may use only backends that wait on a person (a login,
+// credits, a key, a bot check, or an operator's pause); nil when some
+// task may still go on by itself, or none is left. allowed lists, per
+// unfinished task, the backends it may use (nil: any).
+func waitingOnPerson(allowed [][]string, backends []allocator.BackendStatus) []BlockedBackend {
+	if len(allowed) == 0 {
+		return nil
+	}
+	blocked := map[string]BlockedBackend{}
+	for _, st := range backends {
+		switch {
+		case st.Paused:
+			blocked[st.Name] = BlockedBackend{Backend: st.Name, State: "paused", Reason: st.PauseReason,
+				Action: "resume it: fano backend resume " + st.Name}
+		case gateway.NeedsPerson(gateway.State(st.State)):
+			blocked[st.Name] = BlockedBackend{Backend: st.Name, State: st.State, Reason: st.Reason,
+				Action: gateway.Action(gateway.State(st.State), st.Name)}
+		}
+	}
+	waitedOn := map[string]bool{}
+	for _, names := range allowed {
+		if names == nil {
+			for _, st := range backends {
+				names = append(names, st.Name)
+			}
+		}
+		some := false
+		for _, n := range names {
+			if _, ok := blocked[n]; !ok {
+				return nil // this task can go on without a person
+			}
+			waitedOn[n], some = true, true
+		}
+		if !some {
+			return nil // a task no backend may ever take is not a person's to fix
+		}
+	}
+	var out []BlockedBackend
+	for _, st := range backends {
+		if waitedOn[st.Name] {
+			out = append(out, blocked[st.Name])
+		}
+	}
+	return out
+}
+
+// WaitingOnPerson is what `fano run --until-idle` ends on besides no
+// work: no task runs, and every unfinished task may use only backends
+// that wait on a person. It returns those backends with the action each
+// needs, or nil while work can go on by itself.
+func (s *System) WaitingOnPerson() []BlockedBackend {
+	if s.executors.Load() > 0 {
+		return nil
+	}
+	var names []string
+	for _, b := range s.opts.Backends {
+		names = append(names, b.Name())
+	}
+	var allowed [][]string
+	s.state.withScheduler(func(st *scheduler.State) {
+		st.ForEach(func(t *pb.Task) {
+			if scheduler.IsFinished(t.State) {
+				return
+			}
+			if p := t.GetLlmPreference(); p != "" {
+				allowed = append(allowed, []string{p})
+				return
+			}
+			may := []string{}
+			for _, n := range names {
+				if !slices.Contains(t.GetLlmExclude(), n) {
+					may = append(may, n)
+				}
+			}
+			allowed = append(allowed, may)
+		})
+	})
+	return waitingOnPerson(allowed, s.Quotas())
 }

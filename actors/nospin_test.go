@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"fano/actors/allocator"
 	"fano/gateway"
 	"fano/modules/probe"
 	"fano/pb"
@@ -230,4 +231,27 @@ func (b *bundle) quiet() {
 			return
 		}
 	}
+}
+
+// The rest waits on a person only when every unfinished task may use
+// only backends that wait on one; the answer names each such backend
+// with its action.
+func TestWaitingOnPerson(t *testing.T) {
+	login := allocator.BackendStatus{Name: "chatgpt", State: "login", Reason: "login wall"}
+	credits := allocator.BackendStatus{Name: "router", State: "credits", Reason: "HTTP 402"}
+	ready := allocator.BackendStatus{Name: "claude", State: "ready"}
+	limited := allocator.BackendStatus{Name: "claude", State: "rate_limited"}
+	paused := allocator.BackendStatus{Name: "claude", State: "paused", Paused: true}
+
+	assert.Nil(t, waitingOnPerson(nil, []allocator.BackendStatus{login}), "no work left is not waiting")
+	assert.Nil(t, waitingOnPerson([][]string{nil}, []allocator.BackendStatus{login, ready}), "a task may go to claude")
+	assert.Nil(t, waitingOnPerson([][]string{{"chatgpt"}, {"claude"}}, []allocator.BackendStatus{login, limited}),
+		"a rate window ends by itself")
+	got := waitingOnPerson([][]string{{"chatgpt"}, {"chatgpt", "router"}}, []allocator.BackendStatus{login, ready, credits})
+	require.Len(t, got, 2)
+	assert.Equal(t, BlockedBackend{Backend: "chatgpt", State: "login", Reason: "login wall", Action: "log in again: fano login chatgpt"}, got[0])
+	assert.Contains(t, got[1].Action, "add credits")
+	got = waitingOnPerson([][]string{nil}, []allocator.BackendStatus{login, paused})
+	require.Len(t, got, 2)
+	assert.Equal(t, "resume it: fano backend resume claude", got[1].Action)
 }
