@@ -151,7 +151,7 @@ func routeOf(f fault) faultRoute {
 // error where the backend recognised it (gateway.ConditionOf); errors of
 // the older kinds are read into the same conditions here.
 func (f *backendFaults) readFault(llm string, err, cause error) fault {
-	out := fault{notSent: errors.Is(err, gateway.ErrNotSent)}
+	out := fault{notSent: neverLeft(err)}
 	switch {
 	case cause != nil && !errors.Is(cause, errTimeout):
 		out.kind = kindCancelled // shutdown, a person, or preemption

@@ -14,6 +14,7 @@ import (
 	"fano/actors/allocator"
 	"fano/actors/scheduler"
 	"fano/gateway"
+	"fano/gateway/ratelimit"
 	"fano/modules"
 	"fano/pb"
 )
@@ -207,7 +208,7 @@ func llmResponseToWire(id uint64, backend string, r gateway.Response, err error)
 		PrimedTurns: int32(r.PrimedTurns), FromPage: r.FromPage, Incomplete: r.Incomplete, Model: r.Model,
 	}
 	if err != nil {
-		w.Error = &pb.LLMError{Message: err.Error(), Kind: gateway.Kind(err), NotSent: errors.Is(err, gateway.ErrNotSent)}
+		w.Error = &pb.LLMError{Message: err.Error(), Kind: gateway.Kind(err), NotSent: neverLeft(err)}
 		var rl *gateway.RateLimitedError
 		if errors.As(err, &rl) {
 			w.Error.Backend, w.Error.RetryAfterNs, w.Error.Until = rl.Backend, int64(rl.RetryAfter), nanos(rl.Until)
@@ -221,6 +222,13 @@ func llmResponseToWire(id uint64, backend string, r gateway.Response, err error)
 		}
 	}
 	return w
+}
+
+// neverLeft: err says the request was refused before it left, by the
+// gateway (an open circuit) or by the API's rate limiter, whose wait
+// ends with its own ErrNotSent (a cancelled or timed-out wait).
+func neverLeft(err error) bool {
+	return errors.Is(err, gateway.ErrNotSent) || errors.Is(err, ratelimit.ErrNotSent)
 }
 
 func llmResponseFromWire(w *pb.LLMResponse) (gateway.Response, error) {
