@@ -592,6 +592,11 @@ func (f *backendFaults) overlayBackendFacts(st []allocator.BackendStatus) {
 		if c := f.backendCondition(st[i].Name); !takesWork(c.State) && st[i].State == allocator.StateReady {
 			st[i].State, st[i].Reason, st[i].Until, st[i].Available = string(c.State), c.Reason, c.Until, false
 		}
+		st[i].Class, st[i].Action = allocator.Describe(st[i].Name, st[i].State)
+		if gateway.NeedsPerson(gateway.State(st[i].State)) {
+			// Until a person acts: shown with the next re-check.
+			st[i].Until, _ = f.nextRecheck(st[i].Name)
+		}
 		if lim, ok := limiterOf(b); ok {
 			ls := lim.Stats()
 			st[i].PacedPerWindow, st[i].LimiterWaiting = ls.RPM, ls.Waiting

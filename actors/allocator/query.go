@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"fano/gateway"
 	"fano/pb"
 )
 
@@ -120,6 +121,7 @@ func (b *Book) Status(now time.Time) []BackendStatus {
 		}
 		s.LearnedLimit, s.LearnedWindow = q.learnedLimit, time.Duration(q.learnedWindow)
 		s.State, s.Reason, s.Until = b.state(q, now)
+		s.Class, s.Action = Describe(name, s.State)
 		out = append(out, s)
 	}
 	return out
@@ -172,4 +174,21 @@ func (b *Book) AppendFreeViews(out []FreeView, now time.Time) []FreeView {
 			Normal: b.usable(q, false, now), Deep: b.usable(q, true, now)})
 	}
 	return out
+}
+
+// Describe is the class and the person's action of a backend's state
+// (BackendStatus.State): the gateway's condition table, plus the book's
+// own states (an operator's pause is a person's to end; a spent or paced
+// hourly budget is a quota window).
+func Describe(backend, state string) (class, action string) {
+	switch state {
+	case "", StateReady:
+		return "", ""
+	case "paused":
+		return string(gateway.ClassPerson), "resume it: fano backend resume " + backend
+	case "exhausted", "paced":
+		return string(gateway.ClassQuota), ""
+	}
+	st := gateway.State(state)
+	return string(gateway.ClassOf(st)), gateway.Action(st, backend)
 }
