@@ -521,8 +521,11 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// A later turn on a backend the allocator says cannot take a request
 	// now (paced, parked since the turn before) goes elsewhere without
 	// writing an intent it would only close again.
+	// A backend only held for its pace (its limiter queues already)
+	// still serves it when no other backend could now.
 	if turn > 0 && !deep && e.env.quotaView != nil {
-		if normal, _ := e.env.quotaView.canTake(llm); !normal {
+		if normal, _ := e.env.quotaView.canTake(llm); !normal &&
+			(!e.env.faults.pacedOnly(llm) || e.env.quotaView.otherCanTake(llm, t)) {
 			return e.failover(string(kindQuota), llm)
 		}
 	}
@@ -627,9 +630,13 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		return e.failover(string(ft.kind), llm)
 	case outcomeBackoff:
 		e.env.faults.park(e.askDone, llm, t.Id, start, ft)
-		// A call that hung past our deadline is offered to another
-		// backend at once; other transient failures from the second on.
-		return e.retry(err.Error(), llm, errors.Is(cause, errTimeout))
+		// A passing fault delays the backend, not the task: when another
+		// backend may serve it now it goes there at once; else it backs
+		// off (60/300/900 s). A call that hung past our deadline is
+		// offered to another backend first; other failures from the
+		// second in a row on.
+		elsewhere := e.env.quotaView != nil && e.env.quotaView.otherCanTake(llm, e.task)
+		return e.retry(err.Error(), llm, errors.Is(cause, errTimeout), elsewhere)
 	case outcomeElsewhere:
 		return e.retryValidation(string(ft.kind)+": "+err.Error(), llm)
 	default:
@@ -748,16 +755,20 @@ func (e *executor) pause(reason string, until time.Time) *pb.TaskResult {
 
 // retry schedules the task again after the backoff for its run of
 // consecutive failed requests (60/300/900 s, then 900 s again: an answer
-// resets the run). A flaky backend never fails the task; from the second
-// failure in a row another backend is preferred.
-func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
+// resets the run), or at once avoiding llm when another backend may take
+// it now (elsewhere). A flaky backend never fails the task; from the
+// second failure in a row another backend is preferred.
+func (e *executor) retry(msg, llm string, hung, elsewhere bool) *pb.TaskResult {
 	backoff := e.env.opts.RetryBackoff
 	n := min(int(e.task.Attempts), len(backoff)-1)
 	avoid := ""
-	if e.task.Attempts > 0 || hung {
+	if e.task.Attempts > 0 || hung || elsewhere {
 		avoid = llm
 	}
 	at := e.env.clock.Now().Add(backoff[n])
+	if elsewhere {
+		at = e.env.clock.Now() // another backend may take it now
+	}
 	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{
 		TaskId: e.task.Id, Error: msg, NotBefore: nanos(at), AvoidLlm: avoid}}}); err != nil {
 		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}

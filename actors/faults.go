@@ -607,6 +607,30 @@ func (f *backendFaults) overlayBackendFacts(st []allocator.BackendStatus) {
 	}
 }
 
+// holdPaced holds, in book, every backend whose rate limiter already
+// queues a request: its pace is booked, and a new task given to it would
+// wait there while another backend might serve it now. Keeping a task
+// on its backend is a preference only while that backend can serve soon.
+func (f *backendFaults) holdPaced(book *allocator.Book) {
+	for _, b := range f.backends {
+		if lim, ok := limiterOf(b); ok {
+			book.Hold(b.Name(), lim.Stats().Waiting > 0)
+		}
+	}
+}
+
+// pacedOnly: llm's rate limiter queues a request (the allocator holds it
+// for its pace, not for a fault or its quota).
+func (f *backendFaults) pacedOnly(llm string) bool {
+	for _, b := range f.backends {
+		if b.Name() == llm {
+			lim, ok := limiterOf(b)
+			return ok && lim.Stats().Waiting > 0
+		}
+	}
+	return false
+}
+
 func limiterOf(b gateway.Backend) (*ratelimit.Limiter, bool) {
 	l, ok := gateway.As[interface{ Limiter() *ratelimit.Limiter }](b)
 	if !ok {

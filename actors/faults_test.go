@@ -194,7 +194,7 @@ func TestErrorTable(t *testing.T) {
 		{"bad_answer", func(time.Time) error {
 			return gateway.Classified("a", gateway.ErrBadAnswer, "refusal")
 		}, "elsewhere", "ready", "b"},
-		{"transient", func(time.Time) error { return gateway.Transient("a", "HTTP 503") }, "backoff", "ready", "a"},
+		{"transient", func(time.Time) error { return gateway.Transient("a", "HTTP 503") }, "moved", "ready", "b"},
 		{"permanent", func(time.Time) error { return gateway.Permanent("a", "HTTP 400") }, "failed", "ready", ""},
 	}
 	for _, kindOfBackend := range []string{"api", "browser", "sim"} {
@@ -230,6 +230,11 @@ func TestErrorTable(t *testing.T) {
 					require.NotNil(t, e.GetTaskRetryScheduled(), "%v", e)
 					assert.True(t, e.GetTaskRetryScheduled().Validation)
 					assert.Equal(t, "a", e.GetTaskRetryScheduled().AvoidLlm)
+				case "moved": // a passing fault delays the backend, not the task: b is free
+					require.NotNil(t, e.GetTaskRetryScheduled(), "%v", e)
+					assert.False(t, e.GetTaskRetryScheduled().Validation)
+					assert.Equal(t, "a", e.GetTaskRetryScheduled().AvoidLlm)
+					assert.Equal(t, e.At, e.GetTaskRetryScheduled().NotBefore, "at once")
 				case "backoff":
 					require.NotNil(t, e.GetTaskRetryScheduled(), "%v", e)
 					assert.False(t, e.GetTaskRetryScheduled().Validation)

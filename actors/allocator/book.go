@@ -181,6 +181,10 @@ type quota struct {
 	learnedLimit  int
 	learnedWindow int64 // ns
 
+	// held: the backend's own pace is booked (its rate limiter already
+	// queues a request): it takes no new task, so no task waits behind
+	// it while another backend could serve it (see Hold).
+	held         bool
 	inflight     int // QuotaUsed decided, not yet applied
 	inflightDeep int
 	inUse        int              // concurrency slots taken

@@ -110,6 +110,9 @@ func (b *Book) refused(q *quota, deep bool, now time.Time) (why refusalWhy, unti
 
 // usable reports whether q may be used now (refused, with no words).
 func (b *Book) usable(q *quota, deep bool, now time.Time) bool {
+	if q.held {
+		return false // takes no new task now; a request already given it still goes
+	}
 	why, _ := b.refused(q, deep, now)
 	return why == 0
 }

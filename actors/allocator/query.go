@@ -63,6 +63,20 @@ func (b *Book) Choose(t *pb.Task, free []string, now time.Time) (string, bool) {
 	return best, best != ""
 }
 
+// Hold says whether backend can serve a new task soon (false) or would
+// only queue it behind its own pace (true): a held backend is offered
+// no new task (Free, Choose, FreeViews), though its quota is untouched
+// and the requests of tasks already given to it still go. Transient,
+// never logged. It reports whether the hold changed.
+func (b *Book) Hold(backend string, held bool) bool {
+	q, ok := b.backends[backend]
+	if !ok || q.held == held {
+		return false
+	}
+	q.held = held
+	return true
+}
+
 // Acquire takes a concurrency slot of backend (a browser has one); false
 // if none is free or the backend is unknown. Slots are transient: they are
 // not logged, the executors take them again after a restart.
