@@ -567,10 +567,15 @@ func (f *backendFaults) probe(ask askDone, b gateway.Backend, baseCtx context.Co
 	if !takesWork(c.State) || baseCtx.Err() != nil {
 		return
 	}
-	f.mu.Lock()
-	delete(f.rechecks, name)
-	f.mu.Unlock()
+	// Recorded (and applied) before the re-check is forgotten: until
+	// then the book still says the person's condition, and a sweep in
+	// between must not start another probe.
 	f.recordCondition(ask, name, allocator.StateReady, "", time.Time{})
+	f.mu.Lock()
+	if f.rechecks[name] == r {
+		delete(f.rechecks, name)
+	}
+	f.mu.Unlock()
 }
 
 type keyReloader interface{ ReloadKey() error }

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,7 @@ type faulty struct {
 	gateway.Backend
 	clock clockwork.Clock
 	own   bool // states its condition of itself (gateway.Conditioner)
+	blind bool // its health probe cannot tell (an API's 402 shows only on a request)
 
 	mu      sync.Mutex
 	cond    gateway.Condition
@@ -84,7 +86,7 @@ func (f *faulty) Health(ctx context.Context) error {
 	f.mu.Lock()
 	f.checked = f.clock.Now()
 	f.mu.Unlock()
-	if c, on := f.current(); on && c.Class() == gateway.ClassPerson {
+	if c, on := f.current(); on && c.Class() == gateway.ClassPerson && !f.blind {
 		return f.fault(c)
 	}
 	return f.Backend.Health(ctx)
@@ -103,10 +105,18 @@ func (f *faulty) Send(ctx context.Context, req gateway.Request) (gateway.Respons
 
 func (f *faulty) Unwrap() gateway.Backend { return f.Backend }
 
-// countingWriter counts log lines.
-type countingWriter struct{ lines atomic.Int64 }
+// countingWriter counts log lines, and the alerts that name what a
+// person must do.
+type countingWriter struct{ lines, actions atomic.Int64 }
 
-func (w *countingWriter) Write(p []byte) (int, error) { w.lines.Add(1); return len(p), nil }
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.lines.Add(1)
+	if bytes.Contains(p, []byte(`"event":"actors.allocator.backend_`)) && bytes.Contains(p, []byte(`"action":"`)) &&
+		!bytes.Contains(p, []byte(`"action":""`)) {
+		w.actions.Add(1)
+	}
+	return len(p), nil
+}
 
 // Nothing spins: when the only backend a task may use (the other one is
 // its thread's author) is in any condition, the task is not started
@@ -122,8 +132,9 @@ func TestNothingSpinsOnTheOnlyAllowedBackend(t *testing.T) {
 		own   bool
 		cond  gateway.Condition
 		until func(time.Time) time.Time
-		// ends clears the condition: by itself, or as a person does.
+		// person: a person ends the condition (fano backend resume).
 		person bool
+		blind  bool
 	}{
 		{name: "no fault (baseline)"},
 		{name: "rate", cond: gateway.Condition{State: gateway.StateRateLimited, Reason: "HTTP 429"},
@@ -133,6 +144,7 @@ func TestNothingSpinsOnTheOnlyAllowedBackend(t *testing.T) {
 		{name: "transient", cond: gateway.Condition{State: gateway.StateDown, Reason: "HTTP 529"}},
 		{name: "login wall", own: true, person: true, cond: gateway.Condition{State: gateway.StateLogin, Reason: "login wall"}},
 		{name: "credits", person: true, cond: gateway.Condition{State: gateway.StateCredits, Reason: "HTTP 402"}},
+		{name: "credits, the probe blind", person: true, blind: true, cond: gateway.Condition{State: gateway.StateCredits, Reason: "HTTP 402"}},
 		{name: "challenge", own: true, person: true, cond: gateway.Condition{State: gateway.StateChallenge, Reason: "Just a moment..."}},
 	}
 	for _, tc := range cases {
@@ -146,7 +158,7 @@ func TestNothingSpinsOnTheOnlyAllowedBackend(t *testing.T) {
 					o.RequestTimeout = time.Minute
 					o.RetryBackoff = []time.Duration{60 * time.Second, 300 * time.Second, 900 * time.Second}
 					o.Logger = zerolog.New(logs).Level(zerolog.InfoLevel)
-					bad = &faulty{Backend: o.Backends[1], clock: clock, own: tc.own}
+					bad = &faulty{Backend: o.Backends[1], clock: clock, own: tc.own, blind: tc.blind}
 					o.Backends[1] = bad
 				}})
 			bad.set(tc.cond, tc.until)
@@ -181,11 +193,19 @@ func TestNothingSpinsOnTheOnlyAllowedBackend(t *testing.T) {
 			step(40 * 60)
 			grown := b.logged(t, func(e *pb.Event) bool { return !time.Unix(0, e.At).Before(from) })
 			sends := bad.sends.Load()
-			if tc.person {
+			switch {
+			case tc.blind:
+				// Each slow re-check looks fine, so a request tries: one
+				// every few minutes, one alert in all.
+				assert.LessOrEqual(t, sends, int64(10), "a request per re-check at most")
+			case tc.person:
 				assert.Zero(t, grown, "a person's condition writes nothing while it holds (%d re-checks)", bad.probes.Load())
 				assert.LessOrEqual(t, sends, int64(1), "not sent again until a person acts")
+			}
+			if tc.person {
 				assert.GreaterOrEqual(t, bad.probes.Load(), int64(5), "re-checked every few minutes")
 				assert.LessOrEqual(t, bad.probes.Load(), int64(12), "a slow re-check")
+				assert.EqualValues(t, 1, logs.actions.Load(), "one alert, naming what to do")
 			}
 			if tc.cond.State != "" {
 				require.Zero(t, completed(), "nothing completes while the condition holds")
@@ -255,3 +275,4 @@ func TestWaitingOnPerson(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, "resume it: fano backend resume claude", got[1].Action)
 }
+

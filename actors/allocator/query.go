@@ -152,9 +152,9 @@ func (b *Book) state(q *quota, now time.Time) (string, string, time.Time) {
 	}
 	if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
 		if q.capped {
-			return "capped", "usage cap", time.Unix(0, q.rateLimitedUntil)
+			return string(gateway.StateCapped), "usage cap", time.Unix(0, q.rateLimitedUntil)
 		}
-		return "rate_limited", "rate limit", time.Unix(0, q.rateLimitedUntil)
+		return string(gateway.StateRateLimited), "rate limit", time.Unix(0, q.rateLimitedUntil)
 	}
 	if q.hourlyUsed+q.inflight >= q.configuredUsable(b.cfg.BufferPercent) {
 		return "exhausted", "hourly budget used", b.NextHourWindow(now)
