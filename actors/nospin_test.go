@@ -275,4 +275,3 @@ func TestWaitingOnPerson(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, "resume it: fano backend resume claude", got[1].Action)
 }
-
