@@ -131,7 +131,8 @@ func TestLiveStatusBackendLines(t *testing.T) {
 		{Name: "chatgpt", State: "capped", Reason: "usage cap", Until: &until, HourlyUsed: 20, HourlyLimit: 100, Usable: 18, LimitEstimate: 20},
 		{Name: "router", State: "ready", HourlyUsed: 5, HourlyLimit: 1000, Usable: 900, LimitEstimate: 1000,
 			LearnedLimit: 60, LearnedWindow: "1m0s", LimiterWaiting: 7},
-		{Name: "claude", State: "credentials", Reason: "environment variable CLAUDE_KEY is unset"},
+		{Name: "claude", State: "credentials", Reason: "environment variable CLAUDE_KEY is unset", Class: "person",
+			Action: "fix the API key of claude, then: fano backend resume claude"},
 	}}
 	var out strings.Builder
 	require.NoError(t, printLiveStatus(&out, st))
@@ -139,4 +140,6 @@ func TestLiveStatusBackendLines(t *testing.T) {
 	assert.Regexp(t, `chatgpt\s+capped until 19:29:00 \(usage cap\)\s+20/100 \(usable 18\)\s+20\s+-\s+0`, text)
 	assert.Regexp(t, `router\s+ready\s+5/1000 \(usable 900\)\s+1000\s+60/1m0s\s+7`, text)
 	assert.Regexp(t, `claude\s+credentials \(environment variable CLAUDE_KEY is unset\)`, text)
+	assert.Contains(t, text, "claude waits on a person (credentials): fix the API key of claude, then: fano backend resume claude")
+	assert.Equal(t, 1, strings.Count(text, "waits on a person"), "only the backend a person must act for")
 }
