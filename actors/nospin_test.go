@@ -203,6 +203,19 @@ func TestNothingSpinsOnTheOnlyAllowedBackend(t *testing.T) {
 				assert.LessOrEqual(t, sends, int64(1), "not sent again until a person acts")
 			}
 			if tc.person {
+				// One backend state for status, health, the panel and
+				// /metrics: the condition, its class, the action, and
+				// until when (the next re-check).
+				q := b.sys.Quotas()[1]
+				require.Equal(t, "b", q.Name)
+				if !tc.blind {
+					assert.Equal(t, string(tc.cond.State), q.State)
+					assert.Equal(t, "person", q.Class)
+					assert.Equal(t, gateway.Action(tc.cond.State, "b"), q.Action)
+					// (The re-check runs beside the steps: one due a step
+					// ago may not have set the next yet.)
+					assert.InDelta(t, 0, q.Until.Sub(clock.Now()).Minutes(), 5, "until the next re-check: %v", q.Until)
+				}
 				assert.GreaterOrEqual(t, bad.probes.Load(), int64(5), "re-checked every few minutes")
 				assert.LessOrEqual(t, bad.probes.Load(), int64(12), "a slow re-check")
 				assert.EqualValues(t, 1, logs.actions.Load(), "one alert, naming what to do")

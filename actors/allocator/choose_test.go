@@ -124,3 +124,24 @@ func TestAvoidedBackendIsTheLastResort(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "chatgpt", got, "better than waiting when it is the only one free")
 }
+
+// Every state a backend shows has its class of the condition table and,
+// when a person must end it, what they do.
+func TestDescribe(t *testing.T) {
+	cases := map[string][2]string{
+		"ready":        {"", ""},
+		"rate_limited": {"rate", ""},
+		"capped":       {"quota", ""},
+		"exhausted":    {"quota", ""},
+		"paced":        {"quota", ""},
+		"circuit_open": {"transient", ""},
+		"down":         {"transient", ""},
+		"paused":       {"person", "resume it: fano backend resume x"},
+		"login":        {"person", "log in again: fano login x"},
+		"credits":      {"person", "add credits to the account of x, then: fano backend resume x"},
+	}
+	for state, want := range cases {
+		class, action := Describe("x", state)
+		assert.Equal(t, want, [2]string{class, action}, state)
+	}
+}
