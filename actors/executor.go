@@ -46,6 +46,7 @@ type executor struct {
 	task   *pb.Task
 	taskID string // e.task's, never changed: read from any goroutine
 	runNo  uint64 // the hand-out's run number, named in the TaskComplete
+	sent   int    // requests this run sent (the loop's own count)
 	runCtx context.Context
 	cancel context.CancelCauseFunc
 	self   *actor.PID
@@ -518,12 +519,14 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		e.env.faults.recordOwn(e.askDone, llm, c)
 		return e.failover(string(c.State), llm)
 	}
-	// A later turn on a backend the allocator says cannot take a request
-	// now (paced, parked since the turn before) goes elsewhere without
-	// writing an intent it would only close again.
-	// A backend only held for its pace (its limiter queues already)
-	// still serves it when no other backend could now.
-	if turn > 0 && !deep && e.env.quotaView != nil {
+	// A later request of this run on a backend the allocator says cannot
+	// take one now (paced, parked since the request before) goes
+	// elsewhere without writing an intent it would only close again. Not
+	// the run's first: the allocator reserved that one for it, and the
+	// view already counts the reservation. A backend only held for its
+	// pace (its limiter queues already) still serves it when no other
+	// backend could now.
+	if e.sent > 0 && !deep && e.env.quotaView != nil {
 		if normal, _ := e.env.quotaView.canTake(llm); !normal &&
 			(!e.env.faults.pacedOnly(llm) || e.env.quotaView.otherCanTake(llm, t)) {
 			return e.failover(string(kindQuota), llm)
@@ -561,6 +564,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		return e.unwritten(err)
 	}
 	start := e.env.clock.Now()
+	e.sent++
 	resp, err, cause := e.send(ctx, llm, gateway.Request{
 		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
 		History: history, Images: act.Images, DeepMode: deep,
