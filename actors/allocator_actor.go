@@ -98,6 +98,7 @@ func (a *allocatorActor) Receive(ctx actor.Context) {
 			a.book.Release(m.Release) // the slot of a run that ended, handed on (schedulerActor.refill)
 		}
 		now := a.sys.clock.Now()
+		a.sys.faults.holdPaced(a.book)
 		llm, ok := a.book.Choose(m.Task, a.book.Free(now), now)
 		if ok && !a.book.Acquire(llm) {
 			ok = false
@@ -271,6 +272,7 @@ func (a *allocatorActor) publish(ctx actor.Context) {
 // changedView is the free view to tell the scheduler, nil if it is the
 // one told last (see publish).
 func (a *allocatorActor) changedView() *pb.FreeSlots {
+	a.sys.faults.holdPaced(a.book)
 	views := a.book.AppendFreeViews(a.views[:0], a.sys.clock.Now())
 	if a.told && slices.Equal(views, a.published) {
 		a.views = views

@@ -46,6 +46,7 @@ type executor struct {
 	task   *pb.Task
 	taskID string // e.task's, never changed: read from any goroutine
 	runNo  uint64 // the hand-out's run number, named in the TaskComplete
+	sent   int    // requests this run sent (the loop's own count)
 	runCtx context.Context
 	cancel context.CancelCauseFunc
 	self   *actor.PID
@@ -91,6 +92,9 @@ type executorEnv struct {
 	executors   *liveExecutors
 	faults      *backendFaults
 	storageGate *storageGate
+	// quotaView is the allocator's last view of which backends can take
+	// a request now (read only; nil in tests that build no system).
+	quotaView *schedulerInputs
 	// schedulerJournal is the live scheduler instance's journal: a
 	// request's intent is queued there straight from the executor (see
 	// intentAndQuota).
@@ -516,8 +520,21 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	// is parked before any quota is charged or request counted, and the
 	// task goes to another backend.
 	if c := e.env.faults.backendCondition(llm); !takesWork(c.State) {
-		e.env.faults.recordCondition(e.askDone, llm, string(c.State), c.Reason, e.env.faults.recheckAt(c))
+		e.env.faults.recordOwn(e.askDone, llm, c)
 		return e.failover(string(c.State), llm)
+	}
+	// A later request of this run on a backend the allocator says cannot
+	// take one now (paced, parked since the request before) goes
+	// elsewhere without writing an intent it would only close again. Not
+	// the run's first: the allocator reserved that one for it, and the
+	// view already counts the reservation. A backend only held for its
+	// pace (its limiter queues already) still serves it when no other
+	// backend could now.
+	if e.sent > 0 && !deep && e.env.quotaView != nil {
+		if normal, _ := e.env.quotaView.canTake(llm); !normal &&
+			(!e.env.faults.pacedOnly(llm) || e.env.quotaView.otherCanTake(llm, t)) {
+			return e.failover(string(kindQuota), llm)
+		}
 	}
 	seqs, err, qerr := e.intentAndQuota(deep, &pb.Event{Body: &pb.Event_LlmRequestStarted{LlmRequestStarted: &pb.LLMRequestStarted{
 		TaskId: t.Id, Llm: llm, Prompt: act.Prompt, DeepMode: deep, Turn: turn, Images: act.Images,
@@ -529,7 +546,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	if qerr != nil {
 		// No quota: the request never leaves; close its intent.
 		if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
-			TaskId: t.Id, Llm: llm, Kind: "quota", Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: true,
+			TaskId: t.Id, Llm: llm, Kind: string(kindQuota), Error: qerr.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: true,
 		}}}); perr != nil {
 			return e.pause("wal", time.Time{})
 		}
@@ -551,6 +568,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		return e.unwritten(err)
 	}
 	start := e.env.clock.Now()
+	e.sent++
 	resp, err, cause := e.send(ctx, llm, gateway.Request{
 		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
 		History: history, Images: act.Images, DeepMode: deep,
@@ -576,6 +594,7 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 			return e.pause("wal", time.Time{})
 		}
 		e.env.faults.noteLearnedRate(llm)
+		e.env.faults.answered(llm)
 		if err != nil {
 			if modules.IsValidation(err) {
 				return e.retryValidation("validation: "+err.Error(), "")
@@ -590,32 +609,32 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 		return nil
 	}
 
-	// The call failed: route once, on the error's kind (DESIGN.md §4).
-	kind := gateway.Kind(err)
-	if cause != nil && !errors.Is(cause, errTimeout) {
-		kind = "cancelled" // shutdown, a person, or preemption: never a failure of the task
-	} else if errors.Is(cause, errTimeout) && t.RequestTimeoutMs > 0 {
-		kind = "timeout" // the task's own deadline: an attempt of the task, not the backend's fault
-	} else if errors.Is(cause, errTimeout) {
-		kind = "transient" // our deadline: retried after the backoff, on another backend if one is free
+	// The call failed: read it once and route it by its class
+	// (docs/architecture.md, Backend conditions). The task's own deadline
+	// (a pipeline step's timeout) is an attempt of the task, not a fault
+	// of the backend.
+	ft := e.env.faults.readFault(llm, err, cause)
+	if errors.Is(cause, errTimeout) && t.RequestTimeoutMs > 0 {
+		ft = fault{kind: KindTimeout}
 	}
+	route := routeOf(ft)
 	// A request our side refused before it left (an open circuit, a
-	// paused limiter) is neither charged nor counted.
-	notSent := errors.Is(err, gateway.ErrNotSent)
+	// paused limiter) is neither charged nor counted; nor is one a
+	// person's condition refused (a spent credit, a login wall).
+	release := ft.notSent || !route.charged
 	if _, perr := e.persist(&pb.Event{Body: &pb.Event_LlmRequestFailed{LlmRequestFailed: &pb.LLMRequestFailed{
-		TaskId: t.Id, Llm: llm, Kind: kind, Error: err.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: notSent,
+		TaskId: t.Id, Llm: llm, Kind: string(ft.kind), Error: err.Error(), RequestSeq: reqSeq, Turn: turn, NotSent: release,
 	}}}); perr != nil {
 		return e.pause("wal", time.Time{})
 	}
-	if notSent {
+	if release {
 		// Nobody reads the answer: told, not asked.
 		e.env.root.Send(e.env.allocatorPID, &pb.ReleaseQuota{Backend: llm, Deep: deep, TaskId: t.Id})
 	}
-	e.env.reportCall(llm, kind)
-	if kind == "timeout" {
+	e.env.reportCall(llm, string(ft.kind))
+	if ft.kind == KindTimeout {
 		return e.timedOut(maxRequests(t, *e.env.opts))
 	}
-	route := routeFault(kind)
 	switch route.task {
 	case outcomeAgain:
 		// The failure dropped this backend's conversation (scheduler
@@ -625,14 +644,19 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	case outcomeStop:
 		return e.stopped(context.Cause(ctx))
 	case outcomeFailover:
-		e.env.faults.parkBackend(e.askDone, llm, t.Id, start, route, err)
-		return e.failover(kind, llm)
+		e.env.faults.park(e.askDone, llm, t.Id, start, ft)
+		return e.failover(string(ft.kind), llm)
 	case outcomeBackoff:
-		// A call that hung past our deadline is offered to another
-		// backend at once; other transient failures from the second on.
-		return e.retry(err.Error(), llm, errors.Is(cause, errTimeout))
+		e.env.faults.park(e.askDone, llm, t.Id, start, ft)
+		// A passing fault delays the backend, not the task: when another
+		// backend may serve it now it goes there at once; else it backs
+		// off (60/300/900 s). A call that hung past our deadline is
+		// offered to another backend first; other failures from the
+		// second in a row on.
+		elsewhere := e.env.quotaView != nil && e.env.quotaView.otherCanTake(llm, e.task)
+		return e.retry(err.Error(), llm, errors.Is(cause, errTimeout), elsewhere)
 	case outcomeElsewhere:
-		return e.retryValidation(kind+": "+err.Error(), llm)
+		return e.retryValidation(string(ft.kind)+": "+err.Error(), llm)
 	default:
 		return e.fail(err.Error())
 	}
@@ -749,16 +773,20 @@ func (e *executor) pause(reason string, until time.Time) *pb.TaskResult {
 
 // retry schedules the task again after the backoff for its run of
 // consecutive failed requests (60/300/900 s, then 900 s again: an answer
-// resets the run). A flaky backend never fails the task; from the second
-// failure in a row another backend is preferred.
-func (e *executor) retry(msg, llm string, hung bool) *pb.TaskResult {
+// resets the run), or at once avoiding llm when another backend may take
+// it now (elsewhere). A flaky backend never fails the task; from the
+// second failure in a row another backend is preferred.
+func (e *executor) retry(msg, llm string, hung, elsewhere bool) *pb.TaskResult {
 	backoff := e.env.opts.RetryBackoff
 	n := min(int(e.task.Attempts), len(backoff)-1)
 	avoid := ""
-	if e.task.Attempts > 0 || hung {
+	if e.task.Attempts > 0 || hung || elsewhere {
 		avoid = llm
 	}
 	at := e.env.clock.Now().Add(backoff[n])
+	if elsewhere {
+		at = e.env.clock.Now() // another backend may take it now
+	}
 	if _, err := e.persist(&pb.Event{Body: &pb.Event_TaskRetryScheduled{TaskRetryScheduled: &pb.TaskRetryScheduled{
 		TaskId: e.task.Id, Error: msg, NotBefore: nanos(at), AvoidLlm: avoid}}}); err != nil {
 		return &pb.TaskResult{Paused: true, Reason: "wal", Error: err.Error()}

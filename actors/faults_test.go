@@ -194,7 +194,7 @@ func TestErrorTable(t *testing.T) {
 		{"bad_answer", func(time.Time) error {
 			return gateway.Classified("a", gateway.ErrBadAnswer, "refusal")
 		}, "elsewhere", "ready", "b"},
-		{"transient", func(time.Time) error { return gateway.Transient("a", "HTTP 503") }, "backoff", "ready", "a"},
+		{"transient", func(time.Time) error { return gateway.Transient("a", "HTTP 503") }, "moved", "ready", "b"},
 		{"permanent", func(time.Time) error { return gateway.Permanent("a", "HTTP 400") }, "failed", "ready", ""},
 	}
 	for _, kindOfBackend := range []string{"api", "browser", "sim"} {
@@ -230,6 +230,11 @@ func TestErrorTable(t *testing.T) {
 					require.NotNil(t, e.GetTaskRetryScheduled(), "%v", e)
 					assert.True(t, e.GetTaskRetryScheduled().Validation)
 					assert.Equal(t, "a", e.GetTaskRetryScheduled().AvoidLlm)
+				case "moved": // a passing fault delays the backend, not the task: b is free
+					require.NotNil(t, e.GetTaskRetryScheduled(), "%v", e)
+					assert.False(t, e.GetTaskRetryScheduled().Validation)
+					assert.Equal(t, "a", e.GetTaskRetryScheduled().AvoidLlm)
+					assert.Equal(t, e.At, e.GetTaskRetryScheduled().NotBefore, "at once")
 				case "backoff":
 					require.NotNil(t, e.GetTaskRetryScheduled(), "%v", e)
 					assert.False(t, e.GetTaskRetryScheduled().Validation)
@@ -241,7 +246,11 @@ func TestErrorTable(t *testing.T) {
 				for _, q := range b.sys.Quotas() {
 					if q.Name == "a" {
 						assert.Equal(t, r.state, q.State, "a's state")
-						assert.Equal(t, 1, q.HourlyUsed, "the failed request reached the provider: it is charged")
+						if r.state == "credentials" {
+							assert.Zero(t, q.HourlyUsed, "a person's condition is neither charged nor counted")
+						} else {
+							assert.Equal(t, 1, q.HourlyUsed, "the failed request reached the provider: it is charged")
+						}
 						if r.kind == "rate_limited" || r.kind == "usage_cap" {
 							assert.Equal(t, 1000, q.HourlyLimit)
 						}
@@ -514,21 +523,45 @@ func TestRefusedBeforeSendingIsNotChargedNorCounted(t *testing.T) {
 	}
 }
 
-// The error table as data: kind -> what happens to the task and backend.
-func TestRouteFault(t *testing.T) {
-	cases := map[string]faultRoute{
-		"cancelled":         {task: outcomeStop},
-		"rate_limited":      {task: outcomeFailover, backend: "rate_limited"},
-		"credentials":       {task: outcomeFailover, backend: "credentials"},
-		"unavailable":       {task: outcomeFailover, backend: "down"},
-		"hung":              {task: outcomeFailover},
-		"bad_answer":        {task: outcomeElsewhere},
-		"transient":         {task: outcomeBackoff},
-		"conversation_gone": {task: outcomeAgain},
-		"permanent":         {task: outcomeFail},
-		"something new":     {task: outcomeFail},
+// The condition table as data: each fault, read once, routes by its
+// class (and for a passing fault the backend's own state) to what
+// happens to the task, the backend and the quota.
+func TestRouteByClass(t *testing.T) {
+	f := &backendFaults{clock: clockwork.NewFakeClock()}
+	until := time.Date(2026, 1, 5, 11, 0, 0, 0, time.UTC)
+	fault := func(st gateway.State) error {
+		return &gateway.Fault{Backend: "a", Condition: gateway.Condition{State: st, Until: until}}
 	}
-	for kind, want := range cases {
-		assert.Equal(t, want, routeFault(kind), kind)
+	cases := []struct {
+		name  string
+		err   error
+		cause error
+		kind  faultKind
+		want  faultRoute
+	}{
+		{"rate window", fault(gateway.StateRateLimited), nil, kindRateLimited, faultRoute{task: outcomeFailover, park: parkUntilEnd, charged: true}},
+		{"quota window", fault(gateway.StateCapped), nil, kindRateLimited, faultRoute{task: outcomeFailover, park: parkUntilEnd, charged: true}},
+		{"older 429", &gateway.RateLimitedError{Backend: "a", RetryAfter: time.Minute}, nil, kindRateLimited, faultRoute{task: outcomeFailover, park: parkUntilEnd, charged: true}},
+		{"credits", fault(gateway.StateCredits), nil, kindUnavailable, faultRoute{task: outcomeFailover, park: parkForPerson}},
+		{"login", fault(gateway.StateLogin), nil, kindUnavailable, faultRoute{task: outcomeFailover, park: parkForPerson}},
+		{"challenge", fault(gateway.StateChallenge), nil, kindUnavailable, faultRoute{task: outcomeFailover, park: parkForPerson}},
+		{"credentials", gateway.Classified("a", gateway.ErrCredentials, "HTTP 401"), nil, kindCredentials, faultRoute{task: outcomeFailover, park: parkForPerson}},
+		{"circuit open", fault(gateway.StateCircuitOpen), nil, kindUnavailable, faultRoute{task: outcomeFailover, park: parkUntilRecheck, charged: true}},
+		{"unavailable", gateway.Unavailable("a", "browser gone"), nil, kindUnavailable, faultRoute{task: outcomeFailover, park: parkUntilRecheck, charged: true}},
+		{"hung", gateway.Classified("a", gateway.ErrHung, "no answer"), nil, kindHung, faultRoute{task: outcomeFailover, charged: true}},
+		{"529", gateway.Transient("a", "HTTP 529"), nil, kindTransient, faultRoute{task: outcomeBackoff, charged: true}},
+		{"our deadline", context.DeadlineExceeded, errTimeout, kindTransient, faultRoute{task: outcomeBackoff, charged: true}},
+		{"shutdown", context.Canceled, errShutdown, kindCancelled, faultRoute{task: outcomeStop, charged: true}},
+		{"refusal", gateway.Classified("a", gateway.ErrBadAnswer, "no"), nil, kindBadAnswer, faultRoute{task: outcomeElsewhere, charged: true}},
+		{"conversation gone", gateway.Classified("a", gateway.ErrConversationGone, "404"), nil, kindConversationGone, faultRoute{task: outcomeAgain, charged: true}},
+		{"400", gateway.Permanent("a", "HTTP 400"), nil, kindPermanent, faultRoute{task: outcomeFail, charged: true}},
+		{"unclassified", fmt.Errorf("something new"), nil, kindPermanent, faultRoute{task: outcomeFail, charged: true}},
 	}
+	for _, c := range cases {
+		ft := f.readFault("a", c.err, c.cause)
+		assert.Equal(t, c.kind, ft.kind, c.name)
+		assert.Equal(t, c.want, routeOf(ft), c.name)
+	}
+	// The end is the recogniser's, taken as it is.
+	assert.Equal(t, until, f.readFault("a", fault(gateway.StateCapped), nil).cond.Until)
 }

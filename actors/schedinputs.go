@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"slices"
+
 	"sync"
 	"sync/atomic"
 
@@ -62,4 +64,19 @@ func (in *schedulerInputs) backlog(module string) int {
 		return v.(int)
 	}
 	return 0
+}
+
+// otherCanTake: a backend other than llm that task t may use can take a
+// normal request in the allocator's last view.
+func (in *schedulerInputs) otherCanTake(llm string, t *pb.Task) bool {
+	for name, v := range *in.quota.Load() {
+		if name == llm || !v.Normal || slices.Contains(t.GetLlmExclude(), name) {
+			continue
+		}
+		if p := t.GetLlmPreference(); p != "" && p != name {
+			continue
+		}
+		return true
+	}
+	return false
 }

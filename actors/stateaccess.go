@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"context"
 	"sync/atomic"
 
@@ -62,6 +64,19 @@ func (sa *stateAccess) withScheduler(fn func(*scheduler.State)) {
 	if a := sa.scheduler.Load(); a != nil && a.state != nil {
 		fn(a.state)
 	}
+}
+
+// allocatorStatus is every backend's recorded state as the allocator's
+// book holds it now, read between two of its messages without a round
+// trip (the tick's sweep: a figure a message old is good enough).
+func (sa *stateAccess) allocatorStatus(now time.Time) []allocator.BackendStatus {
+	g := &sa.desks.desk(ownerAllocator).guard
+	g.Lock()
+	defer g.Unlock()
+	if a := sa.allocator.Load(); a != nil && a.book != nil {
+		return a.book.Status(now)
+	}
+	return nil
 }
 
 // withAllocator runs fn on the allocator's book between two of its

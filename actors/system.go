@@ -171,7 +171,7 @@ func Start(opts Options) (*System, error) {
 	s.execEnv = &executorEnv{baseCtx: baseCtx, root: s.root, registry: s.as.ProcessRegistry, clock: s.clock, logger: s.logger, opts: &s.opts,
 		schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID,
 		modulePIDs: s.modulePIDs, moduleHosts: s.moduleHosts, gateways: s.gateways, offActor: &s.offActor, executors: s.executors,
-		faults: s.faults, storageGate: s.storageGate}
+		faults: s.faults, storageGate: s.storageGate, quotaView: s.inputs}
 	s.state = &stateAccess{asks: s.asks, desks: s.desks, schedulerPID: s.schedulerPID, allocatorPID: s.allocatorPID, modulePIDs: s.modulePIDs}
 	// A fault that began before the start holds work from the first
 	// message on: the tree may dispatch as soon as it runs.
@@ -222,7 +222,7 @@ func (s *System) startLoops() {
 		every time.Duration
 		fn    func()
 	}{
-		{s.opts.TickInterval, s.tick},
+		{s.opts.TickInterval, func() { sweepThenTick(s) }},
 	}
 	if s.opts.CheckpointInterval > 0 {
 		tickers = append(tickers, struct {
@@ -274,8 +274,18 @@ func (s *System) tickModules(t *pb.Tick) {
 	}
 }
 
-// Tick runs one tick at once (tests on a fake clock, and after a submit).
-func (s *System) Tick() { s.tick() }
+// Tick runs one tick at once (tests on a fake clock, and after a submit),
+// with the backends' sweep before it as the periodic tick has.
+func (s *System) Tick() { sweepThenTick(s) }
+
+// sweepThenTick is the periodic tick: first the backends' own conditions
+// and due re-checks (backendFaults.sweep), so the tick's dispatch already
+// avoids a backend that cannot serve; then the tick. Not from the WAL
+// writer's goroutine (onStorage): the sweep may wait for a write.
+func sweepThenTick(s *System) {
+	s.faults.sweep(s.asks.requestDone, s.state.allocatorStatus(s.clock.Now()), s.execEnv.baseCtx)
+	s.tick()
+}
 
 // SetAccepting stops (false) or resumes (true) the start of new work, as
 // the health monitor does on low disk. Running tasks go on.

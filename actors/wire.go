@@ -14,6 +14,7 @@ import (
 	"fano/actors/allocator"
 	"fano/actors/scheduler"
 	"fano/gateway"
+	"fano/gateway/ratelimit"
 	"fano/modules"
 	"fano/pb"
 )
@@ -207,14 +208,27 @@ func llmResponseToWire(id uint64, backend string, r gateway.Response, err error)
 		PrimedTurns: int32(r.PrimedTurns), FromPage: r.FromPage, Incomplete: r.Incomplete, Model: r.Model,
 	}
 	if err != nil {
-		w.Error = &pb.LLMError{Message: err.Error(), Kind: gateway.Kind(err), NotSent: errors.Is(err, gateway.ErrNotSent)}
+		w.Error = &pb.LLMError{Message: err.Error(), Kind: gateway.Kind(err), NotSent: neverLeft(err)}
 		var rl *gateway.RateLimitedError
 		if errors.As(err, &rl) {
 			w.Error.Backend, w.Error.RetryAfterNs, w.Error.Until = rl.Backend, int64(rl.RetryAfter), nanos(rl.Until)
 			w.Error.Cap, w.Error.Reason = rl.Cap, rl.Reason
 		}
+		var f *gateway.Fault
+		if errors.As(err, &f) {
+			c := f.Condition
+			w.Error.Backend, w.Error.State, w.Error.Window = f.Backend, string(c.State), f.Window
+			w.Error.Until, w.Error.Reason, w.Error.Cap = nanos(c.Until), c.Reason, c.Class() == gateway.ClassQuota
+		}
 	}
 	return w
+}
+
+// neverLeft: err says the request was refused before it left, by the
+// gateway (an open circuit) or by the API's rate limiter, whose wait
+// ends with its own ErrNotSent (a cancelled or timed-out wait).
+func neverLeft(err error) bool {
+	return errors.Is(err, gateway.ErrNotSent) || errors.Is(err, ratelimit.ErrNotSent)
 }
 
 func llmResponseFromWire(w *pb.LLMResponse) (gateway.Response, error) {
@@ -250,14 +264,14 @@ func (e *llmError) Unwrap() error {
 
 // llmErrorKinds maps gateway.Kind's names back to what it matches.
 var llmErrorKinds = map[string]error{
-	"cancelled":         context.Canceled,
-	"credentials":       gateway.ErrCredentials,
-	"bad_answer":        gateway.ErrBadAnswer,
-	"hung":              gateway.ErrHung,
-	"conversation_gone": gateway.ErrConversationGone,
-	"transient":         gateway.ErrTransient,
-	"unavailable":       gateway.ErrUnavailable,
-	"permanent":         gateway.ErrPermanent,
+	string(kindCancelled):        context.Canceled,
+	string(kindCredentials):      gateway.ErrCredentials,
+	string(kindBadAnswer):        gateway.ErrBadAnswer,
+	string(kindHung):             gateway.ErrHung,
+	string(kindConversationGone): gateway.ErrConversationGone,
+	string(kindTransient):        gateway.ErrTransient,
+	string(kindUnavailable):      gateway.ErrUnavailable,
+	string(kindPermanent):        gateway.ErrPermanent,
 }
 
 func llmErrorFromWire(w *pb.LLMError) error {
@@ -265,7 +279,13 @@ func llmErrorFromWire(w *pb.LLMError) error {
 		return nil
 	}
 	e := &llmError{msg: w.Message, kind: llmErrorKinds[w.Kind], notSent: w.NotSent}
-	if w.Kind == "rate_limited" {
+	if w.State != "" {
+		// A fault read into its condition where it was recognised: it
+		// crosses as it was, so routing reads the same condition.
+		return &gateway.Fault{Backend: w.Backend, Window: w.Window, NotSent: w.NotSent, Err: e,
+			Condition: gateway.Condition{State: gateway.State(w.State), Reason: w.Reason, Until: timeOf(w.Until)}}
+	}
+	if w.Kind == string(kindRateLimited) {
 		e.rl = &gateway.RateLimitedError{Backend: w.Backend, RetryAfter: time.Duration(w.RetryAfterNs),
 			Until: timeOf(w.Until), Cap: w.Cap, Reason: w.Reason, NotSent: w.NotSent}
 	}

@@ -127,8 +127,9 @@ type Main struct {
 
 // Result is how a Run ended.
 type Result struct {
-	// Reason is why: "idle" (no work left), "halted" (work held back too
-	// long; Run returned an error), a signal's name, a stop request's
+	// Reason is why: "idle" (no work left), ReasonWaitingOnPerson (the
+	// rest waits on a person), "halted" (work held back too long; Run
+	// returned an error), a signal's name, a stop request's
 	// reason (the panel), or "context" (the caller's context ended).
 	Reason string
 	// Completed counts the completed tasks when the run ended idle;
@@ -138,7 +139,14 @@ type Result struct {
 	Recovered int
 	// Continued: the data directory held earlier runs' work.
 	Continued bool
+	// Blocked: with Reason ReasonWaitingOnPerson, the backends the rest
+	// of the work waits on and what a person must do for each.
+	Blocked []actors.BlockedBackend
 }
+
+// ReasonWaitingOnPerson ends an until-idle run whose remaining work may
+// only use backends that wait on a person.
+const ReasonWaitingOnPerson = "waiting_on_person"
 
 // NewMain returns a Main for o; Open starts it.
 func NewMain(o Options) *Main {
@@ -334,7 +342,7 @@ func (m *Main) Run(ctx context.Context) error {
 		defer t.Stop()
 		idle = t.Chan()
 	}
-	idleSeen := 0
+	idleSeen, personSeen := 0, 0
 	// Every few minutes a backend parked for its credentials is re-checked
 	// with the environment file read again: a key fixed there is used
 	// without a signal.
@@ -400,6 +408,18 @@ func (m *Main) Run(ctx context.Context) error {
 				idleSeen++
 			} else {
 				idleSeen = 0
+			}
+			// The rest waits on a person (a login, credits, a key): a
+			// batch run ends and says what to do; nothing is lost, the
+			// next run continues.
+			if blocked := sys.WaitingOnPerson(); len(blocked) > 0 && sys.Accepting() {
+				personSeen++
+				if personSeen >= 3 {
+					m.result.Reason, m.result.Blocked = ReasonWaitingOnPerson, blocked
+					return nil
+				}
+			} else {
+				personSeen = 0
 			}
 			if idleSeen >= 3 {
 				m.result.Reason = "idle"

@@ -457,7 +457,7 @@ func (t sysTarget) backends(hs []actors.BackendHealth) []health.Backend {
 	out := make([]health.Backend, len(hs))
 	for i, h := range hs {
 		q := quotas[h.Name]
-		out[i] = health.Backend{Name: h.Name, Healthy: h.Healthy, Paused: q.Paused, Error: h.Error, State: q.State, Until: q.Until}
+		out[i] = health.Backend{Name: h.Name, Healthy: h.Healthy, Paused: q.Paused, Error: h.Error, State: q.State, Until: q.Until, Class: q.Class, Action: q.Action}
 	}
 	return out
 }

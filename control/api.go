@@ -294,25 +294,8 @@ func (s *Server) status() Status {
 	for _, b := range s.sys.Quotas() {
 		st.LLMs[b.Name] = LLMStatus{Available: b.Available, HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit,
 			DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit}
-		bv := BackendView{
-			Name: b.Name, Kind: b.Kind, State: backendState(b, now), Available: b.Available,
-			HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit, LimitEstimate: b.LimitEstimate, Usable: b.Usable,
-			DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit, Paused: b.Paused, PauseReason: b.PauseReason,
-			InUse: b.InUse, MaxConcurrency: b.MaxConcurrency, Circuit: circuits[b.Name],
-			RunningTasks: nonNil(byBackend[b.Name]), MemoryBytes: memory[b.Name],
-		}
-		if !b.RateLimitedUntil.IsZero() {
-			t := b.RateLimitedUntil.UTC()
-			bv.RateLimitedUntil = &t
-		}
-		bv.Reason, bv.LearnedLimit, bv.PacedPerWindow, bv.LimiterWaiting = b.Reason, b.LearnedLimit, b.PacedPerWindow, b.LimiterWaiting
-		if b.LearnedWindow > 0 {
-			bv.LearnedWindow = b.LearnedWindow.String()
-		}
-		if !b.Until.IsZero() {
-			t := b.Until.UTC()
-			bv.Until = &t
-		}
+		bv := BackendViewOf(b, now)
+		bv.Circuit, bv.RunningTasks, bv.MemoryBytes = circuits[b.Name], nonNil(byBackend[b.Name]), memory[b.Name]
 		st.Backends = append(st.Backends, bv)
 	}
 	for _, m := range s.modules() {

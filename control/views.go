@@ -59,8 +59,14 @@ type LLMStatus struct {
 type BackendView struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"`
-	// State sums it up: paused | rate_limited | exhausted | busy | ready.
+	// State is the backend's one state (allocator.BackendStatus): ready,
+	// busy, or why it takes no work (rate_limited, capped, credentials,
+	// credits, login, challenge, circuit_open, paused, exhausted...);
+	// Class its row of the condition table and Action what a person must
+	// do, when it is theirs to end.
 	State            string     `json:"state"`
+	Class            string     `json:"class,omitempty"`
+	Action           string     `json:"action,omitempty"`
 	Available        bool       `json:"available"`
 	HourlyUsed       int        `json:"hourly_used"`
 	HourlyLimit      int        `json:"hourly_limit"`
@@ -255,22 +261,17 @@ func taskView(t *pb.Task, withMessages bool) TaskView {
 	return v
 }
 
-// backendState sums a backend up in one word, most important first.
-func backendState(b allocator.BackendStatus, now time.Time) string {
+// backendState is the allocator's one state of a backend (the book's
+// and the backend's own condition), read as it is; "busy" only adds that
+// a ready backend has no free slot.
+func backendState(b allocator.BackendStatus) string {
 	if b.State != "" && b.State != allocator.StateReady {
-		return b.State // the allocator's and the backend's own reasons
+		return b.State
 	}
-	switch {
-	case b.Paused:
-		return "paused"
-	case !b.RateLimitedUntil.IsZero() && now.Before(b.RateLimitedUntil):
-		return "rate_limited"
-	case b.HourlyUsed >= b.Usable:
-		return "exhausted"
-	case b.MaxConcurrency > 0 && b.InUse >= b.MaxConcurrency:
+	if b.MaxConcurrency > 0 && b.InUse >= b.MaxConcurrency {
 		return "busy"
 	}
-	return "ready"
+	return allocator.StateReady
 }
 
 // TaskViewOf converts a task for the API (and for the CLI, which reads the
@@ -283,7 +284,7 @@ func TaskViewOf(t *pb.Task, withMessages bool) TaskView { return taskView(t, wit
 // state or running tasks then).
 func BackendViewOf(b allocator.BackendStatus, now time.Time) BackendView {
 	bv := BackendView{
-		Name: b.Name, Kind: b.Kind, State: backendState(b, now), Available: b.Available,
+		Name: b.Name, Kind: b.Kind, State: backendState(b), Class: b.Class, Action: b.Action, Available: b.Available,
 		HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit, LimitEstimate: b.LimitEstimate, Usable: b.Usable,
 		DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit, Paused: b.Paused, PauseReason: b.PauseReason,
 		InUse: b.InUse, MaxConcurrency: b.MaxConcurrency, RunningTasks: []string{},
@@ -291,6 +292,14 @@ func BackendViewOf(b allocator.BackendStatus, now time.Time) BackendView {
 	if !b.RateLimitedUntil.IsZero() {
 		t := b.RateLimitedUntil.UTC()
 		bv.RateLimitedUntil = &t
+	}
+	bv.Reason, bv.LearnedLimit, bv.PacedPerWindow, bv.LimiterWaiting = b.Reason, b.LearnedLimit, b.PacedPerWindow, b.LimiterWaiting
+	if b.LearnedWindow > 0 {
+		bv.LearnedWindow = b.LearnedWindow.String()
+	}
+	if !b.Until.IsZero() {
+		t := b.Until.UTC()
+		bv.Until = &t
 	}
 	return bv
 }

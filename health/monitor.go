@@ -106,12 +106,17 @@ type Backend struct {
 	// exhausted... do not, whatever the probe says.
 	State string    `json:"state,omitempty"`
 	Until time.Time `json:"until,omitzero"`
+	// Class is State's row of the condition table (allocator.Describe):
+	// rate, quota, transient or person; "" when ready.
+	Class  string `json:"class,omitempty"`
+	Action string `json:"action,omitempty"`
 }
 
-// waitingForQuota: healthy, but its quota is used until a known time.
+// waitingForQuota: healthy, but a rate or quota window holds it until a
+// known time.
 func (b Backend) waitingForQuota() bool {
-	switch b.State {
-	case "rate_limited", "capped", "exhausted", "paced":
+	switch b.Class {
+	case "rate", "quota":
 		return b.Healthy && !b.Paused
 	}
 	return false
@@ -342,6 +347,13 @@ func (m *Monitor) Check(s Sample) Plan {
 		st.NoLLMSince = time.Time{}
 	}
 	m.blockedLLM = ""
+	// A backend that waits on a person is an issue until they act: it
+	// names what to do (the one alert was raised where it was recorded).
+	for _, b := range s.Backends {
+		if b.Class == "person" && b.Action != "" {
+			issues = append(issues, fmt.Sprintf("%s waits on a person (%s): %s", b.Name, b.State, b.Action))
+		}
+	}
 	if noLLM {
 		m.blockedLLM = fmt.Sprintf("no LLM backend can take work (%s)", strings.Join(down, "; "))
 		issues = append(issues, fmt.Sprintf("no LLMs available (%d configured)", st.LLMsTotal))

@@ -235,17 +235,20 @@ func TestNoBackendsIsNotNoLLM(t *testing.T) {
 func TestOnlyBackendsThatCanTakeWorkCount(t *testing.T) {
 	at := time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)
 	m := New(Config{})
-	m.Check(Sample{At: at, Backends: []Backend{
-		{Name: "a", Healthy: true, State: "rate_limited", Until: at.Add(time.Minute)},
-		{Name: "b", Healthy: true, State: "credentials"},
+	first := m.Check(Sample{At: at, Backends: []Backend{
+		{Name: "a", Healthy: true, State: "rate_limited", Class: "rate", Until: at.Add(time.Minute)},
+		{Name: "b", Healthy: true, State: "credentials", Class: "person", Action: "fix the API key of b, then: fano backend resume b"},
 	}})
 	st := m.Status()
 	require.Equal(t, 0, st.LLMsAvailable)
 	require.Equal(t, 2, st.LLMsTotal)
-	require.True(t, st.Healthy, "waiting for quota is full use, not a fault")
+	require.Empty(t, first.Alerts, "waiting for quota is full use, not a fault")
+	require.False(t, first.Reconnect)
+	require.Equal(t, []string{"b waits on a person (credentials): fix the API key of b, then: fano backend resume b"}, st.Issues,
+		"the only issue: b waits on a person, and says for what")
 	plan := m.Check(Sample{At: at.Add(time.Minute), Backends: []Backend{
-		{Name: "a", Healthy: true, State: "login"},
-		{Name: "b", Healthy: true, State: "credentials"},
+		{Name: "a", Healthy: true, State: "login", Class: "person"},
+		{Name: "b", Healthy: true, State: "credentials", Class: "person"},
 	}})
 	require.False(t, m.Status().Healthy, "no backend can work and none waits for quota")
 	require.True(t, plan.Reconnect)

@@ -1869,11 +1869,15 @@ type LLMError struct {
 	Kind    string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"` // gateway.Kind of the error
 	NotSent bool                   `protobuf:"varint,3,opt,name=not_sent,json=notSent,proto3" json:"not_sent,omitempty"`
 	// kind "rate_limited":
-	Backend       string `protobuf:"bytes,4,opt,name=backend,proto3" json:"backend,omitempty"`
-	RetryAfterNs  int64  `protobuf:"varint,5,opt,name=retry_after_ns,json=retryAfterNs,proto3" json:"retry_after_ns,omitempty"`
-	Until         int64  `protobuf:"varint,6,opt,name=until,proto3" json:"until,omitempty"`
-	Cap           bool   `protobuf:"varint,7,opt,name=cap,proto3" json:"cap,omitempty"`
-	Reason        string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	Backend      string `protobuf:"bytes,4,opt,name=backend,proto3" json:"backend,omitempty"`
+	RetryAfterNs int64  `protobuf:"varint,5,opt,name=retry_after_ns,json=retryAfterNs,proto3" json:"retry_after_ns,omitempty"`
+	Until        int64  `protobuf:"varint,6,opt,name=until,proto3" json:"until,omitempty"`
+	Cap          bool   `protobuf:"varint,7,opt,name=cap,proto3" json:"cap,omitempty"`
+	Reason       string `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A backend's fault read into its condition (gateway.Fault, or a
+	// rate_limited kind): the state (gateway.State) and what ran out.
+	State         string `protobuf:"bytes,9,opt,name=state,proto3" json:"state,omitempty"`
+	Window        string `protobuf:"bytes,10,opt,name=window,proto3" json:"window,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1960,6 +1964,20 @@ func (x *LLMError) GetCap() bool {
 func (x *LLMError) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *LLMError) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *LLMError) GetWindow() string {
+	if x != nil {
+		return x.Window
 	}
 	return ""
 }
@@ -2200,7 +2218,7 @@ const file_actors_proto_rawDesc = "" +
 	"\x05group\x18\x01 \x01(\x04R\x05group\"H\n" +
 	"\bArchived\x12&\n" +
 	"\x06events\x18\x01 \x03(\v2\x0e.fano.v1.EventR\x06events\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xd3\x01\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\x81\x02\n" +
 	"\bLLMError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x19\n" +
@@ -2209,7 +2227,10 @@ const file_actors_proto_rawDesc = "" +
 	"\x0eretry_after_ns\x18\x05 \x01(\x03R\fretryAfterNs\x12\x14\n" +
 	"\x05until\x18\x06 \x01(\x03R\x05until\x12\x10\n" +
 	"\x03cap\x18\a \x01(\bR\x03cap\x12\x16\n" +
-	"\x06reason\x18\b \x01(\tR\x06reason\"\x14\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\x12\x14\n" +
+	"\x05state\x18\t \x01(\tR\x05state\x12\x16\n" +
+	"\x06window\x18\n" +
+	" \x01(\tR\x06window\"\x14\n" +
 	"\x12BackendHealthQuery\"r\n" +
 	"\x12BackendHealthReply\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +

@@ -18,6 +18,7 @@ import (
 
 	"fano/actors"
 	"fano/actors/allocator"
+	"fano/gateway"
 	"fano/pb"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -106,6 +107,11 @@ func (c *collector) observe(owner string, e *pb.Event) {
 		fmt.Fprintf(c.trace, "%s %s %s\n", at.Format(traceTime), owner, eventLine(e))
 	}
 	d := c.day(at)
+	if e.GetTaskForgotten() == nil {
+		// A finished task leaving memory after its retention is
+		// housekeeping, not the cost of its requests.
+		d.WALEntries++
+	}
 	switch {
 	case e.GetQuotaUsed() != nil:
 		d.QuotaUsed[e.GetQuotaUsed().Backend]++
@@ -220,16 +226,13 @@ func (c *collector) update(n actors.Notice) {
 }
 
 // needsPerson says whether an alert asks for a person: a login wall or a
-// refused key are fixed only by one; what fano resolves by itself is not.
+// refused key, spent credits, a bot check are ended only by one (the
+// condition table's person class); what fano resolves by itself is not.
 func needsPerson(a Alert) bool {
 	if a.Resolved {
 		return false
 	}
-	switch a.State {
-	case "login", "credentials":
-		return true
-	}
-	return false
+	return gateway.NeedsPerson(gateway.State(a.State))
 }
 
 func (c *collector) event(at time.Time, kind, target string, err error) {

@@ -17,7 +17,16 @@ const (
 	goalFlat     = "heap and goroutines flat after day 2"
 	goalVerify   = "fano verify and fano doc check clean at the end"
 	goalSameSeed = "the same seed gives the same report"
+	goalWAL      = "WAL entries per model request <= 8, every day"
 )
+
+// GoalWAL: a task no backend may take writes nothing until one may (no
+// start/pause loop behind a login wall or any other condition).
+const GoalWAL = goalWAL
+
+// maxEntriesPerRequest is the most WAL entries a model request may cost
+// on a day (a fault-free run writes 4.7 to 7).
+const maxEntriesPerRequest = 8
 
 // GoalVerify and GoalSameSeed are checked outside the driver.
 const (
@@ -86,6 +95,17 @@ func (r *Report) CheckGoals() {
 		detail = "no backend had work waiting all day: the quota outlasted the work (nothing to check)"
 	}
 	r.goal(goalQuota, len(bad) == 0, detail)
+
+	bad = nil
+	worst := 0.0
+	for _, d := range r.Days {
+		per := float64(d.WALEntries) / float64(max(1, d.RequestsSent()))
+		worst = max(worst, per)
+		if per > maxEntriesPerRequest {
+			bad = append(bad, fmt.Sprintf("day %d: %d entries for %d requests", d.Day, d.WALEntries, d.RequestsSent()))
+		}
+	}
+	r.goal(goalWAL, len(bad) == 0, listOr(bad, fmt.Sprintf("at most %.1f a request", worst)))
 	r.checkFlat()
 }
 

@@ -53,6 +53,19 @@ type DayReport struct {
 	WorkHoursBy map[string]int `json:"hours_with_work_waiting_by_backend"`
 	Alerts      int            `json:"alerts"`
 	Outage      bool           `json:"outage"` // a one-off fault (not a daily one) fell on this day
+	// WALEntries counts the events written this day (but a finished
+	// task's forgetting, written once its retention ends): with the
+	// requests that left, what a request costs in the log (nothing spins).
+	WALEntries int `json:"wal_entries"`
+}
+
+// RequestsSent is the requests that left for a backend this day.
+func (d DayReport) RequestsSent() int {
+	n := 0
+	for _, r := range d.Requests {
+		n += r
+	}
+	return n
 }
 
 // UsedPercent is the quota used against the usable budget of the day.

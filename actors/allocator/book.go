@@ -133,6 +133,12 @@ type BackendStatus struct {
 	State  string
 	Reason string
 	Until  time.Time
+	// Class is the condition table's row of State (rate, quota,
+	// transient, person; "" when ready) and Action what a person must
+	// do when it is theirs to end: the one backend state that status,
+	// health, the panel, /metrics and alerts all read.
+	Class  string
+	Action string
 	// LearnedLimit requests per LearnedWindow: the provider's rate as its
 	// headers told it (0: not learned).
 	LearnedLimit  int
@@ -175,6 +181,10 @@ type quota struct {
 	learnedLimit  int
 	learnedWindow int64 // ns
 
+	// held: the backend's own pace is booked (its rate limiter already
+	// queues a request): it takes no new task, so no task waits behind
+	// it while another backend could serve it (see Hold).
+	held         bool
 	inflight     int // QuotaUsed decided, not yet applied
 	inflightDeep int
 	inUse        int              // concurrency slots taken

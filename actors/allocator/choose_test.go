@@ -124,3 +124,48 @@ func TestAvoidedBackendIsTheLastResort(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "chatgpt", got, "better than waiting when it is the only one free")
 }
+
+// Every state a backend shows has its class of the condition table and,
+// when a person must end it, what they do.
+func TestDescribe(t *testing.T) {
+	cases := map[string][2]string{
+		"ready":        {"", ""},
+		"rate_limited": {"rate", ""},
+		"capped":       {"quota", ""},
+		"exhausted":    {"quota", ""},
+		"paced":        {"quota", ""},
+		"circuit_open": {"transient", ""},
+		"down":         {"transient", ""},
+		"paused":       {"person", "resume it: fano backend resume x"},
+		"login":        {"person", "log in again: fano login x"},
+		"credits":      {"person", "add credits to the account of x, then: fano backend resume x"},
+	}
+	for state, want := range cases {
+		class, action := Describe("x", state)
+		assert.Equal(t, want, [2]string{class, action}, state)
+	}
+}
+
+// A backend held for its pace (its limiter already queues a request) is
+// offered no new task, not even the one whose conversation it holds; a
+// request of a task already given to it still gets its quota.
+func TestHeldBackendTakesNoNewTask(t *testing.T) {
+	r := newRig(t, three(), at(10, 0))
+	now := r.now()
+	all := []string{"chatgpt", "gemini", "openrouter"}
+	assert.True(t, r.book.Hold("openrouter", true))
+	assert.False(t, r.book.Hold("openrouter", true), "no change")
+	assert.NotContains(t, r.book.Free(now), "openrouter")
+	got, ok := r.book.Choose(&pb.Task{Conversation: &pb.ConversationState{Llm: "openrouter"}}, all, now)
+	require.True(t, ok)
+	assert.NotEqual(t, "openrouter", got, "continuity is a preference only while the backend can serve soon")
+	for _, v := range r.book.FreeViews(now) {
+		if v.Name == "openrouter" {
+			assert.False(t, v.Normal)
+		}
+	}
+	_, err := r.book.DecideUse("openrouter", false, "given-before", now)
+	assert.NoError(t, err, "its quota is untouched")
+	assert.True(t, r.book.Hold("openrouter", false))
+	assert.Contains(t, r.book.Free(now), "openrouter")
+}

@@ -110,6 +110,9 @@ func (b *Book) refused(q *quota, deep bool, now time.Time) (why refusalWhy, unti
 
 // usable reports whether q may be used now (refused, with no words).
 func (b *Book) usable(q *quota, deep bool, now time.Time) bool {
+	if q.held {
+		return false // takes no new task now; a request already given it still goes
+	}
 	why, _ := b.refused(q, deep, now)
 	return why == 0
 }
@@ -213,8 +216,6 @@ const (
 	minRateBackoff     = 2 * time.Second
 	maxRateBackoff     = time.Minute
 	unknownRateBackoff = 15 * time.Second
-	// maxRateLimitReset: a reset further out than this is a usage cap.
-	maxRateLimitReset = 5 * time.Minute
 )
 
 // ShortBackoff is how long a rate limit without a reset time pauses
@@ -229,30 +230,28 @@ func (b *Book) ShortBackoff(backend string) time.Duration {
 	return min(maxRateBackoff, max(minRateBackoff, d))
 }
 
-// DecideRateLimit returns the RateLimitRecorded event for a "too many"
-// answer of backend. Two kinds are kept apart: a rate limit (a reset of
-// seconds to minutes) pauses the backend until the reset, or a short
-// backoff when none was given (0s is none), and changes no estimate; a
-// usage cap (rl.Cap, or a reset beyond the current hour window) parks it
-// until the named time and no longer, and lowers the estimate it paces
-// to. An unknown backend still gets its event; Apply ignores it.
+// DecideRateLimit returns the RateLimitRecorded event for a rate or quota
+// window of backend, as the fault's recogniser read it: whether it is a
+// quota window (rl.Cap) and when it ends are its to say, never guessed
+// here. A rate window parks the backend until its reset (a short backoff
+// when none was named) and changes no estimate; a quota window parks it
+// until the named time (the next hour window when none was named) and
+// lowers the estimate it paces to. An unknown backend still gets its
+// event; Apply ignores it.
 func (b *Book) DecideRateLimit(backend string, rl RateLimit, taskID string, now time.Time) *pb.Event {
 	until := rl.Until
 	if until.IsZero() && rl.RetryAfter > 0 {
 		until = now.Add(rl.RetryAfter)
 	}
-	// A reset beyond the hour window is a cap; one of a few minutes that
-	// happens to cross the hour (at 10:59:30) is still a rate limit.
-	capped := rl.Cap || (until.After(b.NextHourWindow(now)) && until.Sub(now) > maxRateLimitReset)
 	if !until.After(now) {
-		if capped {
-			until = b.NextHourWindow(now) // a cap that named no time: the next window
+		if rl.Cap {
+			until = b.NextHourWindow(now)
 		} else {
 			until = now.Add(b.ShortBackoff(backend))
 		}
 	}
 	return &pb.Event{At: now.UnixNano(), Body: &pb.Event_RateLimitRecorded{RateLimitRecorded: &pb.RateLimitRecorded{
-		Backend: backend, Until: until.UnixNano(), TaskId: taskID, Cap: capped, Reason: rl.Reason,
+		Backend: backend, Until: until.UnixNano(), TaskId: taskID, Cap: rl.Cap, Reason: rl.Reason,
 	}}}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"fano/gateway"
 	"fano/pb"
 )
 
@@ -60,6 +61,20 @@ func (b *Book) Choose(t *pb.Task, free []string, now time.Time) (string, bool) {
 		return avoid, true // the only one free: better than waiting
 	}
 	return best, best != ""
+}
+
+// Hold says whether backend can serve a new task soon (false) or would
+// only queue it behind its own pace (true): a held backend is offered
+// no new task (Free, Choose, FreeViews), though its quota is untouched
+// and the requests of tasks already given to it still go. Transient,
+// never logged. It reports whether the hold changed.
+func (b *Book) Hold(backend string, held bool) bool {
+	q, ok := b.backends[backend]
+	if !ok || q.held == held {
+		return false
+	}
+	q.held = held
+	return true
 }
 
 // Acquire takes a concurrency slot of backend (a browser has one); false
@@ -120,6 +135,7 @@ func (b *Book) Status(now time.Time) []BackendStatus {
 		}
 		s.LearnedLimit, s.LearnedWindow = q.learnedLimit, time.Duration(q.learnedWindow)
 		s.State, s.Reason, s.Until = b.state(q, now)
+		s.Class, s.Action = Describe(name, s.State)
 		out = append(out, s)
 	}
 	return out
@@ -136,9 +152,9 @@ func (b *Book) state(q *quota, now time.Time) (string, string, time.Time) {
 	}
 	if q.rateLimitedUntil != 0 && now.UnixNano() < q.rateLimitedUntil {
 		if q.capped {
-			return "capped", "usage cap", time.Unix(0, q.rateLimitedUntil)
+			return string(gateway.StateCapped), "usage cap", time.Unix(0, q.rateLimitedUntil)
 		}
-		return "rate_limited", "rate limit", time.Unix(0, q.rateLimitedUntil)
+		return string(gateway.StateRateLimited), "rate limit", time.Unix(0, q.rateLimitedUntil)
 	}
 	if q.hourlyUsed+q.inflight >= q.configuredUsable(b.cfg.BufferPercent) {
 		return "exhausted", "hourly budget used", b.NextHourWindow(now)
@@ -172,4 +188,21 @@ func (b *Book) AppendFreeViews(out []FreeView, now time.Time) []FreeView {
 			Normal: b.usable(q, false, now), Deep: b.usable(q, true, now)})
 	}
 	return out
+}
+
+// Describe is the class and the person's action of a backend's state
+// (BackendStatus.State): the gateway's condition table, plus the book's
+// own states (an operator's pause is a person's to end; a spent or paced
+// hourly budget is a quota window).
+func Describe(backend, state string) (class, action string) {
+	switch state {
+	case "", StateReady:
+		return "", ""
+	case "paused":
+		return string(gateway.ClassPerson), "resume it: fano backend resume " + backend
+	case "exhausted", "paced":
+		return string(gateway.ClassQuota), ""
+	}
+	st := gateway.State(state)
+	return string(gateway.ClassOf(st)), gateway.Action(st, backend)
 }

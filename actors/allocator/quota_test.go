@@ -232,26 +232,33 @@ func TestRateLimitIsNotACap(t *testing.T) {
 	assert.Equal(t, 100000, r.status("sim").LimitEstimate)
 }
 
-// A reset beyond the current hour window is a usage cap: parked until the
-// time named, and a cap event logged with until 0 (an older producer)
-// parks to the window.
-func TestLongResetIsACap(t *testing.T) {
+// Whether a window is a rate or a quota window is the recogniser's to
+// say: a long reset on a rate window parks the backend until that reset
+// and lowers no estimate; a quota window parks it until the time named;
+// a cap event logged with until 0 (an older producer) parks to the window.
+func TestWindowKindIsTheRecognisers(t *testing.T) {
 	cfg := one(50, 0)
 	cfg.HourlyResetMinute = 30
 	r := newRig(t, cfg, at(11, 30))
 	r.rateLimit("sim", 2*time.Hour)
-	assert.True(t, r.log[len(r.log)-1].GetRateLimitRecorded().GetCap())
-	r.advanceTo(at(12, 30))
+	assert.False(t, r.log[len(r.log)-1].GetRateLimitRecorded().GetCap(), "no guess: a rate window stays one")
+	assert.Equal(t, "rate_limited", r.status("sim").State)
+	assert.Equal(t, 50, r.status("sim").LimitEstimate)
+
+	r.advanceTo(at(13, 30))
+	r.tick()
+	r.usageCap("sim", at(15, 30))
+	r.advanceTo(at(14, 30))
 	r.tick()
 	assert.False(t, r.book.CanUse("sim", false, r.now()))
 	assert.Equal(t, "capped", r.status("sim").State)
-	r.advanceTo(at(13, 30))
+	r.advanceTo(at(15, 30))
 	r.tick()
 	assert.True(t, r.book.CanUse("sim", false, r.now()))
 
-	require.NoError(t, r.book.Apply(&pb.Event{At: at(13, 45).UnixNano(), Body: &pb.Event_RateLimitRecorded{
+	require.NoError(t, r.book.Apply(&pb.Event{At: at(15, 45).UnixNano(), Body: &pb.Event_RateLimitRecorded{
 		RateLimitRecorded: &pb.RateLimitRecorded{Backend: "sim", Cap: true}}}))
-	assert.Equal(t, at(14, 30).UnixNano(), r.book.Snapshot().GetBackends()[0].GetRateLimitedUntil())
+	assert.Equal(t, at(16, 30).UnixNano(), r.book.Snapshot().GetBackends()[0].GetRateLimitedUntil())
 }
 
 // A backend's own fault (credentials, an open circuit) refuses it until

@@ -42,6 +42,6 @@ func newBackendCmd(g *globals) *cobra.Command {
 	}
 	pause := mk("pause", "Stop giving work to a backend until it is resumed", true)
 	pause.Flags().StringVar(&reason, "reason", "", "why (shown by fano status)")
-	cmd.AddCommand(pause, mk("resume", "Resume a paused backend and re-check a parked one (credentials, login)", false))
+	cmd.AddCommand(pause, mk("resume", "Resume a paused backend and re-check one that waits on a person (credentials, credits, login, challenge)", false))
 	return cmd
 }

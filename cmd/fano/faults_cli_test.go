@@ -6,10 +6,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,9 +55,11 @@ func TestRetryArguments(t *testing.T) {
 }
 
 // A wrong key costs no work: the API backend is parked in the credentials
-// state (one alert naming it and the variable), its tasks wait, and after
-// the key is fixed in llm.env_file a SIGHUP lets fano finish by itself.
-func TestWrongKeyThenSIGHUPFinishesTheWork(t *testing.T) {
+// state (one alert naming it and the variable), its tasks wait, and a
+// batch run whose work all waits on that key ends by itself: one line
+// naming the backend and what to do, exit code 3, nothing failed. Once
+// the key is fixed in llm.env_file the next run finishes the work.
+func TestWrongKeyEndsTheBatchRunThenTheNextRunFinishes(t *testing.T) {
 	const goodKey = "sk-e2e-good-key-0123"
 	var served, refused atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -87,20 +89,26 @@ researcher: {enabled: false}
 control: {enabled: false}
 logging: {level: debug, console: json}
 `, envFile, srv.URL))
-	r := startFano(t, cfg, dataDir, false, "--until-idle")
 	logPath := filepath.Join(dataDir, "logs", "fano.log")
-	waitLogLines(t, logPath, `"event":"actors.allocator.backend_credentials"`, 1)
+
+	out, errOut, err := runQuick(t, "run", "--config", cfg, "--data-dir", dataDir, "--until-idle")
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Equal(t, ExitWaitingOnPerson, exit.ExitCode())
+	assert.Contains(t, out, "router waits on a person (credentials): fix the API key of router")
+	assert.Equal(t, 1, strings.Count(out, "waits on a person"), "one line per blocked backend")
+	assert.Contains(t, errOut, "the next run continues")
+	assert.Positive(t, refused.Load())
+	assert.Zero(t, served.Load())
+	code, tasks, tasksErr := cli("tasks", "--json", "--config", cfg, "--data-dir", dataDir)
+	require.Equal(t, 0, code, tasksErr)
+	assert.NotContains(t, tasks, "FAILED", "nothing lost")
+	assert.NotContains(t, tasks, "COMPLETED")
 
 	require.NoError(t, os.WriteFile(envFile, []byte("FANO_E2E_KEY="+goodKey+"\n"), 0o600))
-	require.NoError(t, r.cmd.Process.Signal(syscall.SIGHUP))
-	select {
-	case err := <-r.done:
-		require.NoError(t, err, "fano finished the work by itself after SIGHUP")
-	case <-time.After(60 * time.Second):
-		log, _ := os.ReadFile(filepath.Join(dataDir, "logs", "fano.log"))
-		t.Fatalf("fano did not finish after the key was fixed:\n%s", log)
-	}
-	assert.Positive(t, refused.Load())
+	out, errOut, err = runQuick(t, "run", "--config", cfg, "--data-dir", dataDir, "--until-idle")
+	require.NoError(t, err, "stdout:\n%s\nstderr:\n%s", out, errOut)
+	assert.Contains(t, out, "no work left")
 	assert.Positive(t, served.Load())
 	log, err := os.ReadFile(logPath)
 	require.NoError(t, err)
@@ -109,10 +117,10 @@ logging: {level: debug, console: json}
 	assert.NotContains(t, string(log), goodKey)
 	assert.NotContains(t, string(log), "sk-e2e-wrong-key-999")
 	assert.NotContains(t, string(log), `"event":"actors.task.failed"`)
-	code, out, errOut := cli("tasks", "--json", "--config", cfg, "--data-dir", dataDir)
-	require.Equal(t, 0, code, errOut)
-	assert.NotContains(t, out, "FAILED")
-	assert.Contains(t, out, "COMPLETED")
+	code, tasks, tasksErr = cli("tasks", "--json", "--config", cfg, "--data-dir", dataDir)
+	require.Equal(t, 0, code, tasksErr)
+	assert.NotContains(t, tasks, "FAILED")
+	assert.Contains(t, tasks, "COMPLETED")
 }
 
 // `fano status` says what fano knows of each backend: its state with the
@@ -123,7 +131,8 @@ func TestLiveStatusBackendLines(t *testing.T) {
 		{Name: "chatgpt", State: "capped", Reason: "usage cap", Until: &until, HourlyUsed: 20, HourlyLimit: 100, Usable: 18, LimitEstimate: 20},
 		{Name: "router", State: "ready", HourlyUsed: 5, HourlyLimit: 1000, Usable: 900, LimitEstimate: 1000,
 			LearnedLimit: 60, LearnedWindow: "1m0s", LimiterWaiting: 7},
-		{Name: "claude", State: "credentials", Reason: "environment variable CLAUDE_KEY is unset"},
+		{Name: "claude", State: "credentials", Reason: "environment variable CLAUDE_KEY is unset", Class: "person",
+			Action: "fix the API key of claude, then: fano backend resume claude"},
 	}}
 	var out strings.Builder
 	require.NoError(t, printLiveStatus(&out, st))
@@ -131,4 +140,6 @@ func TestLiveStatusBackendLines(t *testing.T) {
 	assert.Regexp(t, `chatgpt\s+capped until 2026-01-05 19:29:00\S* \(usage cap\)\s+20/100 \(usable 18\)\s+20\s+-\s+0`, text)
 	assert.Regexp(t, `router\s+ready\s+5/1000 \(usable 900\)\s+1000\s+60/1m0s\s+7`, text)
 	assert.Regexp(t, `claude\s+credentials \(environment variable CLAUDE_KEY is unset\)`, text)
+	assert.Contains(t, text, "claude waits on a person (credentials): fix the API key of claude, then: fano backend resume claude")
+	assert.Equal(t, 1, strings.Count(text, "waits on a person"), "only the backend a person must act for")
 }

@@ -62,6 +62,10 @@ func executeWith(args []string, stdout, stderr io.Writer, mods func() []modules.
 			return coded.ExitCode()
 		}
 		fmt.Fprintf(stderr, "fano: %v\n", err)
+		var ec *exitCodeError
+		if errors.As(err, &ec) {
+			return ec.code
+		}
 		return 1
 	}
 	return 0

@@ -592,6 +592,11 @@ func printLiveStatus(w io.Writer, st control.Status) error {
 		return err
 	}
 	for _, b := range st.Backends {
+		if b.Action != "" {
+			fmt.Fprintf(w, "%s waits on a person (%s): %s\n", b.Name, b.State, b.Action)
+		}
+	}
+	for _, b := range st.Backends {
 		if b.MemoryBytes > 0 {
 			fmt.Fprintf(w, "browser %s: %.0f MB (Chromium and its children)\n", b.Name, float64(b.MemoryBytes)/(1<<20))
 		}

@@ -18,7 +18,10 @@ func newRunCmd(g *globals) *cobra.Command {
 		Short: "Start fano: pick up where the last run stopped, then work until Ctrl-C (or until done, with --until-idle)",
 		Long: "Start fano on the data directory. It first finishes what an earlier run left (tasks cut off by\n" +
 			"a crash are resumed), then works until Ctrl-C or SIGTERM, which pause running tasks so the next\n" +
-			"run resumes them. With --until-idle it stops by itself once no work is left.\n\n" +
+			"run resumes them. With --until-idle it stops by itself once no work is left (exit code 0), or once\n" +
+			"all the work left waits on a person: a backend that needs a login, credits, a key or a cleared bot\n" +
+			"check. Then it prints one line per such backend with what to do, and exits with code 3\n" +
+			"(ExitWaitingOnPerson); nothing is lost and the next run continues.\n\n" +
 			"A data directory that has data is continued, not started over: to start over, delete it or\n" +
 			"pass another --data-dir. While fano runs, its control panel (control.address) shows what it does.",
 		Args: cobra.NoArgs,
@@ -55,7 +58,15 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 	if closeErr != nil {
 		return closeErr
 	}
-	if res := m.Result(); res.Reason == "idle" {
+	res := m.Result()
+	if res.Reason == fanoapp.ReasonWaitingOnPerson {
+		for _, b := range res.Blocked {
+			fmt.Fprintf(cmd.OutOrStdout(), "fano: %s waits on a person (%s): %s\n", b.Backend, b.State, b.Action)
+		}
+		return &exitCodeError{code: ExitWaitingOnPerson,
+			msg: fmt.Sprintf("stopped: the work left waits on a person for %d backend(s); the next run continues", len(res.Blocked))}
+	}
+	if res.Reason == "idle" {
 		dataDir := cfg.DataDir
 		fmt.Fprintf(cmd.OutOrStdout(), "fano: no work left; %d tasks completed (%d in this run); data in %s\n",
 			res.Completed, max(0, res.Completed-res.CompletedBefore), dataDir)
@@ -74,6 +85,18 @@ func run(cmd *cobra.Command, g *globals, untilIdle, fresh bool) error {
 	}
 	return nil
 }
+
+// ExitWaitingOnPerson is `fano run --until-idle`'s exit code when the
+// work left waits on a person (a login, credits, a key, a bot check).
+const ExitWaitingOnPerson = 3
+
+// exitCodeError ends the command with its own exit code and message.
+type exitCodeError struct {
+	code int
+	msg  string
+}
+
+func (e *exitCodeError) Error() string { return e.msg }
 
 // exists reports whether path exists.
 func exists(path string) bool {

@@ -33,7 +33,7 @@ func TestSimulateShortScheduleGoals(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("%d clock steps, %d settle timeouts, %.1f s", rep.Runtime.Steps, rep.Runtime.SettleTimeouts, rep.Runtime.WallSeconds)
 	for _, d := range rep.Days {
-		t.Logf("%s; work waiting %d h, outage %v", d, d.WorkHours, d.Outage)
+		t.Logf("%s; work waiting %d h, outage %v; %d WAL entries for %d requests", d, d.WorkHours, d.Outage, d.WALEntries, d.RequestsSent())
 	}
 	s.checkAfter(rep)
 	require.NoError(t, rep.Write(filepath.Join(dir, "simulation")))
@@ -44,7 +44,7 @@ func TestSimulateShortScheduleGoals(t *testing.T) {
 	}
 	for _, name := range []string{"no human action but the login alert", "0 tasks FAILED for backend-level reasons", simulate.GoalVerify,
 		"blessed insights per day within 10 % of day 1 on days without an outage", "outage days recover within a day",
-		"usable quota used >= 95 % on days with work available"} {
+		"usable quota used >= 95 % on days with work available", simulate.GoalWAL} {
 		require.True(t, goals[name].OK, "%s: %s", name, goals[name].Detail)
 	}
 
