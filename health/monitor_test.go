@@ -318,7 +318,7 @@ func TestBlockedIsWhatStopsAllWork(t *testing.T) {
 	require.Empty(t, m.Status().Blocked, "a stuck task and a deep queue do not stop work")
 
 	s = sample(t0.Add(3 * time.Hour))
-	s.Backends = []Backend{{Name: "a", Healthy: true, State: "rate_limited"}}
+	s.Backends = []Backend{{Name: "a", Healthy: true, State: "rate_limited", Class: "rate"}}
 	m.Check(s)
 	require.Empty(t, m.Status().Blocked, "waiting for quota is full use")
 
