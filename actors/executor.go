@@ -31,7 +31,7 @@ type cancelledByUser struct{ reason string }
 
 func (c *cancelledByUser) Error() string { return "cancelled: " + c.reason }
 
-// executor runs one task (spec §6.1.3) in a goroutine bound to a context
+// executor runs one task (the task loop, docs/architecture.md) in a goroutine bound to a context
 // that shutdown, cancellation and the per-call timeout really cancel. Its
 // process in the actor registry (startExecutor) turns messages into
 // cancellation and hands it the replies to its requests: the loop asks
@@ -664,20 +664,18 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 
 // intentAndQuota writes the request intent and has the allocator charge
 // the quota at the same time: both are durable before the request leaves
-// (N5; spec: record usage first), and neither waits for the other's fsync.
+// (usage is recorded first), and neither waits for the other's fsync.
 // The replies come in either order.
 //
 // The intent is queued in the scheduler's journal from here, not sent
 // through the scheduler's mailbox: the scheduler has nothing to decide
-// for it (it only queued it and answered once durable), and in the burst
-// of work after each commit the mailbox was the longer way, the intent's
-// answer the later of the two for four tasks in five. Its order in the
-// log still follows the run's start, which the scheduler queued in the
-// same journal before it started this executor. The scheduler applies it
-// when it is durable, like its own; until then it decides on the task as
-// it did when the start was already applied before the intent came. A
-// journal that is closing (the scheduler stops or restarts) refuses it,
-// and it goes through the mailbox as before.
+// for it, and in the burst of work after each commit its mailbox is the
+// slower way. Its order in the log still follows the run's start, which
+// the scheduler queued in the same journal before it started this
+// executor. The scheduler applies it when it is durable, like its own;
+// until then it decides on the task as if the start were already
+// applied. A journal that is closing (the scheduler stops or restarts)
+// refuses it, and it goes through the scheduler's mailbox instead.
 func (e *executor) intentAndQuota(deep bool, intent *pb.Event) (seqs []uint64, err, quotaErr error) {
 	e.tell(e.env.allocatorPID, &pb.UseQuota{Backend: e.task.LlmAssigned, Deep: deep, TaskId: e.task.Id})
 	m := e.taskEvents([]*pb.Event{intent})

@@ -44,7 +44,7 @@ func exportsOf(m modules.Module, events []*pb.Event) []string {
 }
 
 // writeExports rewrites a module's output files under a WAL intent and
-// commit (spec M1): the intent is durable before the file changes, the
+// commit: the intent is durable before the file changes, the
 // commit after it is durable, so recovery can redo what a crash cut off.
 func (rc *recovery) writeExports(m modules.Module, paths []string) error {
 	ex, ok := m.(modules.Exporter)

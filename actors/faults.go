@@ -61,7 +61,7 @@ const (
 )
 
 // fault is a failed call read once: its kind and, for a fault of the
-// backend, the condition it puts the backend in (DESIGN.md §4).
+// backend, the condition it puts the backend in (docs/architecture.md, Backend conditions).
 type fault struct {
 	kind faultKind
 	// class is the condition table's row; ClassNone for the task's own

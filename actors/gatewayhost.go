@@ -123,7 +123,7 @@ func (c *gatewayCalls) call(ctx context.Context, req gateway.Request) (resp gate
 	}()
 	resp, err = c.backend.Send(ctx, req)
 	if err == nil {
-		// A cut or failed answer is never recorded (DESIGN §4): it is a
+		// A cut or failed answer is never recorded: it is a
 		// transient fault of the backend, retried like one.
 		if err = gateway.Whole(name, resp); err != nil {
 			resp = gateway.Response{}

@@ -369,7 +369,7 @@ func encodeInto(buf []byte, owner string, e *pb.Event) (wal.Entry, error) {
 
 // closes is the request intent e closes, 0 for none: an answer or a
 // failure closes its request in the transaction that makes it durable
-// (spec §7.1 intent/commit), so no commit of its own waits for a writer.
+// (intent, then commit), so no commit of its own waits for a writer.
 func closes(e *pb.Event) uint64 {
 	switch x := e.Body.(type) {
 	case *pb.Event_LlmResponseReceived:

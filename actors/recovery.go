@@ -38,7 +38,7 @@ type RecoveryReport struct {
 }
 
 // recovery rebuilds the owners of state from their checkpoints and the
-// WAL: all of them at start (recoverAll, spec §9.1, with validation and
+// WAL: all of them at start (recoverAll, with validation and
 // repair, and the output files whose writes a crash cut off), one of them
 // when its actor restarts after a panic. recoverAll runs before any actor
 // exists; what it rebuilt waits here until the first instance of each
@@ -319,7 +319,7 @@ func (rc *recovery) recovered(owner string) {
 	rc.publish(&pb.StateUpdate{Component: metrics.UpdateRecovery, UpdateType: metrics.UpdateRecovered, Data: map[string]string{"owner": owner}})
 }
 
-// recoverAll is recovery at start (spec §9.1): checkpoints + one replay
+// recoverAll is recovery at start: checkpoints + one replay
 // pass, then validate and repair. Repairs are events like any other; with
 // opts.Dry they are reported and not written.
 func (rc *recovery) recoverAll() (*RecoveryReport, error) {

@@ -250,7 +250,7 @@ func (a *schedulerActor) start(ctx actor.Context) {
 func (a *schedulerActor) current() *schedulerActor { return a.sys.state.scheduler.Load() }
 
 // forget archives finished tasks older than the retention period, then
-// logs that they left memory (DESIGN.md §3: weeks of running must not grow
+// logs that they left memory (weeks of running must not grow
 // the heap). The archive write runs off the actor; at most one at a time.
 func (a *schedulerActor) forget(ctx actor.Context, now time.Time) {
 	retention := a.sys.opts.FinishedRetention
@@ -515,7 +515,7 @@ func completion(events []*pb.Event) *pb.TaskCompleted {
 // as it will then be (t, conversation included) is written to the archive
 // with them, and the completion says so: applying it, the scheduler keeps
 // only what lists, counts and dedup need, and readers of the conversation
-// take it from the archive (DESIGN.md §3: weeks of work must not grow the
+// take it from the archive (weeks of work must not grow the
 // heap). With t nil (the events do not apply; apply refuses them too), or
 // a task that does not encode, nothing leaves memory. The record is made
 // by the journal (batch.archive), off the scheduler's goroutine: t is

@@ -85,7 +85,7 @@ type System struct {
 	stopLoops  chan struct{}
 }
 
-// Recover runs recovery (checkpoints, replay, §9.1 validation and repair)
+// Recover runs recovery (checkpoints, replay, validation and repair)
 // without starting any actor: `fano recover`.
 func Recover(opts Options) (*RecoveryReport, error) {
 	s, err := newSystem(opts)

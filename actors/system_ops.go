@@ -116,7 +116,7 @@ const (
 )
 
 // StopStuckTask ends the current run of a task that has been RUNNING too
-// long (the health monitor's stuck check, spec §9.2). Its executor is
+// long (the health monitor's stuck check). Its executor is
 // cancelled as a preemption would be: the call in flight is really
 // cancelled and the task is PAUSED at a safe point. As the scheduler
 // applies that pause, a follow-up event records the decision:
@@ -258,7 +258,7 @@ type RetryError struct {
 func (e *RetryError) Error() string { return "retry " + e.TaskID + ": " + e.Reason }
 
 // Retry puts FAILED tasks back in the queue with fresh retry budgets
-// (seeds/004: retry only the failed units): the tasks named by ids, or,
+// (retry only the failed units): the tasks named by ids, or,
 // when ids is empty, every FAILED task (of module, if given). It returns
 // the ids requeued. A named task that is unknown or not FAILED is a
 // *RetryError and nothing is requeued.

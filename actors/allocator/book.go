@@ -1,9 +1,9 @@
 // Package allocator holds fano's quota book: every backend's hourly and
 // daily deep-mode quota, rate limits, learned limit estimates, pauses and
-// concurrency slots, and the choice of a backend for a task (spec §6.1.2,
-// §8.3). It is the single source of truth for quota (C6, C8).
+// concurrency slots, and the choice of a backend for a task. It is the single source of
+// truth for quota: nothing else charges or releases it.
 //
-// The Book is a plain type in decide/apply form (DESIGN.md §3): Decide*
+// The Book is a plain type in decide/apply form (docs/architecture.md): Decide*
 // methods read the state and return events, Apply is the only code that
 // changes persistent state and uses the event's time, never a clock. Two
 // pieces of state are transient and never logged: the in-flight counter of

@@ -15,7 +15,7 @@ func (s *State) basePriority(taskType string) int {
 	return DefaultBasePriority
 }
 
-// backlogPressure is spec §6.1.1's factor for a module's backlog.
+// backlogPressure is the priority factor for a module's backlog.
 func backlogPressure(n int) int {
 	switch {
 	case n > 20:
@@ -75,7 +75,7 @@ func (s *State) hasQuota(backend string, deep bool) bool {
 	return true
 }
 
-// priorityAt is spec §6.1.1's dynamic priority of t at now (unix ns), with
+// priorityAt is the dynamic priority (docs/architecture.md, Priority) of t at now (unix ns), with
 // the env figures of the last Recompute. It is the sum of three parts that
 // change at different moments: the task's own (fixed), the starvation boost
 // (steps with time, per task) and the environment's (changes on a tick, the
@@ -98,7 +98,7 @@ func (s *State) ownPriority(t *pb.Task) int {
 	return p
 }
 
-// starvationBoost is spec §6.1.1's starvation factor: per full hour waited
+// starvationBoost is the starvation factor: per full hour waited
 // since created, capped; plus OverdueBoost once the task waited MaxWait
 // (the hard bound).
 func (s *State) starvationBoost(created, now int64) int {

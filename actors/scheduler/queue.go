@@ -10,7 +10,7 @@ import (
 
 // The queue keeps the scheduling order without re-sorting on a tick.
 //
-// A waiting task's priority (spec §6.1.1) is own + boost(waited) + env:
+// A waiting task's priority (docs/architecture.md, Priority) is own + boost(waited) + env:
 // own is fixed; env is the same for every task of one module and preferred
 // backend and changes only on a tick; boost changes only when the task
 // crosses a whole hour of waiting, until the cap. So the ready tasks sit in

@@ -1,4 +1,4 @@
-// Package scheduler is the scheduler actor's logic (spec §6.1.1): every task
+// Package scheduler is the scheduler actor's logic: every task
 // fano knows, their dynamic priority, the choice of the next task for the
 // free LLMs, preemption decisions, cancel and the bound on pending tasks.
 //
@@ -50,7 +50,7 @@ type Env struct {
 	Backlog  func(module string) int              // e.g. documenter: blessed insights waiting; nil = 0
 }
 
-// Priority factors of spec §6.1.1 that are not in Config.
+// Priority factors that are not in Config.
 const (
 	DefaultBasePriority = 50  // a task type missing from BasePriorities
 	CommentUrgency      = 40  // address_comment
