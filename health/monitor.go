@@ -472,7 +472,7 @@ func (m *Monitor) Reconnected(at time.Time, backends []Backend) []Alert {
 	st.NoLLMSince = time.Time{}
 	var issues []string
 	for _, s := range st.Issues {
-		if !strings.HasPrefix(s, "no LLMs available") {
+		if !strings.HasPrefix(s, "no LLMs available") && !answeredPerson(s, backends) {
 			issues = append(issues, s)
 		}
 	}
@@ -483,6 +483,17 @@ func (m *Monitor) Reconnected(at time.Time, backends []Backend) []Alert {
 	st.Healthy = len(issues) == 0
 	return []Alert{{Kind: AlertNoLLM, Resolved: true,
 		Message: fmt.Sprintf("reconnected: %d of %d LLMs available after %s", n, len(backends), round(at.Sub(since)))}}
+}
+
+// answeredPerson: issue is a backend's wait on a person, and the
+// reconnect found that backend available again.
+func answeredPerson(issue string, backends []Backend) bool {
+	for _, b := range backends {
+		if b.available() && strings.HasPrefix(issue, b.Name+" waits on a person") {
+			return true
+		}
+	}
+	return false
 }
 
 // setBlocked sets Status.Blocked from the causes raised.
