@@ -219,7 +219,8 @@ const retryJS = `(a) => {
 }`
 
 // retryTurn clicks the site's Retry control of the failed answer and waits
-// until the error turn is gone (the site took the retry). false: the turn
+// until the site took the retry (the control left the page, or the error
+// turn is gone). false: the turn
 // shows no such control, or the error stayed for the start timeout.
 func (b *Backend) retryTurn(ctx context.Context, page playwright.Page) (bool, error) {
 	t := b.p.ErrorTurn.Retry
@@ -239,6 +240,17 @@ func (b *Backend) retryTurn(ctx context.Context, page playwright.Page) (bool, er
 	}
 	deadline := time.Now().Add(b.p.startTimeout())
 	for {
+		// The site took the retry once the control fano clicked has left
+		// the page (the failed turn was replaced) or the error is gone. The
+		// first alone can be missed: a retry that fails again at once
+		// shows a new error turn before a slow reading sees the gap.
+		var gone any
+		if err := b.evaluate(ctx, page, `() => !document.querySelector('[data-fano-retry]')`, nil, &gone); err != nil {
+			return false, b.fail(ctx, "reading the page after Retry", err)
+		}
+		if g, _ := gone.(bool); g {
+			return true, nil
+		}
 		st, err := b.readSoft(ctx, page)
 		if err != nil {
 			return false, b.fail(ctx, "reading the page after Retry", err)
