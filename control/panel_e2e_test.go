@@ -42,7 +42,7 @@ func startLivePanel(t *testing.T, f *fixture, addr string) *livePanel {
 	l, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	srv, err := New(Options{Sys: f.sys, Token: testToken, Logger: testLogger(t), DataDir: f.srv.opts.DataDir,
-		Backends: f.srv.opts.Backends, Modules: []string{"probe", "notebook"}})
+		Backends: f.srv.opts.Backends, Modules: []string{"probe", "notebook"}, Hosts: f.srv.opts.Hosts})
 	require.NoError(t, err)
 	p := &livePanel{t: t, f: f, addr: l.Addr().String(), srv: srv, done: make(chan error, 1)}
 	go func() { p.done <- srv.Serve(l) }()
