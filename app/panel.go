@@ -52,6 +52,7 @@ func (s *Services) startPanel(rc *ServiceEnv) (func(), error) {
 		Collectors:   panelCollectors(s.collector(), rc.Hub),
 		Backup:       panelBackup(rc),
 		AlertWebhook: control.Webhook{URL: ctl.AlertsWebhook, Topic: ctl.AlertsWebhookTopic},
+		Hosts:        panelHosts(rc.Hub),
 	})
 	if err != nil {
 		l.Close()

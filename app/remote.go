@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"fano/config"
+	"fano/control"
 	"fano/gateway"
 	"fano/remote"
 )
@@ -172,6 +173,27 @@ func panelCollectors(own prometheus.Collector, hub *remote.Hub) []prometheus.Col
 	out := []prometheus.Collector{own}
 	if hub != nil {
 		out = append(out, hub.Collector())
+	}
+	return out
+}
+
+// panelHosts is the hub's host list for the panel (nil without hosts).
+func panelHosts(hub *remote.Hub) control.HostSource {
+	if hub == nil {
+		return nil
+	}
+	return hubHosts{hub}
+}
+
+// hubHosts reads the hub's hosts into the panel's view.
+type hubHosts struct{ hub *remote.Hub }
+
+func (h hubHosts) Hosts() []control.HostView {
+	st := h.hub.Status()
+	out := make([]control.HostView, 0, len(st))
+	for _, s := range st {
+		out = append(out, control.HostView{Name: s.Name, Address: s.Address, Version: s.Version, Backends: s.Backends,
+			State: string(s.State), Reason: s.Reason, Since: s.Since, LastHeard: s.LastHeard, RTTMillis: s.RTTMillis, Running: s.Running})
 	}
 	return out
 }

@@ -87,6 +87,7 @@ backends:
 	require.NotNil(t, m.Hub())
 	require.NoError(t, m.Run(context.Background()))
 	hosts := m.Hub().Status()
+	panelView := panelHosts(m.Hub()).Hosts()
 	require.NoError(t, m.Close())
 
 	res := m.Result()
@@ -98,4 +99,15 @@ backends:
 	require.Len(t, hosts, 1)
 	assert.Equal(t, remote.HostConnected, hosts[0].State)
 	assert.Equal(t, []string{"alpha"}, hosts[0].Backends)
+	// The panel lists the host as the hub knows it.
+	require.Len(t, panelView, 1)
+	pv := panelView[0]
+	assert.Equal(t, "desk", pv.Name)
+	assert.Equal(t, "connected", pv.State)
+	assert.Equal(t, []string{"alpha"}, pv.Backends)
+	assert.Equal(t, remote.Version(), pv.Version)
+	assert.NotEmpty(t, pv.Address)
+	assert.False(t, pv.LastHeard.IsZero(), "the host was heard")
+	assert.False(t, pv.Since.IsZero(), "connected since its hello")
+	assert.Nil(t, panelHosts(nil), "no hub, no host source (not a typed nil)")
 }

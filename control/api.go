@@ -53,6 +53,7 @@ func (s *Server) routes() *http.ServeMux {
 	m.HandleFunc("GET /api/alerts", s.handleAlerts)
 	m.HandleFunc("GET /api/history", s.handleHistory)
 	m.HandleFunc("GET /api/tasks", s.handleTaskPage)
+	m.HandleFunc("GET /api/hosts", s.handleHosts)
 	m.HandleFunc("GET /api/events", s.handleEvents)
 	m.HandleFunc("GET /simulation", s.handleSimulation)
 	m.HandleFunc("GET /simulation/{name}", s.handleSimulationFile)
@@ -237,7 +238,7 @@ func (s *Server) status() Status {
 	st := Status{
 		State: state, Uptime: up.Round(time.Second).String(), UptimeSeconds: up.Seconds(),
 		StartedAt: s.started.UTC(), DataDir: s.opts.DataDir,
-		LLMs: map[string]LLMStatus{}, Backends: []BackendView{}, Modules: []ModuleView{}, Running: []RunningTask{},
+		LLMs: map[string]LLMStatus{}, Backends: []BackendView{}, Hosts: []HostView{}, Modules: []ModuleView{}, Running: []RunningTask{},
 	}
 	counts := s.sys.Counts()
 	st.Tasks.ByModule = map[string]map[string]int{}
@@ -291,11 +292,14 @@ func (s *Server) status() Status {
 	}
 
 	circuits, memory := s.circuits(), s.backendMemory()
+	st.Hosts = s.hosts()
+	hostOf := hostOfBackend(st.Hosts)
 	for _, b := range s.sys.Quotas() {
 		st.LLMs[b.Name] = LLMStatus{Available: b.Available, HourlyUsed: b.HourlyUsed, HourlyLimit: b.HourlyLimit,
 			DeepModeUsed: b.DeepUsed, DeepModeLimit: b.DeepLimit}
 		bv := BackendViewOf(b, now)
 		bv.Circuit, bv.RunningTasks, bv.MemoryBytes = circuits[b.Name], nonNil(byBackend[b.Name]), memory[b.Name]
+		bv.Host = hostOf[b.Name]
 		st.Backends = append(st.Backends, bv)
 	}
 	for _, m := range s.modules() {

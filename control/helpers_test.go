@@ -62,6 +62,7 @@ type fixtureOpts struct {
 	modules      []string
 	storage      *actors.StorageWatch
 	webhook      Webhook
+	hosts        HostSource
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
@@ -108,7 +109,7 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	})
 	f.srv, err = New(Options{Sys: sys, Token: testToken, Logger: logger, DataDir: dir, ClientBuffer: fo.clientBuffer,
 		AllowedOrigins: fo.origins, Health: fo.health, Backends: []gateway.Backend{circuitBackend{be, cond}},
-		WALStatsEvery: time.Nanosecond, Modules: fo.modules, AlertWebhook: fo.webhook})
+		WALStatsEvery: time.Nanosecond, Modules: fo.modules, AlertWebhook: fo.webhook, Hosts: fo.hosts})
 	require.NoError(t, err)
 	f.ts = httptest.NewServer(f.srv.Handler())
 	t.Cleanup(func() {

@@ -42,7 +42,7 @@ func startLivePanel(t *testing.T, f *fixture, addr string) *livePanel {
 	l, err := net.Listen("tcp", addr)
 	require.NoError(t, err)
 	srv, err := New(Options{Sys: f.sys, Token: testToken, Logger: testLogger(t), DataDir: f.srv.opts.DataDir,
-		Backends: f.srv.opts.Backends, Modules: []string{"probe", "notebook"}})
+		Backends: f.srv.opts.Backends, Modules: []string{"probe", "notebook"}, Hosts: f.srv.opts.Hosts})
 	require.NoError(t, err)
 	p := &livePanel{t: t, f: f, addr: l.Addr().String(), srv: srv, done: make(chan error, 1)}
 	go func() { p.done <- srv.Serve(l) }()
@@ -103,7 +103,16 @@ func TestPanelViewsInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Chromium; run without -short")
 	}
-	f := newFixture(t, fixtureOpts{modules: []string{"probe", "notebook"}})
+	// simA is held by the gateway host desk, which is lost; tower was
+	// refused for its version.
+	hosts := &hostBook{}
+	lostAt := time.Date(2026, 3, 1, 9, 5, 20, 0, time.UTC)
+	deskLost := HostView{Name: "desk", Address: "192.0.2.7:8091", Version: "1.0.0", Backends: []string{"simA"}, State: "lost",
+		Reason: "not heard for 15s (link cut off?)", Since: lostAt, LastHeard: lostAt.Add(-20 * time.Second), RTTMillis: 1.25}
+	tower := HostView{Name: "tower", Version: "0.9.0", Backends: []string{"gpt"}, State: "refused", Since: lostAt,
+		Reason: "host tower runs fano 0.9.0, the orchestrator fano 1.0.0: run the same version on both"}
+	hosts.set(deskLost, tower)
+	f := newFixture(t, fixtureOpts{modules: []string{"probe", "notebook"}, hosts: hosts})
 	panel := startLivePanel(t, f, "127.0.0.1:0")
 	t.Cleanup(func() { _ = panel.srv.Close() })
 	base := "http://" + panel.addr
@@ -272,8 +281,29 @@ func TestPanelViewsInChromium(t *testing.T) {
 	// Backends.
 	require.NoError(t, page.Locator(`#nav a[data-nav="backends"]`).Click())
 	visible(`[data-backend="simA"] .bar`)
+	desk := page.Locator(`#hosts-body tr[data-host="desk"]`)
+	require.NoError(t, expect.Locator(desk).ToHaveAttribute("data-state", "lost"))
+	require.NoError(t, expect.Locator(desk).ToContainText("192.0.2.7:8091"))
+	require.NoError(t, expect.Locator(desk).ToContainText("1.0.0"))
+	require.NoError(t, expect.Locator(desk).ToContainText("simA"))
+	require.NoError(t, expect.Locator(desk).ToContainText("1.3 ms"))
+	require.NoError(t, expect.Locator(desk).ToContainText("not heard for 15s"))
+	// Last heard and since: ISO 8601 in the page's zone, UTC on hover.
+	heard := desk.Locator(`time[datetime="2026-03-01T09:05:00Z"]`)
+	require.NoError(t, expect.Locator(heard).ToHaveText("2026-03-01 10:05:00+01:00"))
+	require.NoError(t, expect.Locator(heard).ToHaveAttribute("title", "2026-03-01T09:05:00Z (UTC)"))
+	require.NoError(t, expect.Locator(desk.Locator(`time[datetime="2026-03-01T09:05:20Z"]`)).ToBeVisible())
+	require.NoError(t, expect.Locator(page.Locator(`#hosts-body tr[data-host="tower"]`)).ToHaveAttribute("data-state", "refused"))
+	onHost := page.Locator(`[data-backend="simA"] .on-host`)
+	require.NoError(t, expect.Locator(onHost).ToHaveText("on gateway host desk (lost)"))
 	shot("backends.png")
 	checkContrast(t, page, "backends")
+	// desk comes back: the view shows it without an event or a reload.
+	deskBack := deskLost
+	deskBack.State, deskBack.Reason, deskBack.Since, deskBack.LastHeard = "connected", "", lostAt.Add(time.Minute), lostAt.Add(time.Minute)
+	hosts.set(deskBack, tower)
+	require.NoError(t, expect.Locator(desk).ToHaveAttribute("data-state", "connected"))
+	require.NoError(t, expect.Locator(onHost).ToHaveText("on gateway host desk"))
 
 	// Document: math rendered, a comment on a section where it stands.
 	require.NoError(t, page.Locator(`#nav a[data-nav="document"]`).Click())

@@ -90,6 +90,9 @@ type Options struct {
 	// AlertWebhook, if its URL is set, receives a JSON POST for every
 	// alert that needs a person, raised or resolved.
 	AlertWebhook Webhook
+	// Hosts, if set, lists the gateway hosts on other machines (GET
+	// /api/hosts, the status's "hosts", the host of a backend's card).
+	Hosts HostSource
 }
 
 // knownModules are the module names looked for when neither Options nor

@@ -26,10 +26,12 @@ type Status struct {
 	Tasks         TaskSummary          `json:"tasks"`
 	LLMs          map[string]LLMStatus `json:"llms"`
 	Backends      []BackendView        `json:"backends"`
-	Modules       []ModuleView         `json:"modules"`
-	Running       []RunningTask        `json:"running"`
-	WAL           *WALView             `json:"wal,omitempty"`
-	Health        any                  `json:"health,omitempty"`
+	// Hosts are the gateway hosts on other machines (none without any).
+	Hosts   []HostView    `json:"hosts"`
+	Modules []ModuleView  `json:"modules"`
+	Running []RunningTask `json:"running"`
+	WAL     *WALView      `json:"wal,omitempty"`
+	Health  any           `json:"health,omitempty"`
 }
 
 // TaskSummary counts tasks in memory (finished tasks leave memory after
@@ -59,6 +61,9 @@ type LLMStatus struct {
 type BackendView struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"`
+	// Host is the gateway host that holds the backend, if it runs on
+	// another machine.
+	Host string `json:"host,omitempty"`
 	// State is the backend's one state (allocator.BackendStatus): ready,
 	// busy, or why it takes no work (rate_limited, capped, credentials,
 	// credits, login, challenge, circuit_open, paused, exhausted...);

@@ -178,6 +178,7 @@
     $("uptime").textContent = "up " + st.uptime + " · since " + fmtTime(st.started_at);
     renderTotals(st);
     renderQueue(st);
+    renderHosts(st);
     renderBackends(st);
     renderBackendSummary(st);
     renderRunning(st);
@@ -302,6 +303,8 @@
           el("span", { class: "badge bstate-" + b.state, text: b.state.replace(/_/g, " ") }),
           b.circuit ? el("span", { class: "badge", title: "circuit breaker", text: "circuit " + b.circuit }) : null,
           el("span", { class: "kind", text: b.kind })),
+        b.host ? el("div", { class: "on-host" }, "on gateway host ", el("b", { text: b.host }),
+          hostState[b.host] && hostState[b.host] !== "connected" ? el("span", { class: "muted", text: " (" + hostState[b.host].replace(/_/g, " ") + ")" }) : null) : null,
         b.reason ? el("div", { class: "reason", text: b.reason + (b.until ? " (until " + fmtTime(b.until) + ")" : "") }) : null,
         el("div", { class: "muted", text: "requests this hour (limit estimate " + b.limit_estimate + ", usable " + b.usable + ")" }),
         bar(b.hourly_used, b.hourly_limit, b.usable),
@@ -314,6 +317,31 @@
       ]);
     }
   }
+
+  // The gateway hosts on other machines: where each is, which fano, its
+  // backends, when it was last heard and how long a ping took, and the
+  // state of its link since when (why, on hover and below the state).
+  const hostState = {}; // host name -> state, for the backend cards
+  function renderHosts(st) {
+    const hosts = st.hosts || [];
+    $("hosts-section").hidden = hosts.length === 0;
+    for (const k of Object.keys(hostState)) delete hostState[k];
+    put($("hosts-body"), ...hosts.map((h) => {
+      hostState[h.name] = h.state;
+      return el("tr", { "data-host": h.name, "data-state": h.state },
+        el("td", null, el("b", { text: h.name })),
+        el("td", null,
+          el("span", { class: "badge hstate-" + h.state, title: h.reason || "", text: h.state.replace(/_/g, " ") }),
+          h.since ? el("span", { class: "muted" }, " since ", timeEl(h.since)) : null,
+          h.reason ? el("div", { class: "muted host-reason", text: h.reason }) : null),
+        el("td", { class: "col-opt" }, h.address ? el("code", { text: h.address }) : el("span", { class: "muted", text: "—" })),
+        el("td", { class: "col-opt2", text: h.version || "—" }),
+        el("td", { text: h.backends.join(", ") || "—" }),
+        el("td", { class: "col-phone" }, timeEl(h.last_heard)),
+        el("td", { class: "col-opt", text: h.last_heard ? fmtRTT(h.rtt_ms) : "—" }));
+    }));
+  }
+  function fmtRTT(ms) { return ms < 10 ? ms.toFixed(1) + " ms" : fmtDuration(ms); }
 
   function renderBackendSummary(st) {
     const ul = $("backend-summary");
@@ -945,6 +973,12 @@
       backoff = Math.min(backoff * 2, 5000);
     };
   }
+
+  // The gateway hosts' last heard and round trip change with every ping,
+  // without an event: the backends view reads them again every 5 s.
+  setInterval(() => {
+    if (current.view === "backends" && !offlineSince && ws && ws.readyState === WebSocket.OPEN && lastStatus && lastStatus.hosts && lastStatus.hosts.length) scheduleRefresh();
+  }, 5000);
 
   // A watchdog: a fano that hangs, or a network that drops without
   // closing the socket, shows too.
