@@ -599,11 +599,8 @@ func (l *Limiter) Learn(limit int, window time.Duration) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if window != l.window {
-		limit = int(float64(limit) * float64(l.window) / float64(window))
-		if limit <= 0 {
-			return
-		}
+	if limit = l.inWindow(limit, window); limit <= 0 {
+		return
 	}
 	if limit != l.limit {
 		l.learnLocked(limit)
@@ -616,6 +613,15 @@ func (l *Limiter) Learn(limit int, window time.Duration) {
 		}
 		l.dispatchLocked(now)
 	}
+}
+
+// inWindow is limit per window counted over the limiter's own window
+// (0: less than one). Called with mu held.
+func (l *Limiter) inWindow(limit int, window time.Duration) int {
+	if window == l.window {
+		return limit
+	}
+	return int(float64(limit) * float64(l.window) / float64(window))
 }
 
 // LearnedTokens is the tokens-per-Window budget the headers told (0:
@@ -636,11 +642,8 @@ func (l *Limiter) LearnTokens(limit int, window time.Duration) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if window != l.window {
-		limit = int(float64(limit) * float64(l.window) / float64(window))
-		if limit <= 0 {
-			return
-		}
+	if limit = l.inWindow(limit, window); limit <= 0 {
+		return
 	}
 	l.tokLimit = limit
 	l.tokCap = max(1, int(float64(limit)*(1-l.headroom)))
