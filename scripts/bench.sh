@@ -38,6 +38,14 @@ run ./actors/scheduler/ 'BenchmarkTick$/fano/' -benchtime 36000x -timeout 30m
 run ./actors/scheduler/ 'BenchmarkTick$/spec-resort/' -benchtime 10x -timeout 30m
 run ./actors/ 'BenchmarkEndToEnd$|BenchmarkEndToEndMemoryLimit$|BenchmarkRecovery$|BenchmarkKillRestart$|BenchmarkSimulatedDay$|BenchmarkTransientFaults$|BenchmarkBackendOutage$' -benchtime 1x -timeout 30m
 [ -d gateway/ratelimit ] && run ./gateway/ratelimit/ 'BenchmarkIncident429' -benchtime 1x -timeout 20m
+# Backend conditions: token and day windows against a real server on a
+# simulated clock (429s beside the unpaced backend); four paced backends
+# and 30 % 529s beside their ideals.
+[ -d gateway/api ] && run ./gateway/api/ 'BenchmarkWindow429s' -benchtime 1x -timeout 10m
+run ./actors/ 'BenchmarkPacedBackends$|BenchmarkOverloaded529$' -benchtime 1x -timeout 10m
+# Gateway hosts over protoactor-go remote beside the same backend local.
+[ -d remote ] && run ./remote/ 'BenchmarkRemoteLatency$|BenchmarkHostMemory$' -benchtime 1x -timeout 10m
+[ -d remote ] && run ./actors/ 'BenchmarkRemoteGateway$' -benchtime 1x -timeout 10m
 [ -d modules/dedup ] && run ./modules/dedup/ 'BenchmarkCheck|BenchmarkPassageOverlaps' -benchtime 1s
 [ -d modules/documenter ] && run ./modules/documenter/ 'BenchmarkCheckDocument' -benchtime 3x -timeout 10m
 # Real Chromium: answer complete on the page -> recorded, with and without
