@@ -14,7 +14,6 @@ import (
 	"fano/actors/allocator"
 	"fano/actors/scheduler"
 	"fano/gateway"
-	"fano/gateway/ratelimit"
 	"fano/modules"
 	"fano/pb"
 )
@@ -176,31 +175,6 @@ func errorFromWire(w *pb.ActorError) error {
 	return &wireError{msg: w.Message, match: match}
 }
 
-// llmRequestToWire is a gateway.Request as the gateway host receives it.
-func llmRequestToWire(id uint64, backend string, r gateway.Request) *pb.LLMRequest {
-	w := &pb.LLMRequest{
-		RequestId: id, Backend: backend, TaskId: r.TaskID, Module: r.Module, TaskType: r.TaskType,
-		Prompt: r.Prompt, Images: r.Images, DeepMode: r.DeepMode, ConversationUrl: r.ConversationURL,
-		KnownAnswers: int32(r.KnownAnswers), Interrupted: r.Interrupted,
-	}
-	for _, m := range r.History {
-		w.History = append(w.History, &pb.Message{Role: m.Role, Content: m.Content})
-	}
-	return w
-}
-
-func llmRequestFromWire(w *pb.LLMRequest) gateway.Request {
-	r := gateway.Request{
-		TaskID: w.TaskId, Module: w.Module, TaskType: w.TaskType, Prompt: w.Prompt, Images: w.Images,
-		DeepMode: w.DeepMode, ConversationURL: w.ConversationUrl, KnownAnswers: int(w.KnownAnswers),
-		Interrupted: w.Interrupted,
-	}
-	for _, m := range w.History {
-		r.History = append(r.History, gateway.Message{Role: m.Role, Content: m.Content})
-	}
-	return r
-}
-
 func llmResponseToWire(id uint64, backend string, r gateway.Response, err error) *pb.LLMResponse {
 	w := &pb.LLMResponse{
 		RequestId: id, TaskId: "", Llm: backend, Response: r.Content, ConversationUrl: r.ConversationURL,
@@ -225,11 +199,9 @@ func llmResponseToWire(id uint64, backend string, r gateway.Response, err error)
 }
 
 // neverLeft: err says the request was refused before it left, by the
-// gateway (an open circuit) or by the API's rate limiter, whose wait
-// ends with its own ErrNotSent (a cancelled or timed-out wait).
-func neverLeft(err error) bool {
-	return errors.Is(err, gateway.ErrNotSent) || errors.Is(err, ratelimit.ErrNotSent)
-}
+// gateway (an open circuit) or by the API's rate limiter (a cancelled or
+// timed-out wait: the limiter's ErrNotSent is gateway.ErrNotSent).
+func neverLeft(err error) bool { return errors.Is(err, gateway.ErrNotSent) }
 
 func llmResponseFromWire(w *pb.LLMResponse) (gateway.Response, error) {
 	r := gateway.Response{
