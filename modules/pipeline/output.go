@@ -564,13 +564,13 @@ func (m *Module) Summary() Summary {
 		for _, model := range st.models {
 			var c Counts
 			for _, it := range m.items {
-				p := m.pairOf(st.Name, it.Key, model)
-				switch {
-				case p == nil && m.skips(st, it):
+				p, where := m.standing(st, it, model)
+				switch where {
+				case pairSkipped:
 					c.Skipped++
-				case p != nil && p.Status == StatusOK:
+				case pairOK:
 					c.OK++
-				case p != nil && p.Status == StatusFailed:
+				case pairFailed:
 					c.Failed++
 				default:
 					c.Pending++

@@ -29,13 +29,12 @@ func (m *Module) StepCounts() []StepProgress {
 		for _, model := range st.models {
 			c := StepProgress{Step: st.Name, Model: model, ETASeconds: -1}
 			for _, it := range m.items {
-				p := m.pairOf(st.Name, it.Key, model)
-				switch {
-				case p == nil && m.skips(st, it):
+				switch _, where := m.standing(st, it, model); where {
+				case pairSkipped:
 					c.Skipped++
-				case p != nil && p.Status == StatusOK:
+				case pairOK:
 					c.Done++
-				case p != nil && p.Status == StatusFailed:
+				case pairFailed:
 					c.Failed++
 				default:
 					c.Pending++
@@ -90,4 +89,27 @@ func (r *RateMeter) Observe(now time.Time, counts []StepProgress) []StepProgress
 		}
 	}
 	return counts
+}
+
+// Where a pair of one step, item and model stands.
+const (
+	pairPending = iota
+	pairSkipped // the step's when: skipped it for this item
+	pairOK
+	pairFailed
+)
+
+// standing is the pair of step st, item it and model (nil when none was
+// asked yet) and where it stands: what StepCounts and Summary count.
+func (m *Module) standing(st *Step, it *Item, model string) (*pair, int) {
+	p := m.pairOf(st.Name, it.Key, model)
+	switch {
+	case p == nil && m.skips(st, it):
+		return nil, pairSkipped
+	case p != nil && p.Status == StatusOK:
+		return p, pairOK
+	case p != nil && p.Status == StatusFailed:
+		return p, pairFailed
+	}
+	return p, pairPending
 }
