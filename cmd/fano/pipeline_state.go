@@ -18,23 +18,32 @@ import (
 	"fano/wal"
 )
 
+// openRun opens the data directory of an existing run of the pipeline
+// arg names; an error says when it has no run yet.
+func openRun(g *globals, arg string, readOnly bool) (*pipelineSession, *app, error) {
+	ps, err := loadSession(g, arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !exists(filepath.Join(ps.cfg.DataDir, "fano.db")) {
+		return nil, nil, fmt.Errorf("no run of pipeline %s in %s yet (fano pipeline run %s)", ps.def.Name, ps.cfg.DataDir, arg)
+	}
+	a, err := ps.open(readOnly)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ps, a, nil
+}
+
 // withState recovers the run directory's state read-only (dry) and hands
 // the module to fn. A running pipeline holds the WAL: wal.ErrLocked.
 func withState(g *globals, arg string, fn func(ps *pipelineSession, mod *pipeline.Module) error) error {
-	ps, err := loadSession(g, arg)
-	if err != nil {
-		return err
-	}
-	def := ps.def
-	if !exists(filepath.Join(ps.cfg.DataDir, "fano.db")) {
-		return fmt.Errorf("no run of pipeline %s in %s yet (fano pipeline run %s)", def.Name, ps.cfg.DataDir, arg)
-	}
-	a, err := ps.open(true)
+	ps, a, err := openRun(g, arg, true)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	mod := pipeline.New(pipeline.Config{Def: def, Items: ps.items})
+	mod := pipeline.New(pipeline.Config{Def: ps.def, Items: ps.items})
 	mod.SetNow(time.Now()) // whether today's budget is spent
 	opts, err := ps.options(a, mod, true)
 	if err != nil {
@@ -50,20 +59,12 @@ func withState(g *globals, arg string, fn func(ps *pipelineSession, mod *pipelin
 // withSystem starts the actor system held (no backends, so no task runs)
 // for a command that changes state, and stops it after fn.
 func withSystem(g *globals, arg string, fn func(ps *pipelineSession, sys *actors.System) error) error {
-	ps, err := loadSession(g, arg)
-	if err != nil {
-		return err
-	}
-	def := ps.def
-	if !exists(filepath.Join(ps.cfg.DataDir, "fano.db")) {
-		return fmt.Errorf("no run of pipeline %s in %s yet (fano pipeline run %s)", def.Name, ps.cfg.DataDir, arg)
-	}
-	a, err := ps.open(false)
+	ps, a, err := openRun(g, arg, false)
 	if err != nil {
 		return err
 	}
 	defer a.close()
-	mod := pipeline.New(pipeline.Config{Def: def, Items: ps.items, Hold: true})
+	mod := pipeline.New(pipeline.Config{Def: ps.def, Items: ps.items, Hold: true})
 	opts, err := ps.options(a, mod, true)
 	if err != nil {
 		return err
