@@ -49,3 +49,16 @@ func TestGroupCommandsRefuseStrayArguments(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "did you mean fano wal inspect?")
 }
+
+// A flag that does not parse is a usage error like an unknown command:
+// the message naming the flag, the command's usage, exit status 2, and
+// nothing on standard output.
+func TestBadFlagIsAUsageError(t *testing.T) {
+	for _, args := range [][]string{{"tasks", "--bogus"}, {"tasks", "--limit", "many"}, {"wal", "inspect", "--from", "x"}} {
+		code, out, errOut := cli(args...)
+		assert.Equal(t, exitUsage, code, "%v", args)
+		assert.Empty(t, out, "%v", args)
+		assert.Contains(t, errOut, args[len(args)-1], "%v: the message names the flag or value", args)
+		assert.Contains(t, errOut, "Usage:\n  fano "+args[0], "%v: the usage follows", args)
+	}
+}
