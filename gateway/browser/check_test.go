@@ -58,7 +58,7 @@ func TestCheckProfile(t *testing.T) {
 		p := f.cfg.Profile.clone()
 		p.Selectors.Prompt = SelectorList{"#gone", "div.also-gone"}
 		p.Controls["deep_mode"].Item.Text = "Ultra"
-		p.Completion.LoadTimeoutSeconds = 1
+		p.Completion.LoadTimeoutSeconds = 3 // short, yet room for a page load on a loaded machine
 		f.cfg.Profile = p
 		f.cfg.ActionTimeout = time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
