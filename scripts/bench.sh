@@ -58,8 +58,12 @@ run ./actors/ 'BenchmarkPacedBackends$|BenchmarkOverloaded529$' -benchtime 1x -t
 # FANO_BENCH_BEFORE=<fano binary> runs that binary on the same workloads
 # first (a change against its before, same run). The API backend at 200
 # RPM (BenchmarkPipelineAPI200RPM, FANO_BENCH_API_ITEMS) takes minutes and
-# is run by hand. River beside fano runs from its own harness, outside
-# this repository (docs/benchmarks.md).
+# is run by hand.
 [ -d modules/pipeline/e2e ] && run ./modules/pipeline/e2e/ 'BenchmarkPipelineRun$|BenchmarkPipelineThreeSteps$' -benchtime 1x -timeout 30m
+# The same 20k workload beside River (tuned, on PostgreSQL), from the
+# peers' harness in ../shared/peers, rounds alternated in one run; then
+# the curve at 10k, 100k and 1M items (FANO_BENCH_CURVE).
+[ -d modules/pipeline/e2e ] && run ./modules/pipeline/e2e/ 'BenchmarkPipelineBesideRiver$' -benchtime 1x -timeout 30m
+[ -d modules/pipeline/e2e ] && FANO_BENCH_CURVE=${FANO_BENCH_CURVE:-10000,100000,1000000} run ./modules/pipeline/e2e/ 'BenchmarkPipelineCurve$' -benchtime 1x -timeout 60m
 echo
 go run ./scripts/benchtable < "$out"

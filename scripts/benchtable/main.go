@@ -74,6 +74,12 @@ var rows = []row{
 	{"1 of 3 backends out: tasks/s >= 2/3 of fault-free", "BenchmarkBackendOutage", "outage-tasks/s", "BenchmarkBackendOutage", "baseline-tasks/s", true, "of fault-free"},
 	{"dedup check at 10k <= 1 ms", "BenchmarkCheck/stored=10000", "ns/op", "BenchmarkCheck/stored=10000", "baseline-ns/op", false, "x faster"},
 	{"dedup check at 100k <= 1 ms", "BenchmarkCheck/stored=100000", "ns/op", "BenchmarkCheck/stored=100000", "baseline-ns/op", false, "x faster"},
+	{"pipeline, 20k items, beside River tuned (median of rounds) >= 1.5x", "BenchmarkPipelineBesideRiver/median", "fano-items/s", "BenchmarkPipelineBesideRiver/median", "river-jobs/s", true, "x River"},
+	{"pipeline, 20k items: median of per-round ratios >= 1.5x", "BenchmarkPipelineBesideRiver/median", "x-river", "", "", true, ""},
+	{"pipeline curve: items/s at 100k within 20% of 10k", "BenchmarkPipelineCurve/items-100000", "items/s", "BenchmarkPipelineCurve/items-10000", "items/s", true, "of 10k"},
+	{"pipeline curve: items/s at 1M within 20% of 10k", "BenchmarkPipelineCurve/items-1000000", "items/s", "BenchmarkPipelineCurve/items-10000", "items/s", true, "of 10k"},
+	{"pipeline curve: peak RSS at 1M <= 256 MB", "BenchmarkPipelineCurve/items-1000000", "peak-rss-MB", "BenchmarkPipelineCurve/items-10000", "peak-rss-MB", false, "x 10k"},
+	{"pipeline curve: status mid-run at 1M <= 100 ms", "BenchmarkPipelineCurve/items-1000000", "status-ms", "", "", false, ""},
 	{"signal to exit, call in flight <= 2 s", "BenchmarkShutdown", "inflight-exit-ms", "BenchmarkShutdown", "idle-exit-ms", false, "x idle"},
 }
 
