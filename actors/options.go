@@ -52,6 +52,11 @@ type Options struct {
 	// FinishedRetention: finished tasks leave memory this long after they
 	// finished, archived in the WAL file first (0 = keep them in memory).
 	FinishedRetention time.Duration
+	// MaxFinishedInMemory: when more finished tasks than this are in
+	// memory, the oldest leave it (archived first, as after their
+	// retention) until this many are left; 0 = no bound. A run of a
+	// million tasks then keeps a hash of each finished id, not the task.
+	MaxFinishedInMemory int
 
 	// OutputDir is <data-dir>/output, where modules' files go ("" = none).
 	OutputDir string

@@ -249,16 +249,32 @@ func (a *schedulerActor) start(ctx actor.Context) {
 // that has since been restarted: it must read the current one's state.
 func (a *schedulerActor) current() *schedulerActor { return a.sys.state.scheduler.Load() }
 
-// forget archives finished tasks older than the retention period, then
-// logs that they left memory (weeks of running must not grow
-// the heap). The archive write runs off the actor; at most one at a time.
+// forget archives finished tasks older than the retention period (looked
+// for once a minute), and the oldest when more than MaxFinishedInMemory
+// are finished (a quarter over it, so a pass frees many), then logs that
+// they left memory: weeks of running, or a million tasks in a day, must
+// not grow the heap. The archive write runs off the actor; at most one at
+// a time.
 func (a *schedulerActor) forget(ctx actor.Context, now time.Time) {
-	retention := a.sys.opts.FinishedRetention
-	if retention <= 0 || a.forgetting || now.Sub(a.lastForget) < time.Minute {
+	retention, keep := a.sys.opts.FinishedRetention, a.sys.opts.MaxFinishedInMemory
+	if a.forgetting {
 		return
 	}
-	a.lastForget = now
-	tasks, evs := a.state.DecideForget(now, retention, 5000)
+	over := keep > 0 && a.state.FinishedInMemory() > keep+keep/4
+	due := retention > 0 && now.Sub(a.lastForget) >= time.Minute
+	if !over && !due {
+		return
+	}
+	max := 5000
+	if due {
+		a.lastForget = now
+	} else {
+		retention = 0 // only the bound: the retention's pass comes in its minute
+	}
+	if over {
+		max = a.state.FinishedInMemory() - keep
+	}
+	tasks, evs := a.state.DecideForget(now, retention, keep, max)
 	if len(tasks) == 0 {
 		return
 	}

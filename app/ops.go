@@ -592,7 +592,9 @@ func (t *traceLog) observe(e *pb.Event) error {
 		return t.write(st, traceLine{Time: at, Backend: r.Llm, Task: r.TaskId, Turn: r.Turn, Outcome: kind,
 			DurationMS: float64(at.Sub(st.at)) / 1e6})
 	case *pb.Event_TaskForgotten:
-		delete(t.pending, b.TaskForgotten.TaskId)
+		for _, id := range b.TaskForgotten.IDs() {
+			delete(t.pending, id)
+		}
 	}
 	return nil
 }

@@ -81,22 +81,23 @@ func (w Wiring) ActorOptions() (actors.Options, error) {
 	}
 	return actors.Options{
 		Log: w.Log, Storage: w.Storage, Clock: w.Clock, Logger: w.Logger, OutputDir: filepath.Join(w.DataDir, "output"), Observe: w.Observe,
-		DispatchOnTick:     w.DispatchOnTick,
-		Scheduler:          scheduler.FromConfig(cfg),
-		Allocator:          allocCfg,
-		Backends:           backends,
-		Modules:            mods,
-		Unbuilt:            unbuilt,
-		TickInterval:       time.Duration(o.Scheduler.TickIntervalMS) * time.Millisecond,
-		CheckpointInterval: time.Duration(o.State.CheckpointIntervalSeconds) * time.Second,
-		CompactThreshold:   int64(o.State.WALCompactThresholdMB) << 20,
-		MaxRunning:         o.Scheduler.MaxRunningTasks,
-		MaxRequests:        cfg.MaxRequests,
-		RequestTimeout:     time.Duration(o.Tasks.RequestTimeoutSeconds) * time.Second,
-		RetryBackoff:       backoff,
-		ValidationRetries:  cmp.Or(o.Recovery.MaxTaskRetries, -1), // max_task_retries 0 (none) is -1 there
-		Refusals:           refusals,
-		FinishedRetention:  time.Duration(o.State.FinishedTaskRetentionHours) * time.Hour,
+		DispatchOnTick:      w.DispatchOnTick,
+		Scheduler:           scheduler.FromConfig(cfg),
+		Allocator:           allocCfg,
+		Backends:            backends,
+		Modules:             mods,
+		Unbuilt:             unbuilt,
+		TickInterval:        time.Duration(o.Scheduler.TickIntervalMS) * time.Millisecond,
+		CheckpointInterval:  time.Duration(o.State.CheckpointIntervalSeconds) * time.Second,
+		CompactThreshold:    int64(o.State.WALCompactThresholdMB) << 20,
+		MaxRunning:          o.Scheduler.MaxRunningTasks,
+		MaxRequests:         cfg.MaxRequests,
+		RequestTimeout:      time.Duration(o.Tasks.RequestTimeoutSeconds) * time.Second,
+		RetryBackoff:        backoff,
+		ValidationRetries:   cmp.Or(o.Recovery.MaxTaskRetries, -1), // max_task_retries 0 (none) is -1 there
+		Refusals:            refusals,
+		FinishedRetention:   time.Duration(o.State.FinishedTaskRetentionHours) * time.Hour,
+		MaxFinishedInMemory: o.State.MaxFinishedTasksInMemory,
 	}, nil
 }
 

@@ -88,6 +88,10 @@ type State struct {
 	// FinishedTaskRetentionHours is how long finished tasks stay in memory
 	// (they stay on disk).
 	FinishedTaskRetentionHours int `yaml:"finished_task_retention_hours"`
+	// MaxFinishedTasksInMemory bounds the finished tasks kept in memory:
+	// past it the oldest leave it sooner than their retention (they stay
+	// on disk, their keys stay taken). 0: no bound.
+	MaxFinishedTasksInMemory int `yaml:"max_finished_tasks_in_memory"`
 	// MemoryLimitMB is the soft memory limit of `fano run` (Go's
 	// GOMEMLIMIT): past it the garbage collector runs more often instead of
 	// letting the heap double. 0: no limit. A GOMEMLIMIT in the environment
@@ -104,6 +108,11 @@ type State struct {
 // heap of a normal run (tens of MB), so the collector only works harder
 // when memory is really growing.
 const DefaultMemoryLimitMB = 256
+
+// DefaultMaxFinishedTasksInMemory: a finished task in memory is a few
+// hundred bytes (its light encoded record), so this bound is a few MB;
+// the panel's and `fano task` views reach older tasks in the archive.
+const DefaultMaxFinishedTasksInMemory = 20000
 
 // Scheduler configures the priority scheduler.
 type Scheduler struct {
@@ -399,6 +408,7 @@ func New() *Config {
 				CheckpointIntervalSeconds:  60,
 				WALCompactThresholdMB:      100,
 				FinishedTaskRetentionHours: 24,
+				MaxFinishedTasksInMemory:   DefaultMaxFinishedTasksInMemory,
 				MemoryLimitMB:              DefaultMemoryLimitMB,
 				BackupIntervalHours:        6,
 				BackupsKept:                4,

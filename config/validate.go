@@ -162,6 +162,7 @@ func (c *Config) validateOrchestrator(v *checker) {
 	v.positive("orchestrator.state.wal_compact_threshold_mb", o.State.WALCompactThresholdMB)
 	v.positive("orchestrator.state.finished_task_retention_hours", o.State.FinishedTaskRetentionHours)
 	v.nonNegative("orchestrator.state.memory_limit_mb", o.State.MemoryLimitMB)
+	v.nonNegative("orchestrator.state.max_finished_tasks_in_memory", o.State.MaxFinishedTasksInMemory)
 	v.nonNegative("orchestrator.state.backup_interval_hours", o.State.BackupIntervalHours)
 	v.positive("orchestrator.state.backups_kept", o.State.BackupsKept)
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -118,7 +119,12 @@ func toEvent(n actors.Notice) *Event {
 	case *pb.Event_TaskCancelled:
 		task("task_cancelled", b.TaskCancelled.GetTaskId(), "CANCELLED").Reason = b.TaskCancelled.GetReason()
 	case *pb.Event_TaskForgotten:
-		task("task_forgotten", b.TaskForgotten.GetTaskId(), "")
+		// One line for a batch: its first task, and how many left.
+		if n := len(b.TaskForgotten.GetMoreTaskIds()); n > 0 {
+			task("task_forgotten", b.TaskForgotten.GetTaskId(), "").Reason = fmt.Sprintf("%d finished tasks left memory", n+1)
+		} else {
+			task("task_forgotten", b.TaskForgotten.GetTaskId(), "")
+		}
 	case *pb.Event_LlmRequestStarted:
 		r := b.LlmRequestStarted
 		ev.Type, ev.Kind, ev.TaskID, ev.Module, ev.LLM = "llm", "llm_request_started", r.GetTaskId(), moduleOf(r.GetTaskId()), r.GetLlm()

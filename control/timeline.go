@@ -108,9 +108,11 @@ func (t *timelines) observe(e *pb.Event) {
 	case *pb.Event_TaskCancelled:
 		t.of(b.TaskCancelled.GetTaskId()).add(Step{At: at, Kind: "cancelled", Reason: b.TaskCancelled.GetReason()})
 	case *pb.Event_TaskForgotten:
-		if el, ok := t.byTask[b.TaskForgotten.GetTaskId()]; ok {
-			delete(t.byTask, b.TaskForgotten.GetTaskId())
-			t.order.Remove(el)
+		for _, id := range b.TaskForgotten.IDs() {
+			if el, ok := t.byTask[id]; ok {
+				delete(t.byTask, id)
+				t.order.Remove(el)
+			}
 		}
 	}
 }

@@ -257,7 +257,9 @@ func (m *Monitor) Observe(e *pb.Event) {
 	case *pb.Event_TaskRequeued:
 		m.ended(b.TaskRequeued.GetTaskId())
 	case *pb.Event_TaskForgotten:
-		m.ended(b.TaskForgotten.GetTaskId())
+		for _, id := range b.TaskForgotten.IDs() {
+			m.ended(id)
+		}
 	}
 }
 

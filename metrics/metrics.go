@@ -221,7 +221,9 @@ func (m *Metrics) Observe(owner string, e *pb.Event) {
 			b.cancelled[k]++
 		}
 	case *pb.Event_TaskForgotten:
-		m.finished(x.TaskForgotten.TaskId)
+		for _, id := range x.TaskForgotten.IDs() {
+			m.finished(id)
+		}
 	case *pb.Event_TaskPaused:
 		if b != nil {
 			b.paused[x.TaskPaused.Reason]++

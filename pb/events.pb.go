@@ -1285,10 +1285,13 @@ func (x *TaskRequeued) GetReason() string {
 	return ""
 }
 
-// TaskForgotten: a finished task leaves memory after its retention period.
+// TaskForgotten: finished tasks leave memory (after their retention
+// period, or the oldest when more are finished than memory keeps). One
+// event can carry many: task_id and more_task_ids.
 type TaskForgotten struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	MoreTaskIds   []string               `protobuf:"bytes,2,rep,name=more_task_ids,json=moreTaskIds,proto3" json:"more_task_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1328,6 +1331,13 @@ func (x *TaskForgotten) GetTaskId() string {
 		return x.TaskId
 	}
 	return ""
+}
+
+func (x *TaskForgotten) GetMoreTaskIds() []string {
+	if x != nil {
+		return x.MoreTaskIds
+	}
+	return nil
 }
 
 // QuotaUsed is logged before a request is sent (spec: record usage first).
@@ -2027,9 +2037,10 @@ const file_events_proto_rawDesc = "" +
 	"\tavoid_llm\x18e \x01(\tR\bavoidLlm\"?\n" +
 	"\fTaskRequeued\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"(\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"L\n" +
 	"\rTaskForgotten\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\"[\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\"\n" +
+	"\rmore_task_ids\x18\x02 \x03(\tR\vmoreTaskIds\"[\n" +
 	"\tQuotaUsed\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x1b\n" +
 	"\tdeep_mode\x18\x02 \x01(\bR\bdeepMode\x12\x17\n" +

@@ -1432,6 +1432,15 @@ func (m *TaskForgotten) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.MoreTaskIds) > 0 {
+		for iNdEx := len(m.MoreTaskIds) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.MoreTaskIds[iNdEx])
+			copy(dAtA[i:], m.MoreTaskIds[iNdEx])
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.MoreTaskIds[iNdEx])))
+			i--
+			dAtA[i] = 0x12
+		}
+	}
 	if len(m.TaskId) > 0 {
 		i -= len(m.TaskId)
 		copy(dAtA[i:], m.TaskId)
@@ -2602,6 +2611,12 @@ func (m *TaskForgotten) SizeVT() (n int) {
 	l = len(m.TaskId)
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if len(m.MoreTaskIds) > 0 {
+		for _, s := range m.MoreTaskIds {
+			l = len(s)
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
 	}
 	n += len(m.unknownFields)
 	return n

@@ -24,11 +24,16 @@ const (
 )
 
 type SchedulerSnapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tasks         []*Task                `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
-	RecentStarts  []*ModuleStart         `protobuf:"bytes,2,rep,name=recent_starts,json=recentStarts,proto3" json:"recent_starts,omitempty"` // for module balance
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Tasks        []*Task                `protobuf:"bytes,1,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	RecentStarts []*ModuleStart         `protobuf:"bytes,2,rep,name=recent_starts,json=recentStarts,proto3" json:"recent_starts,omitempty"` // for module balance
+	// The finished tasks that left memory: their ids' 64-bit FNV-1a hashes,
+	// 8 bytes each, little-endian, ascending (their keys stay taken), and
+	// how many there are per module and final state.
+	ForgottenHashes []byte        `protobuf:"bytes,3,opt,name=forgotten_hashes,json=forgottenHashes,proto3" json:"forgotten_hashes,omitempty"`
+	ForgottenCounts []*StateCount `protobuf:"bytes,4,rep,name=forgotten_counts,json=forgottenCounts,proto3" json:"forgotten_counts,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *SchedulerSnapshot) Reset() {
@@ -75,17 +80,93 @@ func (x *SchedulerSnapshot) GetRecentStarts() []*ModuleStart {
 	return nil
 }
 
-type ModuleStart struct {
+func (x *SchedulerSnapshot) GetForgottenHashes() []byte {
+	if x != nil {
+		return x.ForgottenHashes
+	}
+	return nil
+}
+
+func (x *SchedulerSnapshot) GetForgottenCounts() []*StateCount {
+	if x != nil {
+		return x.ForgottenCounts
+	}
+	return nil
+}
+
+type StateCount struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Module        string                 `protobuf:"bytes,1,opt,name=module,proto3" json:"module,omitempty"`
-	At            int64                  `protobuf:"varint,2,opt,name=at,proto3" json:"at,omitempty"`
+	State         TaskState              `protobuf:"varint,2,opt,name=state,proto3,enum=fano.v1.TaskState" json:"state,omitempty"`
+	Count         int64                  `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StateCount) Reset() {
+	*x = StateCount{}
+	mi := &file_snapshot_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StateCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StateCount) ProtoMessage() {}
+
+func (x *StateCount) ProtoReflect() protoreflect.Message {
+	mi := &file_snapshot_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StateCount.ProtoReflect.Descriptor instead.
+func (*StateCount) Descriptor() ([]byte, []int) {
+	return file_snapshot_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *StateCount) GetModule() string {
+	if x != nil {
+		return x.Module
+	}
+	return ""
+}
+
+func (x *StateCount) GetState() TaskState {
+	if x != nil {
+		return x.State
+	}
+	return TaskState_TASK_STATE_UNSPECIFIED
+}
+
+func (x *StateCount) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type ModuleStart struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Module string                 `protobuf:"bytes,1,opt,name=module,proto3" json:"module,omitempty"`
+	At     int64                  `protobuf:"varint,2,opt,name=at,proto3" json:"at,omitempty"`
+	// count: the module's starts in at's second from at on (0 reads as 1).
+	Count         int32 `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ModuleStart) Reset() {
 	*x = ModuleStart{}
-	mi := &file_snapshot_proto_msgTypes[1]
+	mi := &file_snapshot_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -97,7 +178,7 @@ func (x *ModuleStart) String() string {
 func (*ModuleStart) ProtoMessage() {}
 
 func (x *ModuleStart) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[1]
+	mi := &file_snapshot_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -110,7 +191,7 @@ func (x *ModuleStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleStart.ProtoReflect.Descriptor instead.
 func (*ModuleStart) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{1}
+	return file_snapshot_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ModuleStart) GetModule() string {
@@ -123,6 +204,13 @@ func (x *ModuleStart) GetModule() string {
 func (x *ModuleStart) GetAt() int64 {
 	if x != nil {
 		return x.At
+	}
+	return 0
+}
+
+func (x *ModuleStart) GetCount() int32 {
+	if x != nil {
+		return x.Count
 	}
 	return 0
 }
@@ -151,7 +239,7 @@ type BackendQuota struct {
 
 func (x *BackendQuota) Reset() {
 	*x = BackendQuota{}
-	mi := &file_snapshot_proto_msgTypes[2]
+	mi := &file_snapshot_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -163,7 +251,7 @@ func (x *BackendQuota) String() string {
 func (*BackendQuota) ProtoMessage() {}
 
 func (x *BackendQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[2]
+	mi := &file_snapshot_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -176,7 +264,7 @@ func (x *BackendQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackendQuota.ProtoReflect.Descriptor instead.
 func (*BackendQuota) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{2}
+	return file_snapshot_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BackendQuota) GetName() string {
@@ -302,7 +390,7 @@ type AllocatorSnapshot struct {
 
 func (x *AllocatorSnapshot) Reset() {
 	*x = AllocatorSnapshot{}
-	mi := &file_snapshot_proto_msgTypes[3]
+	mi := &file_snapshot_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +402,7 @@ func (x *AllocatorSnapshot) String() string {
 func (*AllocatorSnapshot) ProtoMessage() {}
 
 func (x *AllocatorSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[3]
+	mi := &file_snapshot_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +415,7 @@ func (x *AllocatorSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AllocatorSnapshot.ProtoReflect.Descriptor instead.
 func (*AllocatorSnapshot) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{3}
+	return file_snapshot_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AllocatorSnapshot) GetBackends() []*BackendQuota {
@@ -361,7 +449,7 @@ type ModuleSnapshot struct {
 
 func (x *ModuleSnapshot) Reset() {
 	*x = ModuleSnapshot{}
-	mi := &file_snapshot_proto_msgTypes[4]
+	mi := &file_snapshot_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -373,7 +461,7 @@ func (x *ModuleSnapshot) String() string {
 func (*ModuleSnapshot) ProtoMessage() {}
 
 func (x *ModuleSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[4]
+	mi := &file_snapshot_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -386,7 +474,7 @@ func (x *ModuleSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleSnapshot.ProtoReflect.Descriptor instead.
 func (*ModuleSnapshot) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{4}
+	return file_snapshot_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ModuleSnapshot) GetModule() string {
@@ -408,13 +496,21 @@ var File_snapshot_proto protoreflect.FileDescriptor
 const file_snapshot_proto_rawDesc = "" +
 	"\n" +
 	"\x0esnapshot.proto\x12\afano.v1\x1a\n" +
-	"task.proto\"s\n" +
+	"task.proto\"\xde\x01\n" +
 	"\x11SchedulerSnapshot\x12#\n" +
 	"\x05tasks\x18\x01 \x03(\v2\r.fano.v1.TaskR\x05tasks\x129\n" +
-	"\rrecent_starts\x18\x02 \x03(\v2\x14.fano.v1.ModuleStartR\frecentStarts\"5\n" +
+	"\rrecent_starts\x18\x02 \x03(\v2\x14.fano.v1.ModuleStartR\frecentStarts\x12)\n" +
+	"\x10forgotten_hashes\x18\x03 \x01(\fR\x0fforgottenHashes\x12>\n" +
+	"\x10forgotten_counts\x18\x04 \x03(\v2\x13.fano.v1.StateCountR\x0fforgottenCounts\"d\n" +
+	"\n" +
+	"StateCount\x12\x16\n" +
+	"\x06module\x18\x01 \x01(\tR\x06module\x12(\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x12.fano.v1.TaskStateR\x05state\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x03R\x05count\"K\n" +
 	"\vModuleStart\x12\x16\n" +
 	"\x06module\x18\x01 \x01(\tR\x06module\x12\x0e\n" +
-	"\x02at\x18\x02 \x01(\x03R\x02at\"\xc6\x04\n" +
+	"\x02at\x18\x02 \x01(\x03R\x02at\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\"\xc6\x04\n" +
 	"\fBackendQuota\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vhourly_used\x18\x02 \x01(\x05R\n" +
@@ -455,24 +551,28 @@ func file_snapshot_proto_rawDescGZIP() []byte {
 	return file_snapshot_proto_rawDescData
 }
 
-var file_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_snapshot_proto_goTypes = []any{
 	(*SchedulerSnapshot)(nil), // 0: fano.v1.SchedulerSnapshot
-	(*ModuleStart)(nil),       // 1: fano.v1.ModuleStart
-	(*BackendQuota)(nil),      // 2: fano.v1.BackendQuota
-	(*AllocatorSnapshot)(nil), // 3: fano.v1.AllocatorSnapshot
-	(*ModuleSnapshot)(nil),    // 4: fano.v1.ModuleSnapshot
-	(*Task)(nil),              // 5: fano.v1.Task
+	(*StateCount)(nil),        // 1: fano.v1.StateCount
+	(*ModuleStart)(nil),       // 2: fano.v1.ModuleStart
+	(*BackendQuota)(nil),      // 3: fano.v1.BackendQuota
+	(*AllocatorSnapshot)(nil), // 4: fano.v1.AllocatorSnapshot
+	(*ModuleSnapshot)(nil),    // 5: fano.v1.ModuleSnapshot
+	(*Task)(nil),              // 6: fano.v1.Task
+	(TaskState)(0),            // 7: fano.v1.TaskState
 }
 var file_snapshot_proto_depIdxs = []int32{
-	5, // 0: fano.v1.SchedulerSnapshot.tasks:type_name -> fano.v1.Task
-	1, // 1: fano.v1.SchedulerSnapshot.recent_starts:type_name -> fano.v1.ModuleStart
-	2, // 2: fano.v1.AllocatorSnapshot.backends:type_name -> fano.v1.BackendQuota
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	6, // 0: fano.v1.SchedulerSnapshot.tasks:type_name -> fano.v1.Task
+	2, // 1: fano.v1.SchedulerSnapshot.recent_starts:type_name -> fano.v1.ModuleStart
+	1, // 2: fano.v1.SchedulerSnapshot.forgotten_counts:type_name -> fano.v1.StateCount
+	7, // 3: fano.v1.StateCount.state:type_name -> fano.v1.TaskState
+	3, // 4: fano.v1.AllocatorSnapshot.backends:type_name -> fano.v1.BackendQuota
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_snapshot_proto_init() }
@@ -487,7 +587,7 @@ func file_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_snapshot_proto_rawDesc), len(file_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -46,6 +46,25 @@ func (m *SchedulerSnapshot) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.ForgottenCounts) > 0 {
+		for iNdEx := len(m.ForgottenCounts) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.ForgottenCounts[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x22
+		}
+	}
+	if len(m.ForgottenHashes) > 0 {
+		i -= len(m.ForgottenHashes)
+		copy(dAtA[i:], m.ForgottenHashes)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.ForgottenHashes)))
+		i--
+		dAtA[i] = 0x1a
+	}
 	if len(m.RecentStarts) > 0 {
 		for iNdEx := len(m.RecentStarts) - 1; iNdEx >= 0; iNdEx-- {
 			size, err := m.RecentStarts[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
@@ -69,6 +88,56 @@ func (m *SchedulerSnapshot) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 			i--
 			dAtA[i] = 0xa
 		}
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *StateCount) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *StateCount) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *StateCount) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Count != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Count))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.State != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.State))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Module) > 0 {
+		i -= len(m.Module)
+		copy(dAtA[i:], m.Module)
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Module)))
+		i--
+		dAtA[i] = 0xa
 	}
 	return len(dAtA) - i, nil
 }
@@ -102,6 +171,11 @@ func (m *ModuleStart) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.Count != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Count))
+		i--
+		dAtA[i] = 0x18
 	}
 	if m.At != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.At))
@@ -386,6 +460,36 @@ func (m *SchedulerSnapshot) SizeVT() (n int) {
 			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 		}
 	}
+	l = len(m.ForgottenHashes)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if len(m.ForgottenCounts) > 0 {
+		for _, e := range m.ForgottenCounts {
+			l = e.SizeVT()
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *StateCount) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Module)
+	if l > 0 {
+		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.State != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.State))
+	}
+	if m.Count != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Count))
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -402,6 +506,9 @@ func (m *ModuleStart) SizeVT() (n int) {
 	}
 	if m.At != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.At))
+	}
+	if m.Count != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Count))
 	}
 	n += len(m.unknownFields)
 	return n

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -313,13 +314,12 @@ func (s *State) Apply(e *pb.Event) error {
 	if sub, isSub := e.Body.(*pb.Event_TaskSubmitted); isSub {
 		return s.applySubmitted(id, sub.TaskSubmitted.Task, e)
 	}
+	if f, forget := e.Body.(*pb.Event_TaskForgotten); forget {
+		return s.applyForgotten(f.TaskForgotten, e)
+	}
 	en, ok := s.tasks[id]
 	if !ok {
 		return &UnknownTaskError{TaskID: id, Event: eventName(e)}
-	}
-	if _, forget := e.Body.(*pb.Event_TaskForgotten); forget {
-		s.forget(en)
-		return nil
 	}
 	en.unpack()
 	defer s.pack(en) // completed and archived by this event, or still
@@ -367,7 +367,7 @@ func (s *State) applySubmitted(id string, t *pb.Task, e *pb.Event) error {
 	if _, ok := s.tasks[id]; ok {
 		return nil
 	}
-	if _, ok := s.forgotten[id]; ok {
+	if s.isForgotten(id) {
 		return nil
 	}
 	nt := &pb.Task{}
@@ -394,12 +394,38 @@ func (s *State) insert(t *pb.Task, now int64) *entry {
 	return en
 }
 
+// applyForgotten takes finished tasks out of memory. The first id must be
+// a finished task in memory (else *UnknownTaskError and nothing changes);
+// the others are skipped where they are not (already gone: idempotent).
+func (s *State) applyForgotten(f *pb.TaskForgotten, e *pb.Event) error {
+	first, ok := s.tasks[f.GetTaskId()]
+	if !ok {
+		return &UnknownTaskError{TaskID: f.GetTaskId(), Event: eventName(e)}
+	}
+	if !IsFinished(first.state()) {
+		return fmt.Errorf("scheduler: apply %s: task %q is %s, not finished", eventName(e), f.GetTaskId(), stateName(first.state()))
+	}
+	s.forget(first)
+	for _, id := range f.GetMoreTaskIds() {
+		if en, ok := s.tasks[id]; ok && IsFinished(en.state()) {
+			s.forget(en)
+		}
+	}
+	return nil
+}
+
 func (s *State) forget(en *entry) {
 	en.unpack()
 	s.q.detach(en)
 	s.track(en, en.t.State, -1)
 	delete(s.tasks, en.t.Id)
-	s.forgotten[en.t.Id] = struct{}{}
+	s.forgotten[forgottenHash(en.t.Id)] = struct{}{}
+	c := s.forgottenCounts[en.t.Module]
+	if c == nil {
+		c = map[pb.TaskState]int{}
+		s.forgottenCounts[en.t.Module] = c
+	}
+	c[en.t.State]++
 }
 
 // track counts en in (delta +1) or out of (-1) state st.
@@ -419,6 +445,9 @@ func (s *State) track(en *entry, st pb.TaskState, delta int) {
 	}
 	if isPendingState(st) {
 		s.pending += delta
+	}
+	if IsFinished(st) {
+		s.finished += delta
 	}
 	id := en.t.Id
 	if !IsFinished(st) {
@@ -446,7 +475,9 @@ func (s *State) track(en *entry, st pb.TaskState, delta int) {
 }
 
 // recordStart notes a start for module balance and drops the starts older
-// than ShareWindow before at (deterministic on replay).
+// than ShareWindow before at (deterministic on replay). Starts of a module
+// within one second share an entry: an hour of a million starts is a few
+// thousand entries, for memory, snapshots and Recompute's walk.
 func (s *State) recordStart(module string, at int64) {
 	// Starts arrive in event order, so the old ones are at the front; the
 	// rare start logged with an earlier time than its predecessor only
@@ -460,5 +491,12 @@ func (s *State) recordStart(module string, at int64) {
 		clear(s.starts[:drop])
 		s.starts = s.starts[drop:]
 	}
-	s.starts = append(s.starts, moduleStart{module: module, at: at})
+	sec := at / int64(time.Second)
+	for i := len(s.starts) - 1; i >= 0 && s.starts[i].at/int64(time.Second) == sec; i-- {
+		if st := &s.starts[i]; st.module == module && st.at <= at {
+			st.n++
+			return
+		}
+	}
+	s.starts = append(s.starts, moduleStart{module: module, at: at, n: 1})
 }

@@ -174,11 +174,22 @@ func checkInvariants(t testing.TB, s *State) {
 	require.Equal(t, pending, s.Pending())
 	require.Len(t, s.running, running)
 	require.Len(t, s.paused, paused)
-	n := 0
+	n, gone, finished := 0, 0, 0
 	for _, c := range s.Counts() {
 		for _, k := range c {
 			n += k
 		}
 	}
-	require.Equal(t, len(s.tasks), n)
+	for _, c := range s.forgottenCounts {
+		for _, k := range c {
+			gone += k
+		}
+	}
+	for _, en := range s.tasks {
+		if IsFinished(en.state()) {
+			finished++
+		}
+	}
+	require.Equal(t, len(s.tasks)+gone, n, "counts: the tasks in memory and the forgotten")
+	require.Equal(t, finished, s.FinishedInMemory())
 }

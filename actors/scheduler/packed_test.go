@@ -101,13 +101,14 @@ func TestArchivedTaskKeptEncoded(t *testing.T) {
 
 	// Retention: it is chosen by when it finished, and its forgetting
 	// event removes it.
-	old, evs := s.DecideForget(t0.Add(2*time.Hour), time.Hour, 10)
+	old, evs := s.DecideForget(t0.Add(2*time.Hour), time.Hour, 0, 10)
 	require.Len(t, old, 1)
 	same(old[0], "DecideForget")
 	apply(t, s, evs[0])
 	_, ok = s.Task(id)
 	require.False(t, ok)
-	require.Empty(t, s.Counts()["explorer"][pb.TaskState_TASK_STATE_COMPLETED])
+	require.Equal(t, 1, s.Counts()["explorer"][pb.TaskState_TASK_STATE_COMPLETED], "still counted, as forgotten")
+	require.Zero(t, s.FinishedInMemory())
 	checkInvariants(t, s)
 }
 
@@ -165,10 +166,10 @@ func TestSnapshotBytesIsSnapshotEncoded(t *testing.T) {
 	apply(t, s, evStarted(live.Id, "chatgpt", t0))
 	waiting := task("explorer", "exploration", "e")
 	submit(t, s, waiting, t0)
-	_, evs := s.DecideForget(t0.Add(time.Hour), time.Minute, 1)
+	_, evs := s.DecideForget(t0.Add(time.Hour), time.Minute, 0, 1)
 	require.Len(t, evs, 1)
 	apply(t, s, evs[0])
-	require.NotEmpty(t, s.forgotten, "a forgotten id for a tombstone")
+	require.NotEmpty(t, s.forgotten, "a forgotten id's hash")
 	require.NotEmpty(t, s.starts, "a recent start")
 
 	want := s.Snapshot()
@@ -177,7 +178,8 @@ func TestSnapshotBytesIsSnapshotEncoded(t *testing.T) {
 	got := &pb.SchedulerSnapshot{}
 	require.NoError(t, proto.Unmarshal(data, got))
 	require.True(t, proto.Equal(want, got), "want %v\ngot  %v", want, got)
-	require.Len(t, got.Tasks, 5)
+	require.Len(t, got.Tasks, 4, "the tasks in memory")
+	require.Len(t, got.ForgottenHashes, 8, "one forgotten id's hash")
 	checkInvariants(t, s)
 }
 

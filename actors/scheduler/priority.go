@@ -52,8 +52,8 @@ func (s *State) refreshEnv(now int64, env Env) {
 	cutoff := now - int64(s.cfg.ShareWindow)
 	for _, st := range s.starts {
 		if st.at >= cutoff && st.at <= now {
-			s.shareCounts[st.module]++
-			s.shareTotal++
+			s.shareCounts[st.module] += int(st.n)
+			s.shareTotal += int(st.n)
 		}
 	}
 }

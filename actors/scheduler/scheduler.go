@@ -12,7 +12,6 @@
 package scheduler
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -170,13 +169,18 @@ func (e *UnknownTaskError) Error() string {
 type State struct {
 	cfg Config
 
-	tasks     map[string]*entry   // every task in memory, by id
-	forgotten map[string]struct{} // ids of finished tasks that left memory
-	decided   map[string]struct{} // submits decided, not yet applied
-	running   map[string]*entry
-	paused    map[string]*entry
-	counts    map[string]map[pb.TaskState]int
-	pending   int // PENDING + READY + PAUSED
+	tasks map[string]*entry // every task in memory, by id
+	// forgotten: the hashes of the ids of finished tasks that left memory
+	// (forgottenHash); their keys stay taken. forgottenCounts: how many
+	// per module and final state, so counts still include them.
+	forgotten       map[uint64]struct{}
+	forgottenCounts map[string]map[pb.TaskState]int
+	finished        int                 // COMPLETED, FAILED and CANCELLED tasks in memory
+	decided         map[string]struct{} // submits decided, not yet applied
+	running         map[string]*entry
+	paused          map[string]*entry
+	counts          map[string]map[pb.TaskState]int
+	pending         int // PENDING + READY + PAUSED
 
 	starts []moduleStart // task starts within ShareWindow of the last start, oldest first
 
@@ -204,7 +208,8 @@ type State struct {
 // small objects for the collector.
 type moduleStart struct {
 	module string
-	at     int64
+	at     int64 // the first start of the entry
+	n      int32 // starts of module in at's second from at on
 }
 
 type quotaKey struct {
@@ -215,16 +220,17 @@ type quotaKey struct {
 // New returns an empty scheduler.
 func New(cfg Config) *State {
 	s := &State{
-		cfg:       cfg.withDefaults(),
-		tasks:     map[string]*entry{},
-		forgotten: map[string]struct{}{},
-		decided:   map[string]struct{}{},
-		running:   map[string]*entry{},
-		paused:    map[string]*entry{},
-		counts:    map[string]map[pb.TaskState]int{},
-		backlog:   map[string]int{},
-		quota:     map[quotaKey]bool{},
-		prefOpen:  map[quotaKey]int{},
+		cfg:             cfg.withDefaults(),
+		tasks:           map[string]*entry{},
+		forgotten:       map[uint64]struct{}{},
+		forgottenCounts: map[string]map[pb.TaskState]int{},
+		decided:         map[string]struct{}{},
+		running:         map[string]*entry{},
+		paused:          map[string]*entry{},
+		counts:          map[string]map[pb.TaskState]int{},
+		backlog:         map[string]int{},
+		quota:           map[quotaKey]bool{},
+		prefOpen:        map[quotaKey]int{},
 	}
 	s.underserved = balanceShares(s.cfg.ModuleWeights)
 	s.q.init()
@@ -297,7 +303,7 @@ func (s *State) DecideSubmit(t *pb.Task, now time.Time) (*pb.Event, error) {
 	if _, ok := s.tasks[id]; ok {
 		return nil, &SubmitError{Code: "duplicate", TaskID: id, Reason: "a task with this key exists (" + stateName(s.tasks[id].state()) + ")"}
 	}
-	if _, ok := s.forgotten[id]; ok {
+	if s.isForgotten(id) {
 		return nil, &SubmitError{Code: "duplicate", TaskID: id, Reason: "a task with this key already finished"}
 	}
 	if _, ok := s.decided[id]; ok {
@@ -336,7 +342,7 @@ func (s *State) Abandon(id string) { delete(s.decided, id) }
 func (s *State) DecideCancel(id string, reason string, now time.Time) (*pb.Event, error) {
 	en, ok := s.tasks[id]
 	if !ok {
-		if _, gone := s.forgotten[id]; gone {
+		if s.isForgotten(id) {
 			return nil, fmt.Errorf("scheduler: cancel %q: %w", id, ErrFinished)
 		}
 		return nil, &NotFoundError{TaskID: id}
@@ -372,45 +378,6 @@ func (s *State) DecideResume(now time.Time) []*pb.Event {
 		evs = append(evs, &pb.Event{At: at, Body: &pb.Event_TaskResumed{TaskResumed: &pb.TaskResumed{TaskId: id}}})
 	}
 	return evs
-}
-
-// DecideForget picks up to max finished tasks that finished more than
-// retention before now, oldest first, and returns copies of them (to be
-// archived on disk first) with their TaskForgotten events. O(n): callers
-// run it now and then, not on every tick.
-func (s *State) DecideForget(now time.Time, retention time.Duration, max int) ([]*pb.Task, []*pb.Event) {
-	if retention <= 0 || max <= 0 {
-		return nil, nil
-	}
-	cutoff := now.Add(-retention).UnixNano()
-	type oldTask struct {
-		id string
-		at int64
-		en *entry
-	}
-	var old []oldTask
-	for id, en := range s.tasks {
-		if IsFinished(en.state()) && en.finishedAt() <= cutoff {
-			old = append(old, oldTask{id, en.finishedAt(), en})
-		}
-	}
-	slices.SortFunc(old, func(a, b oldTask) int {
-		if c := cmp.Compare(a.at, b.at); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	if len(old) > max {
-		old = old[:max]
-	}
-	tasks := make([]*pb.Task, len(old))
-	evs := make([]*pb.Event, len(old))
-	at := now.UnixNano()
-	for i, o := range old {
-		tasks[i] = o.en.clone()
-		evs[i] = &pb.Event{At: at, Body: &pb.Event_TaskForgotten{TaskForgotten: &pb.TaskForgotten{TaskId: o.id}}}
-	}
-	return tasks, evs
 }
 
 // finishedAt is when a finished task finished: completed_at, else its last
@@ -550,10 +517,21 @@ func (s *State) ForEach(fn func(t *pb.Task)) {
 }
 
 // Counts returns module -> state -> number of tasks in memory.
+// Forgotten tasks are counted in their final state.
 func (s *State) Counts() map[string]map[pb.TaskState]int {
 	out := make(map[string]map[pb.TaskState]int, len(s.counts))
 	for m, c := range s.counts {
 		out[m] = maps.Clone(c)
+	}
+	for m, c := range s.forgottenCounts {
+		o := out[m]
+		if o == nil {
+			o = map[pb.TaskState]int{}
+			out[m] = o
+		}
+		for st, n := range c {
+			o[st] += n
+		}
 	}
 	return out
 }

@@ -15,9 +15,9 @@ import (
 //
 // Derived and transient figures are left out: every task's priority is 0
 // (Restore and Recompute compute it again), picked marks and decided submits
-// are not kept. A forgotten id is kept as a tombstone: a Task with only its
-// id set and state TASK_STATE_UNSPECIFIED (SchedulerSnapshot has no field of
-// its own for them).
+// are not kept. Forgotten tasks are kept as their ids' hashes and counts
+// (older snapshots kept each id as a tombstone: a Task with only its id
+// and state TASK_STATE_UNSPECIFIED; Restore still reads them).
 func (s *State) Snapshot() *pb.SchedulerSnapshot {
 	ids := s.snapshotIDs()
 	snap := &pb.SchedulerSnapshot{Tasks: make([]*pb.Task, 0, len(ids))}
@@ -40,23 +40,19 @@ func (s *State) Snapshot() *pb.SchedulerSnapshot {
 		snap.Tasks = append(snap.Tasks, t)
 	}
 	snap.RecentStarts = s.snapshotStarts()
+	s.appendForgotten(snap)
 	return snap
 }
 
-// snapshotIDs lists the ids a snapshot holds, tombstones included, in order.
+// snapshotIDs lists the ids of the tasks in memory, in order.
 func (s *State) snapshotIDs() []string {
-	ids := slices.Collect(maps.Keys(s.tasks))
-	for id := range s.forgotten {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
+	return slices.Sorted(maps.Keys(s.tasks))
 }
 
 func (s *State) snapshotStarts() []*pb.ModuleStart {
 	var out []*pb.ModuleStart
 	for _, st := range s.starts {
-		out = append(out, &pb.ModuleStart{Module: st.module, At: st.at})
+		out = append(out, &pb.ModuleStart{Module: st.module, At: st.at, Count: st.n})
 	}
 	return out
 }
@@ -73,18 +69,13 @@ func (s *State) SnapshotBytes() ([]byte, error) {
 		room += len(en.packed) + 8
 	}
 	var (
-		out  = make([]byte, 0, room+len(ids)*64)
-		tomb = &pb.Task{}
+		out  = make([]byte, 0, room+len(ids)*64+8*len(s.forgotten))
 		size = proto.MarshalOptions{}
 		enc  = proto.MarshalOptions{UseCachedSize: true} // right after size
 	)
 	for _, id := range ids {
 		var t *pb.Task
-		switch en, ok := s.tasks[id]; {
-		case !ok:
-			tomb.Reset()
-			tomb.Id = id
-			t = tomb
+		switch en := s.tasks[id]; {
 		case en.t == nil:
 			// Packed: its bytes as they are, less the priority field.
 			var err error
@@ -105,7 +96,9 @@ func (s *State) SnapshotBytes() ([]byte, error) {
 	}
 	// A message's encoding followed by more of its fields is the message
 	// with those fields too.
-	return proto.MarshalOptions{}.MarshalAppend(out, &pb.SchedulerSnapshot{RecentStarts: s.snapshotStarts()})
+	tail := &pb.SchedulerSnapshot{RecentStarts: s.snapshotStarts()}
+	s.appendForgotten(tail)
+	return proto.MarshalOptions{}.MarshalAppend(out, tail)
 }
 
 // snapshotTasksField is SchedulerSnapshot.tasks's field number.
@@ -123,19 +116,19 @@ func Restore(cfg Config, snap *pb.SchedulerSnapshot) (*State, error) {
 		if _, dup := s.tasks[id]; dup {
 			return nil, fmt.Errorf("scheduler: restore: task %q twice", id)
 		}
-		if _, dup := s.forgotten[id]; dup {
-			return nil, fmt.Errorf("scheduler: restore: task %q twice", id)
-		}
 		if t.GetState() == pb.TaskState_TASK_STATE_UNSPECIFIED {
-			s.forgotten[id] = struct{}{}
+			s.forgotten[forgottenHash(id)] = struct{}{} // a tombstone of an older snapshot
 			continue
 		}
 		nt := pb.CloneTask(t)
 		s.advance(nt.UpdatedAt)
 		s.insert(nt, nt.UpdatedAt)
 	}
+	if err := s.restoreForgotten(snap); err != nil {
+		return nil, err
+	}
 	for _, st := range snap.GetRecentStarts() {
-		s.starts = append(s.starts, moduleStart{module: st.GetModule(), at: st.GetAt()})
+		s.starts = append(s.starts, moduleStart{module: st.GetModule(), at: st.GetAt(), n: max(st.GetCount(), 1)})
 	}
 	return s, nil
 }
