@@ -419,7 +419,7 @@ func (s *State) forget(en *entry) {
 	s.q.detach(en)
 	s.track(en, en.t.State, -1)
 	delete(s.tasks, en.t.Id)
-	s.forgotten[forgottenHash(en.t.Id)] = struct{}{}
+	s.forgotten.add(forgottenHash(en.t.Id))
 	c := s.forgottenCounts[en.t.Module]
 	if c == nil {
 		c = map[pb.TaskState]int{}

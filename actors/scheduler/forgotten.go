@@ -24,8 +24,7 @@ func forgottenHash(id string) uint64 {
 }
 
 func (s *State) isForgotten(id string) bool {
-	_, ok := s.forgotten[forgottenHash(id)]
-	return ok
+	return s.forgotten.has(forgottenHash(id))
 }
 
 // FinishedInMemory is the number of finished tasks still in memory.
@@ -90,8 +89,8 @@ func (s *State) DecideForget(now time.Time, retention time.Duration, keep, max i
 // appendForgotten adds the forgotten tasks' hashes and counts to a
 // snapshot.
 func (s *State) appendForgotten(snap *pb.SchedulerSnapshot) {
-	if len(s.forgotten) > 0 {
-		hashes := slices.Sorted(maps.Keys(s.forgotten))
+	if s.forgotten.len() > 0 {
+		hashes := s.forgotten.all()
 		buf := make([]byte, 8*len(hashes))
 		for i, h := range hashes {
 			binary.LittleEndian.PutUint64(buf[8*i:], h)
@@ -112,9 +111,17 @@ func (s *State) restoreForgotten(snap *pb.SchedulerSnapshot) error {
 	if len(b)%8 != 0 {
 		return fmt.Errorf("scheduler: restore: forgotten_hashes is %d bytes, not a multiple of 8", len(b))
 	}
+	sorted := make([]uint64, 0, len(b)/8)
 	for i := 0; i < len(b); i += 8 {
-		s.forgotten[binary.LittleEndian.Uint64(b[i:])] = struct{}{}
+		sorted = append(sorted, binary.LittleEndian.Uint64(b[i:]))
 	}
+	slices.Sort(sorted) // written sorted; a snapshot is not trusted to be
+	sorted = slices.Compact(sorted)
+	for _, x := range s.forgotten.all() { // tombstones read before
+		sorted = append(sorted, x)
+	}
+	slices.Sort(sorted)
+	s.forgotten.sorted = slices.Compact(sorted)
 	for _, c := range snap.GetForgottenCounts() {
 		m := s.forgottenCounts[c.GetModule()]
 		if m == nil {

@@ -173,7 +173,7 @@ type State struct {
 	// forgotten: the hashes of the ids of finished tasks that left memory
 	// (forgottenHash); their keys stay taken. forgottenCounts: how many
 	// per module and final state, so counts still include them.
-	forgotten       map[uint64]struct{}
+	forgotten       hashSet
 	forgottenCounts map[string]map[pb.TaskState]int
 	finished        int                 // COMPLETED, FAILED and CANCELLED tasks in memory
 	decided         map[string]struct{} // submits decided, not yet applied
@@ -222,7 +222,6 @@ func New(cfg Config) *State {
 	s := &State{
 		cfg:             cfg.withDefaults(),
 		tasks:           map[string]*entry{},
-		forgotten:       map[uint64]struct{}{},
 		forgottenCounts: map[string]map[pb.TaskState]int{},
 		decided:         map[string]struct{}{},
 		running:         map[string]*entry{},
@@ -551,7 +550,7 @@ func (s *State) Running() []*pb.Task {
 
 // Len is the number of tasks in memory; Forgotten the number of forgotten ids.
 func (s *State) Len() int       { return len(s.tasks) }
-func (s *State) Forgotten() int { return len(s.forgotten) }
+func (s *State) Forgotten() int { return s.forgotten.len() }
 
 func stateName(st pb.TaskState) string {
 	return strings.TrimPrefix(st.String(), "TASK_STATE_")

@@ -69,7 +69,7 @@ func (s *State) SnapshotBytes() ([]byte, error) {
 		room += len(en.packed) + 8
 	}
 	var (
-		out  = make([]byte, 0, room+len(ids)*64+8*len(s.forgotten))
+		out  = make([]byte, 0, room+len(ids)*64+8*s.forgotten.len())
 		size = proto.MarshalOptions{}
 		enc  = proto.MarshalOptions{UseCachedSize: true} // right after size
 	)
@@ -117,7 +117,7 @@ func Restore(cfg Config, snap *pb.SchedulerSnapshot) (*State, error) {
 			return nil, fmt.Errorf("scheduler: restore: task %q twice", id)
 		}
 		if t.GetState() == pb.TaskState_TASK_STATE_UNSPECIFIED {
-			s.forgotten[forgottenHash(id)] = struct{}{} // a tombstone of an older snapshot
+			s.forgotten.add(forgottenHash(id)) // a tombstone of an older snapshot
 			continue
 		}
 		nt := pb.CloneTask(t)

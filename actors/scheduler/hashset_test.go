@@ -1,0 +1,37 @@
+package scheduler
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The set holds what was added, across merges, and nothing else; all
+// lists it sorted, once each.
+func TestHashSet(t *testing.T) {
+	var h hashSet
+	r := rand.New(rand.NewPCG(1, 2))
+	in := map[uint64]bool{}
+	for range 3*mergeAt + 17 {
+		x := r.Uint64()
+		h.add(x)
+		in[x] = true
+		if r.IntN(4) == 0 {
+			h.add(x) // again: still once
+		}
+	}
+	require.Len(t, in, h.len())
+	for x := range in {
+		require.True(t, h.has(x))
+	}
+	for range 10000 {
+		if x := r.Uint64(); !in[x] {
+			require.False(t, h.has(x))
+		}
+	}
+	all := h.all()
+	require.True(t, slices.IsSorted(all))
+	require.Len(t, slices.Compact(slices.Clone(all)), len(in))
+}
