@@ -98,10 +98,21 @@ func (s *System) ReconnectBackends(ctx context.Context, names []string) []Backen
 		}
 	}
 	out := s.BackendHealth(ctx, names...)
+	var well []string
 	for i := range out {
 		if msg, ok := failed[out[i].Name]; ok && !out[i].Healthy && out[i].Error == "" {
 			out[i].Error = msg
 		}
+		if out[i].Healthy {
+			well = append(well, out[i].Name)
+		}
+	}
+	// A backend that answers its probe after the reconnect is checked
+	// again as when a person acted, before this returns: a condition
+	// recorded before (a login wall the relaunch cleared) does not
+	// outlive it until the next sweep.
+	if len(well) > 0 {
+		s.RecheckBackends(well...)
 	}
 	return out
 }

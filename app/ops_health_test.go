@@ -220,7 +220,11 @@ func TestHealthNoLLMStillDownTriesAgain(t *testing.T) {
 	// the check after that is healthy again.
 	o.sims[0].SetUnavailable("")
 	back := false
-	for i := 0; i < 7 && !back; i++ {
+	// The backend is parked at a tick of the first minute or two (when
+	// its login wall is first seen), its re-check is 5 minutes after
+	// that and runs in the background: 9 minutes are the re-check and
+	// one check past the latest park.
+	for i := 0; i < 9 && !back; i++ {
 		o.clock.Advance(time.Minute)
 		n := st.Checks
 		st = waitCheck(t, checks, "the minute's check", func(s health.Status) bool { return s.Checks > n })
