@@ -206,16 +206,21 @@
         (s.stopped ? " — stopped: " + s.stopped : "") +
         (s.waiting ? " — waiting for the daily budget until " + fmtTime(s.waiting_until) + " (" + s.waiting + ")" : "")));
       const t = el("table", { class: "pipeline-steps" },
-        el("thead", {}, el("tr", {}, ...["step", "model", "ok", "failed", "pending", "invalid", "cost"].map((h) => el("th", { text: h })))));
+        el("thead", {}, el("tr", {}, ...["step", "model", "ok", "failed", "pending", "invalid", "cost", "per s", "time left"].map((h) => el("th", { text: h })))));
       const body = el("tbody");
-      for (const step of Object.keys(s.steps).sort()) {
-        for (const model of Object.keys(s.steps[step]).sort()) {
-          const c = s.steps[step][model];
-          body.append(el("tr", { "data-step": step, "data-model": model },
-            el("td", { text: step }), el("td", { text: model }), el("td", { text: String(c.ok) }),
-            el("td", { text: String(c.failed) }), el("td", { text: String(c.pending) }),
-            el("td", { text: String(c.invalid || 0) }), el("td", { text: "$" + (c.cost_usd || 0).toFixed(4) })));
-        }
+      // Steps in pipeline order, each with its rate and time left (the
+      // report's steps); an older fano's report has only the summary.
+      const rows = (r.steps && r.steps.length) ? r.steps :
+        Object.keys(s.steps).sort().flatMap((step) => Object.keys(s.steps[step]).sort().map((model) => ({ step, model, eta_s: -1 })));
+      for (const p of rows) {
+        const c = (s.steps[p.step] || {})[p.model] || {};
+        const rate = p.rate_per_s > 0 ? (p.rate_per_s >= 10 ? p.rate_per_s.toFixed(0) : p.rate_per_s.toFixed(2)) : "—";
+        const left = p.eta_s === 0 ? "done" : p.eta_s > 0 ? fmtDuration(p.eta_s * 1000) : "—";
+        body.append(el("tr", { "data-step": p.step, "data-model": p.model },
+          el("td", { text: p.step }), el("td", { text: p.model }), el("td", { text: String(c.ok || 0) }),
+          el("td", { text: String(c.failed || 0) }), el("td", { text: String(c.pending || 0) }),
+          el("td", { text: String(c.invalid || 0) }), el("td", { text: "$" + (c.cost_usd || 0).toFixed(4) }),
+          el("td", { class: "rate", text: rate }), el("td", { class: "eta", text: left })));
       }
       t.append(body);
       box.append(t);

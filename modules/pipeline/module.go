@@ -95,6 +95,8 @@ type Module struct {
 	starved map[int]bool
 	// skipped caches the when: decisions (when.go), per step and item.
 	skipped map[int]map[*Step]bool
+	// panelRate: the panel's rate per step and model (Report).
+	panelRate RateMeter
 }
 
 type pricedTask struct {

@@ -658,3 +658,26 @@ func TestLostAnswerIsAskedAgainNotFailed(t *testing.T) {
 	assert.Equal(t, 1, h.m.Summary().ItemsDone)
 	assert.Empty(t, h.m.Failures())
 }
+
+// The panel's report lists the steps in pipeline order with their rate
+// (over the module's clock, from the first report) and time left.
+func TestPanelReportHasStepsInOrderWithRate(t *testing.T) {
+	def, items := writeDef(t, groupOfTwo, 4)
+	h := newHarness(t, def, items)
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	h.m.SetNow(t0)
+	first := h.m.Report().(PanelReport)
+	var order []string
+	for _, c := range first.Steps {
+		order = append(order, c.Step)
+	}
+	assert.Equal(t, []string{"first", "summary", "keywords"}, order)
+	for _, tk := range h.m.Propose(h.now) {
+		if field(tk, "step") == "first" && (field(tk, "item") == "i00" || field(tk, "item") == "i01") {
+			h.runTask(tk)
+		}
+	}
+	h.m.SetNow(t0.Add(4 * time.Second))
+	later := h.m.Report().(PanelReport)
+	assert.Equal(t, StepProgress{Step: "first", Model: "m1", Done: 2, Pending: 2, RatePerSec: 0.5, ETASeconds: 4}, later.Steps[0])
+}

@@ -657,16 +657,22 @@ func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEve
 
 // PanelReport is what the control panel shows of a pipeline.
 type PanelReport struct {
-	Kind     string    `json:"kind"` // "pipeline"
-	Summary  Summary   `json:"summary"`
-	Failures []Failure `json:"failures"` // the first few, raw answers cut short
-	Total    int       `json:"failures_total"`
+	Kind    string  `json:"kind"` // "pipeline"
+	Summary Summary `json:"summary"`
+	// Steps: each llm step and model in pipeline order, with its rate
+	// since the panel's first look and the time left at it.
+	Steps    []StepProgress `json:"steps"`
+	Failures []Failure      `json:"failures"` // the first few, raw answers cut short
+	Total    int            `json:"failures_total"`
 }
 
-// Report is the panel's view: progress per step and model, and failures.
+// Report is the panel's view: progress per step and model (in pipeline
+// order, with rate and time left), and failures. The rate is over the
+// module's clock (the time of the latest event), from the first Report.
 func (m *Module) Report() any {
 	fs := m.Failures()
-	r := PanelReport{Kind: "pipeline", Summary: m.Summary(), Total: len(fs), Failures: []Failure{}}
+	r := PanelReport{Kind: "pipeline", Summary: m.Summary(), Total: len(fs), Failures: []Failure{},
+		Steps: m.panelRate.Observe(m.now, m.StepCounts())}
 	for i, f := range fs {
 		if i == 20 {
 			break

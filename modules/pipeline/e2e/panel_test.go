@@ -7,12 +7,15 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/playwright-community/playwright-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,6 +40,12 @@ func TestPanelShowsPipelineProgressAndFailures(t *testing.T) {
 			Pipeline string                               `json:"pipeline"`
 			Steps    map[string]map[string]map[string]int `json:"steps"`
 		} `json:"summary"`
+		Steps []struct {
+			Step, Model string
+			Done        int
+			Rate        float64 `json:"rate_per_s"`
+			ETA         float64 `json:"eta_s"`
+		} `json:"steps"`
 		Failures []struct{ Key, Step, Model, Stage string } `json:"failures"`
 		Total    int                                        `json:"failures_total"`
 	}
@@ -66,7 +75,7 @@ poll:
 			resp.Body.Close()
 			require.NoError(t, err)
 			for _, m := range st.Modules {
-				if m.Name == "pipeline" && m.Report.Total > 0 {
+				if m.Name == "pipeline" && m.Report.Total > 0 && len(m.Report.Steps) > 0 && m.Report.Steps[0].Rate > 0 {
 					got = m.Report
 					break poll
 				}
@@ -77,6 +86,18 @@ poll:
 			t.Fatalf("the panel showed no pipeline failure\n%s", out.String())
 		}
 	}
+	// The panel itself, in Chromium: a row per step and model, in the
+	// step's order, with the rate and the time left.
+	addr, err := os.ReadFile(filepath.Join(e.data, "panel.addr"))
+	require.NoError(t, err)
+	rows := panelStepRows(t, "http://"+strings.TrimSpace(string(addr))+"/")
+	require.Len(t, rows, 3, "%v", rows)
+	for i, r := range rows {
+		assert.Equal(t, "verdict", r[0])
+		assert.Equal(t, fmt.Sprintf("m%d", i+1), r[1])
+	}
+	assert.Regexp(t, `^\d+(\.\d+)?$`, rows[0][7], "a rate a second")
+	assert.Regexp(t, `^(\d+(\.\d)? s|\d+ min \d+ s|\d+ h \d+ min|—)$`, rows[0][8], "the time left")
 	// While it runs, status reads the live count it leaves behind.
 	st, err := e.cmd(t.Context(), "pipeline", "status", e.def).CombinedOutput()
 	require.NoError(t, err, "%s", st)
@@ -107,6 +128,9 @@ poll:
 	require.Equal(t, 6, exitCode(t, <-exited), "stopped by a signal: %s", out.String())
 
 	assert.Equal(t, "pipeline", got.Kind)
+	require.Len(t, got.Steps, 3, "the report's steps, a row per model")
+	assert.Equal(t, "verdict", got.Steps[0].Step)
+	assert.Positive(t, got.Steps[0].Rate)
 	assert.Equal(t, "verdicts", got.Summary.Pipeline)
 	assert.Len(t, got.Summary.Steps["verdict"], 3, "one row per model")
 	for model, c := range got.Summary.Steps["verdict"] {
@@ -139,4 +163,42 @@ func TestPipelineRunTakesAFreePanelPort(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out, &sum), "stdout is one JSON document: %s", out)
 	assert.Equal(t, 3, sum.ItemsDone)
 	assert.Contains(t, stderr.String(), "is in use")
+}
+
+// panelStepRows opens the panel in Chromium and returns the cells of its
+// pipeline table's rows once one shows a rate.
+func panelStepRows(t *testing.T, url string) [][]string {
+	t.Helper()
+	driver := os.Getenv("PLAYWRIGHT_DRIVER_PATH")
+	if driver == "" {
+		home, _ := os.UserHomeDir()
+		driver = filepath.Join(home, ".cache", "fano", "playwright-driver")
+	}
+	chromium, err := exec.LookPath("chromium")
+	require.NoError(t, err, "the panel test needs Chromium: run `make deps`")
+	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driver, SkipInstallBrowsers: true})
+	require.NoError(t, err, "the panel test needs the Playwright driver: run `make deps`")
+	defer pw.Stop()
+	browser, err := pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{ExecutablePath: playwright.String(chromium), Headless: playwright.Bool(true),
+		Args: []string{"--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"}})
+	require.NoError(t, err)
+	defer browser.Close()
+	page, err := browser.NewPage()
+	require.NoError(t, err)
+	_, err = page.Goto(url)
+	require.NoError(t, err)
+	rate := page.Locator(`table.pipeline-steps tr[data-step] td.rate`).First()
+	require.NoError(t, playwright.NewPlaywrightAssertions(15000).Locator(rate).ToHaveText(regexp.MustCompile(`^\d`)))
+	cells, err := page.Locator(`table.pipeline-steps tr[data-step]`).EvaluateAll(
+		`rows => rows.map(r => Array.from(r.querySelectorAll("td")).map(td => td.textContent))`)
+	require.NoError(t, err)
+	var out [][]string
+	for _, r := range cells.([]any) {
+		var row []string
+		for _, c := range r.([]any) {
+			row = append(row, c.(string))
+		}
+		out = append(out, row)
+	}
+	return out
 }
