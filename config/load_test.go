@@ -316,6 +316,7 @@ func TestFullExampleShowsEveryField(t *testing.T) {
 	for _, path := range []string{
 		"data_dir", "site_profiles_file",
 		"orchestrator.state.finished_task_retention_hours",
+		"orchestrator.state.max_finished_tasks_in_memory",
 		"orchestrator.state.memory_limit_mb",
 		"orchestrator.scheduler.starvation_prevention.max_boost",
 		"orchestrator.scheduler.max_running_tasks",
