@@ -1,9 +1,11 @@
 package actors
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -76,6 +78,20 @@ func (rc *recovery) writeOne(ex modules.Exporter, module, path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", module, err)
 	}
+	if sx, ok := ex.(modules.StreamExporter); ok {
+		var renderErr error
+		err := WriteFileAtomicFrom(full, 0o644, func(w io.Writer) error {
+			renderErr = sx.ExportTo(path, w)
+			return renderErr
+		})
+		switch {
+		case renderErr != nil:
+			return fmt.Errorf("%s: render %s: %w", module, path, renderErr)
+		case err != nil:
+			return fmt.Errorf("%s: %w", module, err)
+		}
+		return nil
+	}
 	data, err := ex.Export(path)
 	if err != nil {
 		return fmt.Errorf("%s: render %s: %w", module, path, err)
@@ -136,7 +152,17 @@ func (rc *recovery) redoEffects(open []wal.Entry, rep *RecoveryReport) error {
 // WriteFileAtomic writes data to path so that a crash leaves either the old
 // file or the new one: a temp file in the same directory, fsync, rename,
 // then fsync of the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return WriteFileAtomicFrom(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileAtomicFrom is WriteFileAtomic with the content written by
+// write, through a buffer, instead of held whole in memory (a results
+// file of a million items is a hundred megabytes).
+func WriteFileAtomicFrom(path string, perm os.FileMode, write func(io.Writer) error) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -151,7 +177,11 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err == nil {
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err = write(bw); err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -13,6 +13,7 @@ package modules
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"fano/pb"
@@ -152,6 +153,14 @@ type Exporter interface {
 	// ExportPaths lists every file the current state implies (verify and
 	// repair compare them with the disk).
 	ExportPaths() []string
+}
+
+// StreamExporter is implemented by Exporters whose files can be large: the
+// host has ExportTo write a file through a buffer instead of holding it
+// whole (Export stays for callers that compare or need the bytes).
+type StreamExporter interface {
+	// ExportTo writes what Export(path) returns to w.
+	ExportTo(path string, w io.Writer) error
 }
 
 // SeedTaker is implemented by modules that accept new questions (the

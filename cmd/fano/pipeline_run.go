@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -222,10 +223,18 @@ func (w *partialWriter) write(sys *actors.System, dir string, logger zerolog.Log
 	files := map[string][]byte{}
 	var err error
 	_ = sys.WithModule(pipeline.Name, func(m modules.Module) {
-		pm := m.(*pipeline.Module)
 		for _, name := range []string{pipeline.ResultsFile, pipeline.FailuresFile} {
+			// A module that streams its files writes them here, through a
+			// buffer: a million items' results are not held whole.
+			if sx, ok := m.(modules.StreamExporter); ok {
+				full := filepath.Join(dir, "output", name)
+				if err = actors.WriteFileAtomicFrom(full, 0o644, func(w io.Writer) error { return sx.ExportTo(name, w) }); err != nil {
+					return
+				}
+				continue
+			}
 			var b []byte
-			if b, err = pm.Export(name); err != nil {
+			if b, err = m.(*pipeline.Module).Export(name); err != nil {
 				return
 			}
 			files[name] = b
