@@ -34,7 +34,7 @@ func BenchmarkExportResults(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := h.m.results(c.raw); err != nil {
+				if _, err := h.m.results(c.raw, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

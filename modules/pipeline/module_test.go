@@ -530,9 +530,9 @@ func TestResultsWriteStoredOutputsAsDecodedOnesWould(t *testing.T) {
 	h.answer = func(*pb.Task, string) string { n++; return answers[n%len(answers)] }
 	h.runAll()
 	require.Equal(t, 6, h.m.Summary().ItemsDone)
-	raw, err := h.m.results(true)
+	raw, err := h.m.results(true, nil)
 	require.NoError(t, err)
-	decoded, err := h.m.results(false)
+	decoded, err := h.m.results(false, nil)
 	require.NoError(t, err)
 	assert.Equal(t, string(decoded), string(raw))
 	got, err := h.m.Export(ResultsFile)
@@ -680,4 +680,22 @@ func TestPanelReportHasStepsInOrderWithRate(t *testing.T) {
 	h.m.SetNow(t0.Add(4 * time.Second))
 	later := h.m.Report().(PanelReport)
 	assert.Equal(t, StepProgress{Step: "first", Model: "m1", Done: 2, Pending: 2, RatePerSec: 0.5, ETASeconds: 4}, later.Steps[0])
+}
+
+// ExportTo streams each output file as Export renders it whole, across
+// many of its chunks.
+func TestExportToWritesWhatExportReturns(t *testing.T) {
+	def, items := writeDef(t, fanout, 1500)
+	h := newHarness(t, def, items)
+	h.runAll()
+	for _, name := range h.m.ExportPaths() {
+		whole, err := h.m.Export(name)
+		require.NoError(t, err)
+		var streamed bytes.Buffer
+		require.NoError(t, h.m.ExportTo(name, &streamed))
+		assert.Equal(t, string(whole), streamed.String(), name)
+		if name == ResultsFile {
+			assert.Greater(t, len(whole), 2*streamChunk, "more than a chunk")
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -74,22 +75,54 @@ func (m *Module) failedStages(it *Item) map[string]map[string]string {
 }
 
 func (m *Module) resultsJSONL() ([]byte, error) {
-	// The stored outputs go out as they are, not decoded and encoded
-	// again (the same bytes: they were encoded by encoding/json), unless
-	// an expression step computes a value from them.
-	return m.results(!slices.ContainsFunc(m.def.order, func(s *Step) bool { return s.expr != nil }))
+	return m.results(m.rawResults(), nil)
 }
 
-func (m *Module) results(raw bool) ([]byte, error) {
+// rawResults: the stored outputs go out as they are, not decoded and
+// encoded again (the same bytes: they were encoded by encoding/json),
+// unless an expression step computes a value from them.
+func (m *Module) rawResults() bool {
+	return !slices.ContainsFunc(m.def.order, func(s *Step) bool { return s.expr != nil })
+}
+
+// ExportTo writes an output file to w as Export returns it; results.jsonl
+// goes out item by item, through a small buffer, not built whole.
+func (m *Module) ExportTo(path string, w io.Writer) error {
+	if path == ResultsFile {
+		_, err := m.results(m.rawResults(), w)
+		return err
+	}
+	b, err := m.Export(path)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// streamChunk is how much of the results ExportTo holds before writing.
+const streamChunk = 64 << 10
+
+// results renders results.jsonl: to w when it is set (and returns nil),
+// else whole.
+func (m *Module) results(raw bool, w io.Writer) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	var scratch []byte
 	var layout []resultKey
 	if raw {
 		layout = m.resultLayout()
-		buf.Grow(m.finished * 96)
+		if w == nil {
+			buf.Grow(m.finished * 96)
+		}
 	}
 	for i, it := range m.items {
+		if w != nil && buf.Len() >= streamChunk {
+			if _, err := w.Write(buf.Bytes()); err != nil {
+				return nil, err
+			}
+			buf.Reset()
+		}
 		st := m.itemSt[i]
 		if st == itemOpen && !m.anyStepDone(it) {
 			continue // nothing to show yet; an open item shows its steps done so far
@@ -125,6 +158,10 @@ func (m *Module) results(raw bool) ([]byte, error) {
 		if err := enc.Encode(r); err != nil {
 			return nil, err
 		}
+	}
+	if w != nil {
+		_, err := w.Write(buf.Bytes())
+		return nil, err
 	}
 	return buf.Bytes(), nil
 }
