@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
 	"strings"
@@ -18,9 +17,14 @@ import (
 // of one hash would make the second look taken; among a million ids the
 // chance is about 3 in 10^8.
 func forgottenHash(id string) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(id))
-	return h.Sum64()
+	// FNV-1a by hand: hash/fnv's would allocate on every submit's check.
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= prime
+	}
+	return h
 }
 
 func (s *State) isForgotten(id string) bool {
@@ -111,14 +115,11 @@ func (s *State) restoreForgotten(snap *pb.SchedulerSnapshot) error {
 	if len(b)%8 != 0 {
 		return fmt.Errorf("scheduler: restore: forgotten_hashes is %d bytes, not a multiple of 8", len(b))
 	}
-	sorted := make([]uint64, 0, len(b)/8)
+	// With the tombstones read before; written sorted, but a snapshot is
+	// not trusted to be.
+	sorted := slices.Clone(s.forgotten.all())
 	for i := 0; i < len(b); i += 8 {
 		sorted = append(sorted, binary.LittleEndian.Uint64(b[i:]))
-	}
-	slices.Sort(sorted) // written sorted; a snapshot is not trusted to be
-	sorted = slices.Compact(sorted)
-	for _, x := range s.forgotten.all() { // tombstones read before
-		sorted = append(sorted, x)
 	}
 	slices.Sort(sorted)
 	s.forgotten.sorted = slices.Compact(sorted)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"hash/fnv"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -34,4 +35,14 @@ func TestHashSet(t *testing.T) {
 	all := h.all()
 	require.True(t, slices.IsSorted(all))
 	require.Len(t, slices.Compact(slices.Clone(all)), len(in))
+}
+
+// Snapshots hold the hashes: forgottenHash must stay FNV-1a 64.
+func TestForgottenHashIsFNV1a(t *testing.T) {
+	for _, id := range []string{"", "a", "pipeline/pipeline_llm/bench·verdict·c0000001·api"} {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(id))
+		require.Equal(t, h.Sum64(), forgottenHash(id), id)
+	}
+	require.Equal(t, uint64(0xaf63dc4c8601ec8c), forgottenHash("a"))
 }
