@@ -24,6 +24,7 @@ type Item struct {
 	// a run's heap.
 	Fields map[string]any
 	Line   int    // line in the source file (0 for generated items)
+	pos    int32  // its place in the list LoadItems returned (a module checks it)
 	json   []byte // the JSONL line (checked to decode when read)
 	// refs: the fields simple prompts put in (Definition.itemRefs), kept
 	// as text from the JSONL line while the item is open, so its prompts
@@ -80,7 +81,8 @@ func (d *Definition) LoadItems() ([]*Item, error) {
 		items = items[:n]
 	}
 	seen := make(map[string]int, len(items))
-	for _, it := range items {
+	for i, it := range items {
+		it.pos = int32(i)
 		if prev, dup := seen[it.Key]; dup {
 			return nil, fmt.Errorf("items: key %q appears twice (line %d and line %d): keys must be unique", it.Key, prev, it.Line)
 		}

@@ -14,20 +14,26 @@ import (
 // of reflected keys: a checkpoint of a large run waits on it.
 func (m *Module) Snapshot() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(80 * len(m.idx))
+	buf.Grow(80 * m.npairs)
 	buf.WriteString(`{"pairs":`)
 	buf.WriteByte('{')
-	for i, id := range m.sortedPairIDs() {
-		if i > 0 {
+	first := true
+	err := m.eachSorted(func(id pairID, p *pair) error {
+		if !first {
 			buf.WriteByte(',')
 		}
+		first = false
 		if err := appendPairKey(&buf, id); err != nil {
-			return nil, err
+			return err
 		}
 		buf.WriteByte(':')
-		if err := m.idx[id].appendJSON(&buf); err != nil {
-			return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
+		if err := p.appendJSON(&buf); err != nil {
+			return fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	buf.WriteByte('}')
 	buf.WriteString(`,"requests":`)
@@ -88,7 +94,7 @@ func (p *pair) appendJSON(buf *bytes.Buffer) error {
 			buf.WriteString(strconv.FormatInt(v, 10))
 		}
 	}
-	if err := str("s", p.Status); err != nil {
+	if err := str("s", p.Status()); err != nil {
 		return err
 	}
 	if len(p.Output) > 0 {
@@ -97,7 +103,7 @@ func (p *pair) appendJSON(buf *bytes.Buffer) error {
 			return err
 		}
 	}
-	for _, f := range [...]struct{ name, v string }{{"st", p.Stage}, {"e", p.Error}, {"r", p.Raw}} {
+	for _, f := range [...]struct{ name, v string }{{"st", p.Stage()}, {"e", p.Error()}, {"r", p.Raw()}} {
 		if err := str(f.name, f.v); err != nil {
 			return err
 		}
@@ -130,9 +136,7 @@ func (m *Module) Restore(data []byte) error {
 	m.priced = pricedTask{}
 	m.reindex()
 	m.spent = 0
-	for _, p := range m.idx {
-		m.spent += p.Cost
-	}
+	m.eachPair(func(_ pairID, p *pair) { m.spent += p.Cost })
 	m.skipped = nil
 	m.prep = map[int]bool{}
 	for i := range m.items {

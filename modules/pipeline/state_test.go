@@ -350,9 +350,9 @@ func TestProposeOffersEveryReadyPairInTheWindow(t *testing.T) {
 						}
 						gen := 0
 						if p != nil {
-							gen = p.Gen
+							gen = int(p.Gen)
 						}
-						require.True(t, m.offered[offerID{pairID{s.Name, it.Key, model}, gen}], "%s/%s/%s gen %d not offered", s.Name, it.Key, model, gen)
+						require.True(t, m.offered[offerID{m.slotOf(s, m.posOf(it), model), int32(gen)}], "%s/%s/%s gen %d not offered", s.Name, it.Key, model, gen)
 						n++
 					}
 				}
@@ -464,7 +464,7 @@ func TestLaterStepsReadAChangedOutputAnew(t *testing.T) {
 		}
 	}
 	read := func() any {
-		v, err := h.m.pairOf("extract", "i00", "m1").value()
+		v, err := h.m.valueOf(h.m.pairOf("extract", "i00", "m1"))
 		require.NoError(t, err)
 		return v.(map[string]any)["text"]
 	}
@@ -535,10 +535,8 @@ func TestSnapshotIsTheStateAsJSON(t *testing.T) {
 	same := func() string {
 		t.Helper()
 		st := h.m.st
-		st.Pairs = map[string]*pair{}
-		for id, p := range h.m.idx {
-			st.Pairs[id.key()] = p
-		}
+		st.Pairs = map[string]*pairRecord{}
+		h.m.eachPair(func(id pairID, p *pair) { st.Pairs[id.key()] = p.record() })
 		want, err := json.Marshal(st)
 		require.NoError(t, err)
 		got, err := h.m.Snapshot()
@@ -592,9 +590,7 @@ steps:
 	h := newHarness(t, def, items)
 	byKey := func() []pairID {
 		var ks []string
-		for id := range h.m.idx {
-			ks = append(ks, id.key())
-		}
+		h.m.eachPair(func(id pairID, _ *pair) { ks = append(ks, id.key()) })
 		slices.Sort(ks)
 		ids := make([]pairID, len(ks))
 		for i, k := range ks {
@@ -607,20 +603,18 @@ steps:
 	tasks := h.m.Propose(h.now)
 	require.NotEmpty(t, tasks)
 	h.runTask(tasks[0])
-	_, walked := h.m.walkGrid(nil)
-	assert.False(t, walked, "one pair of 32: sorting is cheaper")
+	assert.False(t, h.m.walksGrid(), "one pair of 32: sorting is cheaper")
 	assert.Equal(t, byKey(), h.m.sortedPairIDs())
 
 	// Every pair: the grid's walk.
 	h.runAll()
-	require.Len(t, h.m.idx, 2*2*len(keys))
-	_, walked = h.m.walkGrid(nil)
-	assert.True(t, walked)
+	require.Equal(t, 2*2*len(keys), h.m.npairs)
+	assert.True(t, h.m.walksGrid())
 	assert.Equal(t, byKey(), h.m.sortedPairIDs())
 
 	// A pair of a model the definition no longer has: sorted, not lost.
-	h.m.idx[pairID{"extract", "a", "m0"}] = &pair{Status: StatusOK, Output: json.RawMessage(`{"t":"x"}`)}
-	_, walked = h.m.walkGrid(nil)
-	assert.False(t, walked)
+	p := h.m.ensure(pairID{"extract", "a", "m0"})
+	p.status, p.Output = statusOK, json.RawMessage(`{"t":"x"}`)
+	assert.False(t, h.m.walksGrid())
 	assert.Equal(t, byKey(), h.m.sortedPairIDs())
 }
