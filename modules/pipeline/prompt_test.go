@@ -54,9 +54,9 @@ func TestSimplePromptsFillAsTheTemplateWould(t *testing.T) {
 		simple[s.Name] = s.parts != nil
 	}
 	assert.Equal(t, map[string]bool{"plain": true, "number": true, "missing": true, "piped": false, "later": false}, simple)
-	assert.NotNil(t, items[0].refs, "item a's prompt fields are all text: kept from its line")
-	assert.NotZero(t, items[1].refText, "item b's claim is text")
-	assert.Zero(t, items[1].refText&(1<<1), "item b's note is null: its prompts with it go through the template")
+	assert.NotNil(t, items[0].refsFor(def).refs, "item a's prompt fields are all text: kept from its line")
+	assert.NotZero(t, items[1].refsFor(def).refText, "item b's claim is text")
+	assert.Zero(t, items[1].refsFor(def).refText&(1<<1), "item b's note is null: its prompts with it go through the template")
 
 	steps := map[string]any{"plain": map[string]any{"verdict": true}}
 	for _, s := range def.Order() {
