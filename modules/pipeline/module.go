@@ -104,6 +104,9 @@ type Module struct {
 	npairs int
 	// vals: outputs decoded, of open items' pairs (valueOf).
 	vals map[*pair]any
+	// outputs: the short outputs seen, shared by the pairs that gave
+	// them (most answers of a step are one of a few: {"verdict":true}).
+	outputs outputSet
 }
 
 type pricedTask struct {
@@ -390,7 +393,7 @@ func (m *Module) reindex() {
 	m.extra, m.npairs, m.vals = nil, 0, nil
 	for k, r := range m.st.Pairs {
 		if r != nil {
-			r.load(m.ensure(pairIDOf(k)))
+			r.load(m.ensure(pairIDOf(k)), &m.outputs)
 		}
 	}
 	m.st.Pairs = nil
@@ -1143,7 +1146,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			p.Cost += a.Cost
 			p.Tokens += a.Tokens
 			if e.Type == "answer_ok" {
-				p.status, p.Output = statusOK, a.Output
+				p.status, p.Output = statusOK, m.outputs.intern(a.Output)
 				forget()
 			} else {
 				p.Attempts++
@@ -1172,7 +1175,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		case "revalidated":
 			m.priced = pricedTask{}
 			if p.status == statusFailed {
-				p.status, p.Output = statusOK, a.Output
+				p.status, p.Output = statusOK, m.outputs.intern(a.Output)
 				p.setNotes("", "", p.Raw())
 			}
 		}

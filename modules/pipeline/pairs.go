@@ -102,8 +102,8 @@ func (p *pair) record() *pairRecord {
 		Attempts: int(p.Attempts), Gen: int(p.Gen), Cost: p.Cost, Tokens: p.Tokens}
 }
 
-func (r *pairRecord) load(p *pair) {
-	*p = pair{Output: r.Output, Cost: r.Cost, Tokens: r.Tokens, Attempts: int32(r.Attempts), Gen: int32(r.Gen), used: true}
+func (r *pairRecord) load(p *pair, outputs *outputSet) {
+	*p = pair{Output: outputs.intern(r.Output), Cost: r.Cost, Tokens: r.Tokens, Attempts: int32(r.Attempts), Gen: int32(r.Gen), used: true}
 	p.setStatus(r.Status)
 	p.setNotes(r.Stage, r.Error, r.Raw)
 }
@@ -336,4 +336,32 @@ func (m *Module) posOf(it *Item) int {
 		return i
 	}
 	return -1
+}
+
+// outputSet holds one copy of each short output seen, up to a bound:
+// pairs with the same output share it. Outputs are never changed in
+// place.
+type outputSet map[string]json.RawMessage
+
+const (
+	sharedOutputLen = 64   // longer outputs are rarely the same
+	sharedOutputs   = 4096 // distinct outputs kept at most
+)
+
+// intern returns out, or an equal output already held.
+func (set *outputSet) intern(out json.RawMessage) json.RawMessage {
+	if len(out) == 0 || len(out) > sharedOutputLen {
+		return out
+	}
+	if kept, ok := (*set)[string(out)]; ok {
+		return kept
+	}
+	if *set == nil {
+		*set = outputSet{}
+	}
+	if len(*set) < sharedOutputs {
+		out = out[:len(out):len(out)]
+		(*set)[string(out)] = out
+	}
+	return out
 }
