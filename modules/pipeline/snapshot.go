@@ -14,7 +14,7 @@ import (
 // of reflected keys: a checkpoint of a large run waits on it.
 func (m *Module) Snapshot() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(80 * m.npairs)
+	buf.Grow(m.snapshotSize())
 	buf.WriteString(`{"pairs":`)
 	buf.WriteByte('{')
 	first := true
@@ -65,6 +65,27 @@ func (m *Module) Snapshot() ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// snapshotSize guesses the size of the snapshot from up to 512 of its
+// pairs, a little over: its buffer, of a million pairs a hundred
+// megabytes, is then made once, not grown and copied.
+func (m *Module) snapshotSize() int {
+	var buf bytes.Buffer
+	n := 0
+	for k := 0; k < len(m.slots) && n < 512; k++ {
+		if p := &m.slots[k]; p.used {
+			if appendPairKey(&buf, m.idOfSlot(k)) != nil || p.appendJSON(&buf) != nil {
+				break
+			}
+			buf.WriteString(":,")
+			n++
+		}
+	}
+	if n == 0 {
+		return 80*m.npairs + 256
+	}
+	return buf.Len()/n*m.npairs + m.npairs*buf.Len()/n/8 + 256
 }
 
 // appendJSON writes the pair as encoding/json would, by its tags.
