@@ -63,15 +63,18 @@ func (it *Item) refsFor(d *Definition) *itemRefs {
 	if r := it.open; r != nil && r.from == d {
 		return r
 	}
-	f := it.Fields
-	if f == nil {
-		var err error
-		if f, err = decodeObject(it.json); err != nil {
+	r := &itemRefs{from: d}
+	if it.Fields != nil {
+		r.refs, r.refText = itemRefValues(it.Fields, d.itemRefs)
+	} else if refs, text, ok := flatRefs(it.json, d.itemRefs); ok {
+		r.refs, r.refText = refs, text
+	} else {
+		f, err := decodeObject(it.json)
+		if err != nil {
 			return nil // it did when the file was read
 		}
+		r.refs, r.refText = itemRefValues(f, d.itemRefs)
 	}
-	r := &itemRefs{from: d}
-	r.refs, r.refText = itemRefValues(f, d.itemRefs)
 	it.open = r
 	return r
 }
