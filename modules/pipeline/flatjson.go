@@ -156,6 +156,16 @@ func numberEnd[T string | []byte](s T, i int) (int, bool) {
 	return i, true
 }
 
+// decodeLine is decodeObject of a line kept as text.
+func decodeLine(s string) (map[string]any, error) {
+	if m, ok := flatObject(s); ok {
+		return m, nil
+	}
+	var m map[string]any
+	err := json.Unmarshal([]byte(s), &m)
+	return m, err
+}
+
 // decodeObject is json.Unmarshal of b into a map[string]any.
 func decodeObject(b []byte) (map[string]any, error) {
 	if m, ok := flatObject(b); ok {
@@ -169,7 +179,7 @@ func decodeObject(b []byte) (map[string]any, error) {
 // flatRefs is itemRefValues of the object b decodes to, for a flat
 // object (see flatObject), read without building the object: only the
 // fields named are copied. ok false: not flat; decode it.
-func flatRefs(b []byte, names []string) (vals []string, text uint64, ok bool) {
+func flatRefs[T string | []byte](b T, names []string) (vals []string, text uint64, ok bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, 0, false

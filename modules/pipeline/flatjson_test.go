@@ -70,9 +70,13 @@ func TestFlatRefsIsItemRefValuesOfTheDecodedLine(t *testing.T) {
 	check := func(b []byte) bool {
 		t.Helper()
 		vals, text, ok := flatRefs(b, names)
+		valsOfText, textOfText, okOfText := flatRefs(string(b), names)
+		require.Equal(t, ok, okOfText, "%s", b)
 		if !ok {
 			return false
 		}
+		require.Equal(t, vals, valsOfText, "%s", b)
+		require.Equal(t, text, textOfText, "%s", b)
 		var fields map[string]any
 		require.NoError(t, json.Unmarshal(b, &fields), "%s", b)
 		wantVals, wantText := itemRefValues(fields, names)

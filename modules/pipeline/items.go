@@ -25,8 +25,9 @@ type Item struct {
 	// a run's heap.
 	Fields map[string]any
 	// json: the JSONL line (checked to decode when read), in a block
-	// shared with the other lines of its file.
-	json []byte
+	// shared with the other lines of its file (Key, if the line holds
+	// it, is a part of it).
+	json string
 	// open: the fields simple prompts put in, as text, worked out from
 	// the line when a prompt first needs them and dropped when the item
 	// is finished (release).
@@ -46,8 +47,8 @@ type itemRefs struct {
 
 // fields returns the item's values, decoding its JSONL line on first use.
 func (it *Item) fields() map[string]any {
-	if it.Fields == nil && it.json != nil {
-		if f, err := decodeObject(it.json); err == nil { // it did when the file was read
+	if it.Fields == nil && it.json != "" {
+		if f, err := decodeLine(it.json); err == nil { // it did when the file was read
 			it.Fields = f
 		}
 	}
@@ -57,7 +58,7 @@ func (it *Item) fields() map[string]any {
 // refsFor returns the item's text of d's simple prompts' fields, read
 // from its JSONL line once while it is open; nil: read the fields.
 func (it *Item) refsFor(d *Definition) *itemRefs {
-	if it.json == nil || len(d.itemRefs) == 0 || len(d.itemRefs) > 64 {
+	if it.json == "" || len(d.itemRefs) == 0 || len(d.itemRefs) > 64 {
 		return nil
 	}
 	if r := it.open; r != nil && r.from == d {
@@ -69,7 +70,7 @@ func (it *Item) refsFor(d *Definition) *itemRefs {
 	} else if refs, text, ok := flatRefs(it.json, d.itemRefs); ok {
 		r.refs, r.refText = refs, text
 	} else {
-		f, err := decodeObject(it.json)
+		f, err := decodeLine(it.json)
 		if err != nil {
 			return nil // it did when the file was read
 		}
@@ -82,7 +83,7 @@ func (it *Item) refsFor(d *Definition) *itemRefs {
 // release drops the values decoded from a JSONL line (a finished item's
 // prompts are not rendered again).
 func (it *Item) release() {
-	if it.json != nil {
+	if it.json != "" {
 		it.Fields, it.open = nil, nil
 	}
 }
@@ -205,13 +206,15 @@ func itemKey(fields map[string]any, keyField string, line int, path string) (str
 // a megabyte, the items in blocks too: a million small allocations of
 // their own would cost more than they hold.
 func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
-	var block []byte
-	keep := func(b []byte) []byte {
-		if len(b) > cap(block)-len(block) {
-			block = make([]byte, 0, max(1<<20, len(b)))
+	var block strings.Builder
+	keep := func(b []byte) string {
+		if len(b) > block.Cap()-block.Len() {
+			block = strings.Builder{}
+			block.Grow(max(1<<20, len(b)))
 		}
-		block = append(block, b...)
-		return block[len(block)-len(b) : len(block) : len(block)]
+		block.Write(b) // within its room: the strings already taken stay where they are
+		s := block.String()
+		return s[len(s)-len(b):]
 	}
 	var slab []Item
 	sc := bufio.NewScanner(r)
@@ -235,7 +238,11 @@ func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 		if len(slab) == cap(slab) {
 			slab = make([]Item, 0, 1024)
 		}
-		slab = append(slab, Item{Key: key, Line: int32(line), json: keep(b)})
+		text := keep(b)
+		if j := strings.Index(text, key); j >= 0 {
+			key = text[j : j+len(key)] // the same text, not a copy of its own
+		}
+		slab = append(slab, Item{Key: key, Line: int32(line), json: text})
 		out = append(out, &slab[len(slab)-1])
 	}
 	if err := sc.Err(); err != nil {
