@@ -393,6 +393,7 @@ func SelectItems(items []*Item, path string) ([]*Item, error) {
 	out := make([]*Item, 0, len(want))
 	for _, it := range items {
 		if want[it.Key] {
+			it.pos = int32(len(out))
 			out = append(out, it)
 		}
 	}

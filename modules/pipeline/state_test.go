@@ -620,3 +620,33 @@ steps:
 	assert.False(t, h.m.walksGrid())
 	assert.Equal(t, byKey(), h.m.sortedPairIDs())
 }
+
+// A module over items in another order than LoadItems gave them (a part
+// of them, reversed) finds each item's pairs by the item, not by the
+// place it had in the list it was read in.
+func TestItemsInAnotherOrderKeepTheirOwnPairs(t *testing.T) {
+	def, items := writeDef(t, chained, 12)
+	part := slices.Clone(items[3:])
+	slices.Reverse(part)
+	h := newHarness(t, def, part)
+	h.runAll()
+	sum := h.m.Summary()
+	require.Equal(t, len(part), sum.ItemsDone)
+	for _, it := range part {
+		for _, s := range def.Order() {
+			for _, model := range s.ModelsOf() {
+				p := h.m.pairFor(s, it, model)
+				require.NotNil(t, p, "%s/%s/%s", s.Name, it.Key, model)
+				assert.Same(t, h.m.pairOf(s.Name, it.Key, model), p)
+				v, err := h.m.valueOf(p)
+				require.NoError(t, err)
+				assert.NotNil(t, v)
+			}
+		}
+	}
+	data, err := h.m.resultsJSONL()
+	require.NoError(t, err)
+	for _, it := range part {
+		assert.Equal(t, 1, strings.Count(string(data), `"key":"`+it.Key+`"`), it.Key)
+	}
+}
