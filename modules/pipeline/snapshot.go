@@ -145,6 +145,10 @@ func (p *pair) appendJSON(buf *bytes.Buffer) error {
 
 func (m *Module) Restore(data []byte) error {
 	st := newState()
+	// The pairs' map made at its size at once, not grown and copied as
+	// a million pairs are read: at most the grid's pairs, and no more
+	// than the snapshot could hold (an entry takes 20 bytes or more).
+	st.Pairs = make(map[string]*pairRecord, min(len(m.slots), len(data)/20))
 	if err := json.Unmarshal(data, &st); err != nil {
 		return fmt.Errorf("pipeline: restore: %w", err)
 	}
