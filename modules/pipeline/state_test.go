@@ -650,3 +650,30 @@ func TestItemsInAnotherOrderKeepTheirOwnPairs(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(string(data), `"key":"`+it.Key+`"`), it.Key)
 	}
 }
+
+// Pairs with the same short output hold one copy of it, read back from
+// a snapshot too; a long one is each pair's own.
+func TestShortOutputsAreShared(t *testing.T) {
+	def, items := writeDef(t, exportBenchDef, 6)
+	h := newHarness(t, def, items)
+	h.answer = func(*pb.Task, string) string { return `{"verdict": true}` }
+	h.runAll()
+	s := def.Step("verdict")
+	first := h.m.pairFor(s, items[0], "api").Output
+	require.Equal(t, `{"verdict":true}`, string(first))
+	for _, it := range items[1:] {
+		assert.Same(t, &first[0], &h.m.pairFor(s, it, "api").Output[0], it.Key)
+	}
+	snap, err := h.m.Snapshot()
+	require.NoError(t, err)
+	m := New(Config{Def: def, Items: items})
+	require.NoError(t, m.Restore(snap))
+	again := m.pairFor(s, items[0], "api").Output
+	assert.Same(t, &again[0], &m.pairFor(s, items[5], "api").Output[0])
+
+	long := json.RawMessage(`{"verdict":true,"why":"` + strings.Repeat("x", sharedOutputLen) + `"}`)
+	var set outputSet
+	a, b := set.intern(slices.Clone(long)), set.intern(slices.Clone(long))
+	assert.Equal(t, string(long), string(a))
+	assert.NotSame(t, &a[0], &b[0], "a long output is its pair's own")
+}
