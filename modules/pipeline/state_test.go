@@ -677,3 +677,37 @@ func TestShortOutputsAreShared(t *testing.T) {
 	assert.Equal(t, string(long), string(a))
 	assert.NotSame(t, &a[0], &b[0], "a long output is its pair's own")
 }
+
+// The key index finds every item by its key, as text or bytes, a
+// repeated key at its last place (as a map would keep it), and no item
+// for a key none has.
+func TestKeyIndexFindsItemsByKey(t *testing.T) {
+	var items []*Item
+	for i := range 5000 {
+		items = append(items, &Item{Key: fmt.Sprintf("k%d", i)})
+	}
+	items = append(items, &Item{Key: "k7"}, &Item{Key: ""})
+	x := newKeyIndex(items)
+	for i, it := range items[:5000] {
+		want := i
+		if it.Key == "k7" {
+			want = 5000
+		}
+		got, ok := x.find(items, it.Key)
+		require.True(t, ok, it.Key)
+		require.Equal(t, want, got, it.Key)
+		got, ok = x.findBytes(items, []byte(it.Key))
+		require.True(t, ok, it.Key)
+		require.Equal(t, want, got, it.Key)
+	}
+	got, ok := x.find(items, "")
+	assert.True(t, ok)
+	assert.Equal(t, 5001, got)
+	_, ok = x.find(items, "k5000")
+	assert.False(t, ok)
+	_, ok = x.findBytes(items, []byte("nope"))
+	assert.False(t, ok)
+	var empty keyIndex
+	_, ok = empty.find(nil, "k1")
+	assert.False(t, ok)
+}
