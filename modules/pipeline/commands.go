@@ -20,11 +20,11 @@ func (m *Module) DecideRetryFailed(step string) ([]*pb.ModuleEvent, error) {
 		return nil, fmt.Errorf("pipeline %s: no step %q", m.def.Name, step)
 	}
 	var keys []string
-	for id, p := range m.idx {
-		if p.Status == StatusFailed && (step == "" || id.step == step) {
+	m.eachPair(func(id pairID, p *pair) {
+		if p.status == statusFailed && (step == "" || id.step == step) {
 			keys = append(keys, id.key())
 		}
-	}
+	})
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -49,17 +49,17 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 	var rv Revalidation
 	var evs []*pb.ModuleEvent
 	keys := make([]string, 0)
-	for id, p := range m.idx {
-		if p.Status == StatusFailed && p.Raw != "" {
+	m.eachPair(func(id pairID, p *pair) {
+		if p.status == statusFailed && p.Raw() != "" {
 			keys = append(keys, id.key())
 		}
-	}
+	})
 	sort.Strings(keys)
 	for _, k := range keys {
 		p := m.pairAt(k)
 		stepName, itemKey, model := splitPairKey(k)
 		s := m.def.Step(stepName)
-		i, ok := m.itemIdx[itemKey]
+		i, ok := m.itemIndex(itemKey)
 		if s == nil || s.LLM == nil || !ok {
 			continue
 		}
@@ -68,7 +68,7 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 		if err != nil {
 			return nil, rv, err
 		}
-		out, _, verr := m.def.ValidateAnswer(s, m.items[i], vals, p.Raw)
+		out, _, verr := m.def.ValidateAnswer(s, m.items[i], vals, p.Raw())
 		if verr != nil {
 			continue
 		}
@@ -76,7 +76,7 @@ func (m *Module) DecideRevalidate() ([]*pb.ModuleEvent, Revalidation, error) {
 		if err != nil {
 			return nil, rv, err
 		}
-		e, err := pairEvent("revalidated", "", answerEvent{pair: pairIDOf(k), Gen: p.Gen, Output: b})
+		e, err := pairEvent("revalidated", "", answerEvent{pair: pairIDOf(k), Gen: int(p.Gen), Output: b})
 		if err != nil {
 			return nil, rv, err
 		}

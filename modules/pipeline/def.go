@@ -127,6 +127,7 @@ type Step struct {
 	deps       []*Step // needsOf, computed once
 	models     []string
 	class      string
+	pairCol    int // its first column in a module's pair table (layoutPairs)
 }
 
 // RepeatSpec is a bounded repeat: its steps run again, round after
@@ -296,6 +297,13 @@ func Parse(data []byte, file string) (*Definition, error) {
 		return nil, v.problems
 	}
 	d.compilePrompts()
+	col := 0
+	for _, s := range d.order {
+		if s.LLM != nil {
+			s.pairCol = col
+			col += len(s.models)
+		}
+	}
 	return d, nil
 }
 

@@ -90,7 +90,7 @@ func TestItemSources(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, its, 2)
 	assert.Equal(t, "two, quoted", its[1].Fields["claim"])
-	assert.Equal(t, 3, its[1].Line)
+	assert.Equal(t, int32(3), its[1].Line)
 
 	// A key is its text as written (a whole number without its ".0");
 	// an item without one, or with an empty one, is refused by its line.

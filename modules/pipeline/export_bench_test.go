@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	"fano/pb"
 )
@@ -92,5 +94,68 @@ func BenchmarkModulePerItem(b *testing.B) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkModuleLiveHeap: what a run of 100,000 items (one llm step,
+// one model) keeps in memory once every item is finished, per item: the
+// items (items-B/item) and the module's state (module-B/item), beside
+// the items' JSONL text (source-B/item, the reference: heap/source is
+// their ratio); and the time of a snapshot of that state and of its
+// restore.
+func BenchmarkModuleLiveHeap(b *testing.B) {
+	const n = 100000
+	live := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	t := &testing.T{}
+	for b.Loop() {
+		before := live()
+		def, items := writeDef(t, exportBenchDef, n)
+		withItems := live()
+		h := newHarness(t, def, items)
+		h.answer = func(*pb.Task, string) string { return `{"verdict": true}` }
+		for {
+			tasks := h.m.Propose(h.now)
+			if len(tasks) == 0 {
+				break
+			}
+			for _, tk := range tasks {
+				h.runTask(tk)
+			}
+			h.log = nil // the harness's own record of events: not the module's
+		}
+		if h.m.finished != n {
+			b.Fatalf("%d of %d items finished", h.m.finished, n)
+		}
+		withRun := live()
+		source := 0
+		for _, it := range items {
+			source += len(it.json) + 1
+		}
+		start := time.Now()
+		snap, err := h.m.Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		snapshotTime := time.Since(start)
+		m2 := New(Config{Def: def, Items: items})
+		start = time.Now()
+		if err := m2.Restore(snap); err != nil {
+			b.Fatal(err)
+		}
+		restoreTime := time.Since(start)
+		b.ReportMetric(float64(withItems-before)/n, "items-B/item")
+		b.ReportMetric(float64(withRun-withItems)/n, "module-B/item")
+		b.ReportMetric(float64(source)/n, "source-B/item")
+		b.ReportMetric(float64(withRun-before)/float64(source), "heap/source")
+		b.ReportMetric(float64(snapshotTime.Microseconds())/1e3, "snapshot-ms")
+		b.ReportMetric(float64(restoreTime.Microseconds())/1e3, "restore-ms")
+		runtime.KeepAlive(h)
+		runtime.KeepAlive(m2)
 	}
 }

@@ -156,6 +156,16 @@ func numberEnd[T string | []byte](s T, i int) (int, bool) {
 	return i, true
 }
 
+// decodeLine is decodeObject of a line kept as text.
+func decodeLine(s string) (map[string]any, error) {
+	if m, ok := flatObject(s); ok {
+		return m, nil
+	}
+	var m map[string]any
+	err := json.Unmarshal([]byte(s), &m)
+	return m, err
+}
+
 // decodeObject is json.Unmarshal of b into a map[string]any.
 func decodeObject(b []byte) (map[string]any, error) {
 	if m, ok := flatObject(b); ok {
@@ -164,4 +174,99 @@ func decodeObject(b []byte) (map[string]any, error) {
 	var m map[string]any
 	err := json.Unmarshal(b, &m)
 	return m, err
+}
+
+// flatRefs is itemRefValues of the object b decodes to, for a flat
+// object (see flatObject), read without building the object: only the
+// fields named are copied. ok false: not flat; decode it.
+func flatRefs[T string | []byte](b T, names []string) (vals []string, text uint64, ok bool) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, 0, false
+	}
+	vals = make([]string, len(names))
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return nil, 0, skipSpace(b, i+1) == len(b)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, 0, false
+		}
+		end, ok := plainString(b, i+1)
+		if !ok {
+			return nil, 0, false
+		}
+		key := b[i+1 : end]
+		field := -1
+		for j, n := range names {
+			if n == string(key) {
+				field = j
+				break
+			}
+		}
+		i = skipSpace(b, end+1)
+		if i >= len(b) || b[i] != ':' {
+			return nil, 0, false
+		}
+		i = skipSpace(b, i+1)
+		if i >= len(b) {
+			return nil, 0, false
+		}
+		isText, val := false, ""
+		switch c := b[i]; {
+		case c == '"':
+			end, ok := plainString(b, i+1)
+			if !ok {
+				return nil, 0, false
+			}
+			if field >= 0 {
+				isText, val = true, string(b[i+1:end])
+			}
+			i = end + 1
+		case c == 't' && hasWord(b, i, "true"):
+			i += 4
+		case c == 'f' && hasWord(b, i, "false"):
+			i += 5
+		case c == 'n' && hasWord(b, i, "null"):
+			i += 4
+		case c == '-' || (c >= '0' && c <= '9'):
+			end, ok := numberEnd(b, i)
+			if !ok {
+				return nil, 0, false
+			}
+			if _, err := strconv.ParseFloat(string(b[i:end]), 64); err != nil {
+				return nil, 0, false
+			}
+			i = end
+		default:
+			return nil, 0, false
+		}
+		if field >= 0 {
+			// A key given twice: the last value counts, as in the map.
+			vals[field] = val
+			if isText {
+				text |= 1 << field
+			} else {
+				text &^= 1 << field
+			}
+		}
+		i = skipSpace(b, i)
+		if i >= len(b) {
+			return nil, 0, false
+		}
+		if b[i] == '}' {
+			if skipSpace(b, i+1) != len(b) {
+				return nil, 0, false
+			}
+			if text == 0 {
+				return nil, 0, true
+			}
+			return vals, text, true
+		}
+		if b[i] != ',' {
+			return nil, 0, false
+		}
+		i = skipSpace(b, i+1)
+	}
 }

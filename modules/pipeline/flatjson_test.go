@@ -61,3 +61,52 @@ func TestFlatObjectIsJSONUnmarshal(t *testing.T) {
 	}
 	assert.Greater(t, decoded, 1000)
 }
+
+// Where flatRefs reads a line, it gives the prompt fields itemRefValues
+// gives from the line decoded by encoding/json: text fields, others (a
+// number, null, missing) not text, a key given twice its last value.
+func TestFlatRefsIsItemRefValuesOfTheDecodedLine(t *testing.T) {
+	names := []string{"claim", "a", "é", "id", "missing"}
+	check := func(b []byte) bool {
+		t.Helper()
+		vals, text, ok := flatRefs(b, names)
+		valsOfText, textOfText, okOfText := flatRefs(string(b), names)
+		require.Equal(t, ok, okOfText, "%s", b)
+		if !ok {
+			return false
+		}
+		require.Equal(t, vals, valsOfText, "%s", b)
+		require.Equal(t, text, textOfText, "%s", b)
+		var fields map[string]any
+		require.NoError(t, json.Unmarshal(b, &fields), "%s", b)
+		wantVals, wantText := itemRefValues(fields, names)
+		require.Equal(t, wantText, text, "%s", b)
+		require.Equal(t, wantVals, vals, "%s", b)
+		return true
+	}
+	for _, text := range []string{
+		`{"id": "c00001", "claim": "claim number 1"}`,
+		" \t\n{ \"a\" : -0.5e+3 , \"b\":false,\"c\":null,\"d\":0,\"é\":\"ü ✓\", \"a\": \"last\" }\r\n",
+		`{"a": "first", "a": 1}`, `{}`, `{"n": 1}`, `{"claim": null, "id": true}`,
+	} {
+		assert.True(t, check([]byte(text)), "%s is read", text)
+	}
+	for _, text := range []string{`{"a": {"b": 1}}`, `{"a": "q\"uote"}`, `{"a": 1e400}`, `{"a": 1} x`, `{"a": 1`, `[1]`} {
+		_, _, ok := flatRefs([]byte(text), names)
+		assert.False(t, ok, "%q is left to encoding/json", text)
+	}
+	r := rand.New(rand.NewPCG(8, 8))
+	const alphabet = "{}[]\":,. -+eE0123456789tfnrul\\x\té"
+	base := `{"id": "c1", "a": -12.5e3, "claim": "t", "no": false, "a": null, "é": "x"}`
+	read := 0
+	for range 20000 {
+		b := []byte(base)
+		for range 1 + r.IntN(3) {
+			b[r.IntN(len(b))] = alphabet[r.IntN(len(alphabet))]
+		}
+		if check(b) {
+			read++
+		}
+	}
+	assert.Greater(t, read, 1000)
+}

@@ -15,7 +15,8 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Item is one unit of work: its unique key and its fields.
+// Item is one unit of work: its unique key and its fields. A run holds
+// one per item, a million and more: it is kept small.
 type Item struct {
 	Key string
 	// Fields are the item's values. An item of a JSONL file keeps its
@@ -23,31 +24,67 @@ type Item struct {
 	// decoded maps for every item of a large source would be a third of
 	// a run's heap.
 	Fields map[string]any
-	Line   int    // line in the source file (0 for generated items)
-	json   []byte // the JSONL line (checked to decode when read)
-	// refs: the fields simple prompts put in (Definition.itemRefs), kept
-	// as text from the JSONL line while the item is open, so its prompts
-	// need no decoding of the line; nil: read them from the fields.
-	refs     []string
-	refText  uint64      // bit i: refs[i] is the field's text (else not a string, or missing)
-	refsFrom *Definition // whose itemRefs refs follows
+	// json: the JSONL line (checked to decode when read), in a block
+	// shared with the other lines of its file (Key, if the line holds
+	// it, is a part of it).
+	json string
+	// open: the fields simple prompts put in, as text, worked out from
+	// the line when a prompt first needs them and dropped when the item
+	// is finished (release).
+	open *itemRefs
+	Line int32 // line in the source file (0 for generated items)
+	pos  int32 // its place in the list LoadItems returned (a module checks it)
+}
+
+// itemRefs are the fields simple prompts of a definition put in
+// (Definition.itemRefs), read from an item's JSONL line, so its prompts
+// need no decoding of the line; refs nil: read them from the fields.
+type itemRefs struct {
+	from    *Definition // whose itemRefs refs follows
+	refs    []string
+	refText uint64 // bit i: refs[i] is the field's text (else not a string, or missing)
 }
 
 // fields returns the item's values, decoding its JSONL line on first use.
 func (it *Item) fields() map[string]any {
-	if it.Fields == nil && it.json != nil {
-		if f, err := decodeObject(it.json); err == nil { // it did when the file was read
+	if it.Fields == nil && it.json != "" {
+		if f, err := decodeLine(it.json); err == nil { // it did when the file was read
 			it.Fields = f
 		}
 	}
 	return it.Fields
 }
 
+// refsFor returns the item's text of d's simple prompts' fields, read
+// from its JSONL line once while it is open; nil: read the fields.
+func (it *Item) refsFor(d *Definition) *itemRefs {
+	if it.json == "" || len(d.itemRefs) == 0 || len(d.itemRefs) > 64 {
+		return nil
+	}
+	if r := it.open; r != nil && r.from == d {
+		return r
+	}
+	r := &itemRefs{from: d}
+	if it.Fields != nil {
+		r.refs, r.refText = itemRefValues(it.Fields, d.itemRefs)
+	} else if refs, text, ok := flatRefs(it.json, d.itemRefs); ok {
+		r.refs, r.refText = refs, text
+	} else {
+		f, err := decodeLine(it.json)
+		if err != nil {
+			return nil // it did when the file was read
+		}
+		r.refs, r.refText = itemRefValues(f, d.itemRefs)
+	}
+	it.open = r
+	return r
+}
+
 // release drops the values decoded from a JSONL line (a finished item's
 // prompts are not rendered again).
 func (it *Item) release() {
-	if it.json != nil {
-		it.Fields, it.refs, it.refText = nil, nil, 0
+	if it.json != "" {
+		it.Fields, it.open = nil, nil
 	}
 }
 
@@ -68,7 +105,7 @@ func (d *Definition) LoadItems() ([]*Item, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(d.Dir, path)
 		}
-		items, err = readSource(path, spec.Key, d)
+		items, err = readSource(path, spec.Key)
 		if err != nil {
 			return nil, err
 		}
@@ -79,8 +116,9 @@ func (d *Definition) LoadItems() ([]*Item, error) {
 	if n := d.Limits.MaxItems; n > 0 && len(items) > n {
 		items = items[:n]
 	}
-	seen := make(map[string]int, len(items))
-	for _, it := range items {
+	seen := make(map[string]int32, len(items))
+	for i, it := range items {
+		it.pos = int32(i)
 		if prev, dup := seen[it.Key]; dup {
 			return nil, fmt.Errorf("items: key %q appears twice (line %d and line %d): keys must be unique", it.Key, prev, it.Line)
 		}
@@ -125,7 +163,7 @@ func (v *checker) checkItems(d *Definition, root *yaml.Node) {
 	}
 }
 
-func readSource(path, keyField string, d *Definition) ([]*Item, error) {
+func readSource(path, keyField string) ([]*Item, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("items: %w", err)
@@ -140,7 +178,7 @@ func readSource(path, keyField string, d *Definition) ([]*Item, error) {
 	defer f.Close()
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".jsonl", ".ndjson":
-		return readJSONL(f, path, keyField, d)
+		return readJSONL(f, path, keyField)
 	case ".csv":
 		return readCSV(f, path, keyField)
 	}
@@ -164,13 +202,21 @@ func itemKey(fields map[string]any, keyField string, line int, path string) (str
 	return fmt.Sprint(v), nil
 }
 
-// readJSONL reads a JSONL file's items; from, if not nil, is the
-// definition whose simple prompts' fields they keep as text.
-func readJSONL(r io.Reader, path, keyField string, from *Definition) ([]*Item, error) {
-	var refs []string
-	if from != nil {
-		refs = from.itemRefs
+// readJSONL reads a JSONL file's items. The lines are kept in blocks of
+// a megabyte, the items in blocks too: a million small allocations of
+// their own would cost more than they hold.
+func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
+	var block strings.Builder
+	keep := func(b []byte) string {
+		if len(b) > block.Cap()-block.Len() {
+			block = strings.Builder{}
+			block.Grow(max(1<<20, len(b)))
+		}
+		block.Write(b) // within its room: the strings already taken stay where they are
+		s := block.String()
+		return s[len(s)-len(b):]
 	}
+	var slab []Item
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	var out []*Item
@@ -189,9 +235,15 @@ func readJSONL(r io.Reader, path, keyField string, from *Definition) ([]*Item, e
 		if err != nil {
 			return nil, err
 		}
-		it := &Item{Key: key, Line: line, json: bytes.Clone(b), refsFrom: from}
-		it.refs, it.refText = itemRefValues(fields, refs)
-		out = append(out, it)
+		if len(slab) == cap(slab) {
+			slab = make([]Item, 0, 1024)
+		}
+		text := keep(b)
+		if j := strings.Index(text, key); j >= 0 {
+			key = text[j : j+len(key)] // the same text, not a copy of its own
+		}
+		slab = append(slab, Item{Key: key, Line: int32(line), json: text})
+		out = append(out, &slab[len(slab)-1])
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -225,7 +277,7 @@ func readCSV(r io.Reader, path, keyField string) ([]*Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &Item{Key: key, Fields: fields, Line: line})
+		out = append(out, &Item{Key: key, Fields: fields, Line: int32(line)})
 	}
 	return out, nil
 }
@@ -341,6 +393,7 @@ func SelectItems(items []*Item, path string) ([]*Item, error) {
 	out := make([]*Item, 0, len(want))
 	for _, it := range items {
 		if want[it.Key] {
+			it.pos = int32(len(out))
 			out = append(out, it)
 		}
 	}

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,12 +38,12 @@ const (
 // Module runs one pipeline definition over its items. Not safe for
 // concurrent use: its host actor is its only caller.
 type Module struct {
-	def     *Definition
-	items   []*Item
-	itemIdx map[string]int
-	window  int
-	hold    bool
-	st      state
+	def    *Definition
+	items  []*Item
+	keys   keyIndex // item key -> position
+	window int
+	hold   bool
+	st     state
 	// usage is the usage the backend reported with the answer being
 	// decided (TakeUsage), for that task only.
 	usage     modules.Usage
@@ -57,7 +56,6 @@ type Module struct {
 	stopped  string                 // why no new work is proposed (a cap was reached)
 	capNote  string                 // the latest request max_cost could not afford, and why
 	low      int                    // items before it are finished (Propose's cursor)
-	idx      map[pairID]*pair       // the pairs (st.Pairs holds them only as a snapshot is read)
 	offered  map[offerID]bool       // tasks proposed (Propose skips them but every reofferEvery calls)
 	proposes int
 	now      time.Time
@@ -97,6 +95,20 @@ type Module struct {
 	skipped map[int]map[*Step]bool
 	// panelRate: the panel's rate per step and model (Report).
 	panelRate RateMeter
+
+	// The pairs (pairs.go): the grid's in slots, column by column of
+	// cols; others by name in extra; npairs: how many have state. (st.Pairs
+	// holds them only as a snapshot is read.)
+	slots  []pair
+	width  int
+	cols   []column
+	extra  map[pairID]*pair
+	npairs int
+	// vals: outputs decoded, of open items' pairs (valueOf).
+	vals map[*pair]any
+	// outputs: the short outputs seen, shared by the pairs that gave
+	// them (most answers of a step are one of a few: {"verdict":true}).
+	outputs outputSet
 }
 
 type pricedTask struct {
@@ -109,46 +121,15 @@ type reservation struct {
 	promptLen int
 }
 
-// pair is the durable state of one (step, item, model).
-type pair struct {
-	Status   string          `json:"s,omitempty"`
-	Output   json.RawMessage `json:"o,omitempty"`
-	Stage    string          `json:"st,omitempty"`
-	Error    string          `json:"e,omitempty"`
-	Raw      string          `json:"r,omitempty"`
-	Attempts int             `json:"a,omitempty"` // invalid answers in this generation
-	Gen      int             `json:"g,omitempty"` // rounds given up (retries, deferrals)
-	Cost     float64         `json:"c,omitempty"`
-	Tokens   int64           `json:"t,omitempty"`
-
-	// val is Output decoded, kept while the item is open (its later
-	// steps read it for every prompt and answer); Apply drops it when the
-	// pair changes.
-	val any
-}
-
-// value is the pair's output decoded.
-func (p *pair) value() (any, error) {
-	if p.val != nil {
-		return p.val, nil
-	}
-	var v any
-	if err := json.Unmarshal(p.Output, &v); err != nil {
-		return nil, err
-	}
-	p.val = v
-	return v, nil
-}
-
 // state is what a snapshot holds. (Snapshots of older runs also have
 // "spent", the pairs' cost summed; it is ignored and summed again.)
 // Pairs is filled only while a snapshot is read: the module keeps its
-// pairs in its index (Module.idx), by pairID, not by a key string each.
+// pairs in its table (pairs.go), not by a key string each.
 type state struct {
-	Pairs    map[string]*pair `json:"pairs"`
-	Requests map[string]int   `json:"requests"` // UTC day -> LLM answers
-	Finished int              `json:"finished"` // run_finished events
-	LastStop *Stop            `json:"last_stop,omitempty"`
+	Pairs    map[string]*pairRecord `json:"pairs"`
+	Requests map[string]int         `json:"requests"` // UTC day -> LLM answers
+	Finished int                    `json:"finished"` // run_finished events
+	LastStop *Stop                  `json:"last_stop,omitempty"`
 }
 
 // Config shapes a module.
@@ -177,16 +158,11 @@ func New(cfg Config) *Module {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
-	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, itemIdx: make(map[string]int, len(cfg.Items)),
+	m := &Module{def: cfg.Def, items: cfg.Items, window: cfg.Window, hold: cfg.Hold, keys: newKeyIndex(cfg.Items),
 		reserved: map[string]reservation{}, deferred: map[string]string{}, st: newState(),
 		offered: map[offerID]bool{}, prep: map[int]bool{},
 		openAt: make([]int32, len(cfg.Items)), isDirty: make([]bool, len(cfg.Items)), starved: map[int]bool{}}
-	for i, it := range cfg.Items {
-		m.itemIdx[it.Key] = i
-	}
-	// Sized for every pair at once: growing it as a run goes would copy
-	// it again and again.
-	m.idx = make(map[pairID]*pair, m.pairsPlanned())
+	m.layoutPairs()
 	m.countItems()
 	return m
 }
@@ -219,75 +195,86 @@ func pairIDOf(key string) pairID {
 
 func (id pairID) key() string { return pairKey(id.step, id.item, id.model) }
 
-func (m *Module) pairOf(step, item, model string) *pair { return m.idx[pairID{step, item, model}] }
-
-// pairsPlanned is the number of (llm step, item, model) pairs of the
-// definition, at most a million (the index grows past that).
-func (m *Module) pairsPlanned() int {
-	n := 0
-	for _, s := range m.def.order {
-		if s.LLM != nil {
-			n += len(s.models)
-		}
-	}
-	return min(n*len(m.items), 1<<20)
-}
-
 // pairKeys lists the pairs' keys, sorted.
 func (m *Module) pairKeys() []string {
-	keys := make([]string, 0, len(m.idx))
-	for id := range m.idx {
+	keys := make([]string, 0, m.npairs)
+	m.eachSorted(func(id pairID, _ *pair) error {
 		keys = append(keys, id.key())
-	}
-	slices.Sort(keys)
+		return nil
+	})
 	return keys
 }
 
-// sortedPairIDs lists the pairs in their keys' order, without building
-// the keys: with no NUL in the names (the keys' separator) that is the
-// order of step, then item, then model.
+// sortedPairIDs lists the pairs in their keys' order.
 func (m *Module) sortedPairIDs() []pairID {
-	ids := make([]pairID, 0, len(m.idx))
-	if grid, ok := m.walkGrid(ids); ok {
-		return grid
-	}
-	nul := false
-	for id := range m.idx {
+	ids := make([]pairID, 0, m.npairs)
+	m.eachSorted(func(id pairID, _ *pair) error {
 		ids = append(ids, id)
-		nul = nul || strings.IndexByte(id.step, 0) >= 0 || strings.IndexByte(id.item, 0) >= 0 || strings.IndexByte(id.model, 0) >= 0
-	}
-	if nul {
-		slices.SortFunc(ids, func(a, b pairID) int { return strings.Compare(a.key(), b.key()) })
-		return ids
-	}
-	slices.SortFunc(ids, func(a, b pairID) int {
-		if c := strings.Compare(a.step, b.step); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.item, b.item); c != 0 {
-			return c
-		}
-		return strings.Compare(a.model, b.model)
+		return nil
 	})
 	return ids
 }
 
+// eachSorted calls fn for every pair with state in their keys' order,
+// until fn fails. It walks the definition's grid in that order where it
+// can (walksGrid); else it sorts the pairs, without building the keys:
+// with no NUL in the names (the keys' separator) the keys' order is that
+// of step, then item, then model.
+func (m *Module) eachSorted(fn func(id pairID, p *pair) error) error {
+	if m.walksGrid() {
+		return m.walkGrid(fn)
+	}
+	type named struct {
+		id pairID
+		p  *pair
+	}
+	all := make([]named, 0, m.npairs)
+	nul := false
+	m.eachPair(func(id pairID, p *pair) {
+		all = append(all, named{id, p})
+		nul = nul || strings.IndexByte(id.step, 0) >= 0 || strings.IndexByte(id.item, 0) >= 0 || strings.IndexByte(id.model, 0) >= 0
+	})
+	if nul {
+		slices.SortFunc(all, func(a, b named) int { return strings.Compare(a.id.key(), b.id.key()) })
+	} else {
+		slices.SortFunc(all, func(a, b named) int {
+			if c := strings.Compare(a.id.step, b.id.step); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.id.item, b.id.item); c != 0 {
+				return c
+			}
+			return strings.Compare(a.id.model, b.id.model)
+		})
+	}
+	for _, n := range all {
+		if err := fn(n.id, n.p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // gridOrder is the order of the definition's pairs by key, worked out
 // once (items and definition do not change under a module): llm steps by
-// name, items by key, each step's models by name.
+// name, items by key (their positions), each step's models by name
+// (their columns).
 type gridOrder struct {
-	steps  []*Step
-	models [][]string
-	items  []*Item
-	size   int  // pairs in the grid
-	nul    bool // a name holds a NUL: the tuple order is not the keys'
+	steps []*Step
+	cols  [][]int
+	items []int32
+	size  int  // pairs in the grid
+	nul   bool // a name holds a NUL: the tuple order is not the keys'
 }
 
 func (m *Module) gridOrder() *gridOrder {
 	if m.grid != nil {
 		return m.grid
 	}
-	g := &gridOrder{items: slices.Clone(m.items)}
+	g := &gridOrder{items: make([]int32, len(m.items))}
+	for i := range g.items {
+		g.items[i] = int32(i)
+	}
 	hasNUL := func(s string) bool { return strings.IndexByte(s, 0) >= 0 }
 	for _, s := range m.def.order {
 		if s.LLM == nil {
@@ -298,36 +285,51 @@ func (m *Module) gridOrder() *gridOrder {
 	}
 	slices.SortFunc(g.steps, func(a, b *Step) int { return strings.Compare(a.Name, b.Name) })
 	for _, s := range g.steps {
-		g.models = append(g.models, slices.Sorted(slices.Values(s.models)))
+		cols := make([]int, len(s.models))
+		for j := range cols {
+			cols[j] = j
+		}
+		slices.SortFunc(cols, func(a, b int) int { return strings.Compare(s.models[a], s.models[b]) })
+		for j := range cols {
+			cols[j] += s.pairCol
+		}
+		g.cols = append(g.cols, cols)
 		g.size += len(s.models) * len(m.items)
 	}
-	slices.SortFunc(g.items, func(a, b *Item) int { return strings.Compare(a.Key, b.Key) })
-	g.nul = g.nul || slices.ContainsFunc(g.items, func(it *Item) bool { return hasNUL(it.Key) })
+	slices.SortFunc(g.items, func(a, b int32) int { return strings.Compare(m.items[a].Key, m.items[b].Key) })
+	g.nul = g.nul || slices.ContainsFunc(m.items, func(it *Item) bool { return hasNUL(it.Key) })
 	m.grid = g
 	return g
 }
 
-// walkGrid appends the pairs to ids in their keys' order by walking the
-// definition's grid of pairs in that order, so a snapshot of a large run
-// does not sort its pairs again each time. It declines (false) where
-// sorting costs less (most of the grid not yet begun) or the walk would
-// not be the keys' order or miss pairs (a NUL in a name; pairs of steps,
-// models or items the definition no longer has).
-func (m *Module) walkGrid(ids []pairID) ([]pairID, bool) {
-	g := m.gridOrder()
-	if g.nul || len(m.idx) == 0 || len(m.idx) < g.size/4 {
-		return ids, false
+// walksGrid: eachSorted walks the definition's grid of pairs in the
+// keys' order, so a snapshot of a large run does not sort its pairs again
+// each time. Not where sorting costs less (most of the grid not yet
+// begun: the grid's order is worked out once, by sorting every item) or
+// the walk would not be the keys' order or miss pairs (a NUL in a name;
+// pairs of steps, models or items the definition no longer has).
+func (m *Module) walksGrid() bool {
+	if m.npairs == 0 || len(m.extra) > 0 {
+		return false
 	}
+	g := m.gridOrder()
+	return !g.nul && m.npairs >= g.size/4
+}
+
+func (m *Module) walkGrid(fn func(id pairID, p *pair) error) error {
+	g := m.gridOrder()
 	for i, s := range g.steps {
-		for _, it := range g.items {
-			for _, model := range g.models[i] {
-				if id := (pairID{s.Name, it.Key, model}); m.idx[id] != nil {
-					ids = append(ids, id)
+		for _, pos := range g.items {
+			for _, col := range g.cols[i] {
+				if p := &m.slots[int(pos)*m.width+col]; p.used {
+					if err := fn(pairID{s.Name, m.items[pos].Key, m.cols[col].model}, p); err != nil {
+						return err
+					}
 				}
 			}
 		}
 	}
-	return ids, len(ids) == len(m.idx)
+	return nil
 }
 
 // appendPairKey writes a pair's key as a JSON string, as appendString
@@ -346,9 +348,6 @@ func appendPairKey(buf *bytes.Buffer, id pairID) error {
 	return nil
 }
 
-// pairAt is the pair of a key.
-func (m *Module) pairAt(key string) *pair { return m.idx[pairIDOf(key)] }
-
 // canonical is id with the definition's and items' own strings where it
 // has them (those of a decoded event are copies): a pair's index entry
 // then holds no strings of its own.
@@ -359,7 +358,7 @@ func (m *Module) canonical(id pairID) pairID {
 			id.model = s.models[i]
 		}
 	}
-	if i, ok := m.itemIdx[id.item]; ok {
+	if i, ok := m.itemIndex(id.item); ok {
 		id.item = m.items[i].Key
 	}
 	return id
@@ -375,7 +374,7 @@ func (m *Module) internName(field protowire.Number, b []byte) string {
 			return s.Name
 		}
 	case 2:
-		if i, ok := m.itemIdx[string(b)]; ok {
+		if i, ok := m.keys.findBytes(m.items, b); ok {
 			return m.items[i].Key
 		}
 	case 3:
@@ -390,16 +389,19 @@ func (m *Module) internName(field protowire.Number, b []byte) string {
 	return string(b)
 }
 
-// reindex rebuilds the pair index from the pairs of a snapshot read.
+// reindex rebuilds the pair table from the pairs of a snapshot read.
 func (m *Module) reindex() {
-	m.idx = make(map[pairID]*pair, max(len(m.st.Pairs), m.pairsPlanned()))
-	for k, p := range m.st.Pairs {
-		m.idx[m.canonical(pairIDOf(k))] = p
+	clear(m.slots)
+	m.extra, m.npairs, m.vals = nil, 0, nil
+	for k, r := range m.st.Pairs {
+		if r != nil {
+			r.load(m.ensure(pairIDOf(k)), &m.outputs)
+		}
 	}
 	m.st.Pairs = nil
 }
 
-func done(p *pair) bool { return p != nil && p.Status != "" }
+func done(p *pair) bool { return p != nil && p.status != statusNone }
 
 // itemStatus: "done" when every llm pair of the item is finished (or can
 // never run because a dependency failed), "failed" if one failed, else
@@ -411,9 +413,9 @@ func (m *Module) itemStatus(it *Item) itemState {
 			continue
 		}
 		for _, model := range s.models {
-			p := m.pairOf(s.Name, it.Key, model)
+			p := m.pairFor(s, it, model)
 			switch {
-			case p != nil && p.Status == StatusFailed:
+			case p != nil && p.Status() == StatusFailed:
 				failed = true
 			case done(p):
 			case m.blocked(s, it):
@@ -480,11 +482,9 @@ func (m *Module) noteItem(i int) {
 		// Finished: no later step reads its outputs or renders its
 		// prompt; free the decoded ones.
 		m.items[i].release()
-		for _, s := range m.def.order {
-			for _, model := range s.models {
-				if p := m.pairOf(s.Name, m.items[i].Key, model); p != nil {
-					p.val = nil
-				}
+		if len(m.vals) > 0 {
+			for k := i * m.width; k < (i+1)*m.width; k++ {
+				delete(m.vals, &m.slots[k])
 			}
 		}
 	}
@@ -498,8 +498,8 @@ func (m *Module) ready(s *Step, it *Item) bool {
 		}
 		if dep.LLM != nil {
 			for _, model := range dep.models {
-				p := m.pairOf(dep.Name, it.Key, model)
-				if p == nil || p.Status != StatusOK {
+				p := m.pairFor(dep, it, model)
+				if p == nil || p.Status() != StatusOK {
 					return false
 				}
 			}
@@ -516,7 +516,7 @@ func (m *Module) blocked(s *Step, it *Item) bool {
 	for _, dep := range s.deps {
 		if dep.LLM != nil {
 			for _, model := range dep.models {
-				if p := m.pairOf(dep.Name, it.Key, model); p != nil && p.Status == StatusFailed {
+				if p := m.pairFor(dep, it, model); p != nil && p.Status() == StatusFailed {
 					return true
 				}
 			}
@@ -564,11 +564,11 @@ func (m *Module) stepValuesBefore(it *Item, stop *Step, latest bool) (map[string
 		case s.LLM != nil:
 			outs := map[string]any{}
 			for _, model := range s.models {
-				p := m.pairOf(s.Name, it.Key, model)
-				if p == nil || p.Status != StatusOK {
+				p := m.pairFor(s, it, model)
+				if p == nil || p.Status() != StatusOK {
 					continue
 				}
-				v, err := p.value()
+				v, err := m.valueOf(p)
 				if err != nil {
 					return nil, fmt.Errorf("step %s, item %s, model %s: stored output: %w", s.Name, it.Key, model, err)
 				}
@@ -716,16 +716,14 @@ func (m *Module) visit(i int, reoffer bool, room *int, out *[]*pb.Task) int32 {
 			}
 			*room--
 		}
-		for _, model := range s.models {
-			p := m.pairOf(s.Name, it.Key, model)
+		for j, model := range s.models {
+			k := i*m.width + s.pairCol + j
+			p := &m.slots[k]
 			if done(p) {
 				continue
 			}
-			gen := 0
-			if p != nil {
-				gen = p.Gen
-			}
-			if o := (offerID{pairID{s.Name, it.Key, model}, gen}); reoffer || !m.offered[o] {
+			gen := int(p.Gen)
+			if o := (offerID{k, int32(gen)}); reoffer || !m.offered[o] {
 				m.offered[o] = true
 				*out = append(*out, m.taskFor(s, it, model, gen))
 			}
@@ -747,9 +745,10 @@ func (m *Module) markDirty(i int) {
 	}
 }
 
+// offerID is a task offered: its pair's table slot and its generation.
 type offerID struct {
-	pairID
-	gen int
+	slot int
+	gen  int32
 }
 
 func offerKey(step, model string, gen int, item string) string {
@@ -782,13 +781,11 @@ func (m *Module) cheapStarted(it *Item) bool {
 			continue
 		}
 		for _, model := range s.models {
-			p := m.pairOf(s.Name, it.Key, model)
-			gen := 0
-			if p != nil {
-				gen = p.Gen
-			}
-			if p != nil || m.offered[offerID{pairID{s.Name, it.Key, model}, gen}] {
+			if m.pairFor(s, it, model) != nil {
 				return true
+			}
+			if k := m.slotOf(s, m.posOf(it), model); k >= 0 && m.offered[offerID{k, 0}] {
+				return true // offered, no state yet: generation 0
 			}
 		}
 	}
@@ -801,7 +798,7 @@ func (m *Module) expensiveOpen(it *Item) bool {
 			continue
 		}
 		for _, model := range s.models {
-			if !done(m.pairOf(s.Name, it.Key, model)) {
+			if !done(m.pairFor(s, it, model)) {
 				return true
 			}
 		}
@@ -882,11 +879,11 @@ func (m *Module) renderPrompt(r taskRef) (string, error) {
 		buf.Grow(s.promptSize + len(s.promptTail))
 		stepField := func(step, field string) (string, bool) {
 			dep := m.def.Step(step)
-			p := m.pairOf(dep.Name, r.item.Key, dep.models[0])
-			if p == nil || p.Status != StatusOK {
+			p := m.pairFor(dep, r.item, dep.models[0])
+			if p == nil || p.Status() != StatusOK {
 				return "", false
 			}
-			v, err := p.value()
+			v, err := m.valueOf(p)
 			if err != nil {
 				return "", false
 			}
@@ -945,7 +942,7 @@ func (m *Module) ref(t *pb.Task) (taskRef, error) {
 	if s == nil || s.LLM == nil {
 		return taskRef{}, fmt.Errorf("task %s: step %q is not an llm step of pipeline %s", t.Id, stepName, m.def.Name)
 	}
-	i, ok := m.itemIdx[item]
+	i, ok := m.itemIndex(item)
 	if !ok {
 		return taskRef{}, fmt.Errorf("task %s: item %q is not among the items", t.Id, item)
 	}
@@ -963,8 +960,8 @@ func (m *Module) NextAction(t *pb.Task) (modules.Action, error) {
 		return modules.Action{}, err
 	}
 	delete(m.reserved, t.Id)
-	p := m.pairOf(r.step.Name, r.item.Key, r.model)
-	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) || (p != nil && p.Attempts >= r.step.LLM.Attempts) {
+	p := m.pairFor(r.step, r.item, r.model)
+	if r.dropped || done(p) || (p != nil && int(p.Gen) != r.gen) || (p != nil && int(p.Attempts) >= r.step.LLM.Attempts) {
 		return modules.Action{Kind: modules.ActionDone}, nil
 	}
 	var prompt string
@@ -1055,8 +1052,8 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 		return nil, err
 	}
 	delete(m.reserved, t.Id)
-	p := m.pairOf(r.step.Name, r.item.Key, r.model)
-	if r.dropped || done(p) || (p != nil && p.Gen != r.gen) {
+	p := m.pairFor(r.step, r.item, r.model)
+	if r.dropped || done(p) || (p != nil && int(p.Gen) != r.gen) {
 		delete(m.deferred, t.Id)
 		return nil, nil
 	}
@@ -1064,7 +1061,7 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 		delete(m.deferred, t.Id)
 		return pairEvent("pair_deferred", t.Id, answerEvent{pair: r.pairID(), Gen: r.gen, Error: why})
 	}
-	if p == nil || p.Attempts < r.step.LLM.Attempts {
+	if p == nil || int(p.Attempts) < r.step.LLM.Attempts {
 		// The task's request budget is spent, yet fewer answers are
 		// recorded than it allows: an answer counted by the task was lost
 		// to a crash before its event. A new round asks again.
@@ -1072,7 +1069,7 @@ func (m *Module) DecideCompletion(t *pb.Task, now time.Time) ([]*pb.ModuleEvent,
 	}
 	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: "attempts", Error: "no answer passed validation"}
 	if p != nil {
-		ev.Stage, ev.Error, ev.Raw = p.Stage, fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error), p.Raw
+		ev.Stage, ev.Error, ev.Raw = p.Stage(), fmt.Sprintf("%d attempts, none valid; last: %s", p.Attempts, p.Error()), p.Raw()
 	}
 	return pairEvent("pair_failed", t.Id, ev)
 }
@@ -1091,7 +1088,7 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 	}
 	delete(m.reserved, t.Id)
 	delete(m.deferred, t.Id)
-	if p := m.pairOf(r.step.Name, r.item.Key, r.model); done(p) || (p != nil && p.Gen != r.gen) {
+	if p := m.pairFor(r.step, r.item, r.model); done(p) || (p != nil && int(p.Gen) != r.gen) {
 		return nil, nil
 	}
 	stage := "request"
@@ -1099,8 +1096,8 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 		stage = StageTimeout // every attempt passed the step's timeout_seconds
 	}
 	ev := answerEvent{pair: r.pairID(), Gen: r.gen, Stage: stage, Error: reason}
-	if p := m.pairOf(r.step.Name, r.item.Key, r.model); p != nil && p.Raw != "" {
-		ev.Raw = p.Raw
+	if p := m.pairFor(r.step, r.item, r.model); p != nil && p.Raw() != "" {
+		ev.Raw = p.Raw()
 	}
 	return pairEvent("pair_failed", t.Id, ev)
 }
@@ -1108,19 +1105,11 @@ func (m *Module) DecideFailure(t *pb.Task, reason string, now time.Time) ([]*pb.
 // Apply changes state. It is idempotent per generation: an event of an
 // older generation than the pair's is ignored.
 func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
-	get := func(id pairID) *pair {
-		p := m.idx[id]
-		if p == nil {
-			p = &pair{}
-			m.idx[m.canonical(id)] = p
-		}
-		return p
-	}
 	// A fact about one pair changes its item's status, maybe its place in
 	// the prepared buffer, and makes Propose look at the item again; one
 	// that changes outputs may change a priced prompt.
 	changed := func(id pairID) {
-		if i, ok := m.itemIdx[id.item]; ok {
+		if i, ok := m.itemIndex(id.item); ok {
 			m.forgetSkips(i)
 			m.noteItem(i)
 			m.notePrepared(i)
@@ -1136,18 +1125,22 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		if err != nil {
 			return fmt.Errorf("pipeline: %s of task %s: %w", e.Type, e.TaskId, err)
 		}
-		p := get(a.pair)
-		if a.Gen != p.Gen {
+		p, k := m.ensureSlot(a.pair)
+		if a.Gen != int(p.Gen) {
 			return nil
 		}
-		p.val = nil // its output may change
+		delete(m.vals, p) // its output may change
 		defer changed(a.pair)
 		// A settled pair, or one whose round is over, is not offered
 		// again under that round's task: Propose need not remember it.
-		forget := func() { delete(m.offered, offerID{a.pair, a.Gen}) }
+		forget := func() {
+			if k >= 0 {
+				delete(m.offered, offerID{k, int32(a.Gen)})
+			}
+		}
 		switch e.Type {
 		case "answer_ok", "answer_invalid":
-			if p.Status != "" {
+			if p.status != statusNone {
 				return nil // a duplicate: the pair is settled
 			}
 			m.st.Requests[m.dayOf(at)]++
@@ -1155,18 +1148,20 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			p.Cost += a.Cost
 			p.Tokens += a.Tokens
 			if e.Type == "answer_ok" {
-				p.Status, p.Output = StatusOK, a.Output
+				p.status, p.Output = statusOK, m.outputs.intern(a.Output)
 				forget()
 			} else {
 				p.Attempts++
-				p.Stage, p.Error, p.Raw = a.Stage, a.Error, a.Raw
+				p.setNotes(a.Stage, a.Error, a.Raw)
 			}
 		case "pair_failed":
-			if p.Status == "" {
-				p.Status, p.Stage, p.Error = StatusFailed, a.Stage, a.Error
+			if p.status == statusNone {
+				raw := p.Raw()
 				if a.Raw != "" {
-					p.Raw = a.Raw
+					raw = a.Raw
 				}
+				p.status = statusFailed
+				p.setNotes(a.Stage, a.Error, raw)
 				forget()
 			}
 		case "pair_deferred":
@@ -1175,13 +1170,15 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			p.Attempts = 0
 		case "output_invalidated":
 			m.priced = pricedTask{}
-			if p.Status == StatusOK {
-				p.Status, p.Output, p.Stage, p.Error, p.Raw = StatusFailed, nil, a.Stage, a.Error, a.Raw
+			if p.status == statusOK {
+				p.status, p.Output = statusFailed, nil
+				p.setNotes(a.Stage, a.Error, a.Raw)
 			}
 		case "revalidated":
 			m.priced = pricedTask{}
-			if p.Status == StatusFailed {
-				p.Status, p.Output, p.Stage, p.Error = StatusOK, a.Output, "", ""
+			if p.status == statusFailed {
+				p.status, p.Output = statusOK, m.outputs.intern(a.Output)
+				p.setNotes("", "", p.Raw())
 			}
 		}
 	case "retry_failed":
@@ -1190,8 +1187,9 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 			return fmt.Errorf("pipeline: retry_failed: %w", err)
 		}
 		for _, k := range keys {
-			if p := m.pairAt(k); p != nil && p.Status == StatusFailed {
-				p.Status, p.Attempts, p.Stage, p.Error = "", 0, "", ""
+			if p := m.pairAt(k); p != nil && p.status == statusFailed {
+				p.status, p.Attempts = statusNone, 0
+				p.setNotes("", "", p.Raw())
 				p.Gen++
 				changed(pairIDOf(k))
 			}

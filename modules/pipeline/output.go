@@ -60,14 +60,14 @@ func (m *Module) failedStages(it *Item) map[string]map[string]string {
 	var out map[string]map[string]string
 	for _, s := range m.def.order {
 		for _, model := range s.models {
-			if p := m.pairOf(s.Name, it.Key, model); p != nil && p.Status == StatusFailed {
+			if p := m.pairFor(s, it, model); p != nil && p.Status() == StatusFailed {
 				if out == nil {
 					out = map[string]map[string]string{}
 				}
 				if out[s.Name] == nil {
 					out[s.Name] = map[string]string{}
 				}
-				out[s.Name][model] = p.Stage
+				out[s.Name][model] = p.Stage()
 			}
 		}
 	}
@@ -149,7 +149,7 @@ func (m *Module) results(raw bool, w io.Writer) ([]byte, error) {
 		r := Result{Key: it.Key, Status: st.String(), Steps: vals, Failed: m.failedStages(it)}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
-				if p := m.pairOf(s.Name, it.Key, model); p != nil {
+				if p := m.pairFor(s, it, model); p != nil {
 					r.Cost += p.Cost
 				}
 			}
@@ -217,7 +217,7 @@ func (m *Module) anyStepDone(it *Item) bool {
 
 func (m *Module) stepDone(s *Step, it *Item) bool {
 	for _, model := range s.models {
-		if p := m.pairOf(s.Name, it.Key, model); p == nil || p.Status != StatusOK {
+		if p := m.pairFor(s, it, model); p == nil || p.Status() != StatusOK {
 			return false
 		}
 	}
@@ -228,7 +228,7 @@ func (m *Module) stepDone(s *Step, it *Item) bool {
 // outputs by model, as appendValue writes stepValues' raw values.
 func (m *Module) appendStepOutput(buf *bytes.Buffer, s *Step, it *Item) error {
 	if len(s.models) == 1 {
-		return json.Compact(buf, m.pairOf(s.Name, it.Key, s.models[0]).Output)
+		return json.Compact(buf, m.pairFor(s, it, s.models[0]).Output)
 	}
 	models := slices.Clone(s.models)
 	slices.Sort(models)
@@ -241,7 +241,7 @@ func (m *Module) appendStepOutput(buf *bytes.Buffer, s *Step, it *Item) error {
 			return err
 		}
 		buf.WriteByte(':')
-		if err := json.Compact(buf, m.pairOf(s.Name, it.Key, model).Output); err != nil {
+		if err := json.Compact(buf, m.pairFor(s, it, model).Output); err != nil {
 			return err
 		}
 	}
@@ -327,7 +327,7 @@ func (m *Module) appendRawResult(buf *bytes.Buffer, scratch []byte, layout []res
 	cost := 0.0
 	for _, s := range m.def.order {
 		for _, model := range s.models {
-			if p := m.pairOf(s.Name, it.Key, model); p != nil {
+			if p := m.pairFor(s, it, model); p != nil {
 				cost += p.Cost
 			}
 		}
@@ -527,8 +527,8 @@ func (m *Module) Failures() []Failure {
 		}
 		for _, s := range m.def.order {
 			for _, model := range s.models {
-				if p := m.pairOf(s.Name, it.Key, model); p != nil && p.Status == StatusFailed {
-					out = append(out, Failure{Key: it.Key, Step: s.Name, Model: model, Stage: p.Stage, Error: p.Error, Raw: p.Raw, Attempts: p.Attempts})
+				if p := m.pairFor(s, it, model); p != nil && p.Status() == StatusFailed {
+					out = append(out, Failure{Key: it.Key, Step: s.Name, Model: model, Stage: p.Stage(), Error: p.Error(), Raw: p.Raw(), Attempts: int(p.Attempts)})
 				}
 			}
 		}
@@ -615,7 +615,7 @@ func (m *Module) Summary() Summary {
 				if p != nil {
 					c.Tokens += p.Tokens
 					c.CostUSD += p.Cost
-					c.Invalid += p.Attempts
+					c.Invalid += int(p.Attempts)
 				}
 			}
 			c.CostUSD = roundUSD(c.CostUSD)
@@ -648,12 +648,12 @@ func (m *Module) Verify() []modules.Problem {
 		step, item, model := splitPairKey(k)
 		id := step + "/" + item + "/" + model
 		s := m.def.Step(step)
-		i, ok := m.itemIdx[item]
+		i, ok := m.itemIndex(item)
 		if s == nil || s.LLM == nil || !ok {
 			out = append(out, modules.Problem{Kind: "orphan_result", ID: id, Detail: "a stored result whose step or item is no longer in the pipeline"})
 			continue
 		}
-		if p.Status != StatusOK {
+		if p.Status() != StatusOK {
 			continue
 		}
 		vals, err := m.stepValues(m.items[i])
@@ -680,16 +680,16 @@ func (m *Module) DecideRepair(p modules.Problem, now time.Time) ([]*pb.ModuleEve
 		return nil, fmt.Errorf("pipeline: repair %s: bad id", p.ID)
 	}
 	var key string
-	for id := range m.idx {
+	m.eachPair(func(id pairID, _ *pair) {
 		if id.step+"/"+id.item+"/"+id.model == p.ID {
 			key = id.key()
 		}
-	}
+	})
 	pr := m.pairAt(key)
-	if pr == nil || pr.Status != StatusOK {
+	if pr == nil || pr.Status() != StatusOK {
 		return nil, nil
 	}
-	return pairEvent("output_invalidated", "", answerEvent{pair: pairIDOf(key), Gen: pr.Gen, Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
+	return pairEvent("output_invalidated", "", answerEvent{pair: pairIDOf(key), Gen: int(pr.Gen), Stage: "verify", Error: p.Detail, Raw: string(pr.Output)})
 }
 
 // PanelReport is what the control panel shows of a pipeline.

@@ -102,13 +102,13 @@ const (
 // standing is the pair of step st, item it and model (nil when none was
 // asked yet) and where it stands: what StepCounts and Summary count.
 func (m *Module) standing(st *Step, it *Item, model string) (*pair, int) {
-	p := m.pairOf(st.Name, it.Key, model)
+	p := m.pairFor(st, it, model)
 	switch {
 	case p == nil && m.skips(st, it):
 		return nil, pairSkipped
-	case p != nil && p.Status == StatusOK:
+	case p != nil && p.Status() == StatusOK:
 		return p, pairOK
-	case p != nil && p.Status == StatusFailed:
+	case p != nil && p.Status() == StatusFailed:
 		return p, pairFailed
 	}
 	return p, pairPending

@@ -173,8 +173,8 @@ func noStepFields(string, string) (string, bool) { return "", false }
 // refValue is an item field a simple prompt puts in: kept from the
 // JSONL line when it was read, else from the fields.
 func (it *Item) refValue(d *Definition, p promptPart) (string, bool) {
-	if it.refs != nil && it.refsFrom == d {
-		return it.refs[p.field], it.refText&(1<<p.field) != 0
+	if r := it.refsFor(d); r != nil && r.refs != nil {
+		return r.refs[p.field], r.refText&(1<<p.field) != 0
 	}
 	s, ok := it.fields()[p.text].(string)
 	return s, ok

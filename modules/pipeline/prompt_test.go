@@ -54,9 +54,9 @@ func TestSimplePromptsFillAsTheTemplateWould(t *testing.T) {
 		simple[s.Name] = s.parts != nil
 	}
 	assert.Equal(t, map[string]bool{"plain": true, "number": true, "missing": true, "piped": false, "later": false}, simple)
-	assert.NotNil(t, items[0].refs, "item a's prompt fields are all text: kept from its line")
-	assert.NotZero(t, items[1].refText, "item b's claim is text")
-	assert.Zero(t, items[1].refText&(1<<1), "item b's note is null: its prompts with it go through the template")
+	assert.NotNil(t, items[0].refsFor(def).refs, "item a's prompt fields are all text: kept from its line")
+	assert.NotZero(t, items[1].refsFor(def).refText, "item b's claim is text")
+	assert.Zero(t, items[1].refsFor(def).refText&(1<<1), "item b's note is null: its prompts with it go through the template")
 
 	steps := map[string]any{"plain": map[string]any{"verdict": true}}
 	for _, s := range def.Order() {
@@ -166,7 +166,7 @@ func TestPromptsWithEarlierOutputsFillAsTheTemplateWould(t *testing.T) {
 	inner := h.answer
 	checked := 0
 	h.answer = func(task *pb.Task, prompt string) string {
-		s, it := def.Step(field(task, "step")), items[h.m.itemIdx[field(task, "item")]]
+		s, it := def.Step(field(task, "step")), items[must(h.m.itemIndex(field(task, "item")))]
 		vals, err := h.m.stepValues(it)
 		require.NoError(t, err)
 		var want strings.Builder
@@ -190,12 +190,12 @@ func TestSnapshotKeysAsJSONWouldWriteThem(t *testing.T) {
 	} {
 		def, items := writeDef(t, exportBenchDef, 1)
 		m := New(Config{Def: def, Items: items})
-		want := map[string]*pair{}
+		want := map[string]*pairRecord{}
 		for i, item := range names {
-			p := &pair{Status: StatusOK, Output: json.RawMessage(`{"verdict":true}`), Gen: i}
 			for _, step := range []string{"verdict", "v"} {
-				m.idx[pairID{step, item, "api"}] = p
-				want[pairKey(step, item, "api")] = p
+				p := m.ensure(pairID{step, item, "api"})
+				p.status, p.Output, p.Gen = statusOK, json.RawMessage(`{"verdict":true}`), int32(i)
+				want[pairKey(step, item, "api")] = p.record()
 			}
 		}
 		st := m.st
@@ -206,4 +206,11 @@ func TestSnapshotKeysAsJSONWouldWriteThem(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, string(wantJSON), string(got))
 	}
+}
+
+func must(i int, ok bool) int {
+	if !ok {
+		panic("no such item")
+	}
+	return i
 }

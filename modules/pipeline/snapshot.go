@@ -14,20 +14,26 @@ import (
 // of reflected keys: a checkpoint of a large run waits on it.
 func (m *Module) Snapshot() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(80 * len(m.idx))
+	buf.Grow(m.snapshotSize())
 	buf.WriteString(`{"pairs":`)
 	buf.WriteByte('{')
-	for i, id := range m.sortedPairIDs() {
-		if i > 0 {
+	first := true
+	err := m.eachSorted(func(id pairID, p *pair) error {
+		if !first {
 			buf.WriteByte(',')
 		}
+		first = false
 		if err := appendPairKey(&buf, id); err != nil {
-			return nil, err
+			return err
 		}
 		buf.WriteByte(':')
-		if err := m.idx[id].appendJSON(&buf); err != nil {
-			return nil, fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
+		if err := p.appendJSON(&buf); err != nil {
+			return fmt.Errorf("pipeline: snapshot of pair %q: %w", id.key(), err)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	buf.WriteByte('}')
 	buf.WriteString(`,"requests":`)
@@ -61,6 +67,27 @@ func (m *Module) Snapshot() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// snapshotSize guesses the size of the snapshot from up to 512 of its
+// pairs, a little over: its buffer, of a million pairs a hundred
+// megabytes, is then made once, not grown and copied.
+func (m *Module) snapshotSize() int {
+	var buf bytes.Buffer
+	n := 0
+	for k := 0; k < len(m.slots) && n < 512; k++ {
+		if p := &m.slots[k]; p.used {
+			if appendPairKey(&buf, m.idOfSlot(k)) != nil || p.appendJSON(&buf) != nil {
+				break
+			}
+			buf.WriteString(":,")
+			n++
+		}
+	}
+	if n == 0 {
+		return 80*m.npairs + 256
+	}
+	return buf.Len()/n*m.npairs + m.npairs*buf.Len()/n/8 + 256
+}
+
 // appendJSON writes the pair as encoding/json would, by its tags.
 func (p *pair) appendJSON(buf *bytes.Buffer) error {
 	if p == nil {
@@ -88,7 +115,7 @@ func (p *pair) appendJSON(buf *bytes.Buffer) error {
 			buf.WriteString(strconv.FormatInt(v, 10))
 		}
 	}
-	if err := str("s", p.Status); err != nil {
+	if err := str("s", p.Status()); err != nil {
 		return err
 	}
 	if len(p.Output) > 0 {
@@ -97,7 +124,7 @@ func (p *pair) appendJSON(buf *bytes.Buffer) error {
 			return err
 		}
 	}
-	for _, f := range [...]struct{ name, v string }{{"st", p.Stage}, {"e", p.Error}, {"r", p.Raw}} {
+	for _, f := range [...]struct{ name, v string }{{"st", p.Stage()}, {"e", p.Error()}, {"r", p.Raw()}} {
 		if err := str(f.name, f.v); err != nil {
 			return err
 		}
@@ -118,6 +145,10 @@ func (p *pair) appendJSON(buf *bytes.Buffer) error {
 
 func (m *Module) Restore(data []byte) error {
 	st := newState()
+	// The pairs' map made at its size at once, not grown and copied as
+	// a million pairs are read: at most the grid's pairs, and no more
+	// than the snapshot could hold (an entry takes 20 bytes or more).
+	st.Pairs = make(map[string]*pairRecord, min(len(m.slots), len(data)/20))
 	if err := json.Unmarshal(data, &st); err != nil {
 		return fmt.Errorf("pipeline: restore: %w", err)
 	}
@@ -130,9 +161,7 @@ func (m *Module) Restore(data []byte) error {
 	m.priced = pricedTask{}
 	m.reindex()
 	m.spent = 0
-	for _, p := range m.idx {
-		m.spent += p.Cost
-	}
+	m.eachPair(func(_ pairID, p *pair) { m.spent += p.Cost })
 	m.skipped = nil
 	m.prep = map[int]bool{}
 	for i := range m.items {

@@ -350,9 +350,9 @@ func TestProposeOffersEveryReadyPairInTheWindow(t *testing.T) {
 						}
 						gen := 0
 						if p != nil {
-							gen = p.Gen
+							gen = int(p.Gen)
 						}
-						require.True(t, m.offered[offerID{pairID{s.Name, it.Key, model}, gen}], "%s/%s/%s gen %d not offered", s.Name, it.Key, model, gen)
+						require.True(t, m.offered[offerID{m.slotOf(s, m.posOf(it), model), int32(gen)}], "%s/%s/%s gen %d not offered", s.Name, it.Key, model, gen)
 						n++
 					}
 				}
@@ -464,7 +464,7 @@ func TestLaterStepsReadAChangedOutputAnew(t *testing.T) {
 		}
 	}
 	read := func() any {
-		v, err := h.m.pairOf("extract", "i00", "m1").value()
+		v, err := h.m.valueOf(h.m.pairOf("extract", "i00", "m1"))
 		require.NoError(t, err)
 		return v.(map[string]any)["text"]
 	}
@@ -489,6 +489,7 @@ func TestItemValuesAreDecodedOnlyWhileOpen(t *testing.T) {
 	def, items := writeDef(t, strict, 6)
 	for _, it := range items {
 		require.Nil(t, it.Fields, "read: not decoded yet")
+		require.Nil(t, it.open, "read: its prompts' fields not worked out yet")
 	}
 	h := newHarness(t, def, items)
 	prompts := map[string][]string{}
@@ -504,6 +505,7 @@ func TestItemValuesAreDecodedOnlyWhileOpen(t *testing.T) {
 	require.Equal(t, 6, h.m.Summary().ItemsDone+h.m.Summary().ItemsFailed)
 	for _, it := range items {
 		assert.Nil(t, it.Fields, "item %s is finished: its values are dropped", it.Key)
+		assert.Nil(t, it.open, "item %s is finished: its prompts' fields are dropped", it.Key)
 	}
 	assert.Contains(t, prompts["i00"][0], "Is it true? claim 0")
 	h.apply(h.m.DecideRetryFailed(""))
@@ -535,10 +537,8 @@ func TestSnapshotIsTheStateAsJSON(t *testing.T) {
 	same := func() string {
 		t.Helper()
 		st := h.m.st
-		st.Pairs = map[string]*pair{}
-		for id, p := range h.m.idx {
-			st.Pairs[id.key()] = p
-		}
+		st.Pairs = map[string]*pairRecord{}
+		h.m.eachPair(func(id pairID, p *pair) { st.Pairs[id.key()] = p.record() })
 		want, err := json.Marshal(st)
 		require.NoError(t, err)
 		got, err := h.m.Snapshot()
@@ -592,9 +592,7 @@ steps:
 	h := newHarness(t, def, items)
 	byKey := func() []pairID {
 		var ks []string
-		for id := range h.m.idx {
-			ks = append(ks, id.key())
-		}
+		h.m.eachPair(func(id pairID, _ *pair) { ks = append(ks, id.key()) })
 		slices.Sort(ks)
 		ids := make([]pairID, len(ks))
 		for i, k := range ks {
@@ -607,20 +605,109 @@ steps:
 	tasks := h.m.Propose(h.now)
 	require.NotEmpty(t, tasks)
 	h.runTask(tasks[0])
-	_, walked := h.m.walkGrid(nil)
-	assert.False(t, walked, "one pair of 32: sorting is cheaper")
+	assert.False(t, h.m.walksGrid(), "one pair of 32: sorting is cheaper")
 	assert.Equal(t, byKey(), h.m.sortedPairIDs())
 
 	// Every pair: the grid's walk.
 	h.runAll()
-	require.Len(t, h.m.idx, 2*2*len(keys))
-	_, walked = h.m.walkGrid(nil)
-	assert.True(t, walked)
+	require.Equal(t, 2*2*len(keys), h.m.npairs)
+	assert.True(t, h.m.walksGrid())
 	assert.Equal(t, byKey(), h.m.sortedPairIDs())
 
 	// A pair of a model the definition no longer has: sorted, not lost.
-	h.m.idx[pairID{"extract", "a", "m0"}] = &pair{Status: StatusOK, Output: json.RawMessage(`{"t":"x"}`)}
-	_, walked = h.m.walkGrid(nil)
-	assert.False(t, walked)
+	p := h.m.ensure(pairID{"extract", "a", "m0"})
+	p.status, p.Output = statusOK, json.RawMessage(`{"t":"x"}`)
+	assert.False(t, h.m.walksGrid())
 	assert.Equal(t, byKey(), h.m.sortedPairIDs())
+}
+
+// A module over items in another order than LoadItems gave them (a part
+// of them, reversed) finds each item's pairs by the item, not by the
+// place it had in the list it was read in.
+func TestItemsInAnotherOrderKeepTheirOwnPairs(t *testing.T) {
+	def, items := writeDef(t, chained, 12)
+	part := slices.Clone(items[3:])
+	slices.Reverse(part)
+	h := newHarness(t, def, part)
+	h.runAll()
+	sum := h.m.Summary()
+	require.Equal(t, len(part), sum.ItemsDone)
+	for _, it := range part {
+		for _, s := range def.Order() {
+			for _, model := range s.ModelsOf() {
+				p := h.m.pairFor(s, it, model)
+				require.NotNil(t, p, "%s/%s/%s", s.Name, it.Key, model)
+				assert.Same(t, h.m.pairOf(s.Name, it.Key, model), p)
+				v, err := h.m.valueOf(p)
+				require.NoError(t, err)
+				assert.NotNil(t, v)
+			}
+		}
+	}
+	data, err := h.m.resultsJSONL()
+	require.NoError(t, err)
+	for _, it := range part {
+		assert.Equal(t, 1, strings.Count(string(data), `"key":"`+it.Key+`"`), it.Key)
+	}
+}
+
+// Pairs with the same short output hold one copy of it, read back from
+// a snapshot too; a long one is each pair's own.
+func TestShortOutputsAreShared(t *testing.T) {
+	def, items := writeDef(t, exportBenchDef, 6)
+	h := newHarness(t, def, items)
+	h.answer = func(*pb.Task, string) string { return `{"verdict": true}` }
+	h.runAll()
+	s := def.Step("verdict")
+	first := h.m.pairFor(s, items[0], "api").Output
+	require.Equal(t, `{"verdict":true}`, string(first))
+	for _, it := range items[1:] {
+		assert.Same(t, &first[0], &h.m.pairFor(s, it, "api").Output[0], it.Key)
+	}
+	snap, err := h.m.Snapshot()
+	require.NoError(t, err)
+	m := New(Config{Def: def, Items: items})
+	require.NoError(t, m.Restore(snap))
+	again := m.pairFor(s, items[0], "api").Output
+	assert.Same(t, &again[0], &m.pairFor(s, items[5], "api").Output[0])
+
+	long := json.RawMessage(`{"verdict":true,"why":"` + strings.Repeat("x", sharedOutputLen) + `"}`)
+	var set outputSet
+	a, b := set.intern(slices.Clone(long)), set.intern(slices.Clone(long))
+	assert.Equal(t, string(long), string(a))
+	assert.NotSame(t, &a[0], &b[0], "a long output is its pair's own")
+}
+
+// The key index finds every item by its key, as text or bytes, a
+// repeated key at its last place (as a map would keep it), and no item
+// for a key none has.
+func TestKeyIndexFindsItemsByKey(t *testing.T) {
+	var items []*Item
+	for i := range 5000 {
+		items = append(items, &Item{Key: fmt.Sprintf("k%d", i)})
+	}
+	items = append(items, &Item{Key: "k7"}, &Item{Key: ""})
+	x := newKeyIndex(items)
+	for i, it := range items[:5000] {
+		want := i
+		if it.Key == "k7" {
+			want = 5000
+		}
+		got, ok := x.find(items, it.Key)
+		require.True(t, ok, it.Key)
+		require.Equal(t, want, got, it.Key)
+		got, ok = x.findBytes(items, []byte(it.Key))
+		require.True(t, ok, it.Key)
+		require.Equal(t, want, got, it.Key)
+	}
+	got, ok := x.find(items, "")
+	assert.True(t, ok)
+	assert.Equal(t, 5001, got)
+	_, ok = x.find(items, "k5000")
+	assert.False(t, ok)
+	_, ok = x.findBytes(items, []byte("nope"))
+	assert.False(t, ok)
+	var empty keyIndex
+	_, ok = empty.find(nil, "k1")
+	assert.False(t, ok)
 }

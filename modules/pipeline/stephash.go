@@ -76,11 +76,11 @@ func (m *Module) DecideRerunSteps(steps []string) ([]*pb.ModuleEvent, error) {
 		want[s] = true
 	}
 	var keys []string
-	for id, p := range m.idx {
-		if want[id.step] && p.Status != "" {
+	m.eachPair(func(id pairID, p *pair) {
+		if want[id.step] && p.status != statusNone {
 			keys = append(keys, id.key())
 		}
-	}
+	})
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -99,9 +99,9 @@ func (m *Module) applyRerun(e *pb.ModuleEvent, changed func(pairID)) error {
 		return fmt.Errorf("pipeline: rerun: %w", err)
 	}
 	for _, k := range keys {
-		if p := m.pairAt(k); p != nil && p.Status != "" {
-			p.Status, p.Output, p.Attempts, p.Stage, p.Error, p.Raw = "", nil, 0, "", "", ""
-			p.val = nil
+		if p := m.pairAt(k); p != nil && p.status != statusNone {
+			p.status, p.Output, p.Attempts, p.notes = statusNone, nil, 0, nil
+			delete(m.vals, p)
 			p.Gen++
 			changed(pairIDOf(k))
 		}

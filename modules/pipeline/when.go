@@ -11,8 +11,8 @@ func (m *Module) skips(s *Step, it *Item) bool {
 	if s.when == nil || !m.ready(s, it) {
 		return false
 	}
-	i, ok := m.itemIdx[it.Key]
-	if !ok {
+	i := m.posOf(it)
+	if i < 0 {
 		return false
 	}
 	if v, ok := m.skipped[i][s]; ok {
