@@ -43,6 +43,20 @@ func encodeCheckpoint(cp Checkpoint) []byte {
 }
 
 func decodeCheckpoint(owner string, v []byte) (Checkpoint, error) {
+	cp, err := checkCheckpoint(owner, v)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if snap := v[checkpointFixed : len(v)-4]; len(snap) > 0 {
+		cp.Snapshot = append([]byte(nil), snap...)
+	}
+	return cp, nil
+}
+
+// checkCheckpoint is decodeCheckpoint without a copy of the snapshot
+// (cp.Snapshot stays nil): its CRC checked, for a reader that needs only
+// the owner and seq of a checkpoint that may be a hundred megabytes.
+func checkCheckpoint(owner string, v []byte) (Checkpoint, error) {
 	bad := func(reason string) error {
 		return &CorruptError{Reason: fmt.Sprintf("checkpoint %q: %s", owner, reason)}
 	}
@@ -61,15 +75,11 @@ func decodeCheckpoint(owner string, v []byte) (Checkpoint, error) {
 	if nsec >= 1e9 {
 		return Checkpoint{}, bad(fmt.Sprintf("bad nanoseconds %d", nsec))
 	}
-	cp := Checkpoint{
+	return Checkpoint{
 		Owner: owner,
 		Seq:   binary.LittleEndian.Uint64(body[1:]),
 		Time:  time.Unix(int64(binary.LittleEndian.Uint64(body[9:])), int64(nsec)).UTC(),
-	}
-	if snap := body[checkpointFixed:]; len(snap) > 0 {
-		cp.Snapshot = append([]byte(nil), snap...)
-	}
-	return cp, nil
+	}, nil
 }
 
 // SaveCheckpoint stores owner's snapshot covering every entry up to seq,
@@ -143,9 +153,15 @@ func checkpointHeader(owner string, v []byte) (Checkpoint, error) {
 }
 
 func forEachCheckpoint(tx *bolt.Tx, fn func(Checkpoint) error) error {
+	return eachCheckpoint(tx, decodeCheckpoint, fn)
+}
+
+// eachCheckpoint reads every checkpoint with decode (decodeCheckpoint, or
+// checkCheckpoint where the snapshots are not needed).
+func eachCheckpoint(tx *bolt.Tx, decode func(string, []byte) (Checkpoint, error), fn func(Checkpoint) error) error {
 	c := tx.Bucket(bucketCheckpoints).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		cp, err := decodeCheckpoint(string(k), v)
+		cp, err := decode(string(k), v)
 		if err != nil {
 			return err
 		}
