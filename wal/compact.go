@@ -33,8 +33,13 @@ const compactChunkBlocks = 1024
 // freed pages are reused by later appends; the file only shrinks with
 // CompactFile. Compact works in short transactions alongside appends.
 func (l *Log) Compact() (CompactResult, error) {
+	// A Stats walk that overlaps is not kept (the blocks change under it);
+	// what compaction read of every block is: the next Stats need not read
+	// the whole log again through the mapping (gigabytes of file pages
+	// resident at a million items).
 	l.blockCounts.invalidate()
-	defer l.blockCounts.invalidate() // blocks were rewritten or deleted
+	counts := map[uint64]int{}
+	defer func() { l.blockCounts.reset(counts) }()
 	var res CompactResult
 	covered := map[string]uint64{}
 	if err := l.view(func(tx *bolt.Tx) error {
@@ -48,8 +53,9 @@ func (l *Log) Compact() (CompactResult, error) {
 	}
 	var start uint64
 	for {
-		next, done, err := l.compactChunk(covered, start, &res)
+		next, done, err := l.compactChunk(covered, start, &res, counts)
 		if err != nil {
+			clear(counts) // what the failed chunk left is not known
 			return res, err
 		}
 		if done {
@@ -62,7 +68,8 @@ func (l *Log) Compact() (CompactResult, error) {
 // compactChunk compacts up to compactChunkBlocks blocks with keys >= start
 // in one write transaction. It returns the key to continue from and
 // whether the last block has been visited.
-func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *CompactResult) (next uint64, done bool, err error) {
+// counts gets each visited block's entries left, once the chunk commits.
+func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *CompactResult, counts map[uint64]int) (next uint64, done bool, err error) {
 	if l.isClosed() {
 		return 0, false, ErrClosed
 	}
@@ -72,6 +79,7 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 		}
 	}()
 	var chunk CompactResult
+	left := map[uint64]int{} // entries each visited block keeps
 	read := 0 // bytes of blocks read through the mapping
 	err = l.db.Update(func(tx *bolt.Tx) error {
 		blocks := tx.Bucket(bucketBlocks)
@@ -119,6 +127,9 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 			}
 			chunk.EntriesDeleted += dropped
 			chunk.EntriesKept += len(keep) - dropped
+			if dropped < len(keep) {
+				left[first] = len(keep) - dropped
+			}
 			if dropped == 0 {
 				continue
 			}
@@ -180,6 +191,9 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 		return 0, false, err
 	}
 	l.noteTouched(read) // as appends and replays do: the file does not stay resident
+	for k, n := range left {
+		counts[k] = n
+	}
 	res.BlocksDeleted += chunk.BlocksDeleted
 	res.BlocksRewritten += chunk.BlocksRewritten
 	res.EntriesDeleted += chunk.EntriesDeleted

@@ -770,6 +770,14 @@ func (c *blockCountCache) add(counts map[uint64]int, gen uint64) {
 	c.counts = merged // copy on write: walks read their snapshot unlocked
 }
 
+// reset replaces the counts (those a compaction read) in a new generation.
+func (c *blockCountCache) reset(counts map[uint64]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	c.counts = counts
+}
+
 // invalidate forgets every count (the blocks are being rewritten).
 func (c *blockCountCache) invalidate() {
 	c.mu.Lock()
