@@ -288,6 +288,9 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error, start time.
 		l.mu.Unlock()
 	} else {
 		l.lastSeq.Store(next - 1)
+		if len(buf) > 0 {
+			l.blockCounts.wrote(first, nEntries) // Stats need not read it back
+		}
 	}
 	waiting = l.queued()
 	wrote := 0

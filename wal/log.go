@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -745,12 +746,23 @@ type blockCountCache struct {
 	counts map[uint64]int // by the block's first seq
 }
 
-// snapshot returns the cached counts (not to be changed) and the
-// generation they belong to.
+// snapshot returns a copy of the cached counts and the generation they
+// belong to.
 func (c *blockCountCache) snapshot() (map[uint64]int, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.counts, c.gen
+	return maps.Clone(c.counts), c.gen
+}
+
+// wrote records the entries of a block just committed (the writer knows
+// them: Stats need not read the block back through the mapping).
+func (c *blockCountCache) wrote(first uint64, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.counts == nil {
+		c.counts = map[uint64]int{}
+	}
+	c.counts[first] = n
 }
 
 // add records counts made by a walk that began at generation gen.
@@ -760,21 +772,23 @@ func (c *blockCountCache) add(counts map[uint64]int, gen uint64) {
 	if gen != c.gen || len(counts) == 0 {
 		return
 	}
-	merged := make(map[uint64]int, len(c.counts)+len(counts))
-	for k, n := range c.counts {
-		merged[k] = n
+	if c.counts == nil {
+		c.counts = map[uint64]int{}
 	}
-	for k, n := range counts {
-		merged[k] = n
-	}
-	c.counts = merged // copy on write: walks read their snapshot unlocked
+	maps.Copy(c.counts, counts)
 }
 
-// reset replaces the counts (those a compaction read) in a new generation.
+// reset replaces the counts with those a compaction read, in a new
+// generation, keeping those of blocks written meanwhile.
 func (c *blockCountCache) reset(counts map[uint64]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
+	for first, n := range c.counts {
+		if _, ok := counts[first]; !ok {
+			counts[first] = n
+		}
+	}
 	c.counts = counts
 }
 
