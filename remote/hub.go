@@ -60,12 +60,14 @@ type Hub struct {
 	sys    *actor.ActorSystem
 	remote *pr.Remote
 	pid    *actor.PID
+	inbox  *actor.PID // where hosts send their answers
 
-	mu    sync.Mutex
-	table *hostTable
-	pids  map[string]*actor.PID // host -> its gateway actor
-	calls map[uint64]*pendingCall
-	pings map[uint64]pingSent
+	mu     sync.Mutex
+	table  *hostTable
+	pids   map[string]*actor.PID // host -> its gateway actor
+	outbox map[string]*outbox    // host -> the calls on their way to it
+	calls  map[uint64]*pendingCall
+	pings  map[uint64]pingSent
 	// delivered are the answers that arrived, by host, told to the host
 	// with the next ping so it can let them go.
 	delivered map[string]*pb.HostPing
@@ -106,7 +108,7 @@ func StartHub(cfg HubConfig) (*Hub, error) {
 	if cfg.ResendWithin == 0 {
 		cfg.ResendWithin = 30 * time.Second
 	}
-	h := &Hub{cfg: cfg, table: newHostTable(cfg.Version, cfg.Routed), pids: map[string]*actor.PID{},
+	h := &Hub{cfg: cfg, table: newHostTable(cfg.Version, cfg.Routed), pids: map[string]*actor.PID{}, outbox: map[string]*outbox{},
 		calls: map[uint64]*pendingCall{}, pings: map[uint64]pingSent{}, delivered: map[string]*pb.HostPing{},
 		stop: make(chan struct{}), stopped: make(chan struct{}), refusals: onceEvery{period: time.Minute},
 		changed: make(chan struct{})}
@@ -129,6 +131,7 @@ func StartHub(cfg HubConfig) (*Hub, error) {
 		r.Shutdown(false)
 		return nil, fmt.Errorf("gateway hosts: %w", err)
 	}
+	h.inbox, _ = addInbox(sys, hubInboxName, h.receive)
 	go h.tick()
 	cfg.Logger.Info().Str("event", "remote.hub.listening").Str("address", sys.Address()).Bool("tls", !t.Plaintext).
 		Msg("listening for gateway hosts")
@@ -178,6 +181,7 @@ func (h *Hub) Close() {
 		}
 		h.mu.Unlock()
 		h.sys.Root.Stop(h.pid)
+		h.sys.ProcessRegistry.Remove(h.inbox)
 		h.remote.Shutdown(false)
 		h.sys.Shutdown()
 	})
@@ -250,7 +254,14 @@ func (h *Hub) pingAll() {
 		ts = append(ts, target{pid, ping})
 	}
 	st := h.table.status()
+	obs := make([]*outbox, 0, len(h.outbox))
+	for _, ob := range h.outbox {
+		obs = append(obs, ob)
+	}
 	h.mu.Unlock()
+	for _, ob := range obs {
+		ob.kick(now.Add(-h.cfg.PingEvery), now)
+	}
 	for _, t := range ts {
 		h.sys.Root.RequestWithCustomSender(t.pid, t.msg, h.pid)
 	}
@@ -296,8 +307,6 @@ func (a *hubActor) Receive(ctx actor.Context) {
 		a.h.hello(ctx, m)
 	case *pb.HostPong:
 		a.h.pong(m)
-	case *pb.RemoteAnswer:
-		a.h.answer(m)
 	case *actor.Terminated:
 		a.h.terminated(m)
 	case *pb.HostBye:
@@ -327,6 +336,12 @@ func (h *Hub) hello(ctx actor.Context, m *pb.HostHello) {
 	var resend []*pb.RemoteCall
 	h.mu.Lock()
 	h.pids[m.Host] = sender
+	inbox := actor.NewPID(sender.Address, hostInboxName)
+	ob := h.outbox[m.Host]
+	if ob == nil {
+		ob = callsOutbox(h.remote, inbox, h.inbox)
+		h.outbox[m.Host] = ob
+	}
 	for id, c := range h.calls {
 		if c.host != m.Host {
 			continue
@@ -342,8 +357,11 @@ func (h *Hub) hello(ctx actor.Context, m *pb.HostHello) {
 	h.mu.Unlock()
 	ctx.Watch(sender)
 	ctx.Send(sender, out.welcome)
+	// A restarted host's calls failed above: none still queued is sent
+	// to the new process.
+	ob.retarget(inbox, out.restart, now)
 	for _, msg := range resend {
-		h.sys.Root.RequestWithCustomSender(sender, msg, h.pid)
+		ob.call(msg, now)
 	}
 	h.cfg.Logger.Info().Str("event", "remote.host_registered").Str("host", m.Host).Str("address", m.Address).
 		Str("version", m.Version).Bool("restarted", out.restart).Int("resent", len(resend)).
@@ -361,7 +379,7 @@ func (h *Hub) pong(m *pb.HostPong) {
 	}
 	found := h.table.heard(p.host, m.Instance, now.Sub(p.at), m, now)
 	var resend []*pb.RemoteCall
-	pid := h.pids[p.host]
+	ob := h.outbox[p.host]
 	if found {
 		for _, c := range h.calls {
 			if c.host == p.host {
@@ -376,7 +394,17 @@ func (h *Hub) pong(m *pb.HostPong) {
 		h.cfg.Logger.Info().Str("event", "remote.host_back").Str("host", p.host).Int("resent", len(resend)).
 			Msg("gateway host " + p.host + " is back")
 		for _, msg := range resend {
-			h.sys.Root.RequestWithCustomSender(pid, msg, h.pid)
+			ob.call(msg, now)
+		}
+	}
+}
+
+// receive handles what arrives at the hub's inbox, on the link's
+// reader.
+func (h *Hub) receive(msg any, _ *actor.PID) {
+	if m, ok := msg.(*pb.RemoteAnswers); ok {
+		for _, a := range m.Answers {
+			h.answer(a)
 		}
 	}
 }
@@ -468,10 +496,14 @@ func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Re
 		h.mu.Unlock()
 		return gateway.Response{}, &gateway.Fault{Backend: b.name, NotSent: true, Condition: c}
 	}
-	pid := h.pids[b.host]
+	// A host not registered yet has no outbox: it gets the call with the
+	// resends of its registration.
+	ob := h.outbox[b.host]
 	h.calls[call] = pc
 	h.mu.Unlock()
-	h.sys.Root.RequestWithCustomSender(pid, msg, h.pid)
+	if ob != nil {
+		ob.call(msg, h.cfg.Clock.Now())
+	}
 	select {
 	case a := <-pc.done:
 		return responseOf(a)
@@ -480,10 +512,12 @@ func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Re
 	case <-ctx.Done():
 		h.mu.Lock()
 		delete(h.calls, call)
-		pid = h.pids[b.host]
+		ob = h.outbox[b.host]
 		h.mu.Unlock()
 		shutdown := errors.Is(context.Cause(ctx), gateway.ErrShutdown)
-		h.sys.Root.Send(pid, &pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: msg.Intent, Call: call, Shutdown: shutdown})
+		if ob != nil {
+			ob.cancel(&pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: msg.Intent, Call: call, Shutdown: shutdown}, h.cfg.Clock.Now())
+		}
 		return gateway.Response{}, fmt.Errorf("%s on host %s: %w", b.name, b.host, ctx.Err())
 	}
 }

@@ -1,0 +1,95 @@
+package remote
+
+import (
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"fano/pb"
+)
+
+// flushes records the flushes an outbox hands to the writer.
+type flushes struct {
+	sent    []outboxFlush
+	targets []*actor.PID
+}
+
+func (f *flushes) send(t *actor.PID, m any) {
+	f.sent = append(f.sent, m.(outboxFlush))
+	f.targets = append(f.targets, t)
+}
+
+// What is queued while a flush is on its way goes with it, as one
+// message; an outbox with none on its way sends a new flush at once.
+func TestOutboxCoalescesWhatIsQueued(t *testing.T) {
+	var f flushes
+	at := time.Unix(1000, 0)
+	inbox := actor.NewPID("desk:1", hostInboxName)
+	o := &outbox{target: inbox, send: f.send}
+
+	o.call(&pb.RemoteCall{Call: 1}, at)
+	require.Len(t, f.sent, 1, "the first call waits for nothing")
+	o.call(&pb.RemoteCall{Call: 2}, at)
+	o.cancel(&pb.RemoteCancel{Call: 1}, at)
+	o.call(&pb.RemoteCall{Call: 3}, at)
+	require.Len(t, f.sent, 1, "a flush was on its way: no other is needed")
+
+	batch := f.sent[0].o.take().(wireCalls).RemoteCalls
+	assert.Equal(t, []uint64{1, 2, 3}, callNumbers(batch.Calls))
+	require.Len(t, batch.Cancels, 1)
+	assert.EqualValues(t, 1, batch.Cancels[0].Call)
+	assert.Same(t, inbox, f.targets[0])
+
+	o.call(&pb.RemoteCall{Call: 4}, at)
+	require.Len(t, f.sent, 2, "the flush was taken: the next call needs a new one")
+	assert.Equal(t, []uint64{4}, callNumbers(f.sent[1].o.take().(wireCalls).Calls))
+}
+
+// A flush the writer dropped (no link) is replaced once it has waited a
+// tick with messages queued; a retarget sends what waits to the new
+// address, or drops it for a new process.
+func TestOutboxKickAndRetarget(t *testing.T) {
+	var f flushes
+	at := time.Unix(1000, 0)
+	o := &outbox{target: actor.NewPID("desk:1", hostInboxName), send: f.send}
+	o.call(&pb.RemoteCall{Call: 1}, at)
+	o.kick(at, at.Add(time.Second))
+	require.Len(t, f.sent, 1, "a flush handed over at the tick is not stale")
+	o.kick(at.Add(time.Millisecond), at.Add(time.Second))
+	require.Len(t, f.sent, 2, "a stale flush with calls queued was not replaced")
+
+	moved := actor.NewPID("desk:2", hostInboxName)
+	o.retarget(moved, false, at.Add(2*time.Second))
+	require.Len(t, f.sent, 3)
+	assert.Same(t, moved, f.targets[2], "what waits goes to the new address")
+	assert.Equal(t, []uint64{1}, callNumbers(f.sent[2].o.take().(wireCalls).Calls))
+
+	o.call(&pb.RemoteCall{Call: 2}, at.Add(3*time.Second))
+	o.retarget(moved, true, at.Add(4*time.Second))
+	assert.Empty(t, f.sent[3].o.take().(wireCalls).Calls, "a new process got the calls of the one before")
+	o.kick(at.Add(time.Hour), at.Add(time.Hour))
+	assert.Len(t, f.sent, 4, "an empty outbox sends nothing")
+}
+
+func TestOutboxAnswers(t *testing.T) {
+	var f flushes
+	o := &outbox{target: actor.NewPID("orch:1", hubInboxName), send: f.send, answers: true}
+	o.answer(&pb.RemoteAnswer{Call: 7}, time.Unix(1, 0))
+	o.answer(&pb.RemoteAnswer{Call: 8}, time.Unix(1, 0))
+	require.Len(t, f.sent, 1)
+	got := f.sent[0].o.take().(wireAnswers).Answers
+	require.Len(t, got, 2)
+	assert.EqualValues(t, 7, got[0].Call)
+	assert.EqualValues(t, 8, got[1].Call)
+}
+
+func callNumbers(cs []*pb.RemoteCall) []uint64 {
+	var out []uint64
+	for _, c := range cs {
+		out = append(out, c.Call)
+	}
+	return out
+}
