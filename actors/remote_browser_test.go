@@ -128,10 +128,14 @@ func startBrowserHost(t *testing.T, hub *testHub, be gateway.Backend, listen, jo
 }
 
 // hostedSetup is the orchestrator whose only backend, chatgpt, is held by
-// host desk.
-func hostedSetup(t *testing.T, hub *testHub, pc probe.Config) *bundle {
+// host desk; a backend parked for a person is re-checked every
+// personRecheck.
+func hostedSetup(t *testing.T, hub *testHub, pc probe.Config, personRecheck time.Duration) *bundle {
 	return setup(t, setupOpts{backends: []string{"chatgpt"}, probe: pc,
-		mutate: func(o *Options) { o.Backends[0] = hub.Backend("chatgpt", "desk") }})
+		mutate: func(o *Options) {
+			o.Backends[0] = hub.Backend("chatgpt", "desk")
+			o.CredentialsRecheck = personRecheck
+		}})
 }
 
 func probeAnswers(t *testing.T, sys *System) map[string][]string {
@@ -151,7 +155,7 @@ func TestBrowserBackendOnAGatewayHost(t *testing.T) {
 	startBrowserHost(t, hub, hb.backend(), "127.0.0.1:0", filepath.Join(t.TempDir(), "prompts.jsonl"))
 	hub.waitFor(t, remote.HostConnected)
 
-	b := hostedSetup(t, hub, probe.Config{Questions: questions(1), Turns: 2})
+	b := hostedSetup(t, hub, probe.Config{Questions: questions(1), Turns: 2}, time.Minute)
 	b.start()
 	b.waitCompleted(1)
 
@@ -173,4 +177,43 @@ func TestBrowserBackendOnAGatewayHost(t *testing.T) {
 	id := hb.site.ConversationID(conv.Url)
 	assert.Equal(t, id, sent[1].Conversation, "the second turn continued the task's conversation")
 	assert.Len(t, hb.site.Conversation(id), 4, "one conversation: two prompts, two answers")
+}
+
+// The fake site shows a login wall: the browser on the host finds it, and
+// the orchestrator sees its backend as `login`, a person's condition. The
+// task waits, not FAILED, and nothing reaches the site. Once the person
+// has logged in, the browser's own re-check on the host and the
+// orchestrator's of its parked backend bring it back, and the prompt is
+// sent once.
+func TestLoginWallOnAGatewayHost(t *testing.T) {
+	hb := newHostedBrowser(t)
+	hb.recheck = 2 * time.Second
+	hb.site.SetControl(fakechat.Control{LoginWall: true})
+	hub := startTestHub(t)
+	startBrowserHost(t, hub, hb.backend(), "127.0.0.1:0", filepath.Join(t.TempDir(), "prompts.jsonl"))
+	hub.waitFor(t, remote.HostConnected)
+
+	b := hostedSetup(t, hub, probe.Config{Questions: questions(1), Turns: 1}, 500*time.Millisecond)
+	b.start()
+	b.waitEvent("login condition", func(n Notice) bool {
+		c := n.Event.GetBackendConditionRecorded()
+		return c.GetBackend() == "chatgpt" && c.GetState() == string(gateway.StateLogin)
+	})
+	q := b.sys.Quotas()[0]
+	assert.Equal(t, "login", q.State)
+	assert.Equal(t, "person", q.Class)
+	assert.False(t, q.Available)
+	for _, tk := range b.sys.Tasks(nil, 0) {
+		assert.NotEqual(t, pb.TaskState_TASK_STATE_FAILED, tk.State, "a login wall failed task %s", tk.Id)
+	}
+	assert.Empty(t, hb.site.Sent(), "a prompt reached a site behind its login wall")
+
+	hb.site.SetControl(fakechat.Control{}) // the person logged in
+	b.waitCompleted(1)
+	sent := hb.site.Sent()
+	require.Len(t, sent, 1, "the prompt was sent once")
+	for _, a := range probeAnswers(t, b.sys) {
+		assert.Equal(t, []string{"Answer 1 to: " + sent[0].Prompt + " " + fakechat.Tail}, a)
+	}
+	assert.Zero(t, b.logged(t, func(e *pb.Event) bool { return e.GetTaskFailed() != nil }), "a task failed")
 }
