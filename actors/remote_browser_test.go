@@ -62,7 +62,7 @@ func (hb *hostedBrowser) backend() *browser.Backend {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	be, err := browser.New(ctx, browser.Config{Name: "chatgpt", Profile: hb.profile, ProfileDir: hb.profileDir, Headless: true,
-		RecheckInterval: hb.recheck, ExtraArgs: []string{"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"}})
+		RecheckInterval: hb.recheck, Logger: zerolog.New(zerolog.NewTestWriter(hb.t)).Level(zerolog.WarnLevel), ExtraArgs: []string{"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1"}})
 	require.NoError(hb.t, err)
 	hb.t.Cleanup(func() { _ = be.Close() })
 	return be
@@ -216,4 +216,48 @@ func TestLoginWallOnAGatewayHost(t *testing.T) {
 		assert.Equal(t, []string{"Answer 1 to: " + sent[0].Prompt + " " + fakechat.Tail}, a)
 	}
 	assert.Zero(t, b.logged(t, func(e *pb.Event) bool { return e.GetTaskFailed() != nil }), "a task failed")
+}
+
+// The host process stops while its browser's answer to a task's second
+// prompt still streams (the site goes on answering). The orchestrator's
+// call ends as host_lost; when a new host process on the same browser
+// profile registers, the task's request comes again and the host, which
+// noted the prompt as in flight, has the browser read the answer from the
+// page instead of sending the prompt a second time.
+func TestRestartedGatewayHostReadsTheAnswerFromThePage(t *testing.T) {
+	hb := newHostedBrowser(t)
+	hb.site.SetControl(fakechat.Control{TokenMS: 60}) // the second answer still streams when the host stops
+	journal := filepath.Join(t.TempDir(), "prompts.jsonl")
+	hub := startTestHub(t)
+	first := hb.backend()
+	host := startBrowserHost(t, hub, first, "127.0.0.1:0", journal)
+	hub.waitFor(t, remote.HostConnected)
+
+	b := hostedSetup(t, hub, probe.Config{Questions: questions(1), Turns: 2}, time.Minute)
+	b.start()
+	_, firstSend := hb.site.Sends()
+	<-firstSend
+	n, secondSend := hb.site.Sends()
+	if n < 2 {
+		<-secondSend
+	}
+	host.Close()
+	require.NoError(t, first.Close()) // frees the profile for the next process
+	hub.waitFor(t, remote.HostLost)
+	stops, _ := hb.site.Stops()
+	require.Zero(t, stops, "a stopping host does not stop the site's answer")
+
+	startBrowserHost(t, hub, hb.backend(), "127.0.0.1:0", journal)
+	b.waitCompleted(1)
+
+	sent := hb.site.Sent()
+	require.Len(t, sent, 2, "the prompt in flight was sent again")
+	for _, a := range probeAnswers(t, b.sys) {
+		require.Len(t, a, 2)
+		assert.Equal(t, "Answer 2 to: "+sent[1].Prompt+" "+fakechat.Tail, a[1], "the answer read from the page, whole")
+	}
+	tk, ok := b.sys.Task(b.sys.Tasks(nil, 0)[0].Id)
+	require.True(t, ok)
+	assert.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, tk.State)
+	assert.EqualValues(t, 2, tk.Conversation.Backends["chatgpt"].Answers)
 }
