@@ -379,8 +379,8 @@ func (h *Hub) pong(m *pb.HostPong) {
 	}
 	found := h.table.heard(p.host, m.Instance, now.Sub(p.at), m, now)
 	var resend []*pb.RemoteCall
-	ob := h.outbox[p.host]
-	if found {
+	ob := h.outbox[p.host] // made at the host's hello, which found needs
+	if found && ob != nil {
 		for _, c := range h.calls {
 			if c.host == p.host {
 				c.lostAt = time.Time{}
