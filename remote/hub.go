@@ -254,9 +254,13 @@ func (h *Hub) pingAll() {
 		ts = append(ts, target{pid, ping})
 	}
 	st := h.table.status()
+	// Only a connected host's: a flush to a lost one would have it
+	// redialled every tick.
 	obs := make([]*outbox, 0, len(h.outbox))
-	for _, ob := range h.outbox {
-		obs = append(obs, ob)
+	for name, ob := range h.outbox {
+		if e := h.table.hosts[name]; e != nil && e.state == HostConnected {
+			obs = append(obs, ob)
+		}
 	}
 	h.mu.Unlock()
 	for _, ob := range obs {
@@ -393,6 +397,9 @@ func (h *Hub) pong(m *pb.HostPong) {
 		defer h.notify(p.host)
 		h.cfg.Logger.Info().Str("event", "remote.host_back").Str("host", p.host).Int("resent", len(resend)).
 			Msg("gateway host " + p.host + " is back")
+		if ob != nil {
+			ob.reflush(now)
+		}
 		for _, msg := range resend {
 			ob.call(msg, now)
 		}

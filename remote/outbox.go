@@ -79,10 +79,22 @@ func (o *outbox) queued(now time.Time) {
 func (o *outbox) retarget(target *actor.PID, drop bool, now time.Time) {
 	o.mu.Lock()
 	o.target = target
-	o.flushAt = time.Time{}
 	if drop {
 		o.calls, o.cancels, o.replies = nil, nil, nil
 	}
+	o.reflushLocked(now)
+}
+
+// reflush sends what waits now: the peer is back, and a flush handed
+// over while it was away may have been dropped.
+func (o *outbox) reflush(now time.Time) {
+	o.mu.Lock()
+	o.reflushLocked(now)
+}
+
+// reflushLocked: o.mu is held and is released.
+func (o *outbox) reflushLocked(now time.Time) {
+	o.flushAt = time.Time{}
 	if o.emptyLocked() {
 		o.mu.Unlock()
 		return

@@ -68,10 +68,13 @@ func TestOutboxKickAndRetarget(t *testing.T) {
 	assert.Equal(t, []uint64{1}, callNumbers(f.sent[2].o.take().(wireCalls).Calls))
 
 	o.call(&pb.RemoteCall{Call: 2}, at.Add(3*time.Second))
+	require.Len(t, f.sent, 4)
+	o.reflush(at.Add(3 * time.Second))
+	require.Len(t, f.sent, 5, "the peer is back: what waits is flushed again at once")
 	o.retarget(moved, true, at.Add(4*time.Second))
-	assert.Empty(t, f.sent[3].o.take().(wireCalls).Calls, "a new process got the calls of the one before")
+	assert.Empty(t, f.sent[4].o.take().(wireCalls).Calls, "a new process got the calls of the one before")
 	o.kick(at.Add(time.Hour), at.Add(time.Hour))
-	assert.Len(t, f.sent, 4, "an empty outbox sends nothing")
+	assert.Len(t, f.sent, 5, "an empty outbox sends nothing")
 }
 
 func TestOutboxAnswers(t *testing.T) {
