@@ -170,7 +170,7 @@ func StartHost(cfg HostConfig) (*Host, error) {
 		r.Shutdown(false)
 		return nil, fmt.Errorf("gateway host %s: %w", cfg.Name, err)
 	}
-	h.inbox, _ = addInbox(sys, hostInboxName, h.receive)
+	h.inbox, _ = addInbox(sys, hostInboxName, cfg.Logger, h.receive)
 	go h.loop()
 	return h, nil
 }

@@ -131,7 +131,7 @@ func StartHub(cfg HubConfig) (*Hub, error) {
 		r.Shutdown(false)
 		return nil, fmt.Errorf("gateway hosts: %w", err)
 	}
-	h.inbox, _ = addInbox(sys, hubInboxName, h.receive)
+	h.inbox, _ = addInbox(sys, hubInboxName, cfg.Logger, h.receive)
 	go h.tick()
 	cfg.Logger.Info().Str("event", "remote.hub.listening").Str("address", sys.Address()).Bool("tls", !t.Plaintext).
 		Msg("listening for gateway hosts")

@@ -1,9 +1,11 @@
 package remote
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 )
 
 // Names of the inboxes each side reaches the other's requests and
@@ -17,15 +19,22 @@ const (
 // inbox is a process under a well-known name whose messages are handled
 // on the goroutine that delivers them (a link's reader), with no mailbox
 // between: the path each request and each answer takes. Its handler
-// must not block.
+// must not block. A handler that panics loses that message only (and
+// says so through failed), not the link or the process.
 type inbox struct {
 	handle func(msg any, sender *actor.PID)
+	failed func(msg any, panicked any)
 }
 
 var _ actor.Process = (*inbox)(nil)
 
 func (p *inbox) SendUserMessage(_ *actor.PID, m any) {
 	_, msg, sender := actor.UnwrapEnvelope(m)
+	defer func() {
+		if r := recover(); r != nil {
+			p.failed(msg, r)
+		}
+	}()
 	p.handle(msg, sender)
 }
 
@@ -33,9 +42,14 @@ func (p *inbox) SendSystemMessage(*actor.PID, any) {}
 
 func (p *inbox) Stop(*actor.PID) {}
 
-// addInbox registers handle under name on sys.
-func addInbox(sys *actor.ActorSystem, name string, handle func(msg any, sender *actor.PID)) (*actor.PID, bool) {
-	return sys.ProcessRegistry.Add(&inbox{handle: handle}, name)
+// addInbox registers handle under name on sys; a panic in it is told
+// to logger.
+func addInbox(sys *actor.ActorSystem, name string, logger zerolog.Logger, handle func(msg any, sender *actor.PID)) (*actor.PID, bool) {
+	failed := func(msg any, panicked any) {
+		logger.Error().Str("event", "remote.inbox_panic").Str("inbox", name).Str("message", fmt.Sprintf("%T", msg)).
+			Msg(fmt.Sprintf("a message to %s was dropped: its handling panicked: %v", name, panicked))
+	}
+	return sys.ProcessRegistry.Add(&inbox{handle: handle, failed: failed}, name)
 }
 
 // warmPool runs short work on goroutines that outlive it: a new

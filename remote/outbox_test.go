@@ -96,3 +96,25 @@ func callNumbers(cs []*pb.RemoteCall) []uint64 {
 	}
 	return out
 }
+
+// A handler that panics on a message loses that message, says so, and
+// the inbox takes the next.
+func TestInboxSurvivesAPanickingHandler(t *testing.T) {
+	var dropped []any
+	var got []uint64
+	p := &inbox{
+		handle: func(msg any, _ *actor.PID) {
+			c := msg.(*pb.RemoteCall)
+			if c.Call == 1 {
+				panic("broken")
+			}
+			got = append(got, c.Call)
+		},
+		failed: func(msg any, _ any) { dropped = append(dropped, msg) },
+	}
+	p.SendUserMessage(nil, &pb.RemoteCall{Call: 1})
+	p.SendUserMessage(nil, &actor.MessageEnvelope{Message: &pb.RemoteCall{Call: 2}})
+	assert.Equal(t, []uint64{2}, got)
+	require.Len(t, dropped, 1)
+	assert.EqualValues(t, 1, dropped[0].(*pb.RemoteCall).Call)
+}
