@@ -288,6 +288,11 @@ func (h *Hub) loseLocked(name, reason string, now time.Time) {
 	if !h.table.lose(name, reason, now) {
 		return
 	}
+	if ob := h.outbox[name]; ob != nil {
+		// Its calls still waiting are sent again when it is back; one
+		// that fails or is cancelled meanwhile must not reach it late.
+		ob.drop()
+	}
 	for _, c := range h.calls {
 		if c.host == name && c.lostAt.IsZero() {
 			c.lostAt = now

@@ -85,6 +85,14 @@ func (o *outbox) retarget(target *actor.PID, drop bool, now time.Time) {
 	o.reflushLocked(now)
 }
 
+// drop forgets what waits (the peer was lost: what is still wanted is
+// sent again when it is back, and nothing given up on meanwhile is).
+func (o *outbox) drop() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls, o.cancels, o.replies = nil, nil, nil
+}
+
 // reflush sends what waits now: the peer is back, and a flush handed
 // over while it was away may have been dropped.
 func (o *outbox) reflush(now time.Time) {

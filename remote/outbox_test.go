@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -77,6 +78,22 @@ func TestOutboxKickAndRetarget(t *testing.T) {
 	assert.Len(t, f.sent, 5, "an empty outbox sends nothing")
 }
 
+// A lost peer's queue is dropped: what is still wanted is queued again
+// when it is back.
+func TestOutboxDrop(t *testing.T) {
+	var f flushes
+	at := time.Unix(1000, 0)
+	o := &outbox{target: actor.NewPID("desk:1", hostInboxName), send: f.send}
+	o.call(&pb.RemoteCall{Call: 1}, at)
+	o.cancel(&pb.RemoteCancel{Call: 1}, at)
+	o.drop()
+	o.kick(at.Add(time.Millisecond), at.Add(time.Hour))
+	require.Len(t, f.sent, 1, "a dropped queue is not flushed again")
+	batch := f.sent[0].o.take().(wireCalls)
+	assert.Empty(t, batch.Calls)
+	assert.Empty(t, batch.Cancels)
+}
+
 func TestOutboxAnswers(t *testing.T) {
 	var f flushes
 	o := &outbox{target: actor.NewPID("orch:1", hubInboxName), send: f.send, answers: true}
@@ -117,4 +134,22 @@ func TestInboxSurvivesAPanickingHandler(t *testing.T) {
 	assert.Equal(t, []uint64{2}, got)
 	require.Len(t, dropped, 1)
 	assert.EqualValues(t, 1, dropped[0].(*pb.RemoteCall).Call)
+}
+
+// A host lost with calls queued for it does not get them when it is
+// back: the hub sends again those it still waits for (and not one that
+// failed or was cancelled meanwhile).
+func TestLostHostsQueueDropped(t *testing.T) {
+	var f flushes
+	now := time.Unix(1000, 0)
+	h := &Hub{cfg: HubConfig{Logger: zerolog.Nop()}, table: newHostTable("v", map[string][]string{"desk": {"s1"}}),
+		outbox: map[string]*outbox{}, calls: map[uint64]*pendingCall{}}
+	h.table.hello(&pb.HostHello{Host: "desk", Version: "v", Instance: "i1"}, now)
+	ob := &outbox{target: actor.NewPID("desk:1", hostInboxName), send: f.send}
+	h.outbox["desk"] = ob
+	ob.call(&pb.RemoteCall{Call: 1}, now)
+	ob.call(&pb.RemoteCall{Call: 2}, now)
+
+	h.loseLocked("desk", "its link ended", now)
+	assert.Empty(t, f.sent[0].o.take().(wireCalls).Calls, "a lost host's queued calls were kept")
 }
