@@ -2,6 +2,7 @@ package remote
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,8 +50,12 @@ func (o *outbox) call(m *pb.RemoteCall, now time.Time) {
 	o.queued(now)
 }
 
+// cancel ends a call: one still queued is not sent at all, and the
+// cancel goes all the same (an earlier delivery of the call, before a
+// lost link, may be running).
 func (o *outbox) cancel(m *pb.RemoteCancel, now time.Time) {
 	o.mu.Lock()
+	o.calls = slices.DeleteFunc(o.calls, func(c *pb.RemoteCall) bool { return c.Call == m.Call })
 	o.cancels = append(o.cancels, m)
 	o.queued(now)
 }

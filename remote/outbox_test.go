@@ -34,19 +34,23 @@ func TestOutboxCoalescesWhatIsQueued(t *testing.T) {
 	o.call(&pb.RemoteCall{Call: 1}, at)
 	require.Len(t, f.sent, 1, "the first call waits for nothing")
 	o.call(&pb.RemoteCall{Call: 2}, at)
-	o.cancel(&pb.RemoteCancel{Call: 1}, at)
 	o.call(&pb.RemoteCall{Call: 3}, at)
+	o.cancel(&pb.RemoteCancel{Call: 2}, at)
 	require.Len(t, f.sent, 1, "a flush was on its way: no other is needed")
 
 	batch := f.sent[0].o.take().(wireCalls).RemoteCalls
-	assert.Equal(t, []uint64{1, 2, 3}, callNumbers(batch.Calls))
+	assert.Equal(t, []uint64{1, 3}, callNumbers(batch.Calls), "a call cancelled before it left is not sent")
 	require.Len(t, batch.Cancels, 1)
-	assert.EqualValues(t, 1, batch.Cancels[0].Call)
+	assert.EqualValues(t, 2, batch.Cancels[0].Call)
 	assert.Same(t, inbox, f.targets[0])
 
 	o.call(&pb.RemoteCall{Call: 4}, at)
+	o.cancel(&pb.RemoteCancel{Call: 1}, at)
 	require.Len(t, f.sent, 2, "the flush was taken: the next call needs a new one")
-	assert.Equal(t, []uint64{4}, callNumbers(f.sent[1].o.take().(wireCalls).Calls))
+	batch = f.sent[1].o.take().(wireCalls).RemoteCalls
+	assert.Equal(t, []uint64{4}, callNumbers(batch.Calls))
+	require.Len(t, batch.Cancels, 1, "a call that left is cancelled at the host")
+	assert.EqualValues(t, 1, batch.Cancels[0].Call)
 }
 
 // A flush the writer dropped (no link) is replaced once it has waited a
