@@ -444,7 +444,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 	switch outcome {
 	case beginAnswered:
 		out := proto.Clone(done).(*pb.RemoteAnswer)
-		out.Call, out.Repeated = m.Call, true
+		out.Intent, out.Call, out.Backend, out.Repeated = m.Intent, m.Call, m.Backend, true
 		reply(out)
 		return
 	case beginAttached:

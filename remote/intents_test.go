@@ -90,4 +90,7 @@ func TestIntentBookDelivered(t *testing.T) {
 	assert.Equal(t, beginAnswered, out)
 	assert.Empty(t, a.Content)
 	assert.NotNil(t, a.Error)
+	b.delivered("l", []uint64{3}, nil) // told again: still only that it was answered
+	_, again := b.begin(k, waiter{reply: func(*pb.RemoteAnswer) {}}, now)
+	assert.Same(t, a, again)
 }
