@@ -92,6 +92,7 @@ type pendingCall struct {
 	done    chan *pb.RemoteAnswer // buffered 1
 	lostErr chan error            // buffered 1
 	lostAt  time.Time
+	sentAt  time.Time // last handed to the host's outbox
 }
 
 // StartHub starts listening for hosts.
@@ -235,6 +236,18 @@ func (h *Hub) pingAll() {
 			delete(h.pings, seq)
 		}
 	}
+	// A call unanswered that long on a host still connected is sent
+	// again under its intent: a batch can be lost with a link that is
+	// being replaced. The host answers a repeat from what it did.
+	var again []*pendingCall
+	for _, c := range h.calls {
+		if c.lostAt.IsZero() && !c.sentAt.IsZero() && now.Sub(c.sentAt) >= h.cfg.LostAfter {
+			if e := h.table.hosts[c.host]; e != nil && e.state == HostConnected && h.outbox[c.host] != nil {
+				c.sentAt = now
+				again = append(again, c)
+			}
+		}
+	}
 	type target struct {
 		pid *actor.PID
 		msg *pb.HostPing
@@ -262,7 +275,14 @@ func (h *Hub) pingAll() {
 			obs = append(obs, ob)
 		}
 	}
+	resendTo := make([]*outbox, len(again))
+	for i, c := range again {
+		resendTo[i] = h.outbox[c.host]
+	}
 	h.mu.Unlock()
+	for i, c := range again {
+		resendTo[i].call(c.msg, now)
+	}
 	for _, ob := range obs {
 		ob.kick(now.Add(-h.cfg.PingEvery), now)
 	}
@@ -511,10 +531,14 @@ func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Re
 	// A host not registered yet has no outbox: it gets the call with the
 	// resends of its registration.
 	ob := h.outbox[b.host]
+	now := h.cfg.Clock.Now()
+	if ob != nil {
+		pc.sentAt = now
+	}
 	h.calls[call] = pc
 	h.mu.Unlock()
 	if ob != nil {
-		ob.call(msg, h.cfg.Clock.Now())
+		ob.call(msg, now)
 	}
 	select {
 	case a := <-pc.done:

@@ -73,6 +73,11 @@ func (b *intentBook) begin(k intentKey, w waiter, now time.Time) (beginOutcome, 
 		if e.answer != nil {
 			return beginAnswered, e.answer
 		}
+		for _, had := range e.waiters {
+			if had.call == w.call {
+				return beginAttached, nil // the same delivery again: answered once
+			}
+		}
 		e.waiters = append(e.waiters, w)
 		return beginAttached, nil
 	}
