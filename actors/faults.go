@@ -493,7 +493,9 @@ func (f *backendFaults) recordOwn(ask askDone, llm string, c gateway.Condition) 
 // (so no task is started only to find it), and a backend parked for a
 // person whose re-check is due is probed in the background. A probe
 // that finds the condition still there writes nothing; one that finds
-// the backend well clears it. book is each backend's recorded state.
+// the backend well clears it. A backend whose gateway host was lost is
+// cleared as soon as the host holds it again. book is each backend's
+// recorded state.
 func (f *backendFaults) sweep(ask askDone, book []allocator.BackendStatus, baseCtx context.Context) {
 	now := f.clock.Now()
 	byName := make(map[string]gateway.Backend, len(f.backends))
@@ -510,6 +512,12 @@ func (f *backendFaults) sweep(ask askDone, book []allocator.BackendStatus, baseC
 			if f.dueRecheck(st.Name, now) {
 				go f.probe(ask, b, baseCtx)
 			}
+			continue
+		}
+		if recorded == gateway.StateHostLost && takesWork(f.backendCondition(st.Name).State) {
+			// Its gateway host registered again: the backend takes work
+			// now, not at the re-check half a minute on.
+			f.recordCondition(ask, st.Name, allocator.StateReady, "", time.Time{})
 			continue
 		}
 		if recorded != gateway.StateReady && recorded != "" {

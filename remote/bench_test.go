@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,4 +155,69 @@ func rssOf(b *testing.B, pid int) float64 {
 	}
 	b.Fatal("no VmRSS")
 	return 0
+}
+
+// BenchmarkRemoteCalls: 64 callers at once, each a stream of requests
+// to a zero-latency sim backend, through a host on loopback (plaintext)
+// and, in the same run, to the same backend local: calls/s and the CPU
+// a call took (the process's: hub, host and backend). What the host path
+// adds is the difference.
+func BenchmarkRemoteCalls(b *testing.B) {
+	const callers, each = 64, 300
+	run := func(be gateway.Backend, first uint64) (perSec, cpuMicros float64) {
+		start, cpu := time.Now(), processCPU()
+		var wg sync.WaitGroup
+		for c := 0; c < callers; c++ {
+			wg.Add(1)
+			go func(c uint64) {
+				defer wg.Done()
+				for k := uint64(0); k < each; k++ {
+					req := gateway.Request{TaskID: "bench/t/" + strconv.FormatUint(c, 10), TaskType: "echo",
+						Prompt: "what is a Fano plane?", IntentSeq: first + c*each + k}
+					if _, err := be.Send(context.Background(), req); err != nil {
+						panic(err)
+					}
+				}
+			}(uint64(c))
+		}
+		wg.Wait()
+		n := float64(callers * each)
+		return n / time.Since(start).Seconds(), float64((processCPU() - cpu).Microseconds()) / n
+	}
+	hub := startBenchHub(b, HubConfig{Transport: Transport{Plaintext: true}})
+	defer hub.Close()
+	host := startBenchHost(b, HostConfig{Orchestrator: hub.Address(), Transport: Transport{Listen: "127.0.0.1:0", Plaintext: true}})
+	defer host.Close()
+	hub.waitFor(b, "desk", HostConnected, 20*time.Second)
+	local, remote := newSim("s1"), hub.Backend("s1", "desk")
+	var lRate, lCPU, rRate, rCPU []float64
+	for i := 0; i < b.N; i++ {
+		for round := 0; round < 3; round++ {
+			first := uint64(i*3+round+1) * callers * each
+			r, c := run(local, first)
+			lRate, lCPU = append(lRate, r), append(lCPU, c)
+			r, c = run(remote, first)
+			rRate, rCPU = append(rRate, r), append(rCPU, c)
+		}
+	}
+	b.ReportMetric(medianOf(lRate), "local-calls/s")
+	b.ReportMetric(medianOf(lCPU), "local-cpu-µs/call")
+	b.ReportMetric(medianOf(rRate), "remote-calls/s")
+	b.ReportMetric(medianOf(rCPU), "remote-cpu-µs/call")
+	b.ReportMetric(medianOf(rCPU)-medianOf(lCPU), "added-cpu-µs/call")
+}
+
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// processCPU is the CPU time (user and system) the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -64,7 +64,9 @@ type Host struct {
 	sys      *actor.ActorSystem
 	remote   *pr.Remote
 	pid      *actor.PID
+	inbox    *actor.PID // where the orchestrator sends calls
 	hub      *actor.PID
+	answers  sync.Map // pidKey -> *outbox: the answers on their way to each who calls
 	instance string
 	backends map[string]gateway.Backend
 	book     *intentBook
@@ -168,6 +170,7 @@ func StartHost(cfg HostConfig) (*Host, error) {
 		r.Shutdown(false)
 		return nil, fmt.Errorf("gateway host %s: %w", cfg.Name, err)
 	}
+	h.inbox, _ = addInbox(sys, hostInboxName, cfg.Logger, h.receive)
 	go h.loop()
 	return h, nil
 }
@@ -213,6 +216,7 @@ func (h *Host) Close() {
 		// Said before the link goes: a stopping host is lost at once.
 		_, _ = h.sys.Root.RequestFuture(h.hub, &pb.HostBye{Host: h.cfg.Name, Instance: h.instance}, time.Second).Result()
 		h.sys.Root.Stop(h.pid)
+		h.sys.ProcessRegistry.Remove(h.inbox)
 		h.remote.Shutdown(false)
 		h.sys.Shutdown()
 		_ = h.journal.close()
@@ -260,6 +264,10 @@ func (h *Host) loop() {
 		if again {
 			h.hello()
 		}
+		h.answers.Range(func(_, ob any) bool {
+			ob.(*outbox).kick(now.Add(-h.cfg.HelloEvery), now)
+			return true
+		})
 		if probe {
 			h.probeLink()
 		}
@@ -315,11 +323,6 @@ type hostActor struct{ h *Host }
 func (a *hostActor) Receive(ctx actor.Context) {
 	h := a.h
 	switch m := ctx.Message().(type) {
-	case *pb.RemoteCall:
-		h.heard()
-		h.call(ctx.Sender(), m)
-	case *pb.RemoteCancel:
-		h.book.cancel(intentKey{ledger: m.Ledger, intent: m.Intent, call: callIfNoIntent(m.Intent, m.Call)}, m.Call, m.Shutdown)
 	case *pb.HostPing:
 		h.heard()
 		h.book.delivered(m.Ledger, m.DeliveredIntents, m.DeliveredCalls)
@@ -337,6 +340,37 @@ func (a *hostActor) Receive(ctx actor.Context) {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// receive handles what arrives at the host's inbox, on the link's
+// reader: nothing here waits.
+func (h *Host) receive(msg any, sender *actor.PID) {
+	if m, ok := msg.(*pb.RemoteCalls); ok {
+		h.heard()
+		for _, c := range m.Calls {
+			h.call(sender, c)
+		}
+		for _, c := range m.Cancels {
+			h.cancel(c)
+		}
+	}
+}
+
+func (h *Host) cancel(m *pb.RemoteCancel) {
+	h.book.cancel(intentKey{ledger: m.Ledger, intent: m.Intent, call: callIfNoIntent(m.Intent, m.Call)}, m.Call, m.Shutdown)
+}
+
+// pidKey names a PID without building a string.
+type pidKey struct{ address, id string }
+
+// answersTo is the outbox of the answers to who.
+func (h *Host) answersTo(who *actor.PID) *outbox {
+	k := pidKey{who.Address, who.Id}
+	if ob, ok := h.answers.Load(k); ok {
+		return ob.(*outbox)
+	}
+	ob, _ := h.answers.LoadOrStore(k, answersOutbox(h.remote, who))
+	return ob.(*outbox)
 }
 
 func callIfNoIntent(intent, call uint64) uint64 {
@@ -396,7 +430,8 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 	if sender == nil {
 		return
 	}
-	reply := func(a *pb.RemoteAnswer) { h.sys.Root.Send(sender, a) }
+	ob := h.answersTo(sender)
+	reply := func(a *pb.RemoteAnswer) { ob.answer(a, h.cfg.Clock.Now()) }
 	k := keyOf(m)
 	w := waiter{call: m.Call, reply: func(a *pb.RemoteAnswer) {
 		if a.Call != m.Call {
@@ -409,7 +444,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 	switch outcome {
 	case beginAnswered:
 		out := proto.Clone(done).(*pb.RemoteAnswer)
-		out.Call, out.Repeated = m.Call, true
+		out.Intent, out.Call, out.Backend, out.Repeated = m.Intent, m.Call, m.Backend, true
 		reply(out)
 		return
 	case beginAttached:
@@ -431,7 +466,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 			cancel(context.Canceled)
 		}
 	})
-	go func() {
+	calls.Go(func() {
 		req := requestOf(m)
 		journal := h.journal != nil && h.cfg.Types[m.Backend] == "browser"
 		if journal {
@@ -454,8 +489,11 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 		for _, w := range h.book.finish(k, a, !cancelled, h.cfg.Clock.Now()) {
 			w.reply(a)
 		}
-	}()
+	})
 }
+
+// calls runs the backends' calls of every host of the process.
+var calls = newWarmPool(128)
 
 // send runs one request; a panic in a backend is a permanent error of
 // that request, not the end of the host.

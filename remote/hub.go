@@ -60,12 +60,14 @@ type Hub struct {
 	sys    *actor.ActorSystem
 	remote *pr.Remote
 	pid    *actor.PID
+	inbox  *actor.PID // where hosts send their answers
 
-	mu    sync.Mutex
-	table *hostTable
-	pids  map[string]*actor.PID // host -> its gateway actor
-	calls map[uint64]*pendingCall
-	pings map[uint64]pingSent
+	mu     sync.Mutex
+	table  *hostTable
+	pids   map[string]*actor.PID // host -> its gateway actor
+	outbox map[string]*outbox    // host -> the calls on their way to it
+	calls  map[uint64]*pendingCall
+	pings  map[uint64]pingSent
 	// delivered are the answers that arrived, by host, told to the host
 	// with the next ping so it can let them go.
 	delivered map[string]*pb.HostPing
@@ -90,6 +92,7 @@ type pendingCall struct {
 	done    chan *pb.RemoteAnswer // buffered 1
 	lostErr chan error            // buffered 1
 	lostAt  time.Time
+	sentAt  time.Time // last handed to the host's outbox
 }
 
 // StartHub starts listening for hosts.
@@ -106,7 +109,7 @@ func StartHub(cfg HubConfig) (*Hub, error) {
 	if cfg.ResendWithin == 0 {
 		cfg.ResendWithin = 30 * time.Second
 	}
-	h := &Hub{cfg: cfg, table: newHostTable(cfg.Version, cfg.Routed), pids: map[string]*actor.PID{},
+	h := &Hub{cfg: cfg, table: newHostTable(cfg.Version, cfg.Routed), pids: map[string]*actor.PID{}, outbox: map[string]*outbox{},
 		calls: map[uint64]*pendingCall{}, pings: map[uint64]pingSent{}, delivered: map[string]*pb.HostPing{},
 		stop: make(chan struct{}), stopped: make(chan struct{}), refusals: onceEvery{period: time.Minute},
 		changed: make(chan struct{})}
@@ -129,6 +132,7 @@ func StartHub(cfg HubConfig) (*Hub, error) {
 		r.Shutdown(false)
 		return nil, fmt.Errorf("gateway hosts: %w", err)
 	}
+	h.inbox, _ = addInbox(sys, hubInboxName, cfg.Logger, h.receive)
 	go h.tick()
 	cfg.Logger.Info().Str("event", "remote.hub.listening").Str("address", sys.Address()).Bool("tls", !t.Plaintext).
 		Msg("listening for gateway hosts")
@@ -178,6 +182,7 @@ func (h *Hub) Close() {
 		}
 		h.mu.Unlock()
 		h.sys.Root.Stop(h.pid)
+		h.sys.ProcessRegistry.Remove(h.inbox)
 		h.remote.Shutdown(false)
 		h.sys.Shutdown()
 	})
@@ -231,6 +236,18 @@ func (h *Hub) pingAll() {
 			delete(h.pings, seq)
 		}
 	}
+	// A call unanswered that long on a host still connected is sent
+	// again under its intent: a batch can be lost with a link that is
+	// being replaced. The host answers a repeat from what it did.
+	var again []*pendingCall
+	for _, c := range h.calls {
+		if c.lostAt.IsZero() && !c.sentAt.IsZero() && now.Sub(c.sentAt) >= h.cfg.LostAfter {
+			if e := h.table.hosts[c.host]; e != nil && e.state == HostConnected && h.outbox[c.host] != nil {
+				c.sentAt = now
+				again = append(again, c)
+			}
+		}
+	}
 	type target struct {
 		pid *actor.PID
 		msg *pb.HostPing
@@ -250,7 +267,25 @@ func (h *Hub) pingAll() {
 		ts = append(ts, target{pid, ping})
 	}
 	st := h.table.status()
+	// Only a connected host's: a flush to a lost one would have it
+	// redialled every tick.
+	obs := make([]*outbox, 0, len(h.outbox))
+	for name, ob := range h.outbox {
+		if e := h.table.hosts[name]; e != nil && e.state == HostConnected {
+			obs = append(obs, ob)
+		}
+	}
+	resendTo := make([]*outbox, len(again))
+	for i, c := range again {
+		resendTo[i] = h.outbox[c.host]
+	}
 	h.mu.Unlock()
+	for i, c := range again {
+		resendTo[i].call(c.msg, now)
+	}
+	for _, ob := range obs {
+		ob.kick(now.Add(-h.cfg.PingEvery), now)
+	}
 	for _, t := range ts {
 		h.sys.Root.RequestWithCustomSender(t.pid, t.msg, h.pid)
 	}
@@ -272,6 +307,11 @@ type HostsFile struct {
 func (h *Hub) loseLocked(name, reason string, now time.Time) {
 	if !h.table.lose(name, reason, now) {
 		return
+	}
+	if ob := h.outbox[name]; ob != nil {
+		// Its calls still waiting are sent again when it is back; one
+		// that fails or is cancelled meanwhile must not reach it late.
+		ob.drop()
 	}
 	for _, c := range h.calls {
 		if c.host == name && c.lostAt.IsZero() {
@@ -296,8 +336,6 @@ func (a *hubActor) Receive(ctx actor.Context) {
 		a.h.hello(ctx, m)
 	case *pb.HostPong:
 		a.h.pong(m)
-	case *pb.RemoteAnswer:
-		a.h.answer(m)
 	case *actor.Terminated:
 		a.h.terminated(m)
 	case *pb.HostBye:
@@ -327,6 +365,12 @@ func (h *Hub) hello(ctx actor.Context, m *pb.HostHello) {
 	var resend []*pb.RemoteCall
 	h.mu.Lock()
 	h.pids[m.Host] = sender
+	inbox := actor.NewPID(sender.Address, hostInboxName)
+	ob := h.outbox[m.Host]
+	if ob == nil {
+		ob = callsOutbox(h.remote, inbox, h.inbox)
+		h.outbox[m.Host] = ob
+	}
 	for id, c := range h.calls {
 		if c.host != m.Host {
 			continue
@@ -342,8 +386,11 @@ func (h *Hub) hello(ctx actor.Context, m *pb.HostHello) {
 	h.mu.Unlock()
 	ctx.Watch(sender)
 	ctx.Send(sender, out.welcome)
+	// A restarted host's calls failed above: none still queued is sent
+	// to the new process.
+	ob.retarget(inbox, out.restart, now)
 	for _, msg := range resend {
-		h.sys.Root.RequestWithCustomSender(sender, msg, h.pid)
+		ob.call(msg, now)
 	}
 	h.cfg.Logger.Info().Str("event", "remote.host_registered").Str("host", m.Host).Str("address", m.Address).
 		Str("version", m.Version).Bool("restarted", out.restart).Int("resent", len(resend)).
@@ -361,8 +408,8 @@ func (h *Hub) pong(m *pb.HostPong) {
 	}
 	found := h.table.heard(p.host, m.Instance, now.Sub(p.at), m, now)
 	var resend []*pb.RemoteCall
-	pid := h.pids[p.host]
-	if found {
+	ob := h.outbox[p.host] // made at the host's hello, which found needs
+	if found && ob != nil {
 		for _, c := range h.calls {
 			if c.host == p.host {
 				c.lostAt = time.Time{}
@@ -375,8 +422,21 @@ func (h *Hub) pong(m *pb.HostPong) {
 		defer h.notify(p.host)
 		h.cfg.Logger.Info().Str("event", "remote.host_back").Str("host", p.host).Int("resent", len(resend)).
 			Msg("gateway host " + p.host + " is back")
+		if ob != nil {
+			ob.reflush(now)
+		}
 		for _, msg := range resend {
-			h.sys.Root.RequestWithCustomSender(pid, msg, h.pid)
+			ob.call(msg, now)
+		}
+	}
+}
+
+// receive handles what arrives at the hub's inbox, on the link's
+// reader.
+func (h *Hub) receive(msg any, _ *actor.PID) {
+	if m, ok := msg.(*pb.RemoteAnswers); ok {
+		for _, a := range m.Answers {
+			h.answer(a)
 		}
 	}
 }
@@ -468,10 +528,18 @@ func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Re
 		h.mu.Unlock()
 		return gateway.Response{}, &gateway.Fault{Backend: b.name, NotSent: true, Condition: c}
 	}
-	pid := h.pids[b.host]
+	// A host not registered yet has no outbox: it gets the call with the
+	// resends of its registration.
+	ob := h.outbox[b.host]
+	now := h.cfg.Clock.Now()
+	if ob != nil {
+		pc.sentAt = now
+	}
 	h.calls[call] = pc
 	h.mu.Unlock()
-	h.sys.Root.RequestWithCustomSender(pid, msg, h.pid)
+	if ob != nil {
+		ob.call(msg, now)
+	}
 	select {
 	case a := <-pc.done:
 		return responseOf(a)
@@ -480,10 +548,12 @@ func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Re
 	case <-ctx.Done():
 		h.mu.Lock()
 		delete(h.calls, call)
-		pid = h.pids[b.host]
+		ob = h.outbox[b.host]
 		h.mu.Unlock()
 		shutdown := errors.Is(context.Cause(ctx), gateway.ErrShutdown)
-		h.sys.Root.Send(pid, &pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: msg.Intent, Call: call, Shutdown: shutdown})
+		if ob != nil {
+			ob.cancel(&pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: msg.Intent, Call: call, Shutdown: shutdown}, h.cfg.Clock.Now())
+		}
 		return gateway.Response{}, fmt.Errorf("%s on host %s: %w", b.name, b.host, ctx.Err())
 	}
 }

@@ -73,6 +73,11 @@ func (b *intentBook) begin(k intentKey, w waiter, now time.Time) (beginOutcome, 
 		if e.answer != nil {
 			return beginAnswered, e.answer
 		}
+		for _, had := range e.waiters {
+			if had.call == w.call {
+				return beginAttached, nil // the same delivery again: answered once
+			}
+		}
 		e.waiters = append(e.waiters, w)
 		return beginAttached, nil
 	}
@@ -181,9 +186,8 @@ func (b *intentBook) delivered(ledger string, intents, calls []uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	forget := func(k intentKey) {
-		if e, ok := b.entries[k]; ok && e.answer != nil && e.answer.Error.GetKind() != deliveredKind {
-			e.answer = &pb.RemoteAnswer{Intent: e.answer.Intent, Backend: e.answer.Backend,
-				Error: &pb.RemoteError{Kind: deliveredKind, Message: "the answer to this request was delivered already"}}
+		if e, ok := b.entries[k]; ok && e.answer != nil {
+			e.answer = deliveredAnswer
 		}
 	}
 	for _, i := range intents {
@@ -194,6 +198,9 @@ func (b *intentBook) delivered(ledger string, intents, calls []uint64) {
 	}
 }
 
-// deliveredKind marks a kept outcome whose answer was delivered: a
-// repeat gets it as a permanent error no call waits for.
-const deliveredKind = "permanent"
+// deliveredAnswer is the kept outcome of every intent whose answer was
+// delivered: a repeat gets it as a permanent error no call waits for
+// (with the repeat's own intent, call and backend). Shared: never
+// changed.
+var deliveredAnswer = &pb.RemoteAnswer{Error: &pb.RemoteError{Kind: "permanent",
+	Message: "the answer to this request was delivered already"}}

@@ -90,4 +90,25 @@ func TestIntentBookDelivered(t *testing.T) {
 	assert.Equal(t, beginAnswered, out)
 	assert.Empty(t, a.Content)
 	assert.NotNil(t, a.Error)
+	b.delivered("l", []uint64{3}, nil) // told again: still only that it was answered
+	_, again := b.begin(k, waiter{reply: func(*pb.RemoteAnswer) {}}, now)
+	assert.Same(t, a, again)
+}
+
+// The same delivery of a running intent, sent again (its batch may have
+// been lost), is answered once when the intent ends.
+func TestIntentBookSameDeliveryOnce(t *testing.T) {
+	now := time.Unix(1000, 0)
+	b := newIntentBook(time.Hour, 10)
+	k := intentKey{ledger: "l", intent: 5}
+	replies := 0
+	w := waiter{call: 9, reply: func(*pb.RemoteAnswer) { replies++ }}
+	out, _ := b.begin(k, w, now)
+	require.Equal(t, beginRun, out)
+	out, _ = b.begin(k, w, now)
+	require.Equal(t, beginAttached, out)
+	for _, w := range b.finish(k, &pb.RemoteAnswer{Intent: 5}, true, now) {
+		w.reply(nil)
+	}
+	assert.Equal(t, 1, replies)
 }

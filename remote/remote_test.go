@@ -66,6 +66,29 @@ func TestRepeatedIntentAnsweredFromBook(t *testing.T) {
 	assert.EqualValues(t, 2, s.Stats().Requests)
 }
 
+// A repeat of an intent whose answer was delivered already is answered
+// at once as a permanent error (the answer itself was let go), and the
+// backend is not asked again.
+func TestRepeatAfterDeliveryAnsweredAtOnce(t *testing.T) {
+	hub := startTestHub(t, HubConfig{Transport: Transport{Plaintext: true}})
+	s := newSim("s1")
+	host, _ := startTestHost(t, hostOpts{orchestrator: hub.Address(), backends: []gateway.Backend{s}})
+	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
+	b := hub.Backend("s1", "desk")
+	_, err := b.Send(context.Background(), request(9, "prompt"))
+	require.NoError(t, err)
+	host.book.delivered("ledger-1", []uint64{9}, nil) // as the next ping says
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = b.Send(ctx, request(9, "prompt"))
+	require.Error(t, err)
+	require.NoError(t, ctx.Err(), "the repeat's answer did not reach its call")
+	assert.ErrorIs(t, err, gateway.ErrPermanent)
+	assert.Contains(t, err.Error(), "delivered already")
+	assert.EqualValues(t, 1, s.Stats().Requests, "the prompt reached the backend twice")
+}
+
 // A backend error crosses as the same kind and condition, so the
 // orchestrator routes it as it would a local backend's.
 func TestErrorsKeepTheirKindAndCondition(t *testing.T) {
