@@ -336,6 +336,15 @@ func (m *Main) Run(ctx context.Context) error {
 		return errors.New("app: Run before a successful Open")
 	}
 	sys, d := m.sys, m.data
+	if m.memLimitFrom == configMemoryLimit {
+		stop := make(chan struct{})
+		defer close(stop)
+		go followLiveHeap(m.memLimit, 2*time.Second, stop, func(live, limit int64) {
+			d.Logger.Warn().Str("event", "cmd.fano.memory_limit_raised").Int64("live_heap_mb", live>>20).
+				Int64("memory_limit_mb", limit>>20).Int64("configured_mb", m.memLimit>>20).
+				Msg("the live heap outgrew orchestrator.state.memory_limit_mb: the soft limit follows it (raise memory_limit_mb to set it yourself)")
+		})
+	}
 	var idle <-chan time.Time
 	if m.opts.UntilIdle {
 		t := m.clock.NewTicker(200 * time.Millisecond)
