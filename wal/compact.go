@@ -80,7 +80,7 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 	}()
 	var chunk CompactResult
 	left := map[uint64]int{} // entries each visited block keeps
-	read := 0 // bytes of blocks read through the mapping
+	read := 0                // bytes of blocks read through the mapping
 	err = l.db.Update(func(tx *bolt.Tx) error {
 		blocks := tx.Bucket(bucketBlocks)
 		intents := tx.Bucket(bucketIntents)
