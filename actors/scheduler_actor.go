@@ -256,25 +256,17 @@ func (a *schedulerActor) current() *schedulerActor { return a.sys.state.schedule
 // not grow the heap. The archive write runs off the actor; at most one at
 // a time.
 func (a *schedulerActor) forget(ctx actor.Context, now time.Time) {
-	retention, keep := a.sys.opts.FinishedRetention, a.sys.opts.MaxFinishedInMemory
 	if a.forgetting {
 		return
 	}
-	over := keep > 0 && a.state.FinishedInMemory() > keep+keep/4
-	due := retention > 0 && now.Sub(a.lastForget) >= time.Minute
-	if !over && !due {
+	pass, ok := a.state.PlanForget(now, a.lastForget, a.sys.opts.FinishedRetention, a.sys.opts.MaxFinishedInMemory)
+	if !ok {
 		return
 	}
-	max := 5000
-	if due {
+	if pass.Retention > 0 {
 		a.lastForget = now
-	} else {
-		retention = 0 // only the bound: the retention's pass comes in its minute
 	}
-	if over {
-		max = a.state.FinishedInMemory() - keep
-	}
-	tasks, evs := a.state.DecideForget(now, retention, keep, max)
+	tasks, evs := a.state.DecideForget(now, pass.Retention, pass.Keep, pass.Max)
 	if len(tasks) == 0 {
 		return
 	}

@@ -120,10 +120,9 @@ func toEvent(n actors.Notice) *Event {
 		task("task_cancelled", b.TaskCancelled.GetTaskId(), "CANCELLED").Reason = b.TaskCancelled.GetReason()
 	case *pb.Event_TaskForgotten:
 		// One line for a batch: its first task, and how many left.
+		ev := task("task_forgotten", b.TaskForgotten.GetTaskId(), "")
 		if n := len(b.TaskForgotten.GetMoreTaskIds()); n > 0 {
-			task("task_forgotten", b.TaskForgotten.GetTaskId(), "").Reason = fmt.Sprintf("%d finished tasks left memory", n+1)
-		} else {
-			task("task_forgotten", b.TaskForgotten.GetTaskId(), "")
+			ev.Reason = fmt.Sprintf("%d finished tasks left memory", n+1)
 		}
 	case *pb.Event_LlmRequestStarted:
 		r := b.LlmRequestStarted

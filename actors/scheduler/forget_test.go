@@ -140,3 +140,38 @@ func TestStartsOfASecondShareAnEntry(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, s.starts, r.starts, "a snapshot keeps the counts")
 }
+
+// A pass is due once a minute for the retention, and for the bound only
+// past a quarter over it, down to the bound.
+func TestPlanForget(t *testing.T) {
+	s := New(Config{})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, ok := s.PlanForget(t0, t0.Add(-30*time.Second), time.Hour, 0)
+	require.False(t, ok, "the retention's pass is a minute after the last")
+	p, ok := s.PlanForget(t0, t0.Add(-time.Minute), time.Hour, 0)
+	require.True(t, ok)
+	require.Equal(t, ForgetPass{Retention: time.Hour, Max: 5000}, p)
+
+	s.finished = 125
+	_, ok = s.PlanForget(t0, t0, 0, 100)
+	require.False(t, ok, "a quarter over the bound is not yet past it")
+	s.finished = 126
+	p, ok = s.PlanForget(t0, t0, time.Hour, 100)
+	require.True(t, ok)
+	require.Equal(t, ForgetPass{Keep: 100, Max: 26}, p, "the bound only: the retention's pass waits for its minute")
+}
+
+// A TaskForgotten for a task that has not finished changes nothing.
+func TestForgettingAnUnfinishedTaskIsRefused(t *testing.T) {
+	s := New(Config{})
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tk := task("explorer", "exploration", "a")
+	submit(t, s, tk, t0)
+	apply(t, s, evStarted(tk.Id, "chatgpt", t0))
+	err := s.Apply(&pb.Event{At: t0.UnixNano(), Body: &pb.Event_TaskForgotten{TaskForgotten: &pb.TaskForgotten{TaskId: tk.Id}}})
+	require.ErrorContains(t, err, "not finished")
+	_, ok := s.Task(tk.Id)
+	require.True(t, ok)
+	require.Zero(t, s.Forgotten())
+	checkInvariants(t, s)
+}

@@ -34,6 +34,32 @@ func (s *State) isForgotten(id string) bool {
 // FinishedInMemory is the number of finished tasks still in memory.
 func (s *State) FinishedInMemory() int { return s.finished }
 
+// ForgetPass is what a pass of DecideForget takes.
+type ForgetPass struct {
+	Retention time.Duration // 0: this pass is for the bound only
+	Keep, Max int
+}
+
+// PlanForget says whether a forgetting pass is due at now: the retention's
+// once a minute after the last (last), and the bound's as soon as a
+// quarter more than keep are finished, so that a pass frees many. ok is
+// false when neither is due.
+func (s *State) PlanForget(now, last time.Time, retention time.Duration, keep int) (ForgetPass, bool) {
+	over := keep > 0 && s.finished > keep+keep/4
+	due := retention > 0 && now.Sub(last) >= time.Minute
+	if !over && !due {
+		return ForgetPass{}, false
+	}
+	p := ForgetPass{Keep: keep, Max: 5000}
+	if due {
+		p.Retention = retention
+	}
+	if over {
+		p.Max = s.finished - keep
+	}
+	return p, true
+}
+
 // forgetBatch is how many ids one TaskForgotten event carries at most.
 const forgetBatch = 1000
 

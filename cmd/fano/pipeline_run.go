@@ -220,34 +220,20 @@ func (w *partialWriter) write(sys *actors.System, dir string, logger zerolog.Log
 	if now.Before(w.next) {
 		return
 	}
-	files := map[string][]byte{}
 	var err error
 	_ = sys.WithModule(pipeline.Name, func(m modules.Module) {
+		pm := m.(*pipeline.Module)
 		for _, name := range []string{pipeline.ResultsFile, pipeline.FailuresFile} {
-			// A module that streams its files writes them here, through a
-			// buffer: a million items' results are not held whole.
-			if sx, ok := m.(modules.StreamExporter); ok {
-				full := filepath.Join(dir, "output", name)
-				if err = actors.WriteFileAtomicFrom(full, 0o644, func(w io.Writer) error { return sx.ExportTo(name, w) }); err != nil {
-					return
-				}
-				continue
-			}
-			var b []byte
-			if b, err = m.(*pipeline.Module).Export(name); err != nil {
+			// Streamed to the file, through a buffer: a million items'
+			// results are not held whole.
+			full := filepath.Join(dir, "output", name)
+			if err = actors.WriteFileAtomicFrom(full, 0o644, func(w io.Writer) error { return pm.ExportTo(name, w) }); err != nil {
 				return
 			}
-			files[name] = b
 		}
 	})
 	w.next = now.Add(max(2*time.Second, 50*time.Since(now)))
 	if err != nil {
 		logger.Warn().Err(err).Str("event", "modules.pipeline.partial_failed").Msg("partial output not written")
-		return
-	}
-	for name, b := range files {
-		if err := actors.WriteFileAtomic(filepath.Join(dir, "output", name), b, 0o644); err != nil {
-			logger.Warn().Err(err).Str("event", "modules.pipeline.partial_failed").Str("file", name).Msg("partial output not written")
-		}
 	}
 }
