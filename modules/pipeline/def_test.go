@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -144,4 +145,45 @@ steps:
 	assert.Contains(t, got[4], "limits: a limit is zero (none) or positive")
 	assert.Contains(t, got[7], "step ask: when: {{.steps.nope}} is not a step")
 	assert.Contains(t, got[10], "step ask: timeout_seconds must be from 0.001 to 604800")
+}
+
+// A JSONL item's line is read back from the file when the item opens, as
+// it was written (CRLF ends, blank lines, leading spaces, a line longer
+// than the read buffer); a line edited in place since is refused by
+// file, line and key, never rendered as another item's prompt.
+func TestJSONLLinesAreReadBackAsTheirItems(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("x", 10000)
+	text := "{\"id\": \"a\", \"claim\": \"one\"}\r\n\n   {\"id\": \"b\", \"claim\": \"" + long + "\"}\n\t{\"id\": 3, \"claim\": \"three\"}"
+	src := filepath.Join(dir, "items.jsonl")
+	require.NoError(t, os.WriteFile(src, []byte(text), 0o644))
+	path := filepath.Join(dir, "p.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("name: p\nitems: {source: items.jsonl, key: id}\nsteps: [{name: e, expression: 'key'}]\n"), 0o644))
+	d, err := Load(path)
+	require.NoError(t, err)
+	its, err := d.LoadItems()
+	require.NoError(t, err)
+	require.Len(t, its, 3)
+	want := map[string]any{"a": "one", "b": long, "3": "three"}
+	for _, it := range its {
+		f, err := it.fields()
+		require.NoError(t, err, it.Key)
+		assert.Equal(t, want[it.Key], f["claim"], it.Key)
+		it.release()
+	}
+	assert.Equal(t, []int32{1, 3, 4}, []int32{its[0].Line, its[1].Line, its[2].Line})
+
+	// The same length, another key: edited in place.
+	edited := strings.Replace(text, `"id": "a"`, `"id": "z"`, 1)
+	f, err := os.OpenFile(src, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt([]byte(edited), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	_, err = its[0].fields()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "items.jsonl:1: the file changed while the run was going")
+	assert.Contains(t, err.Error(), `no longer item "a" (its key is "z")`)
+	_, err = its[1].fields()
+	require.NoError(t, err, "the other lines are as they were")
 }

@@ -135,7 +135,11 @@ func BenchmarkModuleLiveHeap(b *testing.B) {
 		withRun := live()
 		source := 0
 		for _, it := range items {
-			source += len(it.json) + 1
+			line, err := it.src.line(it)
+			if err != nil {
+				b.Fatal(err)
+			}
+			source += len(line) + 1
 		}
 		start := time.Now()
 		snap, err := h.m.Snapshot()

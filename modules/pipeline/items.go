@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -19,19 +20,19 @@ import (
 // one per item, a million and more: it is kept small.
 type Item struct {
 	Key string
-	// Fields are the item's values. An item of a JSONL file keeps its
-	// line instead and has them decoded (fields) only while it is open:
-	// decoded maps for every item of a large source would be a third of
-	// a run's heap.
+	// Fields are the item's values. An item of a JSONL file has them
+	// decoded from its line only while it is open: decoded maps for
+	// every item of a large source would be a third of a run's heap.
 	Fields map[string]any
-	// json: the JSONL line (checked to decode when read), in a block
-	// shared with the other lines of its file (Key, if the line holds
-	// it, is a part of it).
-	json string
 	// open: the fields simple prompts put in, as text, worked out from
 	// the line when a prompt first needs them and dropped when the item
 	// is finished (release).
 	open *itemRefs
+	// src and off: where the item's JSONL line is, read back when the
+	// item opens (nil src: not of a JSONL file). The lines themselves
+	// are not kept: a million of them were a fifth of a run's heap.
+	src  *lineFile
+	off  int64
 	Line int32 // line in the source file (0 for generated items)
 	pos  int32 // its place in the list LoadItems returned (a module checks it)
 }
@@ -45,20 +46,28 @@ type itemRefs struct {
 	refText uint64 // bit i: refs[i] is the field's text (else not a string, or missing)
 }
 
-// fields returns the item's values, decoding its JSONL line on first use.
-func (it *Item) fields() map[string]any {
-	if it.Fields == nil && it.json != "" {
-		if f, err := decodeLine(it.json); err == nil { // it did when the file was read
-			it.Fields = f
+// fields returns the item's values, decoding its JSONL line on first
+// use. An error: the line could not be read back as the item it was.
+func (it *Item) fields() (map[string]any, error) {
+	if it.Fields == nil && it.src != nil {
+		line, err := it.src.line(it)
+		if err != nil {
+			return nil, err
 		}
+		f, err := decodeLine(line)
+		if err != nil {
+			return nil, it.src.changed(it, err.Error())
+		}
+		it.Fields = f
 	}
-	return it.Fields
+	return it.Fields, nil
 }
 
 // refsFor returns the item's text of d's simple prompts' fields, read
-// from its JSONL line once while it is open; nil: read the fields.
+// from its JSONL line once while it is open; nil: read the fields (an
+// unreadable line included: fields says why).
 func (it *Item) refsFor(d *Definition) *itemRefs {
-	if it.json == "" || len(d.itemRefs) == 0 || len(d.itemRefs) > 64 {
+	if it.src == nil || len(d.itemRefs) == 0 || len(d.itemRefs) > 64 {
 		return nil
 	}
 	if r := it.open; r != nil && r.from == d {
@@ -67,14 +76,20 @@ func (it *Item) refsFor(d *Definition) *itemRefs {
 	r := &itemRefs{from: d}
 	if it.Fields != nil {
 		r.refs, r.refText = itemRefValues(it.Fields, d.itemRefs)
-	} else if refs, text, ok := flatRefs(it.json, d.itemRefs); ok {
-		r.refs, r.refText = refs, text
 	} else {
-		f, err := decodeLine(it.json)
+		line, err := it.src.line(it)
 		if err != nil {
-			return nil // it did when the file was read
+			return nil
 		}
-		r.refs, r.refText = itemRefValues(f, d.itemRefs)
+		if refs, text, ok := flatRefs(line, d.itemRefs); ok {
+			r.refs, r.refText = refs, text
+		} else {
+			f, err := decodeLine(line)
+			if err != nil {
+				return nil
+			}
+			r.refs, r.refText = itemRefValues(f, d.itemRefs)
+		}
 	}
 	it.open = r
 	return r
@@ -83,7 +98,7 @@ func (it *Item) refsFor(d *Definition) *itemRefs {
 // release drops the values decoded from a JSONL line (a finished item's
 // prompts are not rendered again).
 func (it *Item) release() {
-	if it.json != "" {
+	if it.src != nil {
 		it.Fields, it.open = nil, nil
 	}
 }
@@ -202,28 +217,41 @@ func itemKey(fields map[string]any, keyField string, line int, path string) (str
 	return fmt.Sprint(v), nil
 }
 
-// readJSONL reads a JSONL file's items. The lines are kept in blocks of
-// a megabyte, the items in blocks too: a million small allocations of
-// their own would cost more than they hold.
+// readJSONL reads a JSONL file's items: their keys (in blocks shared by
+// many, as are the items) and where their lines are, read back when
+// each item opens (lineFile).
 func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
+	src := &lineFile{path: path, keyField: keyField}
 	var block strings.Builder
-	keep := func(b []byte) string {
+	keep := func(b string) string {
 		if len(b) > block.Cap()-block.Len() {
 			block = strings.Builder{}
-			block.Grow(max(1<<20, len(b)))
+			block.Grow(max(64<<10, len(b)))
 		}
-		block.Write(b) // within its room: the strings already taken stay where they are
+		block.WriteString(b) // within its room: the keys already taken stay where they are
 		s := block.String()
 		return s[len(s)-len(b):]
 	}
 	var slab []Item
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	// The scanner hands the split function its data from the first byte
+	// not yet taken: its offset is the sum of what was taken before.
+	var taken, start int64
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if tok != nil {
+			start = taken
+		}
+		taken += int64(adv)
+		return adv, tok, err
+	})
 	var out []*Item
 	line := 0
 	for sc.Scan() {
 		line++
-		b := bytes.TrimSpace(sc.Bytes())
+		raw := sc.Bytes()
+		b := bytes.TrimSpace(raw)
 		if len(b) == 0 {
 			continue
 		}
@@ -238,17 +266,83 @@ func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 		if len(slab) == cap(slab) {
 			slab = make([]Item, 0, 1024)
 		}
-		text := keep(b)
-		if j := strings.Index(text, key); j >= 0 {
-			key = text[j : j+len(key)] // the same text, not a copy of its own
-		}
-		slab = append(slab, Item{Key: key, Line: int32(line), json: text})
+		lead := len(raw) - len(bytes.TrimLeft(raw, " \t\r\n\v\f"))
+		slab = append(slab, Item{Key: keep(key), Line: int32(line), src: src, off: start + int64(lead)})
 		out = append(out, &slab[len(slab)-1])
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// lineFile reads the lines of a JSONL items file back by their offsets,
+// one when its item opens, from a descriptor kept open (a file renamed
+// over it meanwhile is not seen). A line that no longer holds its item
+// (the file was edited in place) is an error naming both, never another
+// item's prompt. Safe for concurrent use.
+type lineFile struct {
+	path, keyField string
+	mu             sync.Mutex
+	f              *os.File
+	buf            []byte
+}
+
+// line returns it's JSONL line, trimmed, checked to be the item.
+func (lf *lineFile) line(it *Item) (string, error) {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if lf.f == nil {
+		f, err := os.Open(lf.path)
+		if err != nil {
+			return "", fmt.Errorf("items: reading item %q back: %w", it.Key, err)
+		}
+		lf.f = f
+	}
+	if len(lf.buf) == 0 {
+		lf.buf = make([]byte, 4<<10)
+	}
+	n := 0
+	for {
+		k, err := lf.f.ReadAt(lf.buf[n:], it.off+int64(n))
+		if i := bytes.IndexByte(lf.buf[n:n+k], '\n'); i >= 0 {
+			n += i
+			break
+		}
+		n += k
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("items: %s:%d: reading item %q back: %w", lf.path, it.Line, it.Key, err)
+		}
+		if n == len(lf.buf) {
+			lf.buf = append(lf.buf, make([]byte, n)...)
+		}
+	}
+	text := string(bytes.TrimSpace(lf.buf[:n]))
+	if lf.keyField == "" {
+		return text, nil
+	}
+	if vals, isText, ok := flatRefs(text, []string{lf.keyField}); ok && isText&1 != 0 {
+		if vals[0] != it.Key {
+			return "", lf.changed(it, fmt.Sprintf("its key is %q", vals[0]))
+		}
+		return text, nil
+	}
+	fields, err := decodeLine(text)
+	if err != nil {
+		return "", lf.changed(it, err.Error())
+	}
+	if key, err := itemKey(fields, lf.keyField, int(it.Line), lf.path); err != nil || key != it.Key {
+		return "", lf.changed(it, fmt.Sprintf("its key is %q", key))
+	}
+	return text, nil
+}
+
+// changed is the error for an item whose line no longer holds it.
+func (lf *lineFile) changed(it *Item, why string) error {
+	return fmt.Errorf("items: %s:%d: the file changed while the run was going: the line is no longer item %q (%s); put the file back as it was, or start a new run", lf.path, it.Line, it.Key, why)
 }
 
 func readCSV(r io.Reader, path, keyField string) ([]*Item, error) {

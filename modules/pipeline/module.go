@@ -586,7 +586,11 @@ func (m *Module) stepValuesBefore(it *Item, stop *Step, latest bool) (map[string
 			if !m.ready(s, it) || m.skips(s, it) {
 				continue
 			}
-			v, err := s.expr.eval(exprEnv(it.fields(), it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
+			fields, err := it.fields()
+			if err != nil {
+				return nil, fmt.Errorf("step %s: %w", s.Name, err)
+			}
+			v, err := s.expr.eval(exprEnv(fields, it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name)))
 			if err != nil {
 				return nil, fmt.Errorf("step %s, item %s: expression: %w", s.Name, it.Key, err)
 			}

@@ -176,13 +176,21 @@ func (it *Item) refValue(d *Definition, p promptPart) (string, bool) {
 	if r := it.refsFor(d); r != nil && r.refs != nil {
 		return r.refs[p.field], r.refText&(1<<p.field) != 0
 	}
-	s, ok := it.fields()[p.text].(string)
+	f, err := it.fields()
+	if err != nil {
+		return "", false // the template reads the fields again and says why
+	}
+	s, ok := f[p.text].(string)
 	return s, ok
 }
 
 // renderTemplate fills an llm step's prompt with text/template.
 func (d *Definition) renderTemplate(buf *strings.Builder, s *Step, it *Item, steps map[string]any, model string) error {
-	data := map[string]any{"item": it.fields(), "key": it.Key, "steps": steps, "model": model}
+	fields, err := it.fields()
+	if err != nil {
+		return fmt.Errorf("step %s: %w", s.Name, err)
+	}
+	data := map[string]any{"item": fields, "key": it.Key, "steps": steps, "model": model}
 	if err := s.tmpl.Execute(buf, data); err != nil {
 		return fmt.Errorf("step %s, item %s: prompt: %w", s.Name, it.Key, err)
 	}

@@ -324,7 +324,11 @@ func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, ans
 		}
 	}
 	for i, r := range s.rules {
-		env := exprEnv(it.fields(), it.Key, steps, v, seededRand(d.Seed, it.Key, s.Name))
+		fields, err := it.fields()
+		if err != nil {
+			return nil, "rules", err
+		}
+		env := exprEnv(fields, it.Key, steps, v, seededRand(d.Seed, it.Key, s.Name))
 		ok, err := r.eval(env)
 		if err != nil {
 			return nil, "rules", fmt.Errorf("rule %d (%s): %v", i+1, r.src, err)

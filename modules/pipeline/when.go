@@ -18,9 +18,13 @@ func (m *Module) skips(s *Step, it *Item) bool {
 	if v, ok := m.skipped[i][s]; ok {
 		return v
 	}
+	fields, err := it.fields()
+	if err != nil {
+		return false // not decided: its prompt says why (renderTemplate)
+	}
 	skip := false
 	if vals, err := m.stepValuesBefore(it, s, true); err == nil {
-		v, err := s.when.eval(exprEnv(it.fields(), it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name+"/when")))
+		v, err := s.when.eval(exprEnv(fields, it.Key, vals, nil, seededRand(m.def.Seed, it.Key, s.Name+"/when")))
 		if b, isBool := v.(bool); err == nil && isBool {
 			skip = !b
 		}
