@@ -370,7 +370,7 @@ func TestReplayEqualsLive(t *testing.T) {
 		return `{"verdict": true, "confidence": 0.95}`
 	}
 	h.runAll()
-	live, err := h.m.Snapshot()
+	live, err := h.m.snapshotJSON()
 	require.NoError(t, err)
 	m2 := New(Config{Def: def, Items: items})
 	for _, e := range h.log {
@@ -382,7 +382,7 @@ func TestReplayEqualsLive(t *testing.T) {
 			require.NoError(t, m2.Apply(e, h.now))
 		}
 	}
-	replayed, err := m2.Snapshot()
+	replayed, err := m2.snapshotJSON()
 	require.NoError(t, err)
 	var a, b state
 	require.NoError(t, json.Unmarshal(live, &a))

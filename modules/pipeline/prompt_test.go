@@ -202,7 +202,7 @@ func TestSnapshotKeysAsJSONWouldWriteThem(t *testing.T) {
 		st.Pairs = want
 		wantJSON, err := json.Marshal(st)
 		require.NoError(t, err)
-		got, err := m.Snapshot()
+		got, err := m.snapshotJSON()
 		require.NoError(t, err)
 		assert.Equal(t, string(wantJSON), string(got))
 	}

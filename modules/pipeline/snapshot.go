@@ -9,10 +9,11 @@ import (
 	"strconv"
 )
 
-// Snapshot encodes the state as json.Marshal(m.st) would (the same
+// snapshotJSON encodes the state as json.Marshal(m.st) would (the same
 // bytes; a test holds it to that), without its reflection and its sort
-// of reflected keys: a checkpoint of a large run waits on it.
-func (m *Module) Snapshot() ([]byte, error) {
+// of reflected keys: the snapshot format before the binary one (Restore
+// still reads it), and the state as tests read it.
+func (m *Module) snapshotJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(m.snapshotSize())
 	buf.WriteString(`{"pairs":`)
@@ -143,7 +144,32 @@ func (p *pair) appendJSON(buf *bytes.Buffer) error {
 	return nil
 }
 
+// Restore reads a snapshot, binary or (of older runs) JSON. After an
+// error the module's state is not to be used.
 func (m *Module) Restore(data []byte) error {
+	if bytes.HasPrefix(data, []byte(snapshotMagic)) {
+		if err := m.restoreBinary(data[len(snapshotMagic):]); err != nil {
+			return err
+		}
+	} else if err := m.restoreJSON(data); err != nil {
+		return err
+	}
+	m.low, m.scan, m.open = 0, 0, 0
+	m.offered = map[offerID]bool{}
+	m.priced = pricedTask{}
+	m.spent = 0
+	m.eachPair(func(_ pairID, p *pair) { m.spent += p.Cost })
+	m.skipped = nil
+	m.prep = map[int]bool{}
+	for i := range m.items {
+		m.notePrepared(i)
+	}
+	m.countItems()
+	return nil
+}
+
+// restoreJSON reads a JSON snapshot (snapshotJSON's).
+func (m *Module) restoreJSON(data []byte) error {
 	st := newState()
 	// The pairs' map made at its size at once, not grown and copied as
 	// a million pairs are read: at most the grid's pairs, and no more
@@ -156,17 +182,6 @@ func (m *Module) Restore(data []byte) error {
 		st.Requests = map[string]int{}
 	}
 	m.st = st
-	m.low, m.scan, m.open = 0, 0, 0
-	m.offered = map[offerID]bool{}
-	m.priced = pricedTask{}
 	m.reindex()
-	m.spent = 0
-	m.eachPair(func(_ pairID, p *pair) { m.spent += p.Cost })
-	m.skipped = nil
-	m.prep = map[int]bool{}
-	for i := range m.items {
-		m.notePrepared(i)
-	}
-	m.countItems()
 	return nil
 }

@@ -106,9 +106,9 @@ func TestEventsArePBAndOldJSONEventsStillApply(t *testing.T) {
 	for _, e := range h.log {
 		require.NoError(t, old.Apply(asOldJSON(t, e), h.now))
 	}
-	want, err := h.m.Snapshot()
+	want, err := h.m.snapshotJSON()
 	require.NoError(t, err)
-	got, err := old.Snapshot()
+	got, err := old.snapshotJSON()
 	require.NoError(t, err)
 	assert.JSONEq(t, string(want), string(got))
 	assert.Equal(t, h.m.Summary(), old.Summary())
@@ -541,7 +541,7 @@ func TestSnapshotIsTheStateAsJSON(t *testing.T) {
 		h.m.eachPair(func(id pairID, p *pair) { st.Pairs[id.key()] = p.record() })
 		want, err := json.Marshal(st)
 		require.NoError(t, err)
-		got, err := h.m.Snapshot()
+		got, err := h.m.snapshotJSON()
 		require.NoError(t, err)
 		assert.Equal(t, string(want), string(got))
 		return string(got)
