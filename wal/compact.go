@@ -22,6 +22,12 @@ type CompactResult struct {
 // appends are never held up for long.
 const compactChunkBlocks = 1024
 
+// compactChunkBytes bounds the bytes of blocks one Compact transaction
+// reads through the mapping: its pages stay resident until the chunk is
+// done (then they are released), and chunks of 1,024 blocks of a fast run
+// held 100 MB and more of the file in the process's memory.
+const compactChunkBytes = 8 << 20
+
 // Compact drops, online, the entries no recovery needs any more:
 //
 //   - an entry covered by its owner's checkpoint (Seq <= checkpoint Seq),
@@ -97,7 +103,7 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 		)
 		visited := 0
 		k, _ := c.Seek(be64(start))
-		for ; k != nil && visited < compactChunkBlocks; k, _ = c.Next() {
+		for ; k != nil && visited < compactChunkBlocks && read < compactChunkBytes; k, _ = c.Next() {
 			visited++
 			first, v, err := blockAt(blocks, k)
 			if err != nil {
@@ -106,12 +112,12 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 			read += len(v)
 			keep = keep[:0]
 			dropped, last, keptBytes := 0, uint64(0), 0
-			err = decodeBlock(first, v, func(e Entry, raw []byte) error {
-				last = e.Seq
+			err = parseBlock(first, v, func(e *parsedEntry, raw []byte) error {
+				last = e.seq
 				var drop bool
-				if e.Intent {
-					drop = intents.Get(be64(e.Seq)) == nil // committed
-				} else if cs, ok := covered[e.Owner]; ok && e.Seq <= cs {
+				if e.intent {
+					drop = intents.Get(be64(e.seq)) == nil // committed
+				} else if cs, ok := covered[string(e.owner)]; ok && e.seq <= cs {
 					drop = true
 				}
 				keep = append(keep, !drop)
@@ -189,6 +195,9 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 	}
 	if err != nil {
 		return 0, false, err
+	}
+	if l.chunkCompacted != nil {
+		l.chunkCompacted()
 	}
 	l.noteTouched(read) // as appends and replays do: the file does not stay resident
 	for k, n := range left {

@@ -103,58 +103,78 @@ func encodeEntry(buf []byte, e *Entry) []byte {
 // entry yields an error describing it (the caller turns it into a
 // *CorruptError); decodeEntry never panics, whatever b holds.
 func decodeEntry(b []byte) (Entry, int, error) {
+	p, n, err := parseEntry(b)
+	if err != nil {
+		return Entry{}, 0, err
+	}
+	return p.entry(), n, nil
+}
+
+// parsedEntry is an entry read in place: its fields are within the
+// bytes it was parsed from (entry copies them).
+type parsedEntry struct {
+	seq                 uint64
+	intent              bool
+	sec                 int64
+	nsec                uint32
+	typ, owner, payload []byte
+}
+
+func (p *parsedEntry) entry() Entry {
+	e := Entry{Seq: p.seq, Time: time.Unix(p.sec, int64(p.nsec)).UTC(), Intent: p.intent,
+		Type: string(p.typ), Owner: string(p.owner)}
+	if len(p.payload) > 0 {
+		e.Payload = append([]byte(nil), p.payload...)
+	}
+	return e
+}
+
+// parseEntry is decodeEntry without the copies: what it returns is
+// within b.
+func parseEntry(b []byte) (parsedEntry, int, error) {
+	var p parsedEntry
 	if len(b) < 4 {
-		return Entry{}, 0, fmt.Errorf("truncated: %d bytes left, need 4 for the length", len(b))
+		return p, 0, fmt.Errorf("truncated: %d bytes left, need 4 for the length", len(b))
 	}
 	n := uint64(binary.LittleEndian.Uint32(b))
 	if n < entryMinSize-4 {
-		return Entry{}, 0, fmt.Errorf("bad length %d (minimum %d)", n, entryMinSize-4)
+		return p, 0, fmt.Errorf("bad length %d (minimum %d)", n, entryMinSize-4)
 	}
 	if n > uint64(len(b)-4) {
-		return Entry{}, 0, fmt.Errorf("truncated: length %d, only %d bytes left", n, len(b)-4)
+		return p, 0, fmt.Errorf("truncated: length %d, only %d bytes left", n, len(b)-4)
 	}
 	end := int(4 + n)
 	rec := b[:end]
 	body := rec[:end-4]
 	if got, want := crc32.Checksum(body, castagnoli), binary.LittleEndian.Uint32(rec[end-4:]); got != want {
-		return Entry{}, 0, fmt.Errorf("crc mismatch: stored %08x, computed %08x", want, got)
+		return p, 0, fmt.Errorf("crc mismatch: stored %08x, computed %08x", want, got)
 	}
 	flags := body[4]
 	if flags&^flagIntent != 0 {
-		return Entry{}, 0, fmt.Errorf("unknown flags %#x", flags)
+		return p, 0, fmt.Errorf("unknown flags %#x", flags)
 	}
-	sec := int64(binary.LittleEndian.Uint64(body[13:]))
-	nsec := binary.LittleEndian.Uint32(body[21:])
-	if sec < minUnix || sec > maxUnix || nsec >= 1e9 {
-		return Entry{}, 0, fmt.Errorf("bad time %d.%09d", sec, nsec)
+	p.sec = int64(binary.LittleEndian.Uint64(body[13:]))
+	p.nsec = binary.LittleEndian.Uint32(body[21:])
+	if p.sec < minUnix || p.sec > maxUnix || p.nsec >= 1e9 {
+		return p, 0, fmt.Errorf("bad time %d.%09d", p.sec, p.nsec)
 	}
-	e := Entry{
-		Seq:    binary.LittleEndian.Uint64(body[5:]),
-		Time:   time.Unix(sec, int64(nsec)).UTC(),
-		Intent: flags&flagIntent != 0,
-	}
+	p.seq = binary.LittleEndian.Uint64(body[5:])
+	p.intent = flags&flagIntent != 0
 	rest := body[entryFixed:]
-	typ, rest, err := readField(rest, "type")
-	if err != nil {
-		return Entry{}, 0, err
+	var err error
+	if p.typ, rest, err = readField(rest, "type"); err != nil {
+		return p, 0, err
 	}
-	owner, rest, err := readField(rest, "owner")
-	if err != nil {
-		return Entry{}, 0, err
+	if p.owner, rest, err = readField(rest, "owner"); err != nil {
+		return p, 0, err
 	}
-	payload, rest, err := readField(rest, "payload")
-	if err != nil {
-		return Entry{}, 0, err
+	if p.payload, rest, err = readField(rest, "payload"); err != nil {
+		return p, 0, err
 	}
 	if len(rest) != 0 {
-		return Entry{}, 0, fmt.Errorf("bad lengths: %d stray bytes after the payload", len(rest))
+		return p, 0, fmt.Errorf("bad lengths: %d stray bytes after the payload", len(rest))
 	}
-	e.Type = string(typ)
-	e.Owner = string(owner)
-	if len(payload) > 0 {
-		e.Payload = append([]byte(nil), payload...)
-	}
-	return e, end, nil
+	return p, end, nil
 }
 
 // readField reads one uvarint-length-prefixed field from b.
@@ -185,28 +205,35 @@ func uvarintLen(x uint64) int {
 // order. It checks that the block is not empty and that seqs start at or
 // after first and strictly increase. Damage is returned as *CorruptError.
 func decodeBlock(first uint64, v []byte, fn func(e Entry, raw []byte) error) error {
+	return parseBlock(first, v, func(p *parsedEntry, raw []byte) error { return fn(p.entry(), raw) })
+}
+
+// parseBlock is decodeBlock with the entries read in place (what fn gets
+// is valid only during the call): compaction reads gigabytes of entries
+// for their seqs and owners only.
+func parseBlock(first uint64, v []byte, fn func(p *parsedEntry, raw []byte) error) error {
 	if len(v) == 0 {
 		return &CorruptError{Seq: first, Reason: fmt.Sprintf("block %d is empty", first)}
 	}
 	next := first // the lowest seq the next entry may have
 	for off := 0; off < len(v); {
-		e, n, err := decodeEntry(v[off:])
+		p, n, err := parseEntry(v[off:])
 		if err != nil {
 			return &CorruptError{Seq: next, Reason: fmt.Sprintf("block %d, offset %d: %v", first, off, err)}
 		}
-		if e.Seq < next {
-			return &CorruptError{Seq: next, Reason: fmt.Sprintf("block %d, offset %d: seq %d out of order", first, off, e.Seq)}
+		if p.seq < next {
+			return &CorruptError{Seq: next, Reason: fmt.Sprintf("block %d, offset %d: seq %d out of order", first, off, p.seq)}
 		}
-		if err := fn(e, v[off:off+n]); err != nil {
+		if err := fn(&p, v[off:off+n]); err != nil {
 			return err
 		}
-		if e.Seq == ^uint64(0) {
+		if p.seq == ^uint64(0) {
 			if off+n != len(v) {
-				return &CorruptError{Seq: e.Seq, Reason: fmt.Sprintf("block %d: entries after the largest seq", first)}
+				return &CorruptError{Seq: p.seq, Reason: fmt.Sprintf("block %d: entries after the largest seq", first)}
 			}
 			break
 		}
-		next = e.Seq + 1
+		next = p.seq + 1
 		off += n
 	}
 	return nil
@@ -216,8 +243,8 @@ func decodeBlock(first uint64, v []byte, fn func(e Entry, raw []byte) error) err
 // every entry's CRC on the way.
 func lastSeqOfBlock(first uint64, v []byte) (uint64, error) {
 	var last uint64
-	err := decodeBlock(first, v, func(e Entry, _ []byte) error {
-		last = e.Seq
+	err := parseBlock(first, v, func(p *parsedEntry, _ []byte) error {
+		last = p.seq
 		return nil
 	})
 	return last, err

@@ -143,6 +143,8 @@ type Log struct {
 	lastSeq atomic.Uint64 // last durable seq
 	touched atomic.Int64  // bytes read or written through the mapping since ReleasePages
 
+	chunkCompacted func() // tests: called after each Compact transaction, before its pages are released
+
 	mu          sync.Mutex
 	cond        *sync.Cond // signalled when queue grows or closed is set
 	queue       []*request
@@ -630,9 +632,9 @@ func (l *Log) Replay(from uint64, fn func(Entry) error) error {
 				}
 				bytes += len(v)
 				read += len(v)
-				if err := decodeBlock(first, v, func(e Entry, _ []byte) error {
-					if e.Seq >= next && e.Seq <= upto {
-						chunk = append(chunk, e)
+				if err := parseBlock(first, v, func(p *parsedEntry, _ []byte) error {
+					if p.seq >= next && p.seq <= upto {
+						chunk = append(chunk, p.entry())
 					}
 					return nil
 				}); err != nil {

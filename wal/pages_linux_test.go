@@ -95,3 +95,24 @@ func TestCompactReleasesPages(t *testing.T) {
 	require.Greater(t, res.EntriesDeleted, 0)
 	require.Less(t, mappedKB(t, path), 6<<10, "at most ReleasePagesEvery plus a little stays mapped")
 }
+
+// While it compacts, the log holds at most one chunk's bytes of the file
+// resident (compactChunkBytes), however many blocks fit in it: a fast
+// run's blocks are small, and 1,024 of them were 100 MB and more.
+func TestCompactHoldsOneChunkResident(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	fill(t, l, 40)
+	require.NoError(t, l.SaveCheckpoint("o", l.LastSeq(), []byte("snapshot")))
+	l.ReleasePages()
+	peak, chunks := 0, 0
+	l.chunkCompacted = func() {
+		chunks++
+		peak = max(peak, mappedKB(t, path))
+	}
+	res, err := l.Compact()
+	require.NoError(t, err)
+	require.Greater(t, res.EntriesDeleted, 0)
+	require.Greater(t, chunks, 3, "40 MB of blocks take more than one chunk")
+	require.Less(t, peak, (compactChunkBytes>>10)+(4<<10), "one chunk and the pages not yet released stay mapped")
+}

@@ -90,7 +90,7 @@ func TestItemSources(t *testing.T) {
 	its, err := load("{source: a.csv, key: id}")
 	require.NoError(t, err)
 	require.Len(t, its, 2)
-	assert.Equal(t, "two, quoted", its[1].Fields["claim"])
+	assert.Equal(t, "two, quoted", its[1].Fields()["claim"])
 	assert.Equal(t, int32(3), its[1].Line)
 
 	// A key is its text as written (a whole number without its ".0");
@@ -119,7 +119,7 @@ func TestItemSources(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, its, 4)
 	assert.Equal(t, "s+formal", its[0].Key)
-	assert.Equal(t, map[string]any{"len": "s", "tone": "formal"}, its[0].Fields)
+	assert.Equal(t, map[string]any{"len": "s", "tone": "formal"}, its[0].Fields())
 }
 
 // timeout_seconds, when: and limits.max_items are checked, each problem at

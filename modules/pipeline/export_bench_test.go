@@ -135,7 +135,7 @@ func BenchmarkModuleLiveHeap(b *testing.B) {
 		withRun := live()
 		source := 0
 		for _, it := range items {
-			line, err := it.src.line(it)
+			line, err := it.vals.src.line(it)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,25 +16,54 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Item is one unit of work: its unique key and its fields. A run holds
-// one per item, a million and more: it is kept small.
+// Item is one unit of work: its unique key and its values. A run holds
+// one per item, a million and more: it is kept small (40 bytes).
 type Item struct {
 	Key string
-	// Fields are the item's values. An item of a JSONL file has them
-	// decoded from its line only while it is open: decoded maps for
-	// every item of a large source would be a third of a run's heap.
-	Fields map[string]any
-	// open: the fields simple prompts put in, as text, worked out from
-	// the line when a prompt first needs them and dropped when the item
-	// is finished (release).
-	open *itemRefs
-	// src and off: where the item's JSONL line is, read back when the
-	// item opens (nil src: not of a JSONL file). The lines themselves
-	// are not kept: a million of them were a fifth of a run's heap.
-	src  *lineFile
+	// vals are the item's values (nil: it has none). An item of a JSONL
+	// file has its values decoded from its line only while it is open,
+	// and shares its file's vals while it is not: decoded maps for every
+	// item of a large source would be a third of a run's heap.
+	vals *itemVals
+	// off: where the item's JSONL line begins in its file (vals.src),
+	// read back when the item opens. The lines are not kept: a million of
+	// them were a fifth of a run's heap.
 	off  int64
 	Line int32 // line in the source file (0 for generated items)
 	pos  int32 // its place in the list LoadItems returned (a module checks it)
+}
+
+// itemVals are an item's values: its fields, and for an item of a JSONL
+// file (src) those only while it is open, with the fields its simple
+// prompts put in, as text (open), worked out from the line when a prompt
+// first needs them. Both are dropped when the item is finished (release).
+type itemVals struct {
+	src    *lineFile
+	fields map[string]any
+	open   *itemRefs
+}
+
+// newItem is an item with its fields.
+func newItem(key string, fields map[string]any) *Item {
+	return &Item{Key: key, vals: &itemVals{fields: fields}}
+}
+
+// Fields returns the item's values as they are now: for an item of a
+// JSONL file, nil unless it is open.
+func (it *Item) Fields() map[string]any {
+	if it.vals == nil {
+		return nil
+	}
+	return it.vals.fields
+}
+
+// own returns the item's own vals, made from its file's shared ones on
+// first use.
+func (it *Item) own() *itemVals {
+	if v := it.vals; v != nil && v.src != nil && v == &v.src.closed {
+		it.vals = &itemVals{src: v.src}
+	}
+	return it.vals
 }
 
 // itemRefs are the fields simple prompts of a definition put in
@@ -49,35 +78,40 @@ type itemRefs struct {
 // fields returns the item's values, decoding its JSONL line on first
 // use. An error: the line could not be read back as the item it was.
 func (it *Item) fields() (map[string]any, error) {
-	if it.Fields == nil && it.src != nil {
-		line, err := it.src.line(it)
+	v := it.vals
+	if v == nil {
+		return nil, nil
+	}
+	if v.fields == nil && v.src != nil {
+		line, err := v.src.line(it)
 		if err != nil {
 			return nil, err
 		}
 		f, err := decodeLine(line)
 		if err != nil {
-			return nil, it.src.changed(it, err.Error())
+			return nil, v.src.changed(it, err.Error())
 		}
-		it.Fields = f
+		it.own().fields = f
 	}
-	return it.Fields, nil
+	return it.vals.fields, nil
 }
 
 // refsFor returns the item's text of d's simple prompts' fields, read
 // from its JSONL line once while it is open; nil: read the fields (an
 // unreadable line included: fields says why).
 func (it *Item) refsFor(d *Definition) *itemRefs {
-	if it.src == nil || len(d.itemRefs) == 0 || len(d.itemRefs) > 64 {
+	v := it.vals
+	if v == nil || v.src == nil || len(d.itemRefs) == 0 || len(d.itemRefs) > 64 {
 		return nil
 	}
-	if r := it.open; r != nil && r.from == d {
+	if r := v.open; r != nil && r.from == d {
 		return r
 	}
 	r := &itemRefs{from: d}
-	if it.Fields != nil {
-		r.refs, r.refText = itemRefValues(it.Fields, d.itemRefs)
+	if v.fields != nil {
+		r.refs, r.refText = itemRefValues(v.fields, d.itemRefs)
 	} else {
-		line, err := it.src.line(it)
+		line, err := v.src.line(it)
 		if err != nil {
 			return nil
 		}
@@ -91,15 +125,15 @@ func (it *Item) refsFor(d *Definition) *itemRefs {
 			r.refs, r.refText = itemRefValues(f, d.itemRefs)
 		}
 	}
-	it.open = r
+	it.own().open = r
 	return r
 }
 
 // release drops the values decoded from a JSONL line (a finished item's
 // prompts are not rendered again).
 func (it *Item) release() {
-	if it.src != nil {
-		it.Fields, it.open = nil, nil
+	if v := it.vals; v != nil && v.src != nil {
+		it.vals = &v.src.closed
 	}
 }
 
@@ -222,6 +256,7 @@ func itemKey(fields map[string]any, keyField string, line int, path string) (str
 // each item opens (lineFile).
 func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 	src := &lineFile{path: path, keyField: keyField}
+	src.closed.src = src
 	var block strings.Builder
 	keep := func(b string) string {
 		if len(b) > block.Cap()-block.Len() {
@@ -267,7 +302,7 @@ func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 			slab = make([]Item, 0, 1024)
 		}
 		lead := len(raw) - len(bytes.TrimLeft(raw, " \t\r\n\v\f"))
-		slab = append(slab, Item{Key: keep(key), Line: int32(line), src: src, off: start + int64(lead)})
+		slab = append(slab, Item{Key: keep(key), Line: int32(line), vals: &src.closed, off: start + int64(lead)})
 		out = append(out, &slab[len(slab)-1])
 	}
 	if err := sc.Err(); err != nil {
@@ -283,6 +318,7 @@ func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 // item's prompt. Safe for concurrent use.
 type lineFile struct {
 	path, keyField string
+	closed         itemVals // what its items share while not open
 	mu             sync.Mutex
 	f              *os.File
 	buf            []byte
@@ -371,7 +407,9 @@ func readCSV(r io.Reader, path, keyField string) ([]*Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &Item{Key: key, Fields: fields, Line: int32(line)})
+		it := newItem(key, fields)
+		it.Line = int32(line)
+		out = append(out, it)
 	}
 	return out, nil
 }
@@ -392,7 +430,7 @@ func readDir(dir string) ([]*Item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("items: %w", err)
 		}
-		out = append(out, &Item{Key: e.Name(), Fields: map[string]any{"name": e.Name(), "path": p, "text": string(b)}})
+		out = append(out, newItem(e.Name(), map[string]any{"name": e.Name(), "path": p, "text": string(b)}))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out, nil
@@ -410,7 +448,7 @@ func permutations(xs []string, k int) []*Item {
 			for i, s := range cur {
 				vals[i] = s
 			}
-			out = append(out, &Item{Key: strings.Join(cur, "+"), Fields: map[string]any{"values": vals}})
+			out = append(out, newItem(strings.Join(cur, "+"), map[string]any{"values": vals}))
 			return
 		}
 		for i, x := range xs {
@@ -436,13 +474,13 @@ func cross(dims map[string][]string) []*Item {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	out := []*Item{{Fields: map[string]any{}}}
+	out := []*Item{newItem("", map[string]any{})}
 	for _, n := range names {
 		var next []*Item
 		for _, it := range out {
 			for _, v := range dims[n] {
-				f := make(map[string]any, len(it.Fields)+1)
-				for k, x := range it.Fields {
+				f := make(map[string]any, len(it.Fields())+1)
+				for k, x := range it.Fields() {
 					f[k] = x
 				}
 				f[n] = v
@@ -450,7 +488,7 @@ func cross(dims map[string][]string) []*Item {
 				if it.Key != "" {
 					key = it.Key + "+" + v
 				}
-				next = append(next, &Item{Key: key, Fields: f})
+				next = append(next, newItem(key, f))
 			}
 		}
 		out = next

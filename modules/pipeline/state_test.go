@@ -488,8 +488,8 @@ func TestLaterStepsReadAChangedOutputAnew(t *testing.T) {
 func TestItemValuesAreDecodedOnlyWhileOpen(t *testing.T) {
 	def, items := writeDef(t, strict, 6)
 	for _, it := range items {
-		require.Nil(t, it.Fields, "read: not decoded yet")
-		require.Nil(t, it.open, "read: its prompts' fields not worked out yet")
+		require.Nil(t, it.Fields(), "read: not decoded yet")
+		require.Nil(t, it.vals.open, "read: its prompts' fields not worked out yet")
 	}
 	h := newHarness(t, def, items)
 	prompts := map[string][]string{}
@@ -504,8 +504,8 @@ func TestItemValuesAreDecodedOnlyWhileOpen(t *testing.T) {
 	h.runAll()
 	require.Equal(t, 6, h.m.Summary().ItemsDone+h.m.Summary().ItemsFailed)
 	for _, it := range items {
-		assert.Nil(t, it.Fields, "item %s is finished: its values are dropped", it.Key)
-		assert.Nil(t, it.open, "item %s is finished: its prompts' fields are dropped", it.Key)
+		assert.Nil(t, it.Fields(), "item %s is finished: its values are dropped", it.Key)
+		assert.Nil(t, it.vals.open, "item %s is finished: its prompts' fields are dropped", it.Key)
 	}
 	assert.Contains(t, prompts["i00"][0], "Is it true? claim 0")
 	h.apply(h.m.DecideRetryFailed(""))
