@@ -1155,7 +1155,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 				p.status, p.Output = statusOK, m.outputs.intern(a.Output)
 				forget()
 			} else {
-				p.Attempts++
+				p.addAttempt()
 				p.setNotes(a.Stage, a.Error, a.Raw)
 			}
 		case "pair_failed":
@@ -1175,7 +1175,7 @@ func (m *Module) Apply(e *pb.ModuleEvent, at time.Time) error {
 		case "output_invalidated":
 			m.priced = pricedTask{}
 			if p.status == statusOK {
-				p.status, p.Output = statusFailed, nil
+				p.status, p.Output = statusFailed, ""
 				p.setNotes(a.Stage, a.Error, a.Raw)
 			}
 		case "revalidated":

@@ -228,7 +228,7 @@ func (m *Module) stepDone(s *Step, it *Item) bool {
 // outputs by model, as appendValue writes stepValues' raw values.
 func (m *Module) appendStepOutput(buf *bytes.Buffer, s *Step, it *Item) error {
 	if len(s.models) == 1 {
-		return json.Compact(buf, m.pairFor(s, it, s.models[0]).Output)
+		return json.Compact(buf, m.pairFor(s, it, s.models[0]).Output.raw())
 	}
 	models := slices.Clone(s.models)
 	slices.Sort(models)
@@ -241,7 +241,7 @@ func (m *Module) appendStepOutput(buf *bytes.Buffer, s *Step, it *Item) error {
 			return err
 		}
 		buf.WriteByte(':')
-		if err := json.Compact(buf, m.pairFor(s, it, model).Output); err != nil {
+		if err := json.Compact(buf, m.pairFor(s, it, model).Output.raw()); err != nil {
 			return err
 		}
 	}

@@ -3,21 +3,46 @@ package pipeline
 import (
 	"encoding/json"
 	"hash/maphash"
+	"math"
+	"unsafe"
 )
 
 // pair is the durable state of one (step, item, model), slim: a run
 // holds one per pair, a million and more. The notes of an invalid or
 // failed answer (stage, error, raw text), rare, are a side struct.
 type pair struct {
-	Output   json.RawMessage
+	Output   outText
 	Cost     float64
 	Tokens   int64
 	notes    *pairNotes // nil: no stage, error or raw answer
-	Attempts int32      // invalid answers in this generation
 	Gen      int32      // rounds given up (retries, deferrals)
+	Attempts int16      // invalid answers in this generation (at most 20 are asked for)
 	status   pairStatus
 	used     bool // the pair has state (an event was applied to it)
 }
+
+// outText is an output's JSON text: a string, 16 bytes in a pair where
+// a slice took 24 (48 bytes a pair, not 64: 16 MB of a million).
+type outText string
+
+// raw is the output's text as bytes, without a copy: read it, never
+// write it (the bytes are the string's).
+func (o outText) raw() json.RawMessage {
+	if o == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(string(o)), len(o))
+}
+
+// addAttempt counts an invalid answer (it stops at the type's bound).
+func (p *pair) addAttempt() {
+	if p.Attempts < math.MaxInt16 {
+		p.Attempts++
+	}
+}
+
+// attemptsOf is n as a pair's attempts (bounded).
+func attemptsOf(n int64) int16 { return int16(min(max(n, 0), math.MaxInt16)) }
 
 // pairNotes: why a pair's latest answer failed, and that answer.
 type pairNotes struct{ Stage, Error, Raw string }
@@ -98,12 +123,12 @@ type pairRecord struct {
 }
 
 func (p *pair) record() *pairRecord {
-	return &pairRecord{Status: p.Status(), Output: p.Output, Stage: p.Stage(), Error: p.Error(), Raw: p.Raw(),
+	return &pairRecord{Status: p.Status(), Output: p.Output.raw(), Stage: p.Stage(), Error: p.Error(), Raw: p.Raw(),
 		Attempts: int(p.Attempts), Gen: int(p.Gen), Cost: p.Cost, Tokens: p.Tokens}
 }
 
 func (r *pairRecord) load(p *pair, outputs *outputSet) {
-	*p = pair{Output: outputs.intern(r.Output), Cost: r.Cost, Tokens: r.Tokens, Attempts: int32(r.Attempts), Gen: int32(r.Gen), used: true}
+	*p = pair{Output: outputs.intern(r.Output), Cost: r.Cost, Tokens: r.Tokens, Attempts: attemptsOf(int64(r.Attempts)), Gen: int32(r.Gen), used: true}
 	p.setStatus(r.Status)
 	p.setNotes(r.Stage, r.Error, r.Raw)
 }
@@ -252,7 +277,7 @@ func (m *Module) valueOf(p *pair) (any, error) {
 		return v, nil
 	}
 	var v any
-	if err := json.Unmarshal(p.Output, &v); err != nil {
+	if err := json.Unmarshal(p.Output.raw(), &v); err != nil {
 		return nil, err
 	}
 	if m.vals == nil {
@@ -339,19 +364,23 @@ func (m *Module) posOf(it *Item) int {
 }
 
 // outputSet holds one copy of each short output seen, up to a bound:
-// pairs with the same output share it. Outputs are never changed in
-// place.
-type outputSet map[string]json.RawMessage
+// pairs with the same output share it.
+type outputSet map[string]outText
 
 const (
 	sharedOutputLen = 64   // longer outputs are rarely the same
 	sharedOutputs   = 4096 // distinct outputs kept at most
 )
 
-// intern returns out, or an equal output already held.
-func (set *outputSet) intern(out json.RawMessage) json.RawMessage {
-	if len(out) == 0 || len(out) > sharedOutputLen {
-		return out
+// intern returns out as a pair's output: a copy, or an equal output
+// already held (out is not kept: it may be an event's or a snapshot's
+// buffer).
+func (set *outputSet) intern(out []byte) outText {
+	if len(out) == 0 {
+		return ""
+	}
+	if len(out) > sharedOutputLen {
+		return outText(out)
 	}
 	if kept, ok := (*set)[string(out)]; ok {
 		return kept
@@ -359,9 +388,9 @@ func (set *outputSet) intern(out json.RawMessage) json.RawMessage {
 	if *set == nil {
 		*set = outputSet{}
 	}
+	o := outText(out)
 	if len(*set) < sharedOutputs {
-		out = out[:len(out):len(out)]
-		(*set)[string(out)] = out
+		(*set)[string(o)] = o
 	}
-	return out
+	return o
 }

@@ -194,7 +194,7 @@ func TestSnapshotKeysAsJSONWouldWriteThem(t *testing.T) {
 		for i, item := range names {
 			for _, step := range []string{"verdict", "v"} {
 				p := m.ensure(pairID{step, item, "api"})
-				p.status, p.Output, p.Gen = statusOK, json.RawMessage(`{"verdict":true}`), int32(i)
+				p.status, p.Output, p.Gen = statusOK, outText(`{"verdict":true}`), int32(i)
 				want[pairKey(step, item, "api")] = p.record()
 			}
 		}

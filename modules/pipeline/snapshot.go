@@ -121,7 +121,7 @@ func (p *pair) appendJSON(buf *bytes.Buffer) error {
 	}
 	if len(p.Output) > 0 {
 		field("o")
-		if err := json.Compact(buf, p.Output); err != nil {
+		if err := json.Compact(buf, p.Output.raw()); err != nil {
 			return err
 		}
 	}

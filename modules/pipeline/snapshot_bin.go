@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -366,14 +365,14 @@ func (r *snapReader) pair(p *pair, outputs *outputSet) error {
 	}
 	*p = pair{status: status, used: true}
 	if flags&hasOutput != 0 {
-		p.Output = outputs.internCopy(r.bytes())
+		p.Output = outputs.intern(r.bytes())
 	}
 	if flags&hasNotes != 0 {
 		stage, err, raw := string(r.bytes()), string(r.bytes()), string(r.bytes())
 		p.setNotes(stage, err, raw)
 	}
 	if flags&hasAttempts != 0 {
-		p.Attempts = int32(r.int())
+		p.Attempts = attemptsOf(r.int())
 	}
 	if flags&hasGen != 0 {
 		p.Gen = int32(r.int())
@@ -390,18 +389,4 @@ func (r *snapReader) pair(p *pair, outputs *outputSet) error {
 		p.Tokens = r.int()
 	}
 	return r.err
-}
-
-// internCopy is intern of a copy of b (b is a snapshot's buffer, not to
-// be kept): an output already held is shared without one.
-func (set *outputSet) internCopy(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	if len(b) <= sharedOutputLen {
-		if kept, ok := (*set)[string(b)]; ok {
-			return kept
-		}
-	}
-	return set.intern(bytes.Clone(b))
 }

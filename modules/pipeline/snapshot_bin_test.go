@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"encoding/json"
 	"testing"
 
 	"fano/pb"
@@ -42,7 +41,7 @@ func TestBinarySnapshotRestoresTheWholeState(t *testing.T) {
 	h.m.st.LastStop = &Stop{Reason: "max_cost", ExitCode: 3, Detail: "the cap", At: "2026-11-22T10:00:00Z"}
 	for _, name := range []string{"gone step", "a\x00b", "ä"} {
 		p := h.m.ensure(pairID{name, "i01", "m1"})
-		p.status, p.Output, p.Gen = statusOK, json.RawMessage(`{"v":1}`), 4
+		p.status, p.Output, p.Gen = statusOK, outText(`{"v":1}`), 4
 		q := h.m.ensure(pairID{"verdict", "no such item " + name, "m9"})
 		q.status, q.Attempts = statusFailed, 3
 		q.setNotes("rules", "rule 1 does not hold", "raw\x00")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
@@ -616,7 +617,7 @@ steps:
 
 	// A pair of a model the definition no longer has: sorted, not lost.
 	p := h.m.ensure(pairID{"extract", "a", "m0"})
-	p.status, p.Output = statusOK, json.RawMessage(`{"t":"x"}`)
+	p.status, p.Output = statusOK, outText(`{"t":"x"}`)
 	assert.False(t, h.m.walksGrid())
 	assert.Equal(t, byKey(), h.m.sortedPairIDs())
 }
@@ -662,20 +663,20 @@ func TestShortOutputsAreShared(t *testing.T) {
 	first := h.m.pairFor(s, items[0], "api").Output
 	require.Equal(t, `{"verdict":true}`, string(first))
 	for _, it := range items[1:] {
-		assert.Same(t, &first[0], &h.m.pairFor(s, it, "api").Output[0], it.Key)
+		assert.Same(t, unsafe.StringData(string(first)), unsafe.StringData(string(h.m.pairFor(s, it, "api").Output)), it.Key)
 	}
 	snap, err := h.m.Snapshot()
 	require.NoError(t, err)
 	m := New(Config{Def: def, Items: items})
 	require.NoError(t, m.Restore(snap))
 	again := m.pairFor(s, items[0], "api").Output
-	assert.Same(t, &again[0], &m.pairFor(s, items[5], "api").Output[0])
+	assert.Same(t, unsafe.StringData(string(again)), unsafe.StringData(string(m.pairFor(s, items[5], "api").Output)))
 
 	long := json.RawMessage(`{"verdict":true,"why":"` + strings.Repeat("x", sharedOutputLen) + `"}`)
 	var set outputSet
 	a, b := set.intern(slices.Clone(long)), set.intern(slices.Clone(long))
 	assert.Equal(t, string(long), string(a))
-	assert.NotSame(t, &a[0], &b[0], "a long output is its pair's own")
+	assert.NotSame(t, unsafe.StringData(string(a)), unsafe.StringData(string(b)), "a long output is its pair's own")
 }
 
 // The key index finds every item by its key, as text or bytes, a

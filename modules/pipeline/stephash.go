@@ -100,7 +100,7 @@ func (m *Module) applyRerun(e *pb.ModuleEvent, changed func(pairID)) error {
 	}
 	for _, k := range keys {
 		if p := m.pairAt(k); p != nil && p.status != statusNone {
-			p.status, p.Output, p.Attempts, p.notes = statusNone, nil, 0, nil
+			p.status, p.Output, p.Attempts, p.notes = statusNone, "", 0, nil
 			delete(m.vals, p)
 			p.Gen++
 			changed(pairIDOf(k))
