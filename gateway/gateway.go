@@ -93,6 +93,13 @@ type Backend interface {
 	Close() error
 }
 
+// Addresser is a backend whose new conversations get an address of their
+// own (a chat site): it tells Request.ConversationAddressed. Callers ask
+// for the address only of such backends.
+type Addresser interface {
+	AddressesConversations() bool
+}
+
 // Ending says how an answer ended.
 type Ending string
 

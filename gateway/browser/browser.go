@@ -175,7 +175,12 @@ var (
 	_ gateway.Backend        = (*Backend)(nil)
 	_ gateway.Conditioner    = (*Backend)(nil)
 	_ gateway.MemoryReporter = (*Backend)(nil)
+	_ gateway.Addresser      = (*Backend)(nil)
 )
+
+// AddressesConversations implements gateway.Addresser: a chat site gives
+// each new conversation its address.
+func (b *Backend) AddressesConversations() bool { return true }
 
 var errClosed = errors.New("backend closed")
 
