@@ -16,7 +16,6 @@ import (
 	"fano/gateway"
 	"fano/gateway/browser"
 	"fano/gateway/browser/fakechat"
-	"fano/modules"
 	"fano/modules/probe"
 	"fano/pb"
 	"fano/remote"
@@ -136,13 +135,6 @@ func hostedSetup(t *testing.T, hub *testHub, pc probe.Config, personRecheck time
 			o.Backends[0] = hub.Backend("chatgpt", "desk")
 			o.CredentialsRecheck = personRecheck
 		}})
-}
-
-func probeAnswers(t *testing.T, sys *System) map[string][]string {
-	t.Helper()
-	var answers map[string][]string
-	require.NoError(t, sys.WithModule(probe.Name, func(m modules.Module) { answers = m.(*probe.Module).Answers() }))
-	return answers
 }
 
 // A task's two turns go to a browser backend on a gateway host: the host
