@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -157,12 +158,18 @@ func browserHostProcess(orchestrator string) int {
 		return 1
 	}
 	fmt.Printf("SERVING %s\n", h.Address())
-	select {}
+	// SIGTERM ends it in order: its browser closes before it exits.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM)
+	<-stop
+	h.Close()
+	_ = be.Close()
+	return 0
 }
 
-// killedProcess starts the test binary as one of the processes above,
-// in a process group of its own (its Playwright driver and Chromium with
-// it) that the test's end kills.
+// killedProcess is the test binary as one of the processes above, in a
+// process group of its own (with its Playwright driver and Chromium),
+// which the test's end kills if it is still there.
 func killedProcess(t *testing.T, env ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
