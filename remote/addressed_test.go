@@ -11,7 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"fano/gateway"
+	"fano/gateway/sim"
 )
+
+// addressingSim is a sim backend that says it addresses its
+// conversations, as a browser does.
+type addressingSim struct{ *sim.Backend }
+
+func (addressingSim) AddressesConversations() bool { return true }
 
 // A host's backend tells the address of a new conversation while its
 // answer is held: the report crosses to the orchestrator as its own
@@ -26,7 +33,7 @@ func TestConversationAddressCrossesBeforeTheAnswer(t *testing.T) {
 		}
 		return g.hook(ctx, req)
 	})
-	startTestHost(t, hostOpts{orchestrator: hub.Address(), backends: []gateway.Backend{s}})
+	startTestHost(t, hostOpts{orchestrator: hub.Address(), backends: []gateway.Backend{addressingSim{s}}})
 	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
 	b := hub.Backend("s1", "desk")
 
