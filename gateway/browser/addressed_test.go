@@ -3,6 +3,7 @@ package browser
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,4 +60,22 @@ func TestAddressToldOnceForANewConversation(t *testing.T) {
 		ConversationAddressed: func(url string) { told = append(told, url) }})
 	assert.Equal(t, r1.ConversationURL, r2.ConversationURL)
 	assert.Len(t, told, 1, "a continued conversation is not addressed again")
+}
+
+// An address recorded before the first answer whose conversation is gone
+// by the time the interrupted prompt is asked again (deleted on the site)
+// is conversation_gone, as for any conversation: nothing is typed there.
+func TestAddressedConversationGoneBeforeTheRetry(t *testing.T) {
+	f := newFixture(t, "turns")
+	b := f.start(t)
+	var url string
+	r := send(t, b, gateway.Request{TaskID: "t1", Prompt: "first", ConversationAddressed: func(u string) { url = u }})
+	require.Equal(t, r.ConversationURL, url)
+	f.site.Forget(f.site.ConversationID(url))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := b.Send(ctx, gateway.Request{TaskID: "t1", Prompt: "first", ConversationURL: url, Interrupted: true})
+	require.ErrorIs(t, err, gateway.ErrConversationGone)
+	assert.Len(t, f.site.Sent(), 1, "nothing was typed into a conversation that is gone")
 }
