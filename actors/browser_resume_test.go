@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -81,4 +82,52 @@ func TestShutdownMidAnswerResumesFromPage(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, tk.State)
 	assert.EqualValues(t, 2, tk.Conversation.Backends["chatgpt"].Answers)
+}
+
+// fano stopped (SIGTERM) while the first prompt of a task's new
+// conversation was answered, once the site had given the conversation its
+// address: after the restart the answer is read from that page, and the
+// prompt is not sent a second time in a new conversation.
+func TestShutdownDuringFirstPromptResumesFromPage(t *testing.T) {
+	release, err := browser.AcquireDriver()
+	require.NoError(t, err, "browser tests need Chromium and the Playwright driver; run `make deps`")
+	defer release()
+	site, err := fakechat.New("turns")
+	require.NoError(t, err)
+	defer site.Close()
+	site.SetControl(fakechat.Control{TokenMS: 60}) // the answer streams for seconds
+	profileDir := browser.ProfileDir(t.TempDir(), "chatgpt")
+	newBackend := func() gateway.Backend {
+		be, err := turnsBackend(site.URL(), profileDir, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = be.Close() })
+		return be
+	}
+
+	b := setup(t, setupOpts{backends: []string{"chatgpt"}, probe: firstPrompt,
+		mutate: func(o *Options) { o.Backends[0] = newBackend() }})
+	sys := b.start()
+	addressed := b.waitEvent("the new conversation's address", func(n Notice) bool {
+		require.Nil(t, n.Event.GetLlmResponseReceived(), "the answer came before the conversation's address")
+		return n.Event.GetLlmConversationAddressed() != nil
+	}).Event.GetLlmConversationAddressed()
+	require.NoError(t, sys.Stop())
+	stops, _ := site.Stops()
+	assert.Zero(t, stops, "a shutdown does not stop the site's answer")
+
+	b2 := setup(t, setupOpts{backends: []string{"chatgpt"}, probe: firstPrompt,
+		mutate: func(o *Options) { o.Backends[0] = newBackend() }})
+	b2.log, b2.opts.Log = b.log, b.log
+	b2.start()
+	b2.waitCompleted(1)
+
+	sent := site.Sent()
+	require.Len(t, sent, 1, "the interrupted first prompt is not sent again")
+	for _, a := range probeAnswers(t, b2.sys) {
+		assert.Equal(t, []string{"Answer 1 to: " + sent[0].Prompt + " " + fakechat.Tail}, a)
+	}
+	tk, ok := b2.sys.Task(b2.sys.Tasks(nil, 0)[0].Id)
+	require.True(t, ok)
+	assert.Equal(t, addressed.Url, tk.Conversation.Backends["chatgpt"].Url)
+	assert.EqualValues(t, 1, tk.Conversation.Backends["chatgpt"].Answers)
 }

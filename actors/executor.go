@@ -325,7 +325,12 @@ func (e *executor) moduleEnd(failed bool, reason string) error {
 // (errTimeout, or ctx's cause), nil if neither came first. It waits on
 // the reply, the deadline and ctx at once: a derived context and two
 // callbacks a request were a share of fano's CPU.
-func (e *executor) send(ctx context.Context, backend string, req gateway.Request) (resp gateway.Response, err, cause error) {
+//
+// addressed (nil: none) carries the address a backend gives the
+// request's new conversation while the answer comes: it is written to the
+// WAL at once (recordAddress), so that a stop before the answer leaves
+// the conversation known and its answer is read from the page.
+func (e *executor) send(ctx context.Context, backend string, req gateway.Request, addressed <-chan string, reqSeq uint64) (resp gateway.Response, err, cause error) {
 	calls, ok := e.env.gateways[backend]
 	if !ok {
 		return gateway.Response{}, gateway.Unavailable(backend, "no such backend"), nil
@@ -354,10 +359,38 @@ func (e *executor) send(ctx context.Context, backend string, req gateway.Request
 			cause = errTimeout
 		case <-done:
 			cause = context.Cause(ctx)
+		case url := <-addressed:
+			addressed = nil
+			e.recordAddress(backend, url, reqSeq)
+			continue
 		}
 		expired, done = nil, nil // one cancel a call
 		calls.running.cancel(id, cause)
 	}
+}
+
+// addresses says whether backend gives its new conversations an address
+// of their own (a chat site), to be recorded before the answer.
+func (e *executor) addresses(backend string) bool {
+	calls, ok := e.env.gateways[backend]
+	if !ok {
+		return false
+	}
+	a, ok := gateway.As[gateway.Addresser](calls.backend)
+	return ok && a.AddressesConversations()
+}
+
+// recordAddress writes that the request of intent reqSeq started the
+// task's web conversation on backend at url. Sent from the loop's
+// goroutine, before the answer's event, to the scheduler, which queues it
+// in the WAL; nothing waits for it: the call goes on, and a crash before
+// it is durable leaves the request as it was without it (asked again in a
+// new conversation).
+func (e *executor) recordAddress(backend, url string, reqSeq uint64) {
+	m := e.taskEvents([]*pb.Event{{Body: &pb.Event_LlmConversationAddressed{LlmConversationAddressed: &pb.LLMConversationAddressed{
+		TaskId: e.task.Id, Llm: backend, Url: url, RequestSeq: reqSeq}}}})
+	m.NoReply = true
+	e.env.root.Send(e.env.schedulerPID, m) // no reply: the loop waits for its call's
 }
 
 // yielding reads the scheduler's answer at a safe point. With
@@ -569,12 +602,25 @@ func (e *executor) request(ctx context.Context, act modules.Action) *pb.TaskResu
 	}
 	start := e.env.clock.Now()
 	e.sent++
-	resp, err, cause := e.send(ctx, llm, gateway.Request{
+	req := gateway.Request{
 		TaskID: t.Id, Module: t.Module, TaskType: t.TaskType, Prompt: act.Prompt,
 		History: history, Images: act.Images, DeepMode: deep,
 		ConversationURL: web.url, KnownAnswers: web.answers, Interrupted: web.interrupted,
 		IntentSeq: reqSeq,
-	})
+	}
+	var addressed chan string
+	if web.url == "" && e.addresses(llm) {
+		// A new web conversation: its address is recorded as soon as the
+		// site gives it (see send), before the answer completes.
+		addressed = make(chan string, 1)
+		req.ConversationAddressed = func(url string) {
+			select {
+			case addressed <- url:
+			default: // told once; a second telling changes nothing
+			}
+		}
+	}
+	resp, err, cause := e.send(ctx, llm, req, addressed, reqSeq)
 	if err == nil {
 		// A refusal or nothing is no answer: never saved as content.
 		if why, bad := e.env.opts.Refusals.Bad(resp.Content); bad {

@@ -36,6 +36,12 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("FANO_KILL_WORKER"); dir != "" {
 		os.Exit(killWorker(dir, 20000))
 	}
+	if dir := os.Getenv(envFirstPromptFano); dir != "" {
+		os.Exit(firstPromptFano(dir, os.Getenv(envTurnsSite)))
+	}
+	if orchestrator := os.Getenv(envBrowserHost); orchestrator != "" {
+		os.Exit(browserHostProcess(orchestrator))
+	}
 	os.Exit(m.Run())
 }
 

@@ -3,9 +3,14 @@
 package actors
 
 import (
+	"bufio"
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +21,6 @@ import (
 	"fano/gateway"
 	"fano/gateway/browser"
 	"fano/gateway/browser/fakechat"
-	"fano/modules"
 	"fano/modules/probe"
 	"fano/pb"
 	"fano/remote"
@@ -138,13 +142,6 @@ func hostedSetup(t *testing.T, hub *testHub, pc probe.Config, personRecheck time
 		}})
 }
 
-func probeAnswers(t *testing.T, sys *System) map[string][]string {
-	t.Helper()
-	var answers map[string][]string
-	require.NoError(t, sys.WithModule(probe.Name, func(m modules.Module) { answers = m.(*probe.Module).Answers() }))
-	return answers
-}
-
 // A task's two turns go to a browser backend on a gateway host: the host
 // drives Chromium on the fake site, each answer comes back whole and is
 // recorded, and the second turn continues the first's conversation (its
@@ -260,4 +257,124 @@ func TestRestartedGatewayHostReadsTheAnswerFromThePage(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, tk.State)
 	assert.EqualValues(t, 2, tk.Conversation.Backends["chatgpt"].Answers)
+}
+
+// hostProcess is a gateway host process started by startHostProcess.
+type hostProcess struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	exited chan struct{} // closed once the process has ended
+}
+
+// kill ends the process with SIGKILL, as a machine's crash would.
+func (p *hostProcess) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	<-p.exited
+}
+
+// startHostProcess starts the test binary as gateway host desk serving
+// the browser backend chatgpt on the Turns site, and waits until it
+// serves.
+func startHostProcess(t *testing.T, hub *testHub, site *fakechat.Server, profileDir, journal string) *hostProcess {
+	t.Helper()
+	cmd := killedProcess(t, envBrowserHost+"="+hub.Address(), envTurnsSite+"="+site.URL(),
+		envHostProfile+"="+profileDir, envHostJournal+"="+journal)
+	// Its own pipe: the browser it starts may hold stdout after it ended.
+	out, w, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.Stdout = w
+	require.NoError(t, cmd.Start())
+	_ = w.Close()
+	p := &hostProcess{cmd: cmd, lines: make(chan string, 64), exited: make(chan struct{})}
+	go func() {
+		defer out.Close()
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	go func() {
+		_, _ = cmd.Process.Wait()
+		close(p.exited)
+	}()
+	// Registered after its killedProcess's: runs first. A host still
+	// serving at the test's end closes its browser before its profile
+	// directory goes.
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+		}
+	})
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case l, ok := <-p.lines:
+			require.True(t, ok, "the host process ended before it served")
+			require.False(t, strings.HasPrefix(l, "ERROR"), l)
+			if strings.HasPrefix(l, "SERVING") {
+				return p
+			}
+		case <-timeout:
+			t.Fatal("the host process did not serve within a minute")
+		}
+	}
+}
+
+// The gateway host process is killed (SIGKILL) while its browser answers
+// the first prompt of a task's new conversation, once the orchestrator
+// has written that conversation's address. A new host process on the
+// same browser profile reads the answer from that page: the site got the
+// prompt once, and the task completes with the site's answer.
+func TestKilledGatewayHostReadsTheFirstAnswerFromThePage(t *testing.T) {
+	release, err := browser.AcquireDriver()
+	require.NoError(t, err, "browser tests need Chromium and the Playwright driver; run `make deps`")
+	defer release()
+	site, err := fakechat.New("turns")
+	require.NoError(t, err)
+	defer site.Close()
+	site.SetControl(fakechat.Control{TokenMS: 60}) // the answer streams for seconds
+	profileDir := browser.ProfileDir(t.TempDir(), "chatgpt")
+	signIn(t, site, profileDir)
+	journal := filepath.Join(t.TempDir(), "prompts.jsonl")
+	hub := startTestHub(t)
+	host := startHostProcess(t, hub, site, profileDir, journal)
+	hub.waitFor(t, remote.HostConnected)
+
+	b := hostedSetup(t, hub, firstPrompt, time.Minute)
+	b.start()
+	addressed := b.waitEvent("the new conversation's address, before its answer", func(n Notice) bool {
+		require.Nil(t, n.Event.GetLlmResponseReceived(), "the answer came before the conversation's address")
+		return n.Event.GetLlmConversationAddressed() != nil
+	}).Event.GetLlmConversationAddressed()
+	host.kill(t)
+	hub.waitFor(t, remote.HostLost)
+	require.Len(t, site.Sent(), 1)
+
+	startHostProcess(t, hub, site, profileDir, journal)
+	b.waitCompleted(1)
+
+	sent := site.Sent()
+	require.Len(t, sent, 1, "the prompt in flight when its host was killed was not sent again")
+	answers := probeAnswers(t, b.sys)
+	require.Len(t, answers, 1)
+	for _, a := range answers {
+		assert.Equal(t, []string{"Answer 1 to: " + sent[0].Prompt + " " + fakechat.Tail}, a, "the answer read from the page, whole")
+	}
+	assert.Equal(t, 1, b.logged(t, func(e *pb.Event) bool { return e.GetLlmResponseReceived().GetFromPage() }), "the answer came from the page")
+	tk, ok := b.sys.Task(b.sys.Tasks(nil, 0)[0].Id)
+	require.True(t, ok)
+	assert.Equal(t, pb.TaskState_TASK_STATE_COMPLETED, tk.State)
+	conv := tk.Conversation.Backends["chatgpt"]
+	require.NotNil(t, conv)
+	assert.Equal(t, addressed.Url, conv.Url, "the conversation is the one whose address was written")
+	assert.EqualValues(t, 1, conv.Answers)
 }

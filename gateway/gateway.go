@@ -40,6 +40,14 @@ type Request struct {
 	// machine keys what it did by it, so a repeated delivery is answered
 	// from what was done and the prompt is never sent twice.
 	IntentSeq uint64
+	// ConversationAddressed, when set, is told the address the site gave
+	// a new conversation (ConversationURL "") once it has one of its own,
+	// while the answer is still coming, at most once a request: the
+	// caller makes it durable, so that the request, interrupted, is read
+	// from that page and not sent again. Called from the backend's
+	// goroutine; it must not block. Backends without web conversations
+	// ignore it; the answer carries the address all the same.
+	ConversationAddressed func(url string)
 }
 
 // Message is one earlier turn.
@@ -83,6 +91,13 @@ type Backend interface {
 	// error says why not (login expired, browser gone).
 	Health(ctx context.Context) error
 	Close() error
+}
+
+// Addresser is a backend whose new conversations get an address of their
+// own (a chat site): it tells Request.ConversationAddressed. Callers ask
+// for the address only of such backends.
+type Addresser interface {
+	AddressesConversations() bool
 }
 
 // Ending says how an answer ended.

@@ -45,6 +45,7 @@ type Event struct {
 	//	*Event_TaskRetryScheduled
 	//	*Event_TaskRequeued
 	//	*Event_TaskForgotten
+	//	*Event_LlmConversationAddressed
 	//	*Event_QuotaUsed
 	//	*Event_RateLimitRecorded
 	//	*Event_HourWindowReset
@@ -221,6 +222,15 @@ func (x *Event) GetTaskForgotten() *TaskForgotten {
 	return nil
 }
 
+func (x *Event) GetLlmConversationAddressed() *LLMConversationAddressed {
+	if x != nil {
+		if x, ok := x.Body.(*Event_LlmConversationAddressed); ok {
+			return x.LlmConversationAddressed
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetQuotaUsed() *QuotaUsed {
 	if x != nil {
 		if x, ok := x.Body.(*Event_QuotaUsed); ok {
@@ -368,6 +378,10 @@ type Event_TaskForgotten struct {
 	TaskForgotten *TaskForgotten `protobuf:"bytes,22,opt,name=task_forgotten,json=taskForgotten,proto3,oneof"`
 }
 
+type Event_LlmConversationAddressed struct {
+	LlmConversationAddressed *LLMConversationAddressed `protobuf:"bytes,29,opt,name=llm_conversation_addressed,json=llmConversationAddressed,proto3,oneof"`
+}
+
 type Event_QuotaUsed struct {
 	// Quota and rate limits (owner "allocator").
 	QuotaUsed *QuotaUsed `protobuf:"bytes,40,opt,name=quota_used,json=quotaUsed,proto3,oneof"`
@@ -435,6 +449,8 @@ func (*Event_TaskRetryScheduled) isEvent_Body() {}
 func (*Event_TaskRequeued) isEvent_Body() {}
 
 func (*Event_TaskForgotten) isEvent_Body() {}
+
+func (*Event_LlmConversationAddressed) isEvent_Body() {}
 
 func (*Event_QuotaUsed) isEvent_Body() {}
 
@@ -1937,7 +1953,7 @@ var File_events_proto protoreflect.FileDescriptor
 const file_events_proto_rawDesc = "" +
 	"\n" +
 	"\fevents.proto\x12\afano.v1\x1a\n" +
-	"task.proto\"\xb4\f\n" +
+	"task.proto\x1a\x19conversationaddress.proto\"\x97\r\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02at\x18\x01 \x01(\x03R\x02at\x12?\n" +
 	"\x0etask_submitted\x18\n" +
@@ -1955,7 +1971,8 @@ const file_events_proto_rawDesc = "" +
 	"\x0etask_cancelled\x18\x13 \x01(\v2\x16.fano.v1.TaskCancelledH\x00R\rtaskCancelled\x12O\n" +
 	"\x14task_retry_scheduled\x18\x14 \x01(\v2\x1b.fano.v1.TaskRetryScheduledH\x00R\x12taskRetryScheduled\x12<\n" +
 	"\rtask_requeued\x18\x15 \x01(\v2\x15.fano.v1.TaskRequeuedH\x00R\ftaskRequeued\x12?\n" +
-	"\x0etask_forgotten\x18\x16 \x01(\v2\x16.fano.v1.TaskForgottenH\x00R\rtaskForgotten\x123\n" +
+	"\x0etask_forgotten\x18\x16 \x01(\v2\x16.fano.v1.TaskForgottenH\x00R\rtaskForgotten\x12a\n" +
+	"\x1allm_conversation_addressed\x18\x1d \x01(\v2!.fano.v1.LLMConversationAddressedH\x00R\x18llmConversationAddressed\x123\n" +
 	"\n" +
 	"quota_used\x18( \x01(\v2\x12.fano.v1.QuotaUsedH\x00R\tquotaUsed\x12L\n" +
 	"\x13rate_limit_recorded\x18) \x01(\v2\x1a.fano.v1.RateLimitRecordedH\x00R\x11rateLimitRecorded\x12F\n" +
@@ -2117,7 +2134,8 @@ var file_events_proto_goTypes = []any{
 	(*BackendPaused)(nil),            // 21: fano.v1.BackendPaused
 	(*BackendResumed)(nil),           // 22: fano.v1.BackendResumed
 	(*ModuleEvent)(nil),              // 23: fano.v1.ModuleEvent
-	(*Task)(nil),                     // 24: fano.v1.Task
+	(*LLMConversationAddressed)(nil), // 24: fano.v1.LLMConversationAddressed
+	(*Task)(nil),                     // 25: fano.v1.Task
 }
 var file_events_proto_depIdxs = []int32{
 	1,  // 0: fano.v1.Event.task_submitted:type_name -> fano.v1.TaskSubmitted
@@ -2133,22 +2151,23 @@ var file_events_proto_depIdxs = []int32{
 	11, // 10: fano.v1.Event.task_retry_scheduled:type_name -> fano.v1.TaskRetryScheduled
 	12, // 11: fano.v1.Event.task_requeued:type_name -> fano.v1.TaskRequeued
 	13, // 12: fano.v1.Event.task_forgotten:type_name -> fano.v1.TaskForgotten
-	14, // 13: fano.v1.Event.quota_used:type_name -> fano.v1.QuotaUsed
-	15, // 14: fano.v1.Event.rate_limit_recorded:type_name -> fano.v1.RateLimitRecorded
-	19, // 15: fano.v1.Event.hour_window_reset:type_name -> fano.v1.HourWindowReset
-	20, // 16: fano.v1.Event.day_window_reset:type_name -> fano.v1.DayWindowReset
-	21, // 17: fano.v1.Event.backend_paused:type_name -> fano.v1.BackendPaused
-	22, // 18: fano.v1.Event.backend_resumed:type_name -> fano.v1.BackendResumed
-	16, // 19: fano.v1.Event.backend_condition_recorded:type_name -> fano.v1.BackendConditionRecorded
-	18, // 20: fano.v1.Event.rate_learned:type_name -> fano.v1.RateLearned
-	17, // 21: fano.v1.Event.quota_released:type_name -> fano.v1.QuotaReleased
-	23, // 22: fano.v1.Event.module_event:type_name -> fano.v1.ModuleEvent
-	24, // 23: fano.v1.TaskSubmitted.task:type_name -> fano.v1.Task
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	24, // 13: fano.v1.Event.llm_conversation_addressed:type_name -> fano.v1.LLMConversationAddressed
+	14, // 14: fano.v1.Event.quota_used:type_name -> fano.v1.QuotaUsed
+	15, // 15: fano.v1.Event.rate_limit_recorded:type_name -> fano.v1.RateLimitRecorded
+	19, // 16: fano.v1.Event.hour_window_reset:type_name -> fano.v1.HourWindowReset
+	20, // 17: fano.v1.Event.day_window_reset:type_name -> fano.v1.DayWindowReset
+	21, // 18: fano.v1.Event.backend_paused:type_name -> fano.v1.BackendPaused
+	22, // 19: fano.v1.Event.backend_resumed:type_name -> fano.v1.BackendResumed
+	16, // 20: fano.v1.Event.backend_condition_recorded:type_name -> fano.v1.BackendConditionRecorded
+	18, // 21: fano.v1.Event.rate_learned:type_name -> fano.v1.RateLearned
+	17, // 22: fano.v1.Event.quota_released:type_name -> fano.v1.QuotaReleased
+	23, // 23: fano.v1.Event.module_event:type_name -> fano.v1.ModuleEvent
+	25, // 24: fano.v1.TaskSubmitted.task:type_name -> fano.v1.Task
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_events_proto_init() }
@@ -2157,6 +2176,7 @@ func file_events_proto_init() {
 		return
 	}
 	file_task_proto_init()
+	file_conversationaddress_proto_init()
 	file_events_proto_msgTypes[0].OneofWrappers = []any{
 		(*Event_TaskSubmitted)(nil),
 		(*Event_TaskStarted)(nil),
@@ -2171,6 +2191,7 @@ func file_events_proto_init() {
 		(*Event_TaskRetryScheduled)(nil),
 		(*Event_TaskRequeued)(nil),
 		(*Event_TaskForgotten)(nil),
+		(*Event_LlmConversationAddressed)(nil),
 		(*Event_QuotaUsed)(nil),
 		(*Event_RateLimitRecorded)(nil),
 		(*Event_HourWindowReset)(nil),

@@ -36,6 +36,12 @@ func requestOf(m *pb.RemoteCall) gateway.Request {
 	return r
 }
 
+// addressedOf is the report, crossing back before the answer, that the
+// new conversation of call m has the address url.
+func addressedOf(m *pb.RemoteCall, url string) *pb.RemoteConversationAddressed {
+	return &pb.RemoteConversationAddressed{Intent: m.Intent, Call: m.Call, Backend: m.Backend, Url: url}
+}
+
 // answerOf is a backend's outcome as it crosses back.
 func answerOf(m *pb.RemoteCall, resp gateway.Response, err error) *pb.RemoteAnswer {
 	a := &pb.RemoteAnswer{Intent: m.Intent, Call: m.Call, Backend: m.Backend}

@@ -468,6 +468,14 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 	})
 	calls.Go(func() {
 		req := requestOf(m)
+		if a, ok := gateway.As[gateway.Addresser](b); ok && a.AddressesConversations() {
+			// The address of a new conversation goes back at once, as its
+			// own message (not queued behind answers): a report lost on
+			// the way costs nothing, the answer carries the address too.
+			req.ConversationAddressed = func(url string) {
+				h.remote.SendMessage(sender, nil, addressedOf(m, url), nil, -1)
+			}
+		}
 		journal := h.journal != nil && h.cfg.Types[m.Backend] == "browser"
 		if journal {
 			again, err := h.journal.begin(req.TaskID, req.Prompt)

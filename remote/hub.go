@@ -93,6 +93,8 @@ type pendingCall struct {
 	lostErr chan error            // buffered 1
 	lostAt  time.Time
 	sentAt  time.Time // last handed to the host's outbox
+	// addressed is the request's ConversationAddressed (nil: none).
+	addressed func(url string)
 }
 
 // StartHub starts listening for hosts.
@@ -434,10 +436,34 @@ func (h *Hub) pong(m *pb.HostPong) {
 // receive handles what arrives at the hub's inbox, on the link's
 // reader.
 func (h *Hub) receive(msg any, _ *actor.PID) {
-	if m, ok := msg.(*pb.RemoteAnswers); ok {
+	switch m := msg.(type) {
+	case *pb.RemoteAnswers:
 		for _, a := range m.Answers {
 			h.answer(a)
 		}
+	case *pb.RemoteConversationAddressed:
+		h.addressed(m)
+	}
+}
+
+// addressed hands a host's report of a new conversation's address to the
+// call that waits for its answer (one of the intent's deliveries); a
+// report for a call that has ended is dropped.
+func (h *Hub) addressed(m *pb.RemoteConversationAddressed) {
+	h.mu.Lock()
+	c, ok := h.calls[m.Call]
+	if !ok || c.msg.Intent != m.Intent {
+		c, ok = nil, false
+		for _, pc := range h.calls {
+			if m.Intent != 0 && pc.msg.Intent == m.Intent && pc.msg.Backend == m.Backend {
+				c, ok = pc, true
+				break
+			}
+		}
+	}
+	h.mu.Unlock()
+	if ok && c.addressed != nil {
+		c.addressed(m.Url)
 	}
 }
 
@@ -500,6 +526,10 @@ func (b *hostBackend) Host() string { return b.host }
 
 func (b *hostBackend) Close() error { return nil }
 
+// AddressesConversations implements gateway.Addresser: the host's backend
+// may be a browser, whose new conversations it reports (RemoteConversationAddressed).
+func (b *hostBackend) AddressesConversations() bool { return true }
+
 func (b *hostBackend) Condition() gateway.Condition {
 	b.hub.mu.Lock()
 	defer b.hub.mu.Unlock()
@@ -522,7 +552,8 @@ func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Re
 	h := b.hub
 	call := h.nextCall.Add(1)
 	msg := callOf(h.cfg.Ledger, req.IntentSeq, call, b.name, req)
-	pc := &pendingCall{host: b.host, msg: msg, done: make(chan *pb.RemoteAnswer, 1), lostErr: make(chan error, 1)}
+	pc := &pendingCall{host: b.host, msg: msg, done: make(chan *pb.RemoteAnswer, 1), lostErr: make(chan error, 1),
+		addressed: req.ConversationAddressed}
 	h.mu.Lock()
 	if c := h.table.condition(b.host, b.name); c.State == gateway.StateHostLost {
 		h.mu.Unlock()

@@ -40,6 +40,8 @@ func TaskID(e *pb.Event) (string, bool) {
 		return b.TaskRequeued.GetTaskId(), true
 	case *pb.Event_TaskForgotten:
 		return b.TaskForgotten.GetTaskId(), true
+	case *pb.Event_LlmConversationAddressed:
+		return b.LlmConversationAddressed.GetTaskId(), true
 	}
 	return "", false
 }
@@ -141,6 +143,8 @@ func ApplyToTask(t *pb.Task, e *pb.Event, messageLimit int) error {
 			c.Url = r.ConversationUrl
 		}
 		answeredOn(c, r)
+	case *pb.Event_LlmConversationAddressed:
+		addressedOn(conv(t), b.LlmConversationAddressed)
 	case *pb.Event_LlmRequestFailed:
 		if b.LlmRequestFailed.NotSent && t.RequestCount > 0 {
 			t.RequestCount-- // it never left: not a request
@@ -231,6 +235,20 @@ func answeredOn(c *pb.ConversationState, r *pb.LLMResponseReceived) {
 	bc.Answers++
 	bc.InterruptedPrompt = ""
 	c.Backends = pb.BackendsWith(c.Backends, r.Llm, bc)
+}
+
+// addressedOn records the address a site gave a new conversation while
+// its first answer was still coming: the task's conversation on that
+// backend, with no answer in it yet. The answer, recorded later with the
+// same address, counts as its first (answeredOn).
+func addressedOn(c *pb.ConversationState, r *pb.LLMConversationAddressed) {
+	if r.Url == "" || r.Llm == "" {
+		return
+	}
+	if old := c.Backends[r.Llm]; old != nil && old.Url == r.Url {
+		return
+	}
+	c.Backends = pb.BackendsWith(c.Backends, r.Llm, &pb.BackendConversation{Url: r.Url})
 }
 
 // failedOn forgets a backend's conversation that is gone, and remembers

@@ -94,6 +94,9 @@ func (b *Backend) waitAnswer(ctx context.Context, page playwright.Page, before i
 				return answerRead{Text: strings.TrimSpace(st.Text), Ended: gateway.EndErrorTurn, Why: v.Condition.Reason}, nil
 			}
 		}
+		if started {
+			b.noteAddress(st.URL)
+		}
 		if st.Banner != "" {
 			if err := b.onNotice(st.Banner, !st.Generating && st.Answers <= before, true); err != nil {
 				b.abandon(ctx, page)

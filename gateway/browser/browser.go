@@ -151,6 +151,10 @@ type Backend struct {
 	// noticeAccepted is the notice text the current request went on
 	// after (a degraded model, a message that is no limit).
 	noticeAccepted string
+	// addressed is told the address of the current request's new
+	// conversation once the page shows one of its own (see noteAddress);
+	// nil once told, or when the request continues a conversation.
+	addressed func(url string)
 
 	mu        sync.Mutex // guards the fields below
 	down      error      // why the backend cannot take requests; nil = up
@@ -171,7 +175,12 @@ var (
 	_ gateway.Backend        = (*Backend)(nil)
 	_ gateway.Conditioner    = (*Backend)(nil)
 	_ gateway.MemoryReporter = (*Backend)(nil)
+	_ gateway.Addresser      = (*Backend)(nil)
 )
+
+// AddressesConversations implements gateway.Addresser: a chat site gives
+// each new conversation its address.
+func (b *Backend) AddressesConversations() bool { return true }
 
 var errClosed = errors.New("backend closed")
 
@@ -914,9 +923,11 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if err != nil {
 		return none, err
 	}
-	if continuing && req.Interrupted && req.KnownAnswers > 0 && st.Answers > req.KnownAnswers {
+	if continuing && req.Interrupted && (st.Answers > req.KnownAnswers || st.Generating) {
 		// The prompt was sent before fano stopped and the site answered
 		// it (or is still answering): use that answer, do not ask again.
+		// A conversation whose address was recorded before its first
+		// answer (KnownAnswers 0) is read the same way.
 		b.log.Info().Str("event", "gateway.browser.answer_from_page").Str("task", req.TaskID).
 			Int("answers", st.Answers).Int("known", req.KnownAnswers).Msg("interrupted prompt was answered; reading it from the page")
 		r, err := b.waitAnswer(ctx, page, req.KnownAnswers, req.DeepMode, "")
@@ -931,6 +942,8 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	prompt, primed := req.Prompt, 0
 	if !continuing {
 		prompt, primed = primePrompt(req.History, req.Prompt, b.cfg.PrimeTurns, b.cfg.PrimeChars)
+		b.addressed = req.ConversationAddressed
+		defer func() { b.addressed = nil }()
 	}
 	if err := b.setControls(ctx, page, req.DeepMode); err != nil {
 		return none, err
@@ -1035,7 +1048,9 @@ func (b *Backend) waitLoaded(ctx context.Context, page playwright.Page, req gate
 			return st, b.gone(req, "it redirected to %s", st.URL)
 		}
 		loggedIn := st.LoggedIn || b.p.Selectors.LoggedIn.Empty()
-		if st.Prompt && loggedIn && (!continuing || st.Answers > 0) {
+		// An interrupted prompt's conversation may show its first answer
+		// still being generated, with no answer text yet.
+		if st.Prompt && loggedIn && (!continuing || st.Answers > 0 || (req.Interrupted && st.Generating)) {
 			return st, nil
 		}
 		if settled {

@@ -187,3 +187,18 @@ func (b *Backend) settledURL(ctx context.Context, page playwright.Page) string {
 		}
 	}
 }
+
+// noteAddress tells the current request's caller the address of its new
+// conversation, once: the first reading, after the answer began, whose
+// URL is neither interim (profile pending_url) nor the start page. Until
+// then a request interrupted by a stop has no page to be read from.
+func (b *Backend) noteAddress(u string) {
+	if b.addressed == nil || u == "" || b.p.isPendingURL(u) ||
+		strings.TrimSuffix(u, "/") == strings.TrimSuffix(b.p.StartURL, "/") {
+		return
+	}
+	tell := b.addressed
+	b.addressed = nil
+	b.log.Debug().Str("event", "gateway.browser.addressed").Str("url", u).Msg("the new conversation has its address")
+	tell(u)
+}
