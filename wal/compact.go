@@ -48,15 +48,21 @@ func (l *Log) Compact() (CompactResult, error) {
 	defer func() { l.blockCounts.reset(counts) }()
 	var res CompactResult
 	covered := map[string]uint64{}
+	read := 0 // a large run's checkpoints are tens of megabytes
 	if err := l.view(func(tx *bolt.Tx) error {
 		// Checked, not copied: only what each covers is needed.
-		return eachCheckpoint(tx, checkCheckpoint, func(cp Checkpoint) error {
+		check := func(k string, v []byte) (Checkpoint, error) {
+			read += len(v)
+			return checkCheckpoint(k, v)
+		}
+		return eachCheckpoint(tx, check, func(cp Checkpoint) error {
 			covered[cp.Owner] = cp.Seq
 			return nil
 		})
 	}); err != nil {
 		return res, err
 	}
+	l.noteTouched(read)
 	var start uint64
 	for {
 		next, done, err := l.compactChunk(covered, start, &res, counts)

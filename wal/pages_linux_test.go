@@ -116,3 +116,18 @@ func TestCompactHoldsOneChunkResident(t *testing.T) {
 	require.Greater(t, chunks, 3, "40 MB of blocks take more than one chunk")
 	require.Less(t, peak, (compactChunkBytes>>10)+(4<<10), "one chunk and the pages not yet released stay mapped")
 }
+
+// Compaction checks every checkpoint through the mapping: a large one
+// (a million-item run's is tens of megabytes) does not stay resident.
+func TestCompactReleasesCheckpointPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	fill(t, l, 1)
+	require.NoError(t, l.SaveCheckpoint("o", l.LastSeq(), bytes.Repeat([]byte("s"), 20<<20)))
+	require.NoError(t, l.Close())
+	l = openTest(t, path, testOptions())
+	require.Less(t, mappedKB(t, path), 1<<10)
+	_, err := l.Compact()
+	require.NoError(t, err)
+	require.Less(t, mappedKB(t, path), 6<<10, "at most ReleasePagesEvery plus a little stays mapped")
+}
