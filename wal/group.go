@@ -293,7 +293,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error, start time.
 		}
 	}
 	waiting = l.queued()
-	wrote := 0
+	wrote, checkpointed := 0, false
 	if err == nil {
 		// Counted before the answers: a waiter answered may put its
 		// request back in the pool at once (request.release), and finds
@@ -301,6 +301,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error, start time.
 		wrote = len(buf) + archived
 		for _, r := range write {
 			wrote += len(r.cpValue)
+			checkpointed = checkpointed || r.cpValue != nil
 		}
 	}
 	l.duty.wrote(len(batch), wrote, time.Since(start))
@@ -324,6 +325,12 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error, start time.
 	}
 	if err == nil {
 		l.noteTouched(wrote) // after the answers: no writer waits on it
+		if checkpointed {
+			// bbolt rewrote the checkpoints beside it in their page and
+			// read them through the mapping to do so: a small checkpoint
+			// beside a large run's held tens of megabytes resident.
+			l.ReleasePages()
+		}
 	}
 	return buf, waiting
 }

@@ -131,3 +131,27 @@ func TestCompactReleasesCheckpointPages(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, mappedKB(t, path), 6<<10, "at most ReleasePagesEvery plus a little stays mapped")
 }
+
+// Saving a small checkpoint beside a large one has bbolt rewrite both in
+// their page, reading the large one through the mapping: it does not
+// stay resident after the save.
+func TestSmallCheckpointBesideALargeOneReleasesPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	payload := bytes.Repeat([]byte("x"), 200)
+	for round := range 2 {
+		for range 200 {
+			batch := make([]Entry, 500)
+			for j := range batch {
+				batch[j] = Entry{Owner: "o", Type: "t", Payload: payload}
+			}
+			_, err := l.Append(context.Background(), batch...)
+			require.NoError(t, err)
+		}
+		for _, owner := range []string{"allocator", "scheduler"} {
+			require.NoError(t, l.SaveCheckpoint(owner, l.LastSeq(), bytes.Repeat([]byte("s"), 3<<20)))
+			require.Less(t, mappedKB(t, path), 6<<10, "round %d, after %s's checkpoint", round, owner)
+		}
+		require.NoError(t, l.SaveCheckpoint("module/pipeline", l.LastSeq(), bytes.Repeat([]byte("p"), 24<<20)))
+	}
+}
