@@ -116,6 +116,7 @@ func (l *Log) LoadCheckpoint(owner string) (Checkpoint, bool, error) {
 		found = err == nil
 		return err
 	})
+	l.noteTouched(len(cp.Snapshot)) // a large run's is tens of megabytes
 	if err != nil {
 		return Checkpoint{}, false, err
 	}
@@ -131,6 +132,9 @@ func (l *Log) Checkpoints() ([]Checkpoint, error) {
 			return nil
 		})
 	})
+	for _, cp := range out {
+		l.noteTouched(len(cp.Snapshot))
+	}
 	if err != nil {
 		return nil, err
 	}

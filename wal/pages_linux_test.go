@@ -155,3 +155,20 @@ func TestSmallCheckpointBesideALargeOneReleasesPages(t *testing.T) {
 		require.NoError(t, l.SaveCheckpoint("module/pipeline", l.LastSeq(), bytes.Repeat([]byte("p"), 24<<20)))
 	}
 }
+
+// Loading a large checkpoint reads it through the mapping: it does not
+// stay resident (status and recovery load them).
+func TestLoadCheckpointReleasesPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	fill(t, l, 1)
+	require.NoError(t, l.SaveCheckpoint("module/pipeline", l.LastSeq(), bytes.Repeat([]byte("p"), 24<<20)))
+	l.ReleasePages()
+	_, ok, err := l.LoadCheckpoint("module/pipeline")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Less(t, mappedKB(t, path), 6<<10, "after LoadCheckpoint")
+	_, err = l.Checkpoints()
+	require.NoError(t, err)
+	require.Less(t, mappedKB(t, path), 6<<10, "after Checkpoints")
+}
