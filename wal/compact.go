@@ -205,7 +205,12 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 	if l.chunkCompacted != nil {
 		l.chunkCompacted()
 	}
-	l.noteTouched(read) // as appends and replays do: the file does not stay resident
+	// Released after every chunk, not only once its blocks' bytes add up
+	// to ReleasePagesEvery: bbolt reads more pages than the blocks' (the
+	// tree's, deleted buckets') and a compaction runs beside appends for
+	// tens of seconds at a million items.
+	l.touched.Store(0)
+	l.ReleasePages()
 	for k, n := range left {
 		counts[k] = n
 	}
