@@ -1,16 +1,12 @@
 package remote
 
 import (
-	"context"
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"fano/gateway"
 )
 
 // The registry of a hub's or host's actor system is slim: a few buckets,
@@ -49,15 +45,4 @@ func TestSlimRegistryKeepsItsProcesses(t *testing.T) {
 	assert.Less(t, small, full/4, "the slim registry is most of a system's memory saved")
 	runtime.KeepAlive(sys)
 	runtime.KeepAlive(slim)
-}
-
-// A hub and a host run on slim registries, and a call crosses.
-func TestHubAndHostRunOnSlimRegistries(t *testing.T) {
-	hub := startTestHub(t, HubConfig{Transport: Transport{Plaintext: true}})
-	host, _ := startTestHost(t, hostOpts{orchestrator: hub.Address(), backends: []gateway.Backend{newSim("s1")}})
-	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
-	_, err := hub.Backend("s1", "desk").Send(context.Background(), request(1, "p"))
-	require.NoError(t, err)
-	assert.Len(t, hub.sys.ProcessRegistry.LocalPIDs.LocalPIDs, registryBuckets)
-	assert.Len(t, host.sys.ProcessRegistry.LocalPIDs.LocalPIDs, registryBuckets)
 }
