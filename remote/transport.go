@@ -134,9 +134,8 @@ func slimRegistry(sys *actor.ActorSystem) {
 		slim.LocalPIDs[i] = cmap.New()
 	}
 	for _, bucket := range old.LocalPIDs {
-		for id, p := range bucket.Items() {
-			slim.GetBucket(id).Set(id, p)
-		}
+		// IterCb, not Items: that starts a goroutine a shard.
+		bucket.IterCb(func(id string, p any) { slim.GetBucket(id).Set(id, p) })
 	}
 	sys.ProcessRegistry.LocalPIDs = slim
 }
