@@ -1,6 +1,8 @@
 package remote
 
 import (
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -156,4 +158,36 @@ func TestLostHostsQueueDropped(t *testing.T) {
 
 	h.loseLocked("desk", "its link ended", now)
 	assert.Empty(t, f.sent[0].o.take().(wireCalls).Calls, "a lost host's queued calls were kept")
+}
+
+// The calls of goroutines that became runnable together (the executors
+// a WAL commit wakes) go as one message: the first lets the others queue
+// theirs before its flush goes. The writer here takes each flush as it
+// gets it, as an idle one does.
+func TestOutboxLetsRunnableCallersJoin(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const callers = 8
+	var mu sync.Mutex
+	var batches [][]uint64
+	o := &outbox{target: actor.NewPID("desk:1", hostInboxName)}
+	o.send = func(_ *actor.PID, m any) {
+		batch := m.(outboxFlush).o.take().(wireCalls).RemoteCalls
+		mu.Lock()
+		batches = append(batches, callNumbers(batch.Calls))
+		mu.Unlock()
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 1; i <= callers; i++ {
+		wg.Add(1)
+		go func(call uint64) {
+			defer wg.Done()
+			<-start
+			o.call(&pb.RemoteCall{Call: call}, time.Unix(1000, 0))
+		}(uint64(i))
+	}
+	close(start)
+	wg.Wait()
+	require.Len(t, batches, 1, "one message for the calls queued together: %v", batches)
+	assert.Len(t, batches[0], callers)
 }
