@@ -93,8 +93,10 @@ type pendingCall struct {
 	// out of Hub.calls (its answer, its host lost for good, its cancel),
 	// outside h.mu.
 	finish func(*pb.RemoteAnswer, error)
-	lostAt time.Time
-	sentAt time.Time // last handed to the host's outbox
+	// abandoned: its caller's context ended before an answer.
+	abandoned atomic.Bool
+	lostAt    time.Time
+	sentAt    time.Time // last handed to the host's outbox
 }
 
 // lost is a call ended without an answer.
@@ -592,9 +594,9 @@ func (b *hostBackend) SendThen(ctx context.Context, req gateway.Request, done fu
 	h.mu.Unlock()
 	if ob != nil {
 		ob.call(msg, now)
-		if ctx.Err() != nil {
-			// Ended while the call was being queued: abandon's cancel
-			// may have gone first.
+		if pc.abandoned.Load() {
+			// Its context ended while the call was being queued:
+			// abandon's cancel may have gone first.
 			ob.cancel(&pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: msg.Intent, Call: call,
 				Shutdown: errors.Is(context.Cause(ctx), gateway.ErrShutdown)}, h.cfg.Clock.Now())
 		}
@@ -613,6 +615,7 @@ func (b *hostBackend) abandon(ctx context.Context, call, intent uint64) {
 	if !ok {
 		return
 	}
+	c.abandoned.Store(true)
 	shutdown := errors.Is(context.Cause(ctx), gateway.ErrShutdown)
 	if ob != nil {
 		ob.cancel(&pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: intent, Call: call, Shutdown: shutdown}, h.cfg.Clock.Now())
