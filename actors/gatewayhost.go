@@ -40,6 +40,15 @@ type gatewayCalls struct {
 func (c *gatewayCalls) start(id uint64, req gateway.Request, replyTo *actor.PID) {
 	callCtx, cancel := context.WithCancelCause(c.sys.callBase)
 	c.running.add(id, cancel)
+	if later, ok := c.backend.(answersLater); ok {
+		// No goroutine of ours waits while the answer is on its way.
+		c.sendThen(later, callCtx, req, func(resp gateway.Response, err error) {
+			cancel(nil)
+			c.running.done(id)
+			c.sys.asks.respondLater(replyTo, llmResponseToWire(id, c.backend.Name(), resp, err))
+		})
+		return
+	}
 	// On a warm goroutine: a call goes deep (the backend, its limiter,
 	// the answer's encoding), and a new goroutine grew its stack for
 	// every call.
@@ -49,6 +58,32 @@ func (c *gatewayCalls) start(id uint64, req gateway.Request, replyTo *actor.PID)
 		c.running.done(id)
 		c.sys.asks.respondLater(replyTo, llmResponseToWire(id, c.backend.Name(), resp, err))
 	})
+}
+
+// answersLater is a backend that tells its outcome through a callback
+// instead of blocking a goroutine until it has it: a gateway host's,
+// whose answers arrive on the link's reader.
+type answersLater interface {
+	SendThen(ctx context.Context, req gateway.Request, done func(gateway.Response, error))
+}
+
+// sendThen runs req on an answersLater backend and tells done the outcome
+// as call would return it.
+func (c *gatewayCalls) sendThen(b answersLater, ctx context.Context, req gateway.Request, done func(gateway.Response, error)) {
+	name := c.backend.Name()
+	var once sync.Once
+	finish := func(resp gateway.Response, err error) {
+		once.Do(func() {
+			resp, err = c.outcome(ctx, resp, err)
+			done(resp, err)
+		})
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			finish(gateway.Response{}, gateway.Permanent(name, "backend panicked: %v", r))
+		}
+	}()
+	b.SendThen(ctx, req, finish)
 }
 
 // runningCalls holds the cancel of each running call by request id. A
@@ -122,6 +157,13 @@ func (c *gatewayCalls) call(ctx context.Context, req gateway.Request) (resp gate
 		}
 	}()
 	resp, err = c.backend.Send(ctx, req)
+	return c.outcome(ctx, resp, err)
+}
+
+// outcome is what a call returns for the backend's resp and err: a cut
+// answer is an error, and the cause of a cancel is named.
+func (c *gatewayCalls) outcome(ctx context.Context, resp gateway.Response, err error) (gateway.Response, error) {
+	name := c.backend.Name()
 	if err == nil {
 		// A cut or failed answer is never recorded: it is a
 		// transient fault of the backend, retried like one.

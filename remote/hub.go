@@ -87,14 +87,30 @@ type pingSent struct {
 }
 
 type pendingCall struct {
-	host    string
-	msg     *pb.RemoteCall
-	done    chan *pb.RemoteAnswer // buffered 1
-	lostErr chan error            // buffered 1
-	lostAt  time.Time
-	sentAt  time.Time // last handed to the host's outbox
+	host string
+	msg  *pb.RemoteCall
+	// finish is told the call's outcome, once: by whoever takes the call
+	// out of Hub.calls (its answer, its host lost for good, its cancel),
+	// outside h.mu.
+	finish func(*pb.RemoteAnswer, error)
+	// abandoned: its caller's context ended before an answer.
+	abandoned atomic.Bool
+	lostAt    time.Time
+	sentAt    time.Time // last handed to the host's outbox
 	// addressed is the request's ConversationAddressed (nil: none).
 	addressed func(url string)
+}
+
+// lost is a call ended without an answer.
+type lost struct {
+	c   *pendingCall
+	err error
+}
+
+func finishLost(ls []lost) {
+	for _, l := range ls {
+		l.c.finish(nil, l.err)
+	}
 }
 
 // StartHub starts listening for hosts.
@@ -177,12 +193,14 @@ func (h *Hub) Close() {
 	h.once.Do(func() {
 		close(h.stop)
 		<-h.stopped
+		var ls []lost
 		h.mu.Lock()
 		for id, c := range h.calls {
 			delete(h.calls, id)
-			c.lostErr <- h.lostFault(c.msg.Backend, c.host, "the orchestrator is stopping", false)
+			ls = append(ls, lost{c, h.lostFault(c.msg.Backend, c.host, "the orchestrator is stopping", false)})
 		}
 		h.mu.Unlock()
+		finishLost(ls)
 		h.sys.Root.Stop(h.pid)
 		h.sys.ProcessRegistry.Remove(h.inbox)
 		h.remote.Shutdown(false)
@@ -227,10 +245,12 @@ func (h *Hub) pingAll() {
 			h.notify(name)
 		}
 	}()
+	var ls []lost
+	defer func() { finishLost(ls) }() // after h.mu is released
 	for id, c := range h.calls {
 		if !c.lostAt.IsZero() && now.Sub(c.lostAt) >= h.cfg.ResendWithin {
 			delete(h.calls, id)
-			c.lostErr <- h.lostFault(c.msg.Backend, c.host, fmt.Sprintf("did not come back within %s", h.cfg.ResendWithin), false)
+			ls = append(ls, lost{c, h.lostFault(c.msg.Backend, c.host, fmt.Sprintf("did not come back within %s", h.cfg.ResendWithin), false)})
 		}
 	}
 	for seq, p := range h.pings {
@@ -365,6 +385,7 @@ func (h *Hub) hello(ctx actor.Context, m *pb.HostHello) {
 		return
 	}
 	var resend []*pb.RemoteCall
+	var ls []lost
 	h.mu.Lock()
 	h.pids[m.Host] = sender
 	inbox := actor.NewPID(sender.Address, hostInboxName)
@@ -379,13 +400,14 @@ func (h *Hub) hello(ctx actor.Context, m *pb.HostHello) {
 		}
 		if out.restart {
 			delete(h.calls, id)
-			c.lostErr <- h.lostFault(c.msg.Backend, c.host, "restarted; the request's answer was lost with the old process", false)
+			ls = append(ls, lost{c, h.lostFault(c.msg.Backend, c.host, "restarted; the request's answer was lost with the old process", false)})
 			continue
 		}
 		c.lostAt = time.Time{}
 		resend = append(resend, c.msg)
 	}
 	h.mu.Unlock()
+	finishLost(ls)
 	ctx.Watch(sender)
 	ctx.Send(sender, out.welcome)
 	// A restarted host's calls failed above: none still queued is sent
@@ -486,7 +508,7 @@ func (h *Hub) answer(m *pb.RemoteAnswer) {
 	}
 	h.mu.Unlock()
 	if ok {
-		c.done <- m
+		c.finish(m, nil)
 	}
 }
 
@@ -544,20 +566,47 @@ func (b *hostBackend) Health(context.Context) error {
 	return &gateway.Fault{Backend: b.name, Condition: c}
 }
 
-// Send sends req to the host under its intent and waits for the answer.
-// A host lost meanwhile gets the same intent again when the same process
-// comes back (it answers from what it did); a restarted host, or one
-// that stays away, fails the call as host_lost.
+// Send sends req to the host under its intent and waits for the answer
+// (SendThen).
 func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Response, error) {
+	type outcome struct {
+		resp gateway.Response
+		err  error
+	}
+	done := make(chan outcome, 1)
+	b.SendThen(ctx, req, func(resp gateway.Response, err error) { done <- outcome{resp, err} })
+	o := <-done
+	return o.resp, o.err
+}
+
+// SendThen sends req to the host under its intent and tells done the
+// outcome, once, from the goroutine that has it (the link's reader, for
+// an answer): no goroutine waits while the host works. done must not
+// block. A host lost meanwhile gets the same intent again when the same
+// process comes back (it answers from what it did); a restarted host, or
+// one that stays away, fails the call as host_lost. When ctx ends first
+// the host is told to cancel the call and done gets ctx's error.
+func (b *hostBackend) SendThen(ctx context.Context, req gateway.Request, done func(gateway.Response, error)) {
 	h := b.hub
 	call := h.nextCall.Add(1)
 	msg := callOf(h.cfg.Ledger, req.IntentSeq, call, b.name, req)
-	pc := &pendingCall{host: b.host, msg: msg, done: make(chan *pb.RemoteAnswer, 1), lostErr: make(chan error, 1),
-		addressed: req.ConversationAddressed}
+	var stopWatch func() bool
+	pc := &pendingCall{host: b.host, msg: msg, addressed: req.ConversationAddressed}
+	pc.finish = func(a *pb.RemoteAnswer, err error) {
+		if stopWatch != nil {
+			stopWatch()
+		}
+		if err != nil {
+			done(gateway.Response{}, err)
+			return
+		}
+		done(responseOf(a))
+	}
 	h.mu.Lock()
 	if c := h.table.condition(b.host, b.name); c.State == gateway.StateHostLost {
 		h.mu.Unlock()
-		return gateway.Response{}, &gateway.Fault{Backend: b.name, NotSent: true, Condition: c}
+		done(gateway.Response{}, &gateway.Fault{Backend: b.name, NotSent: true, Condition: c})
+		return
 	}
 	// A host not registered yet has no outbox: it gets the call with the
 	// resends of its registration.
@@ -567,26 +616,41 @@ func (b *hostBackend) Send(ctx context.Context, req gateway.Request) (gateway.Re
 		pc.sentAt = now
 	}
 	h.calls[call] = pc
+	// Set before the call can be answered (h.mu is held), so finish sees
+	// it.
+	if ctx.Done() != nil {
+		stopWatch = context.AfterFunc(ctx, func() { b.abandon(ctx, call, msg.Intent) })
+	}
 	h.mu.Unlock()
 	if ob != nil {
 		ob.call(msg, now)
-	}
-	select {
-	case a := <-pc.done:
-		return responseOf(a)
-	case err := <-pc.lostErr:
-		return gateway.Response{}, err
-	case <-ctx.Done():
-		h.mu.Lock()
-		delete(h.calls, call)
-		ob = h.outbox[b.host]
-		h.mu.Unlock()
-		shutdown := errors.Is(context.Cause(ctx), gateway.ErrShutdown)
-		if ob != nil {
-			ob.cancel(&pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: msg.Intent, Call: call, Shutdown: shutdown}, h.cfg.Clock.Now())
+		if pc.abandoned.Load() {
+			// Its context ended while the call was being queued:
+			// abandon's cancel may have gone first.
+			ob.cancel(&pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: msg.Intent, Call: call,
+				Shutdown: errors.Is(context.Cause(ctx), gateway.ErrShutdown)}, h.cfg.Clock.Now())
 		}
-		return gateway.Response{}, fmt.Errorf("%s on host %s: %w", b.name, b.host, ctx.Err())
 	}
+}
+
+// abandon ends call as its caller's context ended, unless it ended
+// already: the host is told to cancel it.
+func (b *hostBackend) abandon(ctx context.Context, call, intent uint64) {
+	h := b.hub
+	h.mu.Lock()
+	c, ok := h.calls[call]
+	delete(h.calls, call)
+	ob := h.outbox[b.host]
+	h.mu.Unlock()
+	if !ok {
+		return
+	}
+	c.abandoned.Store(true)
+	shutdown := errors.Is(context.Cause(ctx), gateway.ErrShutdown)
+	if ob != nil {
+		ob.cancel(&pb.RemoteCancel{Ledger: h.cfg.Ledger, Intent: intent, Call: call, Shutdown: shutdown}, h.cfg.Clock.Now())
+	}
+	c.finish(nil, fmt.Errorf("%s on host %s: %w", b.name, b.host, ctx.Err()))
 }
 
 // notify tells OnChange (and AwaitHosts) the state of host.

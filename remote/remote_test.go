@@ -283,3 +283,14 @@ func TestRestartedHostReadsThePageFirst(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, (<-g2.arrived).Interrupted)
 }
+
+// A hub and a host run on slim registries, and a call crosses.
+func TestHubAndHostRunOnSlimRegistries(t *testing.T) {
+	hub := startTestHub(t, HubConfig{Transport: Transport{Plaintext: true}})
+	host, _ := startTestHost(t, hostOpts{orchestrator: hub.Address(), backends: []gateway.Backend{newSim("s1")}})
+	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
+	_, err := hub.Backend("s1", "desk").Send(context.Background(), request(1, "p"))
+	require.NoError(t, err)
+	assert.Len(t, hub.sys.ProcessRegistry.LocalPIDs.LocalPIDs, registryBuckets)
+	assert.Len(t, host.sys.ProcessRegistry.LocalPIDs.LocalPIDs, registryBuckets)
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	pr "github.com/asynkron/protoactor-go/remote"
+	cmap "github.com/orcaman/concurrent-map"
 	"github.com/rs/zerolog"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -109,11 +110,34 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 	sys := actor.NewActorSystemWithConfig(actor.Configure(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(quietTransport{logging.Slog(logw).Handler()})
 	})))
+	slimRegistry(sys)
 	r := pr.NewRemote(sys, pr.Configure(host, port, opts...))
 	if err := startRemote(r); err != nil {
 		return nil, nil, fmt.Errorf("listen %s: %w", t.Listen, err)
 	}
 	return sys, r, nil
+}
+
+// registryBuckets is how many buckets the process registry of a hub's
+// or a host's actor system has. Each side holds a handful of processes;
+// protoactor makes 1,024 buckets of 32 maps each (about 4 MB of small
+// maps a system), which every garbage collection of the process scans.
+const registryBuckets = 4
+
+// slimRegistry gives sys's process registry registryBuckets buckets,
+// keeping the processes the system registered as it started. It runs
+// before anything else can reach the registry.
+func slimRegistry(sys *actor.ActorSystem) {
+	old := sys.ProcessRegistry.LocalPIDs
+	slim := &actor.SliceMap{LocalPIDs: make([]cmap.ConcurrentMap, registryBuckets)}
+	for i := range slim.LocalPIDs {
+		slim.LocalPIDs[i] = cmap.New()
+	}
+	for _, bucket := range old.LocalPIDs {
+		// IterCb, not Items: that starts a goroutine a shard.
+		bucket.IterCb(func(id string, p any) { slim.GetBucket(id).Set(id, p) })
+	}
+	sys.ProcessRegistry.LocalPIDs = slim
 }
 
 func startRemote(r *pr.Remote) (err error) {
