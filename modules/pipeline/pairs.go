@@ -296,6 +296,14 @@ type keyIndex struct {
 }
 
 func newKeyIndex(items []*Item) keyIndex {
+	x, _ := buildKeyIndex(items, nil)
+	return x
+}
+
+// buildKeyIndex is newKeyIndex, telling dup (if not nil) of each key seen
+// before, by the positions of its last and this item; dup's error stops
+// it.
+func buildKeyIndex(items []*Item, dup func(prev, i int) error) (keyIndex, error) {
 	n := 8
 	for n < 2*len(items) {
 		n <<= 1
@@ -310,13 +318,18 @@ func newKeyIndex(items []*Item) keyIndex {
 				break
 			}
 			if items[j-1].Key == it.Key {
+				if dup != nil {
+					if err := dup(int(j-1), i); err != nil {
+						return x, err
+					}
+				}
 				x.slots[h] = int32(i + 1) // a repeated key: the last one, as a map would keep
 				break
 			}
 			h = (h + 1) & x.mask
 		}
 	}
-	return x
+	return x, nil
 }
 
 func (x *keyIndex) find(items []*Item, key string) (int, bool) {
