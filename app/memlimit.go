@@ -34,17 +34,17 @@ func SetMemoryLimit(limitMB int) (bytes int64, source string) { return memoryLim
 
 // limitFor is the soft memory limit to hold for a live heap of live
 // bytes under a configured limit: the configured one while the live heap
-// stays within three fifths of it, else twice the live heap (what GOGC=100
+// stays within two thirds of it, else twice the live heap (what GOGC=100
 // gives). A limit the live heap itself nears makes the collector run
 // without end: a run of a million pipeline items (225 MB live under
 // 256 MB) went at 0.44x the items/s of one of 10k; at 1.43x the live heap
-// 0.72x, at twice it 0.85x. Within three fifths the configured limit costs
-// little: a million items at 140-155 MB live ran 3-5 % slower under
+// 0.72x, at twice it 0.85x. Within two thirds the configured limit costs
+// little: a million items at 140-160 MB live ran 3-5 % slower under
 // 256 MB than under twice the live heap, at 314-322 MB peak RSS instead
 // of 366-374. Past that point the limit follows the heap, and fano says
 // so.
 func limitFor(configured, live int64) int64 {
-	if live <= configured/5*3 {
+	if live <= configured/3*2 {
 		return configured
 	}
 	return max(configured, live*2)

@@ -43,7 +43,7 @@ func (l *Log) Compact() (CompactResult, error) {
 	// what compaction read of every block is: the next Stats need not read
 	// the whole log again through the mapping (gigabytes of file pages
 	// resident at a million items).
-	l.blockCounts.invalidate()
+	l.blockCounts.compacting()
 	counts := map[uint64]int{}
 	defer func() { l.blockCounts.reset(counts) }()
 	var res CompactResult

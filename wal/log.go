@@ -143,7 +143,8 @@ type Log struct {
 	lastSeq atomic.Uint64 // last durable seq
 	touched atomic.Int64  // bytes read or written through the mapping since ReleasePages
 
-	chunkCompacted func() // tests: called after each Compact transaction, before its pages are released
+	chunkCompacted func()       // tests: called after each Compact transaction, before its pages are released
+	statsReadBack  atomic.Int64 // blocks Stats read back to count their entries
 
 	mu          sync.Mutex
 	cond        *sync.Cond // signalled when queue grows or closed is set
@@ -688,6 +689,8 @@ func (l *Log) Stats() (Stats, error) {
 	s := Stats{LastSeq: l.LastSeq()}
 	counts, gen := l.blockCounts.snapshot()
 	fresh := map[uint64]int{}
+	read := 0 // bytes of blocks read back through the mapping
+	defer func() { l.noteTouched(read) }()
 	err := l.view(func(tx *bolt.Tx) error {
 		blocks := tx.Bucket(bucketBlocks)
 		c := blocks.Cursor()
@@ -707,6 +710,8 @@ func (l *Log) Stats() (Stats, error) {
 			if err != nil {
 				return err
 			}
+			read += len(v)
+			l.statsReadBack.Add(1)
 			fresh[first] = n
 			s.Entries += n
 			s.Blocks++
@@ -794,12 +799,15 @@ func (c *blockCountCache) reset(counts map[uint64]int) {
 	c.counts = counts
 }
 
-// invalidate forgets every count (the blocks are being rewritten).
-func (c *blockCountCache) invalidate() {
+// compacting begins a compaction: a Stats walk in flight is not kept (the
+// blocks change under it). The counts stay: Stats during the compaction
+// still counts what it drops until reset. Forgotten, every Stats of a
+// compaction's tens of seconds read the whole log back through the
+// mapping.
+func (c *blockCountCache) compacting() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	c.counts = nil
 }
 
 // heldByAnother reports whether another open of path holds its lock now

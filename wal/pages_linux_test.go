@@ -172,3 +172,31 @@ func TestLoadCheckpointReleasesPages(t *testing.T) {
 	require.NoError(t, err)
 	require.Less(t, mappedKB(t, path), 6<<10, "after Checkpoints")
 }
+
+// Stats during a compaction (a heartbeat's, every few seconds of one that
+// runs tens of seconds) counts from what it knew and reads no block back
+// through the mapping.
+func TestStatsDuringCompactionReadsNoBlockBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	l := openTest(t, path, testOptions())
+	fill(t, l, 40)
+	require.NoError(t, l.SaveCheckpoint("o", l.LastSeq()/2, []byte("snapshot")))
+	before, err := l.Stats()
+	require.NoError(t, err)
+	read := l.statsReadBack.Load()
+	during := 0
+	l.chunkCompacted = func() {
+		s, err := l.Stats()
+		require.NoError(t, err)
+		require.Positive(t, s.Entries)
+		during++
+	}
+	_, err = l.Compact()
+	require.NoError(t, err)
+	require.Greater(t, during, 1)
+	require.Equal(t, read, l.statsReadBack.Load(), "no block read back during the compaction")
+	after, err := l.Stats()
+	require.NoError(t, err)
+	require.Less(t, after.Entries, before.Entries)
+	require.Equal(t, read, l.statsReadBack.Load(), "nor after it")
+}
