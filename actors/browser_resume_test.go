@@ -89,13 +89,7 @@ func TestShutdownMidAnswerResumesFromPage(t *testing.T) {
 // address: after the restart the answer is read from that page, and the
 // prompt is not sent a second time in a new conversation.
 func TestShutdownDuringFirstPromptResumesFromPage(t *testing.T) {
-	release, err := browser.AcquireDriver()
-	require.NoError(t, err, "browser tests need Chromium and the Playwright driver; run `make deps`")
-	defer release()
-	site, err := fakechat.New("turns")
-	require.NoError(t, err)
-	defer site.Close()
-	site.SetControl(fakechat.Control{TokenMS: 60}) // the answer streams for seconds
+	site := streamingTurns(t)
 	profileDir := browser.ProfileDir(t.TempDir(), "chatgpt")
 	newBackend := func() gateway.Backend {
 		be, err := turnsBackend(site.URL(), profileDir, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))

@@ -189,13 +189,7 @@ func killedProcess(t *testing.T, env ...string) *exec.Cmd {
 // that page: the site received the prompt once, and the task completes
 // with the site's answer to it.
 func TestKilledDuringFirstPromptReadsTheAnswerFromThePage(t *testing.T) {
-	release, err := browser.AcquireDriver()
-	require.NoError(t, err, "browser tests need Chromium and the Playwright driver; run `make deps`")
-	defer release()
-	site, err := fakechat.New("turns")
-	require.NoError(t, err)
-	defer site.Close()
-	site.SetControl(fakechat.Control{TokenMS: 60}) // the answer streams for seconds
+	site := streamingTurns(t)
 	dir := t.TempDir()
 	signIn(t, site, browser.ProfileDir(dir, "chatgpt"))
 
@@ -255,4 +249,19 @@ func probeAnswers(t *testing.T, sys *System) map[string][]string {
 	var answers map[string][]string
 	require.NoError(t, sys.WithModule(probe.Name, func(m modules.Module) { answers = m.(*probe.Module).Answers() }))
 	return answers
+}
+
+// streamingTurns takes the browser driver and starts the fake Turns site
+// with answers that stream for seconds (a stop lands mid-answer), both
+// released when the test ends.
+func streamingTurns(t *testing.T) *fakechat.Server {
+	t.Helper()
+	release, err := browser.AcquireDriver()
+	require.NoError(t, err, "browser tests need Chromium and the Playwright driver; run `make deps`")
+	t.Cleanup(release)
+	site, err := fakechat.New("turns")
+	require.NoError(t, err)
+	t.Cleanup(func() { site.Close() })
+	site.SetControl(fakechat.Control{TokenMS: 60})
+	return site
 }

@@ -335,13 +335,7 @@ func startHostProcess(t *testing.T, hub *testHub, site *fakechat.Server, profile
 // same browser profile reads the answer from that page: the site got the
 // prompt once, and the task completes with the site's answer.
 func TestKilledGatewayHostReadsTheFirstAnswerFromThePage(t *testing.T) {
-	release, err := browser.AcquireDriver()
-	require.NoError(t, err, "browser tests need Chromium and the Playwright driver; run `make deps`")
-	defer release()
-	site, err := fakechat.New("turns")
-	require.NoError(t, err)
-	defer site.Close()
-	site.SetControl(fakechat.Control{TokenMS: 60}) // the answer streams for seconds
+	site := streamingTurns(t)
 	profileDir := browser.ProfileDir(t.TempDir(), "chatgpt")
 	signIn(t, site, profileDir)
 	journal := filepath.Join(t.TempDir(), "prompts.jsonl")
