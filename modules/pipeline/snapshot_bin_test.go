@@ -17,21 +17,7 @@ import (
 // same state gives the same bytes, and a JSON snapshot of an older run
 // still restores.
 func TestBinarySnapshotRestoresTheWholeState(t *testing.T) {
-	def, items := writeDef(t, strict, 8)
-	h := newHarness(t, def, items)
-	answers := []string{
-		"{\"verdict\": true, \"confidence\": 0.5, \"why\": \"a<b & \\\"q\\\" \\t\\u0001 ü\"}",
-		"not json at all \x00 \u2028",
-		`{"verdict": true, "confidence": 0.95}`,
-	}
-	n := 0
-	h.answer = func(task *pb.Task, _ string) string {
-		n++
-		if field(task, "item") < "i04" {
-			return answers[n%2]
-		}
-		return answers[2]
-	}
+	def, items, h := mixedAnswers(t)
 	h.runAll()
 	h.apply(h.m.DecideRetryFailed(""))
 	h.m.pairOf("verdict", "i07", "m1").Cost = 1.5e-9

@@ -520,21 +520,7 @@ func TestItemValuesAreDecodedOnlyWhileOpen(t *testing.T) {
 // the same bytes), with failed pairs' raw answers, stages, attempts,
 // generations, costs and the requests per day; and it restores.
 func TestSnapshotIsTheStateAsJSON(t *testing.T) {
-	def, items := writeDef(t, strict, 8)
-	h := newHarness(t, def, items)
-	answers := []string{
-		"{\"verdict\": true, \"confidence\": 0.5, \"why\": \"a<b & \\\"q\\\" \\t\\u0001 ü\"}",
-		"not json at all \x00 \u2028",
-		`{"verdict": true, "confidence": 0.95}`,
-	}
-	n := 0
-	h.answer = func(task *pb.Task, _ string) string {
-		n++
-		if field(task, "item") < "i04" {
-			return answers[n%2]
-		}
-		return answers[2]
-	}
+	def, items, h := mixedAnswers(t)
 	same := func() string {
 		t.Helper()
 		st := h.m.st
@@ -711,4 +697,27 @@ func TestKeyIndexFindsItemsByKey(t *testing.T) {
 	var empty keyIndex
 	_, ok = empty.find(nil, "k1")
 	assert.False(t, ok)
+}
+
+// mixedAnswers is a harness over 8 items whose first four get answers
+// that fail (text that needs escaping, NUL bytes, no JSON) in turn with
+// ones that pass; the others pass.
+func mixedAnswers(t *testing.T) (*Definition, []*Item, *harness) {
+	t.Helper()
+	def, items := writeDef(t, strict, 8)
+	h := newHarness(t, def, items)
+	answers := []string{
+		"{\"verdict\": true, \"confidence\": 0.5, \"why\": \"a<b & \\\"q\\\" \\t\\u0001 ü\"}",
+		"not json at all \x00 \u2028",
+		`{"verdict": true, "confidence": 0.95}`,
+	}
+	n := 0
+	h.answer = func(task *pb.Task, _ string) string {
+		n++
+		if field(task, "item") < "i04" {
+			return answers[n%2]
+		}
+		return answers[2]
+	}
+	return def, items, h
 }
