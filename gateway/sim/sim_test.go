@@ -306,8 +306,14 @@ func TestHourlyAndDeepReportLaterReset(t *testing.T) {
 
 func TestTimeoutFaultHangsUntilContextDone(t *testing.T) {
 	b, _ := fakeBackend(Config{TimeoutRate: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
+	// The deadline passes once the request hangs (a timer's could pass
+	// before Send began on a busy machine: nothing would hang).
+	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	b.OnWait(func(_ context.Context, waiting bool) {
+		if waiting {
+			ctx.expire()
+		}
+	})
 	r := await(t, sendAsync(ctx, b, req("t", "x")))
 	require.ErrorIs(t, r.err, context.DeadlineExceeded)
 	assert.Equal(t, "transient", gateway.Kind(r.err))
@@ -561,4 +567,22 @@ func TestFaultsAreConditions(t *testing.T) {
 	assert.Equal(t, gateway.ClassTransient, f.Condition.Class())
 	assert.Equal(t, "transient", gateway.Kind(err))
 	require.ErrorIs(t, err, gateway.ErrTransient)
+}
+
+// expiring is a context whose deadline passes when expire is called.
+type expiring struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func (e *expiring) expire()               { e.once.Do(func() { close(e.done) }) }
+func (e *expiring) Done() <-chan struct{} { return e.done }
+func (e *expiring) Err() error {
+	select {
+	case <-e.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
 }
