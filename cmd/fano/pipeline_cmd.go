@@ -198,7 +198,11 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run (or resume) a pipeline until every item is done or a limit is reached",
-		Args:  cobra.ExactArgs(1),
+		Long: "Run (or resume) a pipeline until every item is done or a limit is reached.\n\n" +
+			"The items of a JSONL file are read back from it as the run reaches them: keep the file as it is\n" +
+			"until the run ends (a line that no longer holds its item's key is refused, naming the file, line\n" +
+			"and item; other edits are read as they are then).",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("max-items") && maxItems <= 0 {
 				return usageErrorf("--max-items %d: give a positive count", maxItems)
