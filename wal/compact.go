@@ -209,8 +209,10 @@ func (l *Log) compactChunk(covered map[string]uint64, start uint64, res *Compact
 	// to ReleasePagesEvery: bbolt reads more pages than the blocks' (the
 	// tree's, deleted buckets') and a compaction runs beside appends for
 	// tens of seconds at a million items.
-	l.touched.Store(0)
-	l.ReleasePages()
+	if l.opts.ReleasePagesEvery > 0 {
+		l.touched.Store(0)
+		l.ReleasePages()
+	}
 	for k, n := range left {
 		counts[k] = n
 	}

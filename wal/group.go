@@ -325,7 +325,7 @@ func (l *Log) writeBatch(batch []*request, buf []byte, failed error, start time.
 	}
 	if err == nil {
 		l.noteTouched(wrote) // after the answers: no writer waits on it
-		if checkpointed {
+		if checkpointed && l.opts.ReleasePagesEvery > 0 {
 			// bbolt rewrote the checkpoints beside it in their page and
 			// read them through the mapping to do so: a small checkpoint
 			// beside a large run's held tens of megabytes resident.
