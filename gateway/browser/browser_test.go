@@ -18,6 +18,7 @@ import (
 
 	"fano/gateway"
 	"fano/gateway/browser/fakechat"
+	"fano/internal/testctx"
 )
 
 // These tests drive the real Chromium (headless) against the fake chat UIs
@@ -270,11 +271,11 @@ func TestGenerateForeverEndsWithContext(t *testing.T) {
 	_, streaming := f.site.Streams()
 
 	// The deadline passes once the answer shows, however slow the machine.
-	deadline := newManualDeadline()
+	deadline := testctx.NewDeadline()
 	errCh := make(chan error, 1)
 	go func() { _, err := b.Send(deadline, gateway.Request{Prompt: "never ending"}); errCh <- err }()
 	<-streaming
-	deadline.pass()
+	deadline.Pass()
 	err := <-errCh
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, "transient", gateway.Kind(err))
@@ -445,28 +446,3 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
-
-// manualDeadline is a context whose deadline passes when pass is called:
-// a deadline that does not depend on how fast the machine is.
-type manualDeadline struct {
-	context.Context // Background: no values, no deadline of its own
-	done            chan struct{}
-	once            sync.Once
-}
-
-func newManualDeadline() *manualDeadline {
-	return &manualDeadline{Context: context.Background(), done: make(chan struct{})}
-}
-
-func (d *manualDeadline) Done() <-chan struct{} { return d.done }
-
-func (d *manualDeadline) Err() error {
-	select {
-	case <-d.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
-
-func (d *manualDeadline) pass() { d.once.Do(func() { close(d.done) }) }

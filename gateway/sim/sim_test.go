@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"fano/gateway"
+	"fano/internal/testctx"
 )
 
 // t0 is 10:20 UTC: 10 minutes before an hour window starting at :30.
@@ -308,10 +309,10 @@ func TestTimeoutFaultHangsUntilContextDone(t *testing.T) {
 	b, _ := fakeBackend(Config{TimeoutRate: 1})
 	// The deadline passes once the request hangs (a timer's could pass
 	// before Send began on a busy machine: nothing would hang).
-	ctx := &expiring{Context: context.Background(), done: make(chan struct{})}
+	ctx := testctx.NewDeadline()
 	b.OnWait(func(_ context.Context, waiting bool) {
 		if waiting {
-			ctx.expire()
+			ctx.Pass()
 		}
 	})
 	r := await(t, sendAsync(ctx, b, req("t", "x")))
@@ -567,22 +568,4 @@ func TestFaultsAreConditions(t *testing.T) {
 	assert.Equal(t, gateway.ClassTransient, f.Condition.Class())
 	assert.Equal(t, "transient", gateway.Kind(err))
 	require.ErrorIs(t, err, gateway.ErrTransient)
-}
-
-// expiring is a context whose deadline passes when expire is called.
-type expiring struct {
-	context.Context
-	done chan struct{}
-	once sync.Once
-}
-
-func (e *expiring) expire()               { e.once.Do(func() { close(e.done) }) }
-func (e *expiring) Done() <-chan struct{} { return e.done }
-func (e *expiring) Err() error {
-	select {
-	case <-e.done:
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
 }
