@@ -200,3 +200,18 @@ func TestStatsDuringCompactionReadsNoBlockBack(t *testing.T) {
 	require.Less(t, after.Entries, before.Entries)
 	require.Equal(t, read, l.statsReadBack.Load(), "nor after it")
 }
+
+// With releases off (ReleasePagesEvery < 0), a compaction leaves what it
+// read mapped: the releases it makes keep to the switch.
+func TestCompactKeepsToReleasesOff(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fano.db")
+	opts := testOptions()
+	opts.ReleasePagesEvery = -1
+	l := openTest(t, path, opts)
+	fill(t, l, 16)
+	require.NoError(t, l.SaveCheckpoint("o", l.LastSeq()/2, []byte("snapshot")))
+	l.ReleasePages()
+	_, err := l.Compact()
+	require.NoError(t, err)
+	require.Greater(t, mappedKB(t, path), 4<<10, "nothing released by itself")
+}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"math"
 	"testing"
 
 	"fano/pb"
@@ -82,4 +83,15 @@ func TestBinarySnapshotCutShortIsRefused(t *testing.T) {
 	assert.Contains(t, err.Error(), "more than the snapshot holds")
 	trailing := append(append([]byte{}, bin...), 0)
 	assert.ErrorContains(t, New(Config{Def: def, Items: items}).Restore(trailing), "after its end")
+}
+
+// A pair's attempts stop at their type's bound, counted or restored: they
+// never wrap round to a count that would ask again.
+func TestAttemptsStopAtTheirBound(t *testing.T) {
+	p := pair{Attempts: math.MaxInt16 - 1}
+	p.addAttempt()
+	p.addAttempt()
+	assert.Equal(t, int16(math.MaxInt16), p.Attempts)
+	assert.Equal(t, int16(math.MaxInt16), attemptsOf(1<<40))
+	assert.Equal(t, int16(0), attemptsOf(-3))
 }
