@@ -139,6 +139,29 @@
     if (!VIEWS.includes(view)) view = "overview";
     return { view: view, arg: decodeURIComponent(arg || ""), q: new URLSearchParams(query || "") };
   }
+  // A view's refresh can be overtaken by a newer one: a filter changed,
+  // or another task opened, while the last answer was still on its way.
+  // Answers may arrive in any order, so only the newest refresh of a view
+  // draws; an older one's answer is dropped. While any refresh of a view
+  // is in flight its section is aria-busy.
+  const refreshes = {}; // view -> { started, open }
+  function startRefresh(view) {
+    const r = refreshes[view] || (refreshes[view] = { started: 0, open: 0 });
+    const n = ++r.started;
+    r.open++;
+    const section = $("view-" + view);
+    if (section) section.setAttribute("aria-busy", "true");
+    let ended = false;
+    return {
+      newest: () => n === r.started,
+      end: () => {
+        if (ended) return;
+        ended = true;
+        if (--r.open === 0 && section) section.setAttribute("aria-busy", "false");
+      },
+    };
+  }
+
   function go(hash) { if (location.hash !== hash) location.hash = hash; else route(); }
   function taskHref(id) { return "#/task/" + encodeURIComponent(id); }
 
@@ -439,7 +462,15 @@
     if (p.q) q.set("q", p.q);
     q.set("limit", String(p.limit));
     q.set("offset", String((p.page - 1) * p.limit));
-    const page = await api("GET", "/api/tasks?" + q.toString());
+    const turn = startRefresh("tasks");
+    try {
+      const page = await api("GET", "/api/tasks?" + q.toString());
+      if (turn.newest()) drawTasks(p, page);
+    } finally {
+      turn.end();
+    }
+  }
+  function drawTasks(p, page) {
     const tasks = page.tasks;
     const first = page.total ? page.offset + 1 : 0;
     $("tasks-count").textContent = page.total + (page.total === 1 ? " task" : " tasks") + (p.state || p.module || p.q ? (page.total === 1 ? " matches" : " match") : " in memory");
@@ -569,13 +600,21 @@
   async function refreshTask() {
     const id = current.arg;
     const box = $("task-detail");
-    let t;
+    const turn = startRefresh("task");
     try {
-      t = await api("GET", "/api/orchestrator/task/" + encodeURIComponent(id));
-    } catch (e) {
-      box.replaceChildren(el("p", { class: "result err", text: e.message }));
-      return;
+      let t;
+      try {
+        t = await api("GET", "/api/orchestrator/task/" + encodeURIComponent(id));
+      } catch (e) {
+        if (turn.newest()) box.replaceChildren(el("p", { class: "result err", text: e.message }));
+        return;
+      }
+      if (turn.newest()) drawTask(id, box, t);
+    } finally {
+      turn.end();
     }
+  }
+  function drawTask(id, box, t) {
     const keepScroll = taskShown === id ? box.querySelector(".conversation") : null;
     taskShown = id;
     const facts = el("dl", { class: "facts" });
@@ -833,7 +872,15 @@
     historyAt = Date.now();
     const hours = parseInt(current.q.get("hours") || "336", 10);
     $("history-hours").value = String(hours);
-    const h = await api("GET", "/api/history?hours=" + hours);
+    const turn = startRefresh("history");
+    try {
+      const h = await api("GET", "/api/history?hours=" + hours);
+      if (turn.newest()) drawHistory(h);
+    } finally {
+      turn.end();
+    }
+  }
+  function drawHistory(h) {
     $("history-note").textContent = (h.complete ? "" : h.reading ? "Still reading fano's log for the earlier hours… " :
       "fano's log could not be read to its end: the hours before the panel started may be short. ") +
       "From " + fmtTime(h.from) + " to " + fmtTime(h.to) + ". Hours are UTC hours.";
