@@ -115,6 +115,13 @@ const (
 	// EndErrorTurn: the site ended the turn with an error ("Something went
 	// wrong", "could not be fully generated").
 	EndErrorTurn Ending = "error_turn"
+	// EndTokenLimit: the provider stopped the answer at its output token
+	// limit (finish_reason "length"). Asking the same again is cut the
+	// same way, so it is not retried: the request fails, naming why.
+	EndTokenLimit Ending = "token_limit"
+	// EndFiltered: the provider's content filter stopped the answer
+	// (finish_reason "content_filter"): no answer, like a refusal.
+	EndFiltered Ending = "filtered"
 )
 
 // ErrCut is the transient fault of an answer whose completion was not
@@ -122,11 +129,22 @@ const (
 var ErrCut = errors.New("answer not complete")
 
 // Whole returns nil when resp may be recorded as an answer, and otherwise
-// a transient error (errors.Is ErrCut and ErrTransient) naming how the
-// answer ended. It is the one place that decides.
+// an error (errors.Is ErrCut) naming how the answer ended: transient for
+// an answer cut on its way, which is asked again; permanent for one the
+// provider stopped at its token limit, which would be cut again; a bad
+// answer (tried elsewhere) for one its content filter stopped. It is the
+// one place that decides.
 func Whole(backend string, resp Response) error {
 	if resp.Ended == EndComplete && resp.Incomplete == "" {
 		return nil
+	}
+	switch resp.Ended {
+	case EndTokenLimit:
+		return &Error{Backend: backend, Kind: ErrPermanent, Err: ErrCut,
+			Msg: fmt.Sprintf("answer not recorded: the provider stopped it at its output token limit after %d chars (finish_reason length); asked again it would be cut the same way", len(resp.Content))}
+	case EndFiltered:
+		return &Error{Backend: backend, Kind: ErrBadAnswer, Err: ErrCut,
+			Msg: fmt.Sprintf("answer not recorded: the provider's content filter stopped it after %d chars (finish_reason content_filter)", len(resp.Content))}
 	}
 	why := string(resp.Ended)
 	if why == "" {

@@ -421,7 +421,13 @@ func (b *Backend) Send(ctx context.Context, req gateway.Request) (gateway.Respon
 	}
 	if err != nil {
 		// A cut or failed answer is not settled: the server counted its
-		// prompt, and the estimate stays in the window once.
+		// prompt, and the estimate stays in the window once. One the
+		// provider stopped itself (token limit, filter) it finished on its
+		// side, and its usage is what it counted.
+		stopped := out.Ended == gateway.EndTokenLimit || out.Ended == gateway.EndFiltered
+		if stopped && b.cfg.Limiter != nil && out.PromptTokens+out.CompletionTokens > 0 {
+			b.cfg.Limiter.Settle(grant, int(out.PromptTokens+out.CompletionTokens))
+		}
 		return out, b.record(req, err, nil)
 	}
 	if b.cfg.Limiter != nil {
@@ -601,15 +607,38 @@ func (b *Backend) readJSON(ctx, rctx context.Context, req gateway.Request, h htt
 		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (no choices)", req.TaskID)
 	}
 	text := string(cr.Choices[0].Message.Content)
-	if strings.TrimSpace(text) == "" {
-		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (no content, finish_reason %q)", req.TaskID, cr.Choices[0].FinishReason)
-	}
-	// A whole JSON body is the provider's own end of the answer.
-	out := gateway.Response{Content: text, Ended: gateway.EndComplete}
+	out := gateway.Response{Content: text, Ended: endingOf(cr.Choices[0].FinishReason)}
 	if cr.Usage != nil {
 		out.PromptTokens, out.CompletionTokens = cr.Usage.PromptTokens, cr.Usage.CompletionTokens
 	}
+	if out.Ended != gateway.EndComplete {
+		// Stopped by the provider (token limit, filter), perhaps with
+		// nothing said at all: never an answer, and not a passing fault.
+		return out, b.stopped(req, out)
+	}
+	if strings.TrimSpace(text) == "" {
+		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (no content, finish_reason %q)", req.TaskID, cr.Choices[0].FinishReason)
+	}
 	return out, nil
+}
+
+// endingOf reads a choice's finish_reason: a whole JSON body or a
+// stream's [DONE] is the provider's own end of the answer unless the
+// reason says it stopped the answer itself.
+func endingOf(finishReason string) gateway.Ending {
+	switch finishReason {
+	case "length", "max_tokens", "model_length":
+		return gateway.EndTokenLimit
+	case "content_filter", "safety", "recitation":
+		return gateway.EndFiltered
+	}
+	return gateway.EndComplete
+}
+
+// stopped is the error of an answer the provider stopped (gateway.Whole
+// words it), with the task it concerns.
+func (b *Backend) stopped(req gateway.Request, out gateway.Response) error {
+	return fmt.Errorf("task %s: %w", req.TaskID, gateway.Whole(b.cfg.Name, out))
 }
 
 // errorInAnswer reads an error object in a 200 (a proxy's way to fail) by

@@ -28,6 +28,7 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, h h
 		out    gateway.Response
 		data   []string // data lines of the event being read
 		events int
+		finish string // the last finish_reason a chunk gave
 	)
 	cutOff := func(format string, args ...any) error {
 		out.Content, out.Ended = text.String(), gateway.EndCut
@@ -58,6 +59,9 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, h h
 			text.WriteString(string(chunk.Choices[0].Delta.Content))
 			// Some servers put the whole message in the last chunk.
 			text.WriteString(string(chunk.Choices[0].Message.Content))
+			if r := chunk.Choices[0].FinishReason; r != "" {
+				finish = r
+			}
 		}
 		if chunk.Usage != nil {
 			out.PromptTokens, out.CompletionTokens = chunk.Usage.PromptTokens, chunk.Usage.CompletionTokens
@@ -105,7 +109,10 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, h h
 		}
 	}
 	out.Content = text.String()
-	out.Ended = gateway.EndComplete // only [DONE] leaves the loop without an error
+	out.Ended = endingOf(finish) // only [DONE] leaves the loop without an error
+	if out.Ended != gateway.EndComplete {
+		return out, b.stopped(req, out)
+	}
 	if strings.TrimSpace(out.Content) == "" {
 		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (stream had no content)", req.TaskID)
 	}
