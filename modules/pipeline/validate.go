@@ -316,7 +316,14 @@ type Stage = string
 func (d *Definition) ValidateAnswer(s *Step, it *Item, steps map[string]any, answer string) (any, Stage, error) {
 	v, err := extractJSON(answer)
 	if err != nil {
-		return nil, "parse", err
+		// A step without a schema asks for prose as well: an answer that
+		// holds no JSON is its text. (Refused, it would be asked again
+		// until its attempts were spent, each one charged.)
+		text := strings.TrimSpace(answer)
+		if s.LLM.Schema != nil || text == "" {
+			return nil, "parse", err
+		}
+		v = text
 	}
 	if s.LLM.Schema != nil {
 		if err := matchSchema(s.LLM.Schema, v, "output"); err != nil {
