@@ -194,7 +194,14 @@
   // ---- status
   let lastStatus = null;
   async function refreshStatus() {
-    const st = await api("GET", "/api/orchestrator/status");
+    const turn = startRefresh("status");
+    let st;
+    try {
+      st = await api("GET", "/api/orchestrator/status");
+    } finally {
+      turn.end();
+    }
+    if (!turn.newest()) return;
     lastStatus = st;
     $("orch-state").textContent = st.state === "running" ? "running" : st.state.replace(/_/g, " ");
     $("orch-state").dataset.state = st.state;
@@ -697,7 +704,14 @@
   // ---- alerts
   let alertsSeen = null; // ids already known (null: first load, nothing notified)
   async function refreshAlerts() {
-    const a = await api("GET", "/api/alerts");
+    const turn = startRefresh("alerts");
+    let a;
+    try {
+      a = await api("GET", "/api/alerts");
+    } finally {
+      turn.end();
+    }
+    if (!turn.newest()) return;
     const count = $("alert-count");
     count.textContent = String(a.open);
     count.hidden = a.open === 0;
