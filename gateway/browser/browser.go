@@ -148,6 +148,9 @@ type Backend struct {
 	lastURL  string // the page's URL at the last reading of an answer
 	degraded string // the current request was answered by another model (noticeOutcome.model)
 	taskType string // the current request's task type
+	// continuing: the current request continues a conversation (a
+	// notice that the conversation is full then means a new one).
+	continuing bool
 	// noticeAccepted is the notice text the current request went on
 	// after (a degraded model, a message that is no limit).
 	noticeAccepted string
@@ -914,7 +917,7 @@ func (b *Backend) exchange(ctx context.Context, req gateway.Request, images []st
 	if continuing {
 		target = req.ConversationURL
 	}
-	b.taskType = req.TaskType
+	b.taskType, b.continuing = req.TaskType, continuing
 	page, err := b.load(ctx, target)
 	if err != nil {
 		return none, err

@@ -21,6 +21,11 @@ const (
 	NoticeDegraded = "degraded"
 	// NoticeTransient: the notice is an ordinary error; a retry may work.
 	NoticeTransient = "transient"
+	// NoticeConversationFull: the conversation reached the site's length
+	// limit ("start a new conversation"). Asked again there it fails the
+	// same way: the task goes on in a new conversation. In a new
+	// conversation it is the prompt itself that is too long.
+	NoticeConversationFull = "conversation_full"
 )
 
 // Notice is what a visible notice says, read with the profile's patterns.
@@ -110,6 +115,8 @@ func (b *Backend) classifyNotice(text, taskType string, answering, sent bool) no
 		return noticeOutcome{err: &gateway.Fault{Backend: b.name, Condition: c, NotSent: !sent, Err: rl}}
 	}
 	switch {
+	case n.Kind == NoticeConversationFull:
+		return noticeOutcome{err: b.conversationFull(n.Reason)}
 	case v.Row == rowRate || v.Row == rowCap:
 		return limit(v.Condition)
 	case n.Kind == NoticeDegraded:
@@ -128,6 +135,18 @@ func (b *Backend) classifyNotice(text, taskType string, answering, sent bool) no
 		return noticeOutcome{}
 	}
 	return noticeOutcome{err: gateway.Transient(b.name, "the site showed a message that is not a limit (%s)", n.Reason)}
+}
+
+// conversationFull is the error of a conversation the site says is full:
+// continued, the task starts a new one (primed with its last turns); new,
+// the prompt is longer than the site takes, which asking again does not
+// change.
+func (b *Backend) conversationFull(reason string) error {
+	if b.continuing {
+		b.dropPage()
+		return gateway.Classified(b.name, gateway.ErrConversationGone, "the conversation reached the site's length limit (%s): the task goes on in a new one", reason)
+	}
+	return gateway.Permanent(b.name, "a new conversation refused the prompt as too long (%s)", reason)
 }
 
 // acceptsDegraded says whether a task type takes answers from the site's

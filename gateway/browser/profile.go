@@ -171,8 +171,10 @@ type Pattern struct {
 	Retry string `yaml:"retry"`
 	// Kind is what the notice means: cap (a usage cap), rate (a short
 	// rate limit), degraded (the site answers with another model; a named
-	// group "model" may hold the model it ran out of) or transient (an
-	// ordinary error). Default: rate for retry relative, else cap.
+	// group "model" may hold the model it ran out of), transient (an
+	// ordinary error) or conversation_full (the conversation reached the
+	// site's length limit: the task goes on in a new one). Default: rate
+	// for retry relative, else cap.
 	Kind string `yaml:"kind"`
 
 	re *regexp.Regexp

@@ -209,9 +209,9 @@ func (p *Profile) validateLanguage(add func(field, format string, args ...any)) 
 	}
 	for i := range p.RateLimit.Patterns {
 		switch k := p.RateLimit.Patterns[i].Kind; k {
-		case "", NoticeCap, NoticeRate, NoticeDegraded, NoticeTransient:
+		case "", NoticeCap, NoticeRate, NoticeDegraded, NoticeTransient, NoticeConversationFull:
 		default:
-			add(fmt.Sprintf("rate_limit.patterns[%d].kind", i), "%q must be one of: cap, rate, degraded, transient", k)
+			add(fmt.Sprintf("rate_limit.patterns[%d].kind", i), "%q must be one of: cap, rate, degraded, transient, conversation_full", k)
 		}
 	}
 }

@@ -220,7 +220,7 @@ func TestProfileLanguage(t *testing.T) {
 		{"profiles:\n  chatgpt:\n    selectors: {answer: [a, 3, {x: 1}]}\n",
 			"sites.yaml:3: profiles.chatgpt.selectors.answer: a selector list holds non-empty CSS selector strings"},
 		{"profiles:\n  chatgpt:\n    rate_limit:\n      patterns:\n        - {match: limit, retry: none, kind: soon}\n",
-			"sites.yaml:5: profiles.chatgpt.rate_limit.patterns[0].kind: \"soon\" must be one of: cap, rate, degraded, transient"},
+			"sites.yaml:5: profiles.chatgpt.rate_limit.patterns[0].kind: \"soon\" must be one of: cap, rate, degraded, transient, conversation_full"},
 	} {
 		_, err := ParseProfiles([]byte(tc.yaml), "sites.yaml")
 		if assert.Error(t, err, tc.yaml) {

@@ -283,3 +283,43 @@ func TestSites2026NoticeBeforeSending(t *testing.T) {
 	assert.Equal(t, answer("1", "Go on."), r.Content)
 	assert.Empty(t, r.Model)
 }
+
+// A conversation the site says is full (its length limit) is not asked
+// again: the task goes on in a new conversation, which answers; a new
+// conversation that refuses the prompt as too long fails the request,
+// which asking again would not change. One wording per site, each as
+// the site's banner.
+func TestSites2026ConversationFull(t *testing.T) {
+	for _, tc := range []struct{ site, notice string }{
+		{"chatgpt", "The conversation is too long, please start a new one."},
+		{"claude", "Claude hit the maximum length for this conversation. Please start a new conversation to continue chatting with Claude."},
+		{"gemini", "This chat has reached its maximum length. Start a new chat to continue."},
+	} {
+		t.Run(tc.site, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture2026(t, tc.site, fakechat.Control{FullAfter: 1, FullBanner: tc.notice})
+			b := f.start(t)
+			r1 := send(t, b, gateway.Request{TaskID: "t1", Prompt: "first"})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := b.Send(ctx, gateway.Request{TaskID: "t1", Prompt: "again", ConversationURL: r1.ConversationURL})
+			require.ErrorIs(t, err, gateway.ErrConversationGone, "%v", err)
+			assert.Equal(t, "conversation_gone", gateway.Kind(err))
+			assert.Contains(t, err.Error(), "length limit")
+			assert.Equal(t, gateway.StateReady, b.Condition().State, "the backend is not in a condition")
+
+			r2 := send(t, b, gateway.Request{TaskID: "t1", Prompt: "again"})
+			assert.Equal(t, answer("1", "again"), r2.Content, "a new conversation answers")
+			assert.NotEqual(t, r1.ConversationURL, r2.ConversationURL)
+
+			// The site answers one more prompt, then refuses every prompt,
+			// new conversations too.
+			f.site.SetControl(fakechat.Control{Limit: 1, Banner: tc.notice})
+			send(t, b, gateway.Request{TaskID: "t2", Prompt: "short"})
+			_, err = b.Send(ctx, gateway.Request{TaskID: "t3", Prompt: "a very long prompt"})
+			require.Error(t, err)
+			assert.Equal(t, "permanent", gateway.Kind(err), "too long for a new conversation: %v", err)
+			assert.Equal(t, gateway.StateReady, b.Condition().State)
+		})
+	}
+}

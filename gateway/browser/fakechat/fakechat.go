@@ -46,6 +46,11 @@ type Control struct {
 	BannerOnLoad bool `json:"banner_on_load"`
 	// Banner is the banner's text (default: the site's "try again later").
 	Banner string `json:"banner"`
+	// FullAfter: a conversation that holds this many answers is full: a
+	// send to it shows FullBanner instead of answering, while a new
+	// conversation answers; 0 = never full.
+	FullAfter  int    `json:"full_after"`
+	FullBanner string `json:"full_banner"`
 	// Forever keeps an answer streaming until the stop button is clicked.
 	Forever bool `json:"forever"`
 	// TokenMS is the delay between streamed tokens (default 5).
@@ -449,6 +454,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	if _, ok := s.convs[id]; !ok || id == "" || (s.owners[id] != "" && s.owners[id] != acct) {
 		id = s.newID()
 		s.owners[id] = acct
+	}
+	if s.ctl.FullAfter > 0 && len(s.convs[id])/2 >= s.ctl.FullAfter {
+		writeJSON(w, map[string]any{"banner": s.ctl.FullBanner})
+		return
 	}
 	turn := len(s.convs[id])/2 + 1
 	answer := fmt.Sprintf("Answer %d to: %s", turn, in.Prompt)
