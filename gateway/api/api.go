@@ -328,9 +328,11 @@ type chatResponse struct {
 	Choices []struct {
 		Message struct {
 			Content content `json:"content"`
+			Refusal string  `json:"refusal"`
 		} `json:"message"`
 		Delta struct {
 			Content content `json:"content"`
+			Refusal string  `json:"refusal"`
 		} `json:"delta"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -617,9 +619,20 @@ func (b *Backend) readJSON(ctx, rctx context.Context, req gateway.Request, h htt
 		return out, b.stopped(req, out)
 	}
 	if strings.TrimSpace(text) == "" {
-		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (no content, finish_reason %q)", req.TaskID, cr.Choices[0].FinishReason)
+		return gateway.Response{}, b.saidNothing(req, cr.Choices[0].Message.Refusal, cr.Choices[0].FinishReason)
 	}
 	return out, nil
+}
+
+// saidNothing is the error of an answer the model ended with no text: a
+// bad answer (asked elsewhere, on the validation budget), not a passing
+// fault asked again without end. A refusal the provider gives apart from
+// the content is quoted.
+func (b *Backend) saidNothing(req gateway.Request, refusal, finishReason string) error {
+	if r := strings.TrimSpace(refusal); r != "" {
+		return gateway.Classified(b.cfg.Name, gateway.ErrBadAnswer, "task %s: the model refused: %q", req.TaskID, b.clipN(r, 200))
+	}
+	return gateway.Classified(b.cfg.Name, gateway.ErrBadAnswer, "task %s: empty answer (no content, finish_reason %q)", req.TaskID, finishReason)
 }
 
 // endingOf reads a choice's finish_reason: a whole JSON body or a

@@ -309,9 +309,9 @@ func TestNoCreditMakesBackendUnhealthyUntilASuccess(t *testing.T) {
 	require.NoError(t, e.b.Health(context.Background()))
 }
 
-// Bad answers: not JSON, truncated JSON, empty in several shapes, an error
+// Broken answers: not JSON, truncated JSON, no body, no choice, an error
 // object in a 200 — all Transient, naming the backend.
-func TestBadAnswersAreTransient(t *testing.T) {
+func TestBrokenAnswersAreTransient(t *testing.T) {
 	cases := map[string]struct {
 		body string
 		want string
@@ -320,9 +320,6 @@ func TestBadAnswersAreTransient(t *testing.T) {
 		"truncated json": {`{"choices":[{"message":{"content":"A projective pl`, "truncated"},
 		"no body":        {"", "empty answer"},
 		"no choices":     {`{"choices":[]}`, "empty answer (no choices)"},
-		"empty content":  {`{"choices":[{"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`, "empty answer"},
-		"blank content":  {`{"choices":[{"message":{"content":"  \n"}}]}`, "empty answer"},
-		"null content":   {`{"choices":[{"message":{"content":null}}]}`, "empty answer"},
 		"error in 200":   {`{"error":{"message":"upstream overloaded","code":502}}`, "upstream overloaded"},
 	}
 	for name, c := range cases {
@@ -336,6 +333,49 @@ func TestBadAnswersAreTransient(t *testing.T) {
 			assert.Contains(t, err.Error(), "router")
 			assert.Contains(t, err.Error(), c.want)
 			assert.EqualValues(t, 1, e.b.Stats().Transient)
+		})
+	}
+}
+
+// A model that ended its answer with nothing said, or with a refusal
+// given apart from the content, gave a bad answer: asked elsewhere on the
+// validation budget, never a passing fault asked again without end (each
+// time charged). JSON bodies and streams alike.
+func TestAnswersWithNothingSaidAreBad(t *testing.T) {
+	cases := map[string]struct {
+		body   string
+		stream []string
+		want   string
+	}{
+		"empty content": {body: `{"choices":[{"message":{"role":"assistant","content":""},"finish_reason":"stop"}]}`, want: `empty answer (no content, finish_reason "stop")`},
+		"blank content": {body: `{"choices":[{"message":{"content":"  \n"}}]}`, want: "empty answer"},
+		"null content":  {body: `{"choices":[{"message":{"content":null}}]}`, want: "empty answer"},
+		"refusal":       {body: `{"choices":[{"message":{"content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}]}`, want: `refused: "I can't help with that."`},
+		"stream, nothing": {stream: []string{`data: {"choices":[{"index":0,"delta":{"role":"assistant"},"finish_reason":"stop"}]}` + "\n\n", "data: [DONE]\n\n"},
+			want: `empty answer (no content, finish_reason "stop")`},
+		"stream, refusal": {stream: []string{`data: {"choices":[{"index":0,"delta":{"refusal":"I can't "}}]}` + "\n\n",
+			`data: {"choices":[{"index":0,"delta":{"refusal":"help with that."},"finish_reason":"stop"}]}` + "\n\n", "data: [DONE]\n\n"},
+			want: `refused: "I can't help with that."`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, func(w http.ResponseWriter, r *http.Request) {
+				if c.stream != nil {
+					sse(w, c.stream...)
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, c.body)
+			}, func(cfg *Config) { cfg.Stream = c.stream != nil })
+			_, err := e.send(t)
+			require.ErrorIs(t, err, gateway.ErrBadAnswer)
+			assert.Equal(t, "bad_answer", gateway.Kind(err))
+			assert.False(t, errors.Is(err, gateway.ErrTransient))
+			assert.Contains(t, err.Error(), "router")
+			assert.Contains(t, err.Error(), "explorer/exploration/7")
+			assert.Contains(t, err.Error(), c.want)
+			assert.Zero(t, e.b.Stats().Transient)
+			assert.Zero(t, e.b.Stats().Succeeded)
 		})
 	}
 }

@@ -24,11 +24,13 @@ import (
 func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, h http.Header, body io.Reader) (gateway.Response, error) {
 	r := bufio.NewReaderSize(io.LimitReader(body, b.cfg.MaxAnswerBytes+1), 64<<10)
 	var (
-		text   strings.Builder
-		out    gateway.Response
-		data   []string // data lines of the event being read
-		events int
-		finish string // the last finish_reason a chunk gave
+		text    strings.Builder
+		out     gateway.Response
+		data    []string // data lines of the event being read
+		events  int
+		finish  string // the last finish_reason a chunk gave
+		refusal strings.Builder
+		choices bool // a chunk held a choice (else the stream said nothing of an answer)
 	)
 	cutOff := func(format string, args ...any) error {
 		out.Content, out.Ended = text.String(), gateway.EndCut
@@ -56,9 +58,12 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, h h
 			return false, b.errorInAnswer(req, h, []byte(payload))
 		}
 		if len(chunk.Choices) > 0 {
+			choices = true
 			text.WriteString(string(chunk.Choices[0].Delta.Content))
 			// Some servers put the whole message in the last chunk.
 			text.WriteString(string(chunk.Choices[0].Message.Content))
+			refusal.WriteString(chunk.Choices[0].Delta.Refusal)
+			refusal.WriteString(chunk.Choices[0].Message.Refusal)
 			if r := chunk.Choices[0].FinishReason; r != "" {
 				finish = r
 			}
@@ -114,7 +119,12 @@ func (b *Backend) readStream(ctx, rctx context.Context, req gateway.Request, h h
 		return out, b.stopped(req, out)
 	}
 	if strings.TrimSpace(out.Content) == "" {
-		return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (stream had no content)", req.TaskID)
+		if !choices {
+			// Like a body without a choice: the provider's or a proxy's
+			// failure, not the model's answer.
+			return gateway.Response{}, gateway.Transient(b.cfg.Name, "task %s: empty answer (the stream held no choice)", req.TaskID)
+		}
+		return gateway.Response{}, b.saidNothing(req, refusal.String(), finish)
 	}
 	return out, nil
 }
