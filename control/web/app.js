@@ -162,6 +162,18 @@
     };
   }
 
+  // newestAnswer gets path for view's refresh; null when a newer refresh
+  // of the view started meanwhile (its answer is the one to draw).
+  async function newestAnswer(view, path) {
+    const turn = startRefresh(view);
+    try {
+      const v = await api("GET", path);
+      return turn.newest() ? v : null;
+    } finally {
+      turn.end();
+    }
+  }
+
   function go(hash) { if (location.hash !== hash) location.hash = hash; else route(); }
   function taskHref(id) { return "#/task/" + encodeURIComponent(id); }
 
@@ -194,14 +206,8 @@
   // ---- status
   let lastStatus = null;
   async function refreshStatus() {
-    const turn = startRefresh("status");
-    let st;
-    try {
-      st = await api("GET", "/api/orchestrator/status");
-    } finally {
-      turn.end();
-    }
-    if (!turn.newest()) return;
+    const st = await newestAnswer("status", "/api/orchestrator/status");
+    if (!st) return;
     lastStatus = st;
     $("orch-state").textContent = st.state === "running" ? "running" : st.state.replace(/_/g, " ");
     $("orch-state").dataset.state = st.state;
@@ -704,14 +710,8 @@
   // ---- alerts
   let alertsSeen = null; // ids already known (null: first load, nothing notified)
   async function refreshAlerts() {
-    const turn = startRefresh("alerts");
-    let a;
-    try {
-      a = await api("GET", "/api/alerts");
-    } finally {
-      turn.end();
-    }
-    if (!turn.newest()) return;
+    const a = await newestAnswer("alerts", "/api/alerts");
+    if (!a) return;
     const count = $("alert-count");
     count.textContent = String(a.open);
     count.hidden = a.open === 0;
