@@ -14,7 +14,7 @@ import (
 )
 
 // The examples for seeds 000 and 003 run as shipped, on simulated models
-// slow enough to be killed mid-run: killed with SIGKILL twice, they are
+// slow enough to be killed mid-run (also with the cores busy): killed with SIGKILL twice, they are
 // run again until done, and every (item, step, model) pair has exactly
 // one answer, none asked again after it had one.
 func TestSeedExamplesSurviveKill9(t *testing.T) {
@@ -33,7 +33,7 @@ func TestSeedExamplesSurviveKill9(t *testing.T) {
 			e := env{dir: dir, cfg: filepath.Join(dir, "fano.yaml"), def: def, data: filepath.Join(dir, "run")}
 			cfg := ""
 			for i, name := range []string{"sim-a", "sim-b", "sim-c"} {
-				cfg += fmt.Sprintf("  %s: {type: sim, hourly_limit: 1000000, max_concurrency: 2, sim: {seed: %d, style: api, latency_ms: 15}}\n", name, i+1)
+				cfg += fmt.Sprintf("  %s: {type: sim, hourly_limit: 1000000, max_concurrency: 2, sim: {seed: %d, style: api, latency_ms: 40}}\n", name, i+1)
 			}
 			require.NoError(t, os.WriteFile(e.cfg, []byte("backends:\n"+cfg+"control: {enabled: false}\nlogging: {level: info, console: json}\n"), 0o644))
 
