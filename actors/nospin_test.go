@@ -146,6 +146,7 @@ func TestNothingSpinsOnTheOnlyAllowedBackend(t *testing.T) {
 		{name: "credits", person: true, cond: gateway.Condition{State: gateway.StateCredits, Reason: "HTTP 402"}},
 		{name: "credits, the probe blind", person: true, blind: true, cond: gateway.Condition{State: gateway.StateCredits, Reason: "HTTP 402"}},
 		{name: "challenge", own: true, person: true, cond: gateway.Condition{State: gateway.StateChallenge, Reason: "Just a moment..."}},
+		{name: "model not served, the probe blind", person: true, blind: true, cond: gateway.Condition{State: gateway.StateNotServed, Reason: "HTTP 404"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

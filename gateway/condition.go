@@ -13,6 +13,7 @@ const (
 	StateCapped      State = "capped"       // quota window (hour, day, a named time); Until is its end
 	StateCredentials State = "credentials"  // 401/403 or key unset; a person fixes the key
 	StateCredits     State = "credits"      // 402: the account's credits are spent; a person adds some
+	StateNotServed   State = "not_served"   // 404, "model not found": the provider does not serve the model or address the config names; a person fixes it
 	StateLogin       State = "login"        // a browser met a login wall; a person logs in
 	StateChallenge   State = "challenge"    // a bot-check page ("Just a moment…"); a person clears it
 	StateCircuitOpen State = "circuit_open" // breaker open; Until is the half-open time
@@ -44,7 +45,7 @@ func ClassOf(st State) Class {
 		return ClassRate
 	case StateCapped:
 		return ClassQuota
-	case StateCredentials, StateCredits, StateLogin, StateChallenge:
+	case StateCredentials, StateCredits, StateNotServed, StateLogin, StateChallenge:
 		return ClassPerson
 	default:
 		return ClassTransient
@@ -66,6 +67,8 @@ func Action(st State, backend string) string {
 		return "fix the API key of " + backend + ", then: fano backend resume " + backend
 	case StateCredits:
 		return "add credits to the account of " + backend + ", then: fano backend resume " + backend
+	case StateNotServed:
+		return "check the model and base URL of " + backend + " in the config (the provider does not serve them), then restart fano"
 	}
 	return ""
 }

@@ -235,7 +235,7 @@ func TestStatusClassification(t *testing.T) {
 		kind   string
 	}{
 		{500, "transient"}, {502, "transient"}, {503, "transient"}, {408, "transient"},
-		{400, "permanent"}, {401, "credentials"}, {403, "credentials"}, {404, "permanent"}, {422, "permanent"},
+		{400, "permanent"}, {401, "credentials"}, {403, "credentials"}, {404, "unavailable"}, {422, "permanent"},
 		{402, "unavailable"},
 	}
 	for _, c := range cases {

@@ -19,6 +19,7 @@ import (
 const (
 	CreditsRecheck     = 30 * time.Minute
 	CredentialsRecheck = 30 * time.Minute
+	NotServedRecheck   = 30 * time.Minute
 	// longestRateWindow: a rate limit whose reset lies further away is a
 	// quota window (an hour, a day), not a per-minute one.
 	longestRateWindow = 10 * time.Minute
@@ -94,6 +95,8 @@ var (
 	dailyBody = regexp.MustCompile(`per[-_ ]day|\bdaily\b|\brpd\b|per 24 ?h`)
 	// tokensBody: the tokens-per-minute window ran out.
 	tokensBody = regexp.MustCompile(`tokens per min|\btpm\b|tokens_per_min|token rate limit`)
+	// modelBody: a 400 that says the model named is not served.
+	modelBody = regexp.MustCompile(`model_not_found|no endpoints found|(?:invalid|unknown) model|model\b[^.]{0,100}?\b(?:not found|does not exist|is not available|is not supported|not a valid model|has been (?:deprecated|decommissioned|removed))`)
 	// overloadBody: the provider is overloaded (Anthropic's
 	// overloaded_error, passed through as 503 by some gateways).
 	overloadBody = regexp.MustCompile(`overloaded`)
@@ -106,6 +109,8 @@ var recogniser = []rule{
 	{name: "credits spent", statuses: []int{402}, fault: creditsFault},
 	{name: "credits spent, said in a 429 or 403", statuses: []int{403, 429}, body: creditsBody, fault: creditsFault},
 	{name: "key refused", statuses: []int{401, 403}, fault: credentialsFault},
+	{name: "model or address not served", statuses: []int{404}, fault: notServedFault},
+	{name: "model not served, said in a 400", statuses: []int{400, 422}, body: modelBody, fault: notServedFault},
 	{name: "daily cap", statuses: []int{429}, body: dailyBody, fault: dailyCapFault},
 	{name: "tokens per minute, said in the body", statuses: []int{429}, body: tokensBody, fault: rateFault("tokens")},
 	{name: "tokens per minute, said in the headers", statuses: []int{429}, header: spent("tokens"), fault: rateFault("tokens")},
@@ -206,6 +211,14 @@ func creditsFault(b *Backend, r *reply) *gateway.Fault {
 func credentialsFault(b *Backend, r *reply) *gateway.Fault {
 	return gateway.PersonFault("", gateway.StateCredentials,
 		fmt.Sprintf(": the key in %s was refused%s", b.keyEnvName(), b.detail(r)), r.now.Add(CredentialsRecheck))
+}
+
+// notServedFault: the provider does not serve the model (or the address)
+// the config names. Every request would fail the same way, whatever its
+// task: the backend waits for a person, and its tasks go elsewhere.
+func notServedFault(b *Backend, r *reply) *gateway.Fault {
+	return gateway.PersonFault("", gateway.StateNotServed,
+		fmt.Sprintf(": model %s at %s is not served%s", b.cfg.Model, b.endpoint, b.detail(r)), r.now.Add(NotServedRecheck))
 }
 
 // transientFault is a passing fault that holds the backend for pause, or

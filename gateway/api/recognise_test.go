@@ -103,6 +103,19 @@ func recogniserCases() []recogniserCase {
 		{name: "200 with an unknown error", status: 200, body: `{"error":{"message":"upstream died"}}`,
 			state: gateway.StateDown, until: gateway.TransientPause, kind: "transient"},
 		{name: "400: the request's own", status: 400, body: `{"error":{"message":"context too long"}}`, kind: "permanent"},
+		{name: "400: a context too long for the model is the request's own", status: 400,
+			body: `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","code":"context_length_exceeded"}}`, kind: "permanent"},
+		{name: "404 no endpoints for the model", status: 404, body: `{"error":{"message":"No endpoints found for vendor/model-x.","code":404}}`,
+			state: gateway.StateNotServed, until: NotServedRecheck, kind: "unavailable"},
+		{name: "404 from a wrong base URL", status: 404, body: `404 page not found`,
+			state: gateway.StateNotServed, until: NotServedRecheck, kind: "unavailable"},
+		{name: "400 the model does not exist", status: 400,
+			body:  `{"error":{"message":"The model 'gpt-9' does not exist or you do not have access to it.","type":"invalid_request_error","code":"model_not_found"}}`,
+			state: gateway.StateNotServed, until: NotServedRecheck, kind: "unavailable"},
+		{name: "400 a model retired", status: 400, body: `{"error":{"message":"The model vendor/model-x has been deprecated. Learn more: https://example.com"}}`,
+			state: gateway.StateNotServed, until: NotServedRecheck, kind: "unavailable"},
+		{name: "200 with a not-found error", status: 200, body: `{"error":{"message":"No endpoints found for vendor/model-x.","code":404}}`,
+			state: gateway.StateNotServed, until: NotServedRecheck, kind: "unavailable"},
 	}
 }
 
