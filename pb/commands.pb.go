@@ -414,12 +414,14 @@ func (x *RetryFailed) GetStep() string {
 	return ""
 }
 
-// RerunSteps gives every pair of these pipeline steps a new generation,
-// answered or failed: the run asks them again (steps whose definition
-// changed, and those that need them).
+// RerunSteps gives every pair of these pipeline steps, and every pair of
+// these items, a new generation, answered or failed: the run asks them
+// again (steps whose definition changed, and those that need them; items
+// whose line changed).
 type RerunSteps struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Steps         []string               `protobuf:"bytes,1,rep,name=steps,proto3" json:"steps,omitempty"`
+	Items         []string               `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -457,6 +459,13 @@ func (*RerunSteps) Descriptor() ([]byte, []int) {
 func (x *RerunSteps) GetSteps() []string {
 	if x != nil {
 		return x.Steps
+	}
+	return nil
+}
+
+func (x *RerunSteps) GetItems() []string {
+	if x != nil {
+		return x.Items
 	}
 	return nil
 }
@@ -907,10 +916,11 @@ const file_commands_proto_rawDesc = "" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
 	"\x06detail\x18\x03 \x01(\tR\x06detail\"!\n" +
 	"\vRetryFailed\x12\x12\n" +
-	"\x04step\x18\x01 \x01(\tR\x04step\"\"\n" +
+	"\x04step\x18\x01 \x01(\tR\x04step\"8\n" +
 	"\n" +
 	"RerunSteps\x12\x14\n" +
-	"\x05steps\x18\x01 \x03(\tR\x05steps\"#\n" +
+	"\x05steps\x18\x01 \x03(\tR\x05steps\x12\x14\n" +
+	"\x05items\x18\x02 \x03(\tR\x05items\"#\n" +
 	"\tFinishRun\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"\f\n" +
 	"\n" +

@@ -446,6 +446,15 @@ func (m *RerunSteps) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.Items) > 0 {
+		for iNdEx := len(m.Items) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.Items[iNdEx])
+			copy(dAtA[i:], m.Items[iNdEx])
+			i = protohelpers.EncodeVarint(dAtA, i, uint64(len(m.Items[iNdEx])))
+			i--
+			dAtA[i] = 0x12
+		}
+	}
 	if len(m.Steps) > 0 {
 		for iNdEx := len(m.Steps) - 1; iNdEx >= 0; iNdEx-- {
 			i -= len(m.Steps[iNdEx])
@@ -1033,6 +1042,12 @@ func (m *RerunSteps) SizeVT() (n int) {
 	_ = l
 	if len(m.Steps) > 0 {
 		for _, s := range m.Steps {
+			l = len(s)
+			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+		}
+	}
+	if len(m.Items) > 0 {
+		for _, s := range m.Items {
 			l = len(s)
 			n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
 		}

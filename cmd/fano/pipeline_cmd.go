@@ -141,7 +141,10 @@ func printJSON(w io.Writer, v any) error {
 type pipelineSession struct {
 	def   *pipeline.Definition
 	items []*pipeline.Item
-	cfg   *config.Config
+	// sums record the items as this run loaded them (run only), until
+	// saved in the run directory.
+	sums *pipeline.ItemSums
+	cfg  *config.Config
 	// configPath is the --config the run uses ("": the definition's).
 	configPath string
 }
@@ -201,7 +204,8 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 		Long: "Run (or resume) a pipeline until every item is done or a limit is reached.\n\n" +
 			"The items of a JSONL file are read back from it as the run reaches them: keep the file as it is\n" +
 			"until the run ends (a line that no longer holds its item's key is refused, naming the file, line\n" +
-			"and item; other edits are read as they are then).",
+			"and item; other edits are read as they are then). Between runs, an item whose line changed is\n" +
+			"refused with the steps' changes: --rerun-changed asks it again, --keep keeps its answers.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Flags().Changed("max-items") && maxItems <= 0 {
@@ -224,12 +228,17 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			rerunItems, err := ps.changedItems(rerunChanged, keep)
+			if err != nil {
+				return err
+			}
 			stopProfile := startProfiles()
 			defer stopProfile()
 			if retryStep != "" {
 				retryFailed = true
 			}
-			return ps.run(cmd, g, runFlags{retryFailed: retryFailed, retryStep: retryStep, progress: !noProgress, noWait: noWait, rerun: rerun})
+			return ps.run(cmd, g, runFlags{retryFailed: retryFailed, retryStep: retryStep, progress: !noProgress, noWait: noWait,
+				rerun: rerun, rerunItems: rerunItems})
 		},
 	}
 	cmd.Flags().BoolVar(&retryFailed, "retry-failed", false, "ask the failed (item, model) pairs again, and only them")
@@ -237,8 +246,8 @@ func pipelineRunCmd(g *globals) *cobra.Command {
 	cmd.Flags().Float64Var(&maxCost, "max-cost", 0, "stop before the run's cost (USD, all runs of this directory) would pass this")
 	cmd.Flags().IntVar(&maxItems, "max-items", 0, "only the first N items of the source (overrides limits.max_items); a later run with more goes on")
 	cmd.Flags().StringVar(&itemsFile, "items", "", "only the items whose keys FILE lists, one a line")
-	cmd.Flags().BoolVar(&rerunChanged, "rerun-changed", false, "the steps whose prompt, schema, rules or models changed since the last run are asked again, with the steps that need them")
-	cmd.Flags().BoolVar(&keep, "keep", false, "keep the answers given to changed steps' earlier definition")
+	cmd.Flags().BoolVar(&rerunChanged, "rerun-changed", false, "the steps whose prompt, schema, rules or models changed since the last run are asked again, with the steps that need them, and so are the items whose line changed")
+	cmd.Flags().BoolVar(&keep, "keep", false, "keep the answers given to changed steps' earlier definition and to changed items' earlier lines")
 	cmd.Flags().BoolVar(&noProgress, "no-progress", false, "no progress bar")
 	cmd.Flags().BoolVar(&noWait, "no-wait", false, "when only the daily request budget holds work back, exit (status 1) instead of waiting for the next day's budget")
 	jsonFlag(cmd, g)
@@ -264,6 +273,50 @@ func (ps *pipelineSession) selectItems(maxItems int, keysFile string) error {
 		ps.items = items
 	}
 	return nil
+}
+
+// changedItems compares the items with what the run directory recorded
+// at the last run's start. An item whose line changed since has answers
+// given to what it said then: refused, naming the items, unless rerun
+// (their keys are returned: all their pairs are asked again) or keep.
+func (ps *pipelineSession) changedItems(rerun, keep bool) ([]string, error) {
+	sums, err := pipeline.ItemSumsOf(ps.items)
+	if err != nil {
+		return nil, err
+	}
+	ps.sums = sums
+	dir := ps.cfg.DataDir
+	if !exists(filepath.Join(dir, "fano.db")) || !pipeline.IsRunDir(dir) {
+		return nil, nil
+	}
+	changed, err := sums.Changed(dir)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("the items of the last run in %s: %w", dir, err)
+	case len(changed) == 0 || keep:
+		return nil, nil
+	}
+	keys := make([]string, len(changed))
+	var named []string
+	for i, c := range changed {
+		keys[i] = c.Key
+		if i < 5 {
+			if c.Line > 0 {
+				named = append(named, fmt.Sprintf("line %d: %s", c.Line, c.Key))
+			} else {
+				named = append(named, c.Key)
+			}
+		}
+	}
+	if rerun {
+		return keys, nil
+	}
+	list := strings.Join(named, ", ")
+	if len(changed) > len(named) {
+		list += fmt.Sprintf(" and %d more", len(changed)-len(named))
+	}
+	return nil, fmt.Errorf("%s: %d item(s) changed since the last run in %s (%s): their answers were given to what they said before: pass --rerun-changed to ask them again, or --keep to keep those answers",
+		ps.def.Items.Source, len(changed), dir, list)
 }
 
 // changedSteps compares the definition with the one the run directory

@@ -25,6 +25,7 @@ type runFlags struct {
 	progress    bool
 	noWait      bool
 	rerun       []string // steps to ask again (--rerun-changed)
+	rerunItems  []string // items (keys) to ask again (--rerun-changed)
 }
 
 // run works the pipeline on app.Main: its WAL opening, recovery, panel
@@ -82,10 +83,15 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 		// With steps to ask again, it is kept once that is recorded: a
 		// crash between the two finds the change again.
 		BeforeStart: func(dir string) error {
-			if len(f.rerun) > 0 {
-				return nil
+			if len(f.rerun) == 0 {
+				if err := pipeline.SaveRun(dir, ps.def, g.configPath); err != nil {
+					return err
+				}
 			}
-			return pipeline.SaveRun(dir, ps.def, g.configPath)
+			if len(f.rerunItems) == 0 {
+				return ps.saveItemSums(dir)
+			}
+			return nil
 		},
 		Until: until, Wake: settled,
 	})
@@ -105,15 +111,23 @@ func (ps *pipelineSession) run(cmd *cobra.Command, g *globals, f runFlags) error
 	logger = m.Data().Logger
 	logger.Info().Str("event", "modules.pipeline.started").Str("pipeline", ps.def.Name).Int("items", len(ps.items)).
 		Int("pid", os.Getpid()).Str("run_dir", dataDir).Msg("pipeline running")
-	if len(f.rerun) > 0 {
+	if len(f.rerun) > 0 || len(f.rerunItems) > 0 {
 		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,
-			Command: &pb.ModuleCommand_RerunSteps{RerunSteps: &pb.RerunSteps{Steps: f.rerun}}}); err != nil {
+			Command: &pb.ModuleCommand_RerunSteps{RerunSteps: &pb.RerunSteps{Steps: f.rerun, Items: f.rerunItems}}}); err != nil {
 			return err
 		}
-		if err := pipeline.SaveRun(dataDir, ps.def, g.configPath); err != nil {
-			return err
+		if len(f.rerun) > 0 {
+			if err := pipeline.SaveRun(dataDir, ps.def, g.configPath); err != nil {
+				return err
+			}
 		}
-		logger.Info().Str("event", "modules.pipeline.rerun").Strs("steps", f.rerun).Msg("changed steps asked again")
+		if len(f.rerunItems) > 0 {
+			if err := ps.saveItemSums(dataDir); err != nil {
+				return err
+			}
+		}
+		logger.Info().Str("event", "modules.pipeline.rerun").Strs("steps", f.rerun).Int("items", len(f.rerunItems)).
+			Msg("changed steps and items asked again")
 	}
 	if f.retryFailed {
 		if _, err := sys.Command(&pb.ModuleCommand{Module: pipeline.Name,
@@ -236,4 +250,18 @@ func (w *partialWriter) write(sys *actors.System, dir string, logger zerolog.Log
 	if err != nil {
 		logger.Warn().Err(err).Str("event", "modules.pipeline.partial_failed").Msg("partial output not written")
 	}
+}
+
+// saveItemSums records the run's items in its directory (once the
+// changes found in them are recorded as work, if any) and lets the record
+// go.
+func (ps *pipelineSession) saveItemSums(dir string) error {
+	if ps.sums == nil {
+		return nil
+	}
+	if err := ps.sums.Save(dir); err != nil {
+		return err
+	}
+	ps.sums = nil
+	return nil
 }

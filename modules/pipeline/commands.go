@@ -98,7 +98,7 @@ func (m *Module) DecideCommand(cmd *pb.ModuleCommand, now time.Time) ([]*pb.Modu
 		evs, err := m.DecideRunFinished(c.FinishRun.GetReason(), now)
 		return evs, nil, err
 	case *pb.ModuleCommand_RerunSteps:
-		evs, err := m.DecideRerunSteps(c.RerunSteps.GetSteps())
+		evs, err := m.DecideRerunSteps(c.RerunSteps.GetSteps(), c.RerunSteps.GetItems())
 		return evs, nil, err
 	case *pb.ModuleCommand_Revalidate:
 		evs, rv, err := m.DecideRevalidate()

@@ -307,6 +307,10 @@ func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 		lead := len(raw) - len(bytes.TrimLeft(raw, " \t\r\n\v\f"))
 		slab = append(slab, Item{Key: keep(key), Line: int32(line), vals: &src.closed, off: start + int64(lead)})
 		out = append(out, &slab[len(slab)-1])
+		for len(src.sums) < line-1 {
+			src.sums = append(src.sums, 0) // blank lines
+		}
+		src.sums = append(src.sums, hashBytes(b))
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -322,9 +326,12 @@ func readJSONL(r io.Reader, path, keyField string) ([]*Item, error) {
 type lineFile struct {
 	path, keyField string
 	closed         itemVals // what its items share while not open
-	mu             sync.Mutex
-	f              *os.File
-	buf            []byte
+	// sums are the hashes of the items' lines as loaded, by line number
+	// (from 1), until the run has compared and recorded them (ItemSumsOf).
+	sums []uint64
+	mu   sync.Mutex
+	f    *os.File
+	buf  []byte
 }
 
 // line returns it's JSONL line, trimmed, checked to be the item.

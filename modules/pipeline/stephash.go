@@ -65,9 +65,9 @@ func ChangedSteps(old, d *Definition) (changed, affected []string) {
 	return changed, affected
 }
 
-// DecideRerunSteps gives every answered or failed pair of the steps a
-// new generation: the run asks them again.
-func (m *Module) DecideRerunSteps(steps []string) ([]*pb.ModuleEvent, error) {
+// DecideRerunSteps gives every answered or failed pair of the steps, and
+// of the items (by key), a new generation: the run asks them again.
+func (m *Module) DecideRerunSteps(steps, items []string) ([]*pb.ModuleEvent, error) {
 	want := map[string]bool{}
 	for _, s := range steps {
 		if st := m.def.Step(s); st == nil || st.LLM == nil {
@@ -75,9 +75,13 @@ func (m *Module) DecideRerunSteps(steps []string) ([]*pb.ModuleEvent, error) {
 		}
 		want[s] = true
 	}
+	wantItem := make(map[string]bool, len(items))
+	for _, k := range items {
+		wantItem[k] = true
+	}
 	var keys []string
 	m.eachPair(func(id pairID, p *pair) {
-		if want[id.step] && p.status != statusNone {
+		if (want[id.step] || wantItem[id.item]) && p.status != statusNone {
 			keys = append(keys, id.key())
 		}
 	})
