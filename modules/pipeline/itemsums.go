@@ -43,10 +43,10 @@ func hashString(s string) uint64 {
 }
 
 // ItemSumsOf records items as they were loaded. The line hashes kept
-// since loading are released: call it once, after the items are chosen.
+// since loading are let go: call it once, after the items are chosen and
+// before New (which lets them go too: a module does not need them).
 func ItemSumsOf(items []*Item) (*ItemSums, error) {
 	out := &ItemSums{sums: make([]itemSum, 0, len(items)), items: items}
-	var srcs []*lineFile
 	for _, it := range items {
 		s := itemSum{key: hashString(it.Key)}
 		if v := it.vals; v != nil && v.src != nil {
@@ -54,9 +54,6 @@ func ItemSumsOf(items []*Item) (*ItemSums, error) {
 				return nil, fmt.Errorf("items: %s:%d: no record of the line as loaded", v.src.path, it.Line)
 			}
 			s.content = v.src.sums[it.Line-1]
-			if !slices.Contains(srcs, v.src) {
-				srcs = append(srcs, v.src)
-			}
 		} else {
 			b, err := json.Marshal(it.Fields()) // map keys sorted: the same fields, the same bytes
 			if err != nil {
@@ -66,9 +63,7 @@ func ItemSumsOf(items []*Item) (*ItemSums, error) {
 		}
 		out.sums = append(out.sums, s)
 	}
-	for _, src := range srcs {
-		src.sums = nil
-	}
+	releaseLineSums(items)
 	slices.SortFunc(out.sums, byKey)
 	return out, nil
 }
@@ -166,4 +161,15 @@ func readItemSums(path string) ([]itemSum, error) {
 		out[i] = itemSum{key: binary.LittleEndian.Uint64(b[16*i:]), content: binary.LittleEndian.Uint64(b[16*i+8:])}
 	}
 	return out, nil
+}
+
+// releaseLineSums lets go of the line hashes of the items' files.
+func releaseLineSums(items []*Item) {
+	var last *lineFile
+	for _, it := range items {
+		if v := it.vals; v != nil && v.src != nil && v.src != last {
+			last = v.src
+			last.sums = nil
+		}
+	}
 }

@@ -164,6 +164,7 @@ func New(cfg Config) *Module {
 		openAt: make([]int32, len(cfg.Items)), isDirty: make([]bool, len(cfg.Items)), starved: map[int]bool{}}
 	m.layoutPairs()
 	m.countItems()
+	releaseLineSums(cfg.Items)
 	return m
 }
 
