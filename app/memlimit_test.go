@@ -1,6 +1,7 @@
 package app
 
 import (
+	"runtime/debug"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,4 +18,28 @@ func TestLimitForFollowsALiveHeapThatOutgrowsIt(t *testing.T) {
 	require.Equal(t, int64(360*mb), limitFor(256*mb, 180*mb), "past two thirds: twice the live heap")
 	require.Equal(t, int64(450*mb), limitFor(256*mb, 225*mb), "a million items' live heap: the collector must not run without end")
 	require.Equal(t, int64(256*mb), limitFor(256*mb, 50*mb), "back to the configured one")
+}
+
+// Under the config's soft limit the collector runs at GOGC 200; a GOGC
+// in the environment is left as the runtime read it.
+func TestMemoryLimitCollectsLessOftenUnderTheLimit(t *testing.T) {
+	t.Setenv("GOMEMLIMIT", "")
+	t.Setenv("GOGC", "")
+	prevPercent, prevLimit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(prevPercent); debug.SetMemoryLimit(prevLimit) })
+
+	b, source := memoryLimit(256)
+	require.Equal(t, int64(256<<20), b)
+	require.Equal(t, configMemoryLimit, source)
+	require.Equal(t, gcPercentUnderLimit, debug.SetGCPercent(100), "GOGC under the config's limit")
+
+	t.Setenv("GOGC", "100")
+	memoryLimit(256)
+	require.Equal(t, 100, debug.SetGCPercent(100), "the environment's GOGC wins")
+
+	t.Setenv("GOGC", "")
+	b, source = memoryLimit(0)
+	require.Equal(t, int64(0), b)
+	require.Equal(t, "none", source)
+	require.Equal(t, 100, debug.SetGCPercent(100), "no limit: GOGC stays")
 }
