@@ -38,6 +38,44 @@ type journal struct {
 	stop     chan struct{}
 	stopped  chan struct{}
 	inflight chan pending // enqueued appends, oldest first
+
+	// The loop's scratch: the payload sizes and archive records of a
+	// flush, and payload buffers that deliver gives back once their append
+	// is durable (the log is done with a payload when its wait returns).
+	sizes    []int
+	archives []*wal.ArchiveRecord
+	slabs    chan []byte
+}
+
+// Payload buffers kept for reuse: how many, and the largest kept.
+const (
+	keptSlabs    = 8
+	maxSlabBytes = 1 << 20
+)
+
+// slab is a buffer of n bytes for a flush's payloads: a kept one if one
+// is large enough, else a new one.
+func (j *journal) slab(n int) []byte {
+	select {
+	case b := <-j.slabs:
+		if cap(b) >= n {
+			return b[:n]
+		}
+	default:
+	}
+	return make([]byte, n)
+}
+
+// keep offers a flush's payload buffer for reuse once its append is
+// durable.
+func (j *journal) keep(b []byte) {
+	if b == nil || cap(b) > maxSlabBytes {
+		return
+	}
+	select {
+	case j.slabs <- b[:0]:
+	default:
+	}
 }
 
 // pending is one enqueued append and the batches it carries.
@@ -45,6 +83,7 @@ type pending struct {
 	batches []*batch
 	ok      []*batch // the batches that were encoded and enqueued
 	wait    func() ([]uint64, error)
+	slab    []byte // the payloads' buffer, free once wait returns
 }
 
 // batch is one decision's events and what to do once they are applied.
@@ -155,7 +194,7 @@ func newJournal(s *System, owner string, self *actor.PID) *journal {
 	j := &journal{
 		pending: &s.offActor, log: s.log, owner: owner, root: s.root, self: self, box: &s.desks.desk(owner).box,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		inflight: make(chan pending, 1024),
+		inflight: make(chan pending, 1024), slabs: make(chan []byte, keptSlabs),
 	}
 	go j.loop()
 	go j.deliver()
@@ -254,6 +293,7 @@ func (j *journal) deliver() {
 	defer close(j.stopped)
 	for p := range j.inflight {
 		seqs, err := p.wait()
+		j.keep(p.slab)
 		i := 0
 		for _, b := range p.ok {
 			if err != nil {
@@ -284,22 +324,43 @@ func (j *journal) flush() {
 		return
 	}
 	// A batch that fails to encode fails alone; the others go out. The
-	// entries of all are encoded into one slice, sized once.
-	n := 0
-	for _, b := range batches {
-		n += len(b.events)
-	}
-	entries := make([]wal.Entry, 0, n)
-	ok := make([]*batch, 0, len(batches))
+	// entries of all are encoded into one slice, sized once, their
+	// payloads into one buffer, reused once the append is durable.
+	// A batch's archive record is made before its events are sized: it
+	// marks their completion archived.
+	n, total := 0, 0
+	sizes, archives := j.sizes[:0], j.archives[:0]
 	for _, b := range batches {
 		var archive *wal.ArchiveRecord
 		if b.archive != nil {
 			archive = b.archive()
 		}
+		archives = append(archives, archive)
+		n += len(b.events)
+		for _, e := range b.events {
+			sizes = append(sizes, pb.EventSize(e))
+			total += sizes[len(sizes)-1]
+		}
+	}
+	j.sizes = sizes
+	slab := j.slab(total)
+	buf := slab
+	entries := make([]wal.Entry, 0, n)
+	ok := make([]*batch, 0, len(batches))
+	for i, b := range batches {
+		archive := archives[i]
 		first := len(entries)
-		if entries, b.err = encodeEvents(j.owner, b.events, entries); b.err != nil {
+		own := sizes[:len(b.events)]
+		sizes = sizes[len(b.events):]
+		var rest []byte
+		entries, rest, b.err = encodeEventsInto(j.owner, b.events, own, buf, entries)
+		if b.err != nil {
+			for _, sz := range own {
+				buf = buf[sz:]
+			}
 			continue
 		}
+		buf = rest
 		if len(entries) > first {
 			entries[len(entries)-1].Archive = archive
 		}
@@ -314,7 +375,9 @@ func (j *journal) flush() {
 			b.queued(b.err)
 		}
 	}
-	j.inflight <- pending{batches: batches, ok: ok, wait: wait}
+	clear(archives)
+	j.archives = archives
+	j.inflight <- pending{batches: batches, ok: ok, wait: wait, slab: slab}
 }
 
 // encodeEvent turns an event into a WAL entry of owner.
@@ -323,9 +386,9 @@ func encodeEvent(owner string, e *pb.Event) (wal.Entry, error) {
 }
 
 // encodeEvents appends the WAL entries of owner's events to ents. Their
-// payloads share one buffer, allocated once: the WAL copies a payload
-// into its block, so the buffer is garbage once they are written. On an
-// error ents is returned as it was.
+// payloads share one buffer, allocated once: the WAL is done with a
+// payload once its append is durable. On an error ents is returned as it
+// was.
 func encodeEvents(owner string, events []*pb.Event, ents []wal.Entry) ([]wal.Entry, error) {
 	if len(events) == 1 {
 		ent, err := encodeEvent(owner, events[0])
@@ -340,7 +403,14 @@ func encodeEvents(owner string, events []*pb.Event, ents []wal.Entry) ([]wal.Ent
 		sizes[i] = pb.EventSize(e)
 		total += sizes[i]
 	}
-	buf := make([]byte, total)
+	ents, _, err := encodeEventsInto(owner, events, sizes, make([]byte, total), ents)
+	return ents, err
+}
+
+// encodeEventsInto is encodeEvents with the payloads written back to back
+// at the start of buf, event i's sizes[i] (pb.EventSize) bytes; it returns
+// the rest of buf. On an error ents is returned as it was.
+func encodeEventsInto(owner string, events []*pb.Event, sizes []int, buf []byte, ents []wal.Entry) ([]wal.Entry, []byte, error) {
 	first := len(ents)
 	ents = slices.Grow(ents, len(events))
 	for i, e := range events {
@@ -348,12 +418,12 @@ func encodeEvents(owner string, events []*pb.Event, ents []wal.Entry) ([]wal.Ent
 		ent, err := encodeInto(buf[:n:n], owner, e)
 		if err != nil {
 			clear(ents[first:])
-			return ents[:first], err
+			return ents[:first], buf, err
 		}
 		buf = buf[n:]
 		ents = append(ents, ent)
 	}
-	return ents, nil
+	return ents, buf, nil
 }
 
 // encodeInto encodes e into buf, exactly pb.EventSize(e) bytes, which
