@@ -20,7 +20,19 @@ func TestLimitForFollowsALiveHeapThatOutgrowsIt(t *testing.T) {
 	require.Equal(t, int64(256*mb), limitFor(256*mb, 50*mb), "back to the configured one")
 }
 
-// Under the config's soft limit the collector runs at GOGC 200; a GOGC
+// GOGC 200 while three times the live heap stays well within the limit,
+// 100 above: a large heap at 200 would fill the limit.
+func TestGCPercentForASmallHeapOnly(t *testing.T) {
+	const mb = 1 << 20
+	require.Equal(t, 200, gcPercentFor(256*mb, 0))
+	require.Equal(t, 200, gcPercentFor(256*mb, 30*mb), "20k pipeline items")
+	require.Equal(t, 200, gcPercentFor(256*mb, 63*mb))
+	require.Equal(t, 100, gcPercentFor(256*mb, 64*mb), "a quarter of the limit")
+	require.Equal(t, 100, gcPercentFor(256*mb, 160*mb), "a million items")
+	require.Equal(t, 100, gcPercentFor(256*mb, 400*mb), "past the limit")
+}
+
+// Under the config's soft limit the collector starts at GOGC 200; a GOGC
 // in the environment is left as the runtime read it.
 func TestMemoryLimitCollectsLessOftenUnderTheLimit(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
