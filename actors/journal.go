@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -40,40 +41,66 @@ type journal struct {
 	inflight chan pending // enqueued appends, oldest first
 
 	// The loop's scratch: the payload sizes and archive records of a
-	// flush, and payload buffers that deliver gives back once their append
-	// is durable (the log is done with a payload when its wait returns).
+	// flush, and flush buffers that deliver gives back once their append
+	// is durable.
 	sizes    []int
 	archives []*wal.ArchiveRecord
-	slabs    chan []byte
+	kept     chan flushBuffers
 }
 
-// Payload buffers kept for reuse: how many, and the largest kept.
+// flushBuffers are a flush's payload buffer and entries, which the log
+// holds until the append's wait returns (the Journal contract): deliver
+// then gives them back for a later flush.
+type flushBuffers struct {
+	payloads []byte
+	entries  []wal.Entry
+}
+
+// Flush buffers kept for reuse: how many, and the largest payload buffer
+// kept. New ones are made a power of two larger than asked, so that the
+// next flushes, a little larger or smaller, fit in them.
 const (
-	keptSlabs    = 8
-	maxSlabBytes = 1 << 20
+	keptFlushBuffers = 8
+	maxKeptPayloads  = 1 << 20
+	minPayloadBuffer = 4 << 10
+	minEntryBuffer   = 32
 )
 
-// slab is a buffer of n bytes for a flush's payloads: a kept one if one
-// is large enough, else a new one.
-func (j *journal) slab(n int) []byte {
+// buffers gives a flush n payload bytes and room for entries entries: kept
+// buffers where they are large enough, else new ones.
+func (j *journal) buffers(n, entries int) flushBuffers {
+	var f flushBuffers
 	select {
-	case b := <-j.slabs:
-		if cap(b) >= n {
-			return b[:n]
-		}
+	case f = <-j.kept:
 	default:
 	}
-	return make([]byte, n)
+	if cap(f.payloads) < n {
+		f.payloads = make([]byte, roomFor(n, minPayloadBuffer))
+	}
+	if cap(f.entries) < entries {
+		f.entries = make([]wal.Entry, 0, roomFor(entries, minEntryBuffer))
+	}
+	f.payloads, f.entries = f.payloads[:n], f.entries[:0]
+	return f
 }
 
-// keep offers a flush's payload buffer for reuse once its append is
-// durable.
-func (j *journal) keep(b []byte) {
-	if b == nil || cap(b) > maxSlabBytes {
+// roomFor is the power of two at least n and at least least.
+func roomFor(n, least int) int {
+	if n <= least {
+		return least
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
+// keep offers a flush's buffers for reuse once its append is durable; the
+// entries are cleared first (they point at payloads and archive records).
+func (j *journal) keep(f flushBuffers) {
+	if cap(f.payloads) > maxKeptPayloads {
 		return
 	}
+	clear(f.entries)
 	select {
-	case j.slabs <- b[:0]:
+	case j.kept <- f:
 	default:
 	}
 }
@@ -83,7 +110,7 @@ type pending struct {
 	batches []*batch
 	ok      []*batch // the batches that were encoded and enqueued
 	wait    func() ([]uint64, error)
-	slab    []byte // the payloads' buffer, free once wait returns
+	buffers flushBuffers // the entries and their payloads, free once wait returns
 }
 
 // batch is one decision's events and what to do once they are applied.
@@ -194,7 +221,7 @@ func newJournal(s *System, owner string, self *actor.PID) *journal {
 	j := &journal{
 		pending: &s.offActor, log: s.log, owner: owner, root: s.root, self: self, box: &s.desks.desk(owner).box,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		inflight: make(chan pending, 1024), slabs: make(chan []byte, keptSlabs),
+		inflight: make(chan pending, 1024), kept: make(chan flushBuffers, keptFlushBuffers),
 	}
 	go j.loop()
 	go j.deliver()
@@ -293,7 +320,7 @@ func (j *journal) deliver() {
 	defer close(j.stopped)
 	for p := range j.inflight {
 		seqs, err := p.wait()
-		j.keep(p.slab)
+		j.keep(p.buffers)
 		i := 0
 		for _, b := range p.ok {
 			if err != nil {
@@ -324,8 +351,8 @@ func (j *journal) flush() {
 		return
 	}
 	// A batch that fails to encode fails alone; the others go out. The
-	// entries of all are encoded into one slice, sized once, their
-	// payloads into one buffer, reused once the append is durable.
+	// entries of all are encoded into one slice, their payloads into one
+	// buffer, both reused once the append is durable.
 	// A batch's archive record is made before its events are sized: it
 	// marks their completion archived.
 	n, total := 0, 0
@@ -343,9 +370,8 @@ func (j *journal) flush() {
 		}
 	}
 	j.sizes = sizes
-	slab := j.slab(total)
-	buf := slab
-	entries := make([]wal.Entry, 0, n)
+	bufs := j.buffers(total, n)
+	buf, entries := bufs.payloads, bufs.entries
 	ok := make([]*batch, 0, len(batches))
 	for i, b := range batches {
 		archive := archives[i]
@@ -377,7 +403,8 @@ func (j *journal) flush() {
 	}
 	clear(archives)
 	j.archives = archives
-	j.inflight <- pending{batches: batches, ok: ok, wait: wait, slab: slab}
+	bufs.entries = entries // the same array: it had room for all
+	j.inflight <- pending{batches: batches, ok: ok, wait: wait, buffers: bufs}
 }
 
 // encodeEvent turns an event into a WAL entry of owner.

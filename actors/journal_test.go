@@ -180,7 +180,7 @@ func TestReusedPayloadBuffersKeepEveryEventAsGiven(t *testing.T) {
 	for range batches {
 		require.NoError(t, <-results)
 	}
-	require.NotZero(t, len(j.slabs), "buffers kept for reuse")
+	require.NotZero(t, len(j.kept), "buffers kept for reuse")
 
 	var got []string
 	require.NoError(t, sys.log.Replay(1, func(ent wal.Entry) error {
@@ -201,4 +201,36 @@ func TestReusedPayloadBuffersKeepEveryEventAsGiven(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, want, got)
+}
+
+// A flush takes kept buffers when they are large enough and new ones, a
+// power of two larger, when not; kept entries point at nothing.
+func TestFlushBuffersAreKeptAndCleared(t *testing.T) {
+	require.Equal(t, 4096, roomFor(1, 4096))
+	require.Equal(t, 4096, roomFor(4096, 4096))
+	require.Equal(t, 8192, roomFor(4097, 4096))
+	require.Equal(t, 64, roomFor(33, 32))
+
+	j := &journal{kept: make(chan flushBuffers, keptFlushBuffers)}
+	f := j.buffers(5000, 40)
+	require.Len(t, f.payloads, 5000)
+	require.Equal(t, 8192, cap(f.payloads))
+	require.Equal(t, 64, cap(f.entries))
+	f.entries = append(f.entries, wal.Entry{Payload: f.payloads[:10], Archive: &wal.ArchiveRecord{Key: "k"}, Owner: "o"})
+	j.keep(f)
+	require.Len(t, j.kept, 1)
+
+	g := j.buffers(8000, 64)
+	require.Same(t, &f.payloads[0], &g.payloads[0], "the kept payload buffer")
+	require.Len(t, g.payloads, 8000)
+	require.Empty(t, g.entries)
+	require.Zero(t, g.entries[:1][0], "a kept entry is cleared")
+	j.keep(g)
+
+	h := j.buffers(9000, 10)
+	require.NotSame(t, &f.payloads[0], &h.payloads[0], "too small: a new one")
+	require.Equal(t, 16384, cap(h.payloads))
+
+	j.keep(flushBuffers{payloads: make([]byte, 0, maxKeptPayloads+1)})
+	require.Empty(t, j.kept, "a very large buffer is not kept")
 }
