@@ -43,9 +43,10 @@ type journal struct {
 	// The loop's scratch: the payload sizes and archive records of a
 	// flush, and flush buffers that deliver gives back once their append
 	// is durable.
-	sizes    []int
-	archives []*wal.ArchiveRecord
-	kept     chan flushBuffers
+	sizes     []int
+	archives  []*wal.ArchiveRecord
+	kept      chan flushBuffers
+	keptBytes atomic.Int64 // held by the kept buffers
 }
 
 // flushBuffers are a flush's payload buffer and entries, which the log
@@ -56,29 +57,37 @@ type flushBuffers struct {
 	entries  []wal.Entry
 }
 
-// Flush buffers kept for reuse: how many, and the largest payload buffer
-// kept. New ones are made a power of two larger than asked, so that the
-// next flushes, a little larger or smaller, fit in them.
+// Flush buffers kept for reuse: how many at most (a journal has up to a
+// hundred or so appends in flight) and how many bytes. New ones are made a
+// power of two larger than asked, so that the next flushes, a little
+// larger or smaller, fit in them.
 const (
-	keptFlushBuffers = 8
-	maxKeptPayloads  = 1 << 20
-	minPayloadBuffer = 4 << 10
-	minEntryBuffer   = 32
+	keptFlushBuffers = 256
+	maxKeptBytes     = 4 << 20
+	minPayloadBuffer = 512
+	minEntryBuffer   = 8
 )
 
-// buffers gives a flush n payload bytes and room for entries entries: kept
-// buffers where they are large enough, else new ones.
+// size is about what f holds in memory (a wal.Entry is about 128 bytes).
+func (f flushBuffers) size() int64 {
+	return int64(cap(f.payloads)) + int64(cap(f.entries))*128
+}
+
+// buffers gives a flush n payload bytes and room for entries entries: the
+// next kept buffers if they are large enough, else new ones in their
+// place, so that the kept ones grow to what flushes need.
 func (j *journal) buffers(n, entries int) flushBuffers {
 	var f flushBuffers
 	select {
 	case f = <-j.kept:
+		j.keptBytes.Add(-f.size())
+		if cap(f.payloads) < n || cap(f.entries) < entries {
+			f = flushBuffers{} // too small: a new one takes its place
+		}
 	default:
 	}
-	if cap(f.payloads) < n {
-		f.payloads = make([]byte, roomFor(n, minPayloadBuffer))
-	}
-	if cap(f.entries) < entries {
-		f.entries = make([]wal.Entry, 0, roomFor(entries, minEntryBuffer))
+	if f.payloads == nil {
+		f = flushBuffers{payloads: make([]byte, roomFor(n, minPayloadBuffer)), entries: make([]wal.Entry, 0, roomFor(entries, minEntryBuffer))}
 	}
 	f.payloads, f.entries = f.payloads[:n], f.entries[:0]
 	return f
@@ -95,13 +104,16 @@ func roomFor(n, least int) int {
 // keep offers a flush's buffers for reuse once its append is durable; the
 // entries are cleared first (they point at payloads and archive records).
 func (j *journal) keep(f flushBuffers) {
-	if cap(f.payloads) > maxKeptPayloads {
+	n := f.size()
+	if j.keptBytes.Add(n) > maxKeptBytes {
+		j.keptBytes.Add(-n)
 		return
 	}
 	clear(f.entries)
 	select {
 	case j.kept <- f:
 	default:
+		j.keptBytes.Add(-n)
 	}
 }
 

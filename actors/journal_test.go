@@ -231,6 +231,10 @@ func TestFlushBuffersAreKeptAndCleared(t *testing.T) {
 	require.NotSame(t, &f.payloads[0], &h.payloads[0], "too small: a new one")
 	require.Equal(t, 16384, cap(h.payloads))
 
-	j.keep(flushBuffers{payloads: make([]byte, 0, maxKeptPayloads+1)})
-	require.Empty(t, j.kept, "a very large buffer is not kept")
+	j.keep(flushBuffers{payloads: make([]byte, 0, maxKeptBytes+1)})
+	require.Empty(t, j.kept, "past the bytes kept: not kept")
+	j.keep(h)
+	require.Equal(t, h.size(), j.keptBytes.Load())
+	j.buffers(10, 1)
+	require.Zero(t, j.keptBytes.Load(), "taken: no longer kept")
 }
