@@ -63,7 +63,7 @@ type flushBuffers struct {
 // larger or smaller, fit in them.
 const (
 	keptFlushBuffers = 256
-	maxKeptBytes     = 4 << 20
+	maxKeptBytes     = 1 << 20
 	minPayloadBuffer = 512
 	minEntryBuffer   = 8
 )
