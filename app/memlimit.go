@@ -38,9 +38,9 @@ const gcPercentUnderLimit = 200
 // gcPercentFor is the GOGC for a live heap of live bytes under a
 // configured limit: gcPercentUnderLimit while three times the live heap
 // stays well within the limit (the live heap under a quarter of it), else
-// the runtime's 100. A large heap at 200 would run up to the limit (or to
-// a raised one, see limitFor) where 100 collects at twice the live heap:
-// a million pipeline items peaked at 503 MB RSS instead of 355.
+// the runtime's 100. Past a third of the limit a heap at 200 would run up
+// to the limit where 100 collects at twice the live heap; a quarter keeps
+// a margin for the two seconds between looks.
 func gcPercentFor(configured, live int64) int {
 	if live < configured/4 {
 		return gcPercentUnderLimit
