@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,82 @@ type journal struct {
 	stop     chan struct{}
 	stopped  chan struct{}
 	inflight chan pending // enqueued appends, oldest first
+
+	// The loop's scratch: the payload sizes and archive records of a
+	// flush, and flush buffers that deliver gives back once their append
+	// is durable.
+	sizes     []int
+	archives  []*wal.ArchiveRecord
+	kept      chan flushBuffers
+	keptBytes atomic.Int64 // held by the kept buffers
+}
+
+// flushBuffers are a flush's payload buffer and entries, which the log
+// holds until the append's wait returns (the Journal contract): deliver
+// then gives them back for a later flush.
+type flushBuffers struct {
+	payloads []byte
+	entries  []wal.Entry
+}
+
+// Flush buffers kept for reuse: how many at most (a journal has up to a
+// hundred or so appends in flight) and how many bytes. New ones are made a
+// power of two larger than asked, so that the next flushes, a little
+// larger or smaller, fit in them.
+const (
+	keptFlushBuffers = 256
+	maxKeptBytes     = 1 << 20
+	minPayloadBuffer = 512
+	minEntryBuffer   = 8
+)
+
+// size is about what f holds in memory (a wal.Entry is about 128 bytes).
+func (f flushBuffers) size() int64 {
+	return int64(cap(f.payloads)) + int64(cap(f.entries))*128
+}
+
+// buffers gives a flush n payload bytes and room for entries entries: the
+// next kept buffers if they are large enough, else new ones in their
+// place, so that the kept ones grow to what flushes need.
+func (j *journal) buffers(n, entries int) flushBuffers {
+	var f flushBuffers
+	select {
+	case f = <-j.kept:
+		j.keptBytes.Add(-f.size())
+		if cap(f.payloads) < n || cap(f.entries) < entries {
+			f = flushBuffers{} // too small: a new one takes its place
+		}
+	default:
+	}
+	if f.payloads == nil {
+		f = flushBuffers{payloads: make([]byte, roomFor(n, minPayloadBuffer)), entries: make([]wal.Entry, 0, roomFor(entries, minEntryBuffer))}
+	}
+	f.payloads, f.entries = f.payloads[:n], f.entries[:0]
+	return f
+}
+
+// roomFor is the power of two at least n and at least least.
+func roomFor(n, least int) int {
+	if n <= least {
+		return least
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
+// keep offers a flush's buffers for reuse once its append is durable; the
+// entries are cleared first (they point at payloads and archive records).
+func (j *journal) keep(f flushBuffers) {
+	n := f.size()
+	if j.keptBytes.Add(n) > maxKeptBytes {
+		j.keptBytes.Add(-n)
+		return
+	}
+	clear(f.entries)
+	select {
+	case j.kept <- f:
+	default:
+		j.keptBytes.Add(-n)
+	}
 }
 
 // pending is one enqueued append and the batches it carries.
@@ -45,6 +122,7 @@ type pending struct {
 	batches []*batch
 	ok      []*batch // the batches that were encoded and enqueued
 	wait    func() ([]uint64, error)
+	buffers flushBuffers // the entries and their payloads, free once wait returns
 }
 
 // batch is one decision's events and what to do once they are applied.
@@ -155,7 +233,7 @@ func newJournal(s *System, owner string, self *actor.PID) *journal {
 	j := &journal{
 		pending: &s.offActor, log: s.log, owner: owner, root: s.root, self: self, box: &s.desks.desk(owner).box,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
-		inflight: make(chan pending, 1024),
+		inflight: make(chan pending, 1024), kept: make(chan flushBuffers, keptFlushBuffers),
 	}
 	go j.loop()
 	go j.deliver()
@@ -254,6 +332,7 @@ func (j *journal) deliver() {
 	defer close(j.stopped)
 	for p := range j.inflight {
 		seqs, err := p.wait()
+		j.keep(p.buffers)
 		i := 0
 		for _, b := range p.ok {
 			if err != nil {
@@ -284,22 +363,42 @@ func (j *journal) flush() {
 		return
 	}
 	// A batch that fails to encode fails alone; the others go out. The
-	// entries of all are encoded into one slice, sized once.
-	n := 0
-	for _, b := range batches {
-		n += len(b.events)
-	}
-	entries := make([]wal.Entry, 0, n)
-	ok := make([]*batch, 0, len(batches))
+	// entries of all are encoded into one slice, their payloads into one
+	// buffer, both reused once the append is durable.
+	// A batch's archive record is made before its events are sized: it
+	// marks their completion archived.
+	n, total := 0, 0
+	sizes, archives := j.sizes[:0], j.archives[:0]
 	for _, b := range batches {
 		var archive *wal.ArchiveRecord
 		if b.archive != nil {
 			archive = b.archive()
 		}
+		archives = append(archives, archive)
+		n += len(b.events)
+		for _, e := range b.events {
+			sizes = append(sizes, pb.EventSize(e))
+			total += sizes[len(sizes)-1]
+		}
+	}
+	j.sizes = sizes
+	bufs := j.buffers(total, n)
+	buf, entries := bufs.payloads, bufs.entries
+	ok := make([]*batch, 0, len(batches))
+	for i, b := range batches {
+		archive := archives[i]
 		first := len(entries)
-		if entries, b.err = encodeEvents(j.owner, b.events, entries); b.err != nil {
+		own := sizes[:len(b.events)]
+		sizes = sizes[len(b.events):]
+		var rest []byte
+		entries, rest, b.err = encodeEventsInto(j.owner, b.events, own, buf, entries)
+		if b.err != nil {
+			for _, sz := range own {
+				buf = buf[sz:]
+			}
 			continue
 		}
+		buf = rest
 		if len(entries) > first {
 			entries[len(entries)-1].Archive = archive
 		}
@@ -314,7 +413,10 @@ func (j *journal) flush() {
 			b.queued(b.err)
 		}
 	}
-	j.inflight <- pending{batches: batches, ok: ok, wait: wait}
+	clear(archives)
+	j.archives = archives
+	bufs.entries = entries // the same array: it had room for all
+	j.inflight <- pending{batches: batches, ok: ok, wait: wait, buffers: bufs}
 }
 
 // encodeEvent turns an event into a WAL entry of owner.
@@ -323,9 +425,9 @@ func encodeEvent(owner string, e *pb.Event) (wal.Entry, error) {
 }
 
 // encodeEvents appends the WAL entries of owner's events to ents. Their
-// payloads share one buffer, allocated once: the WAL copies a payload
-// into its block, so the buffer is garbage once they are written. On an
-// error ents is returned as it was.
+// payloads share one buffer, allocated once: the WAL is done with a
+// payload once its append is durable. On an error ents is returned as it
+// was.
 func encodeEvents(owner string, events []*pb.Event, ents []wal.Entry) ([]wal.Entry, error) {
 	if len(events) == 1 {
 		ent, err := encodeEvent(owner, events[0])
@@ -340,7 +442,14 @@ func encodeEvents(owner string, events []*pb.Event, ents []wal.Entry) ([]wal.Ent
 		sizes[i] = pb.EventSize(e)
 		total += sizes[i]
 	}
-	buf := make([]byte, total)
+	ents, _, err := encodeEventsInto(owner, events, sizes, make([]byte, total), ents)
+	return ents, err
+}
+
+// encodeEventsInto is encodeEvents with the payloads written back to back
+// at the start of buf, event i's sizes[i] (pb.EventSize) bytes; it returns
+// the rest of buf. On an error ents is returned as it was.
+func encodeEventsInto(owner string, events []*pb.Event, sizes []int, buf []byte, ents []wal.Entry) ([]wal.Entry, []byte, error) {
 	first := len(ents)
 	ents = slices.Grow(ents, len(events))
 	for i, e := range events {
@@ -348,12 +457,12 @@ func encodeEvents(owner string, events []*pb.Event, ents []wal.Entry) ([]wal.Ent
 		ent, err := encodeInto(buf[:n:n], owner, e)
 		if err != nil {
 			clear(ents[first:])
-			return ents[:first], err
+			return ents[:first], buf, err
 		}
 		buf = buf[n:]
 		ents = append(ents, ent)
 	}
-	return ents, nil
+	return ents, buf, nil
 }
 
 // encodeInto encodes e into buf, exactly pb.EventSize(e) bytes, which

@@ -30,6 +30,8 @@ type Journal interface {
 	// AppendAsync queues them in call order and returns a wait for them.
 	// What is queued before is never durable after: a crash leaves a
 	// prefix of the queue (the journal's batch.queued relies on it).
+	// The entries' payloads are the caller's again once Append or the
+	// wait returns: the journal reuses their buffers.
 	Append(ctx context.Context, entries ...wal.Entry) ([]uint64, error)
 	AppendAsync(entries ...wal.Entry) (wait func() ([]uint64, error))
 	// Commit closes intents; Uncommitted lists the open ones in seq order.

@@ -339,7 +339,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.memLimitFrom == configMemoryLimit {
 		stop := make(chan struct{})
 		defer close(stop)
-		go followLiveHeap(m.memLimit, 2*time.Second, stop, func(live, limit int64) {
+		go followLiveHeap(m.memLimit, os.Getenv("GOGC") == "", 2*time.Second, stop, func(live, limit int64) {
 			d.Logger.Warn().Str("event", "cmd.fano.memory_limit_raised").Int64("live_heap_mb", live>>20).
 				Int64("memory_limit_mb", limit>>20).Int64("configured_mb", m.memLimit>>20).
 				Msg("the live heap outgrew orchestrator.state.memory_limit_mb: the soft limit follows it (raise memory_limit_mb to set it yourself)")

@@ -21,7 +21,31 @@ func memoryLimit(limitMB int) (bytes int64, source string) {
 	}
 	b := int64(limitMB) << 20
 	debug.SetMemoryLimit(b)
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercentFor(b, 0))
+	}
 	return b, configMemoryLimit
+}
+
+// gcPercentUnderLimit is the GOGC fano runs with under its own soft
+// memory limit while the live heap is small (a GOGC in the environment
+// wins): collecting at three times the live heap rather than twice halves
+// the collections of a small heap; a pipeline run of 20k items took 8-10 %
+// less CPU for 10-15 MB more peak RSS (300 gained nothing more). See
+// gcPercentFor for a large heap.
+const gcPercentUnderLimit = 200
+
+// gcPercentFor is the GOGC for a live heap of live bytes under a
+// configured limit: gcPercentUnderLimit while three times the live heap
+// stays well within the limit (the live heap under a quarter of it), else
+// the runtime's 100. Past a third of the limit a heap at 200 would run up
+// to the limit where 100 collects at twice the live heap; a quarter keeps
+// a margin for the two seconds between looks.
+func gcPercentFor(configured, live int64) int {
+	if live < configured/4 {
+		return gcPercentUnderLimit
+	}
+	return 100
 }
 
 // configMemoryLimit names the config's soft memory limit as its source.
@@ -51,13 +75,15 @@ func limitFor(configured, live int64) int64 {
 }
 
 // followLiveHeap keeps the soft memory limit at limitFor(configured, the
-// live heap after the last collection), looked at every interval until
-// stop is closed; raised tells (once per rise past the last) how far.
-func followLiveHeap(configured int64, interval time.Duration, stop <-chan struct{}, raised func(live, limit int64)) {
+// live heap after the last collection), and with setGC GOGC at
+// gcPercentFor, looked at every interval until stop is closed; raised
+// tells (once per rise past the last) how far.
+func followLiveHeap(configured int64, setGC bool, interval time.Duration, stop <-chan struct{}, raised func(live, limit int64)) {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	current, told := configured, configured
+	percent := gcPercentFor(configured, 0)
 	for {
 		select {
 		case <-stop:
@@ -69,6 +95,10 @@ func followLiveHeap(configured int64, interval time.Duration, stop <-chan struct
 			return
 		}
 		live := int64(sample[0].Value.Uint64())
+		if p := gcPercentFor(configured, live); setGC && p != percent {
+			debug.SetGCPercent(p)
+			percent = p
+		}
 		next := limitFor(configured, live)
 		// Moved only by a tenth or more: no call per look.
 		if d := next - current; d > current/10 || -d > current/10 || (next == configured && current != configured) {

@@ -617,11 +617,11 @@ func (t *traceLog) write(st traceStart, l traceLine) error {
 	if l.DurationMS < 0 {
 		l.DurationMS = 0
 	}
-	data, err := json.Marshal(l)
+	buf, err := l.appendJSON(t.buf)
 	if err != nil {
 		return err
 	}
-	t.buf = append(append(t.buf, data...), '\n')
+	t.buf = append(buf, '\n')
 	if len(t.buf) >= 64<<10 {
 		return t.flush()
 	}

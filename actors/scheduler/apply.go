@@ -423,50 +423,41 @@ func (s *State) applyForgotten(f *pb.TaskForgotten, e *pb.Event) error {
 	if !IsFinished(first.state()) {
 		return fmt.Errorf("scheduler: apply %s: task %q is %s, not finished", eventName(e), f.GetTaskId(), stateName(first.state()))
 	}
-	s.forget(first)
+	s.forget(f.GetTaskId(), first)
 	for _, id := range f.GetMoreTaskIds() {
 		if en, ok := s.tasks[id]; ok && IsFinished(en.state()) {
-			s.forget(en)
+			s.forget(id, en)
 		}
 	}
 	return nil
 }
 
-func (s *State) forget(en *entry) {
-	en.unpack()
-	s.q.detach(en)
-	s.track(en, en.t.State, -1)
-	delete(s.tasks, en.t.Id)
-	s.forgotten.add(forgottenHash(en.t.Id))
-	c := s.forgottenCounts[en.t.Module]
+func (s *State) forget(id string, en *entry) {
+	var module string
+	st := en.state()
+	if en.t == nil {
+		// Packed: completed, in no heap, counted only as finished; what
+		// else forgetting needs is read from its encoding.
+		module, _ = en.head()
+		s.count(module, st, -1)
+	} else {
+		module = en.t.Module
+		s.q.detach(en)
+		s.track(en, st, -1)
+	}
+	delete(s.tasks, id)
+	s.forgotten.add(forgottenHash(id))
+	c := s.forgottenCounts[module]
 	if c == nil {
 		c = map[pb.TaskState]int{}
-		s.forgottenCounts[en.t.Module] = c
+		s.forgottenCounts[module] = c
 	}
-	c[en.t.State]++
+	c[st]++
 }
 
 // track counts en in (delta +1) or out of (-1) state st.
 func (s *State) track(en *entry, st pb.TaskState, delta int) {
-	m := en.t.Module
-	c := s.counts[m]
-	if c == nil {
-		c = map[pb.TaskState]int{}
-		s.counts[m] = c
-	}
-	c[st] += delta
-	if c[st] == 0 {
-		delete(c, st)
-		if len(c) == 0 {
-			delete(s.counts, m)
-		}
-	}
-	if isPendingState(st) {
-		s.pending += delta
-	}
-	if IsFinished(st) {
-		s.finished += delta
-	}
+	s.count(en.t.Module, st, delta)
 	id := en.t.Id
 	if !IsFinished(st) {
 		if p := en.t.LlmPreference; p != "" {
@@ -489,6 +480,29 @@ func (s *State) track(en *entry, st pb.TaskState, delta int) {
 		} else {
 			delete(s.paused, id)
 		}
+	}
+}
+
+// count counts a task of module m in (delta +1) or out of (-1) state st:
+// the per-module counts and the pending and finished totals.
+func (s *State) count(m string, st pb.TaskState, delta int) {
+	c := s.counts[m]
+	if c == nil {
+		c = map[pb.TaskState]int{}
+		s.counts[m] = c
+	}
+	c[st] += delta
+	if c[st] == 0 {
+		delete(c, st)
+		if len(c) == 0 {
+			delete(s.counts, m)
+		}
+	}
+	if isPendingState(st) {
+		s.pending += delta
+	}
+	if IsFinished(st) {
+		s.finished += delta
 	}
 }
 

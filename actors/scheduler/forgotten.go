@@ -67,8 +67,11 @@ const forgetBatch = 1000
 // at most max: those that finished more than retention before now
 // (retention > 0), and the oldest beyond the keep most recent (keep > 0).
 // It returns copies of them (to be archived on disk first) and the
-// TaskForgotten events that take them out, a batch of ids each. O(n) in
-// the tasks in memory: callers run it now and then, not on every tick.
+// TaskForgotten events that take them out, a batch of ids each. Of a task
+// archived whole at its completion (kept packed) the copy holds only what
+// its archive reference needs: id, module, state, archived, completed_at.
+// O(n) in the tasks in memory: callers run it now and then, not on every
+// tick.
 func (s *State) DecideForget(now time.Time, retention time.Duration, keep, max int) ([]*pb.Task, []*pb.Event) {
 	if (retention <= 0 && keep <= 0) || max <= 0 {
 		return nil, nil
@@ -105,7 +108,7 @@ func (s *State) DecideForget(now time.Time, retention time.Duration, keep, max i
 	var evs []*pb.Event
 	at := now.UnixNano()
 	for i, o := range old[:n] {
-		tasks[i] = o.en.clone()
+		tasks[i] = o.en.forgettable(o.id)
 		if i%forgetBatch == 0 {
 			evs = append(evs, &pb.Event{At: at, Body: &pb.Event_TaskForgotten{TaskForgotten: &pb.TaskForgotten{TaskId: o.id}}})
 			continue
@@ -158,4 +161,15 @@ func (s *State) restoreForgotten(snap *pb.SchedulerSnapshot) error {
 		m[c.GetState()] += int(c.GetCount())
 	}
 	return nil
+}
+
+// forgettable is what DecideForget gives of en's task (id): a copy, or of
+// a packed one the light task its archive reference needs, read without
+// decoding it.
+func (en *entry) forgettable(id string) *pb.Task {
+	if en.t != nil {
+		return pb.CloneTask(en.t)
+	}
+	module, completedAt := en.head()
+	return &pb.Task{Id: id, Module: module, State: pb.TaskState_TASK_STATE_COMPLETED, Archived: true, CompletedAt: completedAt}
 }

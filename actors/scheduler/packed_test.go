@@ -103,7 +103,9 @@ func TestArchivedTaskKeptEncoded(t *testing.T) {
 	// event removes it.
 	old, evs := s.DecideForget(t0.Add(2*time.Hour), time.Hour, 0, 10)
 	require.Len(t, old, 1)
-	same(old[0], "DecideForget")
+	require.True(t, proto.Equal(&pb.Task{Id: id, Module: "explorer", State: pb.TaskState_TASK_STATE_COMPLETED, Archived: true, CompletedAt: want.CompletedAt}, old[0]),
+		"DecideForget: what the archive reference needs, read from the encoding: %v", old[0])
+	require.NotNil(t, s.tasks[id].packed, "deciding leaves it encoded")
 	apply(t, s, evs[0])
 	_, ok = s.Task(id)
 	require.False(t, ok)
@@ -207,4 +209,34 @@ func BenchmarkSnapshotBytes(b *testing.B) {
 			}
 		}
 	})
+}
+
+// packedHead reads the module and completed_at proto.Unmarshal would
+// decode, whatever else the encoding holds, a field given twice included.
+func TestPackedHeadReadsWhatDecodingReads(t *testing.T) {
+	full := &pb.Task{Id: "pipeline/pipeline_llm/x", Module: "pipeline", TaskType: "pipeline_llm", Subject: "x", State: pb.TaskState_TASK_STATE_COMPLETED,
+		Context: map[string]string{"k": "v"}, Conversation: &pb.ConversationState{Llm: "api", TurnCount: 3}, CreatedAt: 1, UpdatedAt: 2, StartedAt: 3,
+		CompletedAt: 1767614403000000000, LlmExclude: []string{"a", "b"}, ValidationAttempts: 2, AvoidLlm: "b", RequestTimeoutMs: 9, Archived: true}
+	for _, tk := range []*pb.Task{full, {Id: "m/t/s"}, {Module: "only"}, {CompletedAt: -5}} {
+		data, err := proto.Marshal(tk)
+		require.NoError(t, err)
+		module, at, err := packedHead(data)
+		require.NoError(t, err)
+		require.Equal(t, tk.Module, string(module), "%v", tk)
+		require.Equal(t, tk.CompletedAt, at, "%v", tk)
+	}
+	// A second module and completed_at after the rest: the last wins.
+	data, err := proto.Marshal(full)
+	require.NoError(t, err)
+	data, err = proto.MarshalOptions{}.MarshalAppend(data, &pb.Task{Module: "later", CompletedAt: 7})
+	require.NoError(t, err)
+	var decoded pb.Task
+	require.NoError(t, proto.Unmarshal(data, &decoded))
+	module, at, err := packedHead(data)
+	require.NoError(t, err)
+	require.Equal(t, decoded.Module, string(module))
+	require.Equal(t, decoded.CompletedAt, at)
+
+	_, _, err = packedHead(data[:len(data)-1])
+	require.Error(t, err, "a cut encoding")
 }
