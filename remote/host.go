@@ -312,7 +312,9 @@ func (h *Host) hello() {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		m.Backends = append(m.Backends, &pb.HostBackend{Name: name, Type: h.cfg.Types[name]})
+		a, ok := gateway.As[gateway.Addresser](h.backends[name])
+		m.Backends = append(m.Backends, &pb.HostBackend{Name: name, Type: h.cfg.Types[name],
+			AddressesConversations: ok && a.AddressesConversations()})
 	}
 	h.sys.Root.RequestWithCustomSender(h.hub, m, h.pid)
 }
