@@ -349,12 +349,18 @@ func (a *hostActor) Receive(ctx actor.Context) {
 func (h *Host) receive(msg any, sender *actor.PID) {
 	if m, ok := msg.(*pb.RemoteCalls); ok {
 		h.heard()
+		var run []func()
 		for _, c := range m.Calls {
-			h.call(sender, c)
+			if fn := h.call(sender, c); fn != nil {
+				run = append(run, fn)
+			}
 		}
+		// Cancelled before they start, a batch's calls of a cancel in the
+		// same batch end as cancelled.
 		for _, c := range m.Cancels {
 			h.cancel(c)
 		}
+		calls.GoEach(run)
 	}
 }
 
@@ -426,11 +432,12 @@ func (h *Host) pong(m *pb.HostPing) *pb.HostPong {
 	return p
 }
 
-// call runs a request, or answers it from the book when its intent was
-// seen before.
-func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
+// call answers a request from the book when its intent was seen before,
+// or returns what runs it (on a goroutine of its own: a backend's call
+// blocks).
+func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) (run func()) {
 	if sender == nil {
-		return
+		return nil
 	}
 	ob := h.answersTo(sender)
 	reply := func(a *pb.RemoteAnswer) { ob.answer(a, h.cfg.Clock.Now()) }
@@ -448,9 +455,9 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 		out := proto.Clone(done).(*pb.RemoteAnswer)
 		out.Intent, out.Call, out.Backend, out.Repeated = m.Intent, m.Call, m.Backend, true
 		reply(out)
-		return
+		return nil
 	case beginAttached:
-		return
+		return nil
 	}
 	b, ok := h.backends[m.Backend]
 	if !ok {
@@ -458,7 +465,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 		for _, w := range h.book.finish(k, a, false, h.cfg.Clock.Now()) {
 			w.reply(a)
 		}
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	h.book.running(k, func(shutdown bool) {
@@ -468,7 +475,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 			cancel(context.Canceled)
 		}
 	})
-	calls.Go(func() {
+	return func() {
 		req := requestOf(m)
 		if a, ok := gateway.As[gateway.Addresser](b); ok && a.AddressesConversations() {
 			// The address of a new conversation goes back at once, as its
@@ -499,7 +506,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 		for _, w := range h.book.finish(k, a, !cancelled, h.cfg.Clock.Now()) {
 			w.reply(a)
 		}
-	})
+	}
 }
 
 // calls runs the backends' calls of every host of the process.

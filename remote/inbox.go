@@ -75,6 +75,27 @@ func (w *warmPool) Go(fn func()) {
 	}
 }
 
+// GoEach runs each of fns on a goroutine of its own, each goroutine
+// handing the next fn on before it runs its own. A goroutine made
+// runnable goes first when the one that readied it blocks, but only the
+// last one readied does: started all at once, every fn but the last
+// would wait behind whatever else the process has to run; handed on,
+// they start one after another.
+func (w *warmPool) GoEach(fns []func()) {
+	if len(fns) == 0 {
+		return
+	}
+	w.Go(func() { w.chain(fns) })
+}
+
+func (w *warmPool) chain(fns []func()) {
+	if len(fns) > 1 {
+		rest := fns[1:]
+		w.Go(func() { w.chain(rest) })
+	}
+	fns[0]()
+}
+
 func (w *warmPool) run(fn func()) {
 	for {
 		fn()
