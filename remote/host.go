@@ -350,9 +350,17 @@ func (h *Host) receive(msg any, sender *actor.PID) {
 	if m, ok := msg.(*pb.RemoteCalls); ok {
 		h.heard()
 		var run []func()
-		for _, c := range m.Calls {
-			if fn := h.call(sender, c); fn != nil {
-				run = append(run, fn)
+		var then func()
+		if sender != nil && len(m.Calls) > 0 {
+			// The answers the batch's calls give as they run go together,
+			// once every call has run or is waiting on its backend.
+			ob := h.answersTo(sender)
+			ob.hold()
+			then = func() { ob.release(h.cfg.Clock.Now()) }
+			for _, c := range m.Calls {
+				if fn := h.call(sender, ob, c); fn != nil {
+					run = append(run, fn)
+				}
 			}
 		}
 		// Cancelled before they start, a batch's calls of a cancel in the
@@ -360,7 +368,7 @@ func (h *Host) receive(msg any, sender *actor.PID) {
 		for _, c := range m.Cancels {
 			h.cancel(c)
 		}
-		calls.GoEach(run)
+		calls.GoEach(run, then)
 	}
 }
 
@@ -435,11 +443,7 @@ func (h *Host) pong(m *pb.HostPing) *pb.HostPong {
 // call answers a request from the book when its intent was seen before,
 // or returns what runs it (on a goroutine of its own: a backend's call
 // blocks).
-func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) (run func()) {
-	if sender == nil {
-		return nil
-	}
-	ob := h.answersTo(sender)
+func (h *Host) call(sender *actor.PID, ob *outbox, m *pb.RemoteCall) (run func()) {
 	reply := func(a *pb.RemoteAnswer) { ob.answer(a, h.cfg.Clock.Now()) }
 	k := keyOf(m)
 	w := waiter{call: m.Call, reply: func(a *pb.RemoteAnswer) {

@@ -81,17 +81,26 @@ func (w *warmPool) Go(fn func()) {
 // last one readied does: started all at once, every fn but the last
 // would wait behind whatever else the process has to run; handed on,
 // they start one after another.
-func (w *warmPool) GoEach(fns []func()) {
+//
+// then (nil: none) runs once every fn has returned or blocked: the last
+// goroutine hands it on before it runs its fn.
+func (w *warmPool) GoEach(fns []func(), then func()) {
 	if len(fns) == 0 {
+		if then != nil {
+			then()
+		}
 		return
 	}
-	w.Go(func() { w.chain(fns) })
+	w.Go(func() { w.chain(fns, then) })
 }
 
-func (w *warmPool) chain(fns []func()) {
-	if len(fns) > 1 {
+func (w *warmPool) chain(fns []func(), then func()) {
+	switch {
+	case len(fns) > 1:
 		rest := fns[1:]
-		w.Go(func() { w.chain(rest) })
+		w.Go(func() { w.chain(rest, then) })
+	case then != nil:
+		w.Go(then)
 	}
 	fns[0]()
 }

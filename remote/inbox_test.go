@@ -9,7 +9,7 @@ import (
 
 // A batch's calls are handed on one by one, but each runs on its own
 // goroutine: a call that blocks (a browser waiting for its answer) does
-// not hold back the ones after it.
+// not hold back the ones after it, nor what runs once all have started.
 func TestGoEachRunsEveryCallOnItsOwnGoroutine(t *testing.T) {
 	w := newWarmPool(4)
 	const n = 6
@@ -22,7 +22,8 @@ func TestGoEachRunsEveryCallOnItsOwnGoroutine(t *testing.T) {
 			<-release
 		}
 	}
-	w.GoEach(fns)
+	then := make(chan struct{})
+	w.GoEach(fns, func() { close(then) })
 	seen := map[int]bool{}
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
@@ -34,7 +35,14 @@ func TestGoEachRunsEveryCallOnItsOwnGoroutine(t *testing.T) {
 			t.Fatalf("only calls %v started while they blocked", seen)
 		}
 	}
+	select {
+	case <-then:
+	case <-deadline.C:
+		t.Fatal("what follows the batch did not run while its calls blocked")
+	}
 	close(release)
 	assert.Len(t, seen, n)
-	w.GoEach(nil) // nothing to run: nothing starts
+	empty := false
+	w.GoEach(nil, func() { empty = true })
+	assert.True(t, empty, "an empty batch has started at once")
 }
