@@ -357,6 +357,11 @@ func (h *Host) receive(msg any, sender *actor.PID) {
 			ob := h.answersTo(sender)
 			ob.hold()
 			then = func() { ob.release(h.cfg.Clock.Now()) }
+			defer func() {
+				if then != nil { // a call's start panicked: nothing will release
+					then()
+				}
+			}()
 			for _, c := range m.Calls {
 				if fn := h.call(sender, ob, c); fn != nil {
 					run = append(run, fn)
@@ -369,6 +374,7 @@ func (h *Host) receive(msg any, sender *actor.PID) {
 			h.cancel(c)
 		}
 		calls.GoEach(run, then)
+		then = nil
 	}
 }
 
