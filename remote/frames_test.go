@@ -76,18 +76,21 @@ func (p *frameCounter) pipe(from, to net.Conn, client bool) {
 		skip = len(http2Preface)
 	}
 	buf := make([]byte, 32<<10)
+	counting := true
 	for {
 		n, err := from.Read(buf)
 		if n > 0 {
 			if _, werr := to.Write(buf[:n]); werr != nil {
 				return
 			}
-			pending = append(pending, buf[:n]...)
+			if counting {
+				pending = append(pending, buf[:n]...)
+			}
 			if skip > 0 && len(pending) >= skip {
 				if !bytes.HasPrefix(pending, []byte(http2Preface)) {
-					return // not HTTP/2: nothing to count
+					counting, pending = false, nil // not HTTP/2: forwarded, not counted
 				}
-				pending, skip = pending[skip:], 0
+				pending, skip = pending[min(skip, len(pending)):], 0
 			}
 			for skip == 0 && len(pending) >= 9 {
 				length := int(binary.BigEndian.Uint32(append([]byte{0}, pending[:3]...)))
