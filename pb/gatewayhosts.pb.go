@@ -106,11 +106,12 @@ func (x *HostHello) GetAddress() string {
 
 // HostBackend is one backend a host holds.
 type HostBackend struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Type          string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"` // browser, api, sim
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state                  protoimpl.MessageState `protogen:"open.v1"`
+	Name                   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Type                   string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`                                                                    // browser, api, sim
+	AddressesConversations bool                   `protobuf:"varint,3,opt,name=addresses_conversations,json=addressesConversations,proto3" json:"addresses_conversations,omitempty"` // gives a new conversation an address of its own (a chat site)
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *HostBackend) Reset() {
@@ -155,6 +156,13 @@ func (x *HostBackend) GetType() string {
 		return x.Type
 	}
 	return ""
+}
+
+func (x *HostBackend) GetAddressesConversations() bool {
+	if x != nil {
+		return x.AddressesConversations
+	}
+	return false
 }
 
 // HostWelcome answers a HostHello: accepted, or refused with the reason.
@@ -1001,10 +1009,11 @@ const file_gatewayhosts_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x1a\n" +
 	"\binstance\x18\x03 \x01(\tR\binstance\x120\n" +
 	"\bbackends\x18\x04 \x03(\v2\x14.fano.v1.HostBackendR\bbackends\x12\x18\n" +
-	"\aaddress\x18\x05 \x01(\tR\aaddress\"5\n" +
+	"\aaddress\x18\x05 \x01(\tR\aaddress\"n\n" +
 	"\vHostBackend\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
-	"\x04type\x18\x02 \x01(\tR\x04type\"\x8c\x01\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x127\n" +
+	"\x17addresses_conversations\x18\x03 \x01(\bR\x16addressesConversations\"\x8c\x01\n" +
 	"\vHostWelcome\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x121\n" +

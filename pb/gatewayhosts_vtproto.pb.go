@@ -119,6 +119,16 @@ func (m *HostBackend) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.AddressesConversations {
+		i--
+		if m.AddressesConversations {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x18
+	}
 	if len(m.Type) > 0 {
 		i -= len(m.Type)
 		copy(dAtA[i:], m.Type)
@@ -939,6 +949,9 @@ func (m *HostBackend) SizeVT() (n int) {
 	l = len(m.Type)
 	if l > 0 {
 		n += 1 + l + protohelpers.SizeOfVarint(uint64(l))
+	}
+	if m.AddressesConversations {
+		n += 2
 	}
 	n += len(m.unknownFields)
 	return n

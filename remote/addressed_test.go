@@ -59,3 +59,21 @@ func TestConversationAddressCrossesBeforeTheAnswer(t *testing.T) {
 	_, err := b.Send(context.Background(), request(42, "another"))
 	require.NoError(t, err)
 }
+
+// The orchestrator asks a host's backend for a conversation's address
+// (a channel and a report a request) only when the host said, as it
+// registered, that the backend gives one; before the host has said, it
+// may.
+func TestOnlyAddressingBackendsAreAskedForAddresses(t *testing.T) {
+	hub := startTestHub(t, HubConfig{Transport: Transport{Plaintext: true}, Routed: map[string][]string{"desk": {"s1", "s2"}}})
+	addresses := func(name string) bool {
+		a, ok := gateway.As[gateway.Addresser](hub.Backend(name, "desk"))
+		require.True(t, ok)
+		return a.AddressesConversations()
+	}
+	assert.True(t, addresses("s1"), "a host not registered yet may hold a browser")
+	startTestHost(t, hostOpts{orchestrator: hub.Address(), backends: []gateway.Backend{addressingSim{newSim("s1")}, newSim("s2")}})
+	hub.waitFor(t, "desk", HostConnected, 10*time.Second)
+	assert.True(t, addresses("s1"), "the host said s1 addresses its conversations")
+	assert.False(t, addresses("s2"), "s2 gives no address, as its host said")
+}

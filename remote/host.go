@@ -312,7 +312,9 @@ func (h *Host) hello() {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		m.Backends = append(m.Backends, &pb.HostBackend{Name: name, Type: h.cfg.Types[name]})
+		a, ok := gateway.As[gateway.Addresser](h.backends[name])
+		m.Backends = append(m.Backends, &pb.HostBackend{Name: name, Type: h.cfg.Types[name],
+			AddressesConversations: ok && a.AddressesConversations()})
 	}
 	h.sys.Root.RequestWithCustomSender(h.hub, m, h.pid)
 }
@@ -347,12 +349,32 @@ func (a *hostActor) Receive(ctx actor.Context) {
 func (h *Host) receive(msg any, sender *actor.PID) {
 	if m, ok := msg.(*pb.RemoteCalls); ok {
 		h.heard()
-		for _, c := range m.Calls {
-			h.call(sender, c)
+		var run []func()
+		var then func()
+		if sender != nil && len(m.Calls) > 0 {
+			// The answers the batch's calls give as they run go together,
+			// once every call has run or is waiting on its backend.
+			ob := h.answersTo(sender)
+			ob.hold()
+			then = func() { ob.release(h.cfg.Clock.Now()) }
+			defer func() {
+				if then != nil { // a call's start panicked: nothing will release
+					then()
+				}
+			}()
+			for _, c := range m.Calls {
+				if fn := h.call(sender, ob, c); fn != nil {
+					run = append(run, fn)
+				}
+			}
 		}
+		// Cancelled before they start, a batch's calls of a cancel in the
+		// same batch end as cancelled.
 		for _, c := range m.Cancels {
 			h.cancel(c)
 		}
+		calls.GoEach(run, then)
+		then = nil
 	}
 }
 
@@ -424,13 +446,10 @@ func (h *Host) pong(m *pb.HostPing) *pb.HostPong {
 	return p
 }
 
-// call runs a request, or answers it from the book when its intent was
-// seen before.
-func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
-	if sender == nil {
-		return
-	}
-	ob := h.answersTo(sender)
+// call answers a request from the book when its intent was seen before,
+// or returns what runs it (on a goroutine of its own: a backend's call
+// blocks).
+func (h *Host) call(sender *actor.PID, ob *outbox, m *pb.RemoteCall) (run func()) {
 	reply := func(a *pb.RemoteAnswer) { ob.answer(a, h.cfg.Clock.Now()) }
 	k := keyOf(m)
 	w := waiter{call: m.Call, reply: func(a *pb.RemoteAnswer) {
@@ -446,9 +465,9 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 		out := proto.Clone(done).(*pb.RemoteAnswer)
 		out.Intent, out.Call, out.Backend, out.Repeated = m.Intent, m.Call, m.Backend, true
 		reply(out)
-		return
+		return nil
 	case beginAttached:
-		return
+		return nil
 	}
 	b, ok := h.backends[m.Backend]
 	if !ok {
@@ -456,7 +475,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 		for _, w := range h.book.finish(k, a, false, h.cfg.Clock.Now()) {
 			w.reply(a)
 		}
-		return
+		return nil
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	h.book.running(k, func(shutdown bool) {
@@ -466,7 +485,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 			cancel(context.Canceled)
 		}
 	})
-	calls.Go(func() {
+	return func() {
 		req := requestOf(m)
 		if a, ok := gateway.As[gateway.Addresser](b); ok && a.AddressesConversations() {
 			// The address of a new conversation goes back at once, as its
@@ -497,7 +516,7 @@ func (h *Host) call(sender *actor.PID, m *pb.RemoteCall) {
 		for _, w := range h.book.finish(k, a, !cancelled, h.cfg.Clock.Now()) {
 			w.reply(a)
 		}
-	})
+	}
 }
 
 // calls runs the backends' calls of every host of the process.

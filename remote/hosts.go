@@ -54,6 +54,9 @@ type hostEntry struct {
 	rtt                              time.Duration
 	running                          int
 	conditions                       map[string]gateway.Condition
+	// addressing are the backends that give a new conversation an
+	// address of their own, as the host said at its hello.
+	addressing []string
 }
 
 func newHostTable(version string, routed map[string][]string) *hostTable {
@@ -96,9 +99,12 @@ func (t *hostTable) hello(m *pb.HostHello, now time.Time) helloOutcome {
 		e.since = now
 	}
 	e.address, e.version, e.instance, e.state, e.reason, e.lastHeard = m.Address, m.Version, m.Instance, HostConnected, "", now
-	e.backends = e.backends[:0]
+	e.backends, e.addressing = e.backends[:0], e.addressing[:0]
 	for _, b := range m.Backends {
 		e.backends = append(e.backends, b.Name)
+		if b.AddressesConversations {
+			e.addressing = append(e.addressing, b.Name)
+		}
 	}
 	sort.Strings(e.backends)
 	e.conditions = nil
@@ -169,6 +175,17 @@ func (t *hostTable) condition(host, backend string) gateway.Condition {
 		return c
 	}
 	return gateway.Condition{State: gateway.StateReady}
+}
+
+// addresses says whether backend on host gives a new conversation an
+// address of its own; until the host has said (it has not registered),
+// it may.
+func (t *hostTable) addresses(host, backend string) bool {
+	e, ok := t.hosts[host]
+	if !ok || e.instance == "" {
+		return true
+	}
+	return slices.Contains(e.addressing, backend)
 }
 
 func (t *hostTable) status() []HostStatus {

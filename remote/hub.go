@@ -548,9 +548,15 @@ func (b *hostBackend) Host() string { return b.host }
 
 func (b *hostBackend) Close() error { return nil }
 
-// AddressesConversations implements gateway.Addresser: the host's backend
-// may be a browser, whose new conversations it reports (RemoteConversationAddressed).
-func (b *hostBackend) AddressesConversations() bool { return true }
+// AddressesConversations implements gateway.Addresser: as the host said
+// of its backend when it registered (a browser reports the address of a
+// new conversation as the site gives it: RemoteConversationAddressed);
+// a host not registered yet may hold a browser.
+func (b *hostBackend) AddressesConversations() bool {
+	b.hub.mu.Lock()
+	defer b.hub.mu.Unlock()
+	return b.hub.table.addresses(b.host, b.name)
+}
 
 func (b *hostBackend) Condition() gateway.Condition {
 	b.hub.mu.Lock()

@@ -75,6 +75,36 @@ func (w *warmPool) Go(fn func()) {
 	}
 }
 
+// GoEach runs each of fns on a goroutine of its own, each goroutine
+// handing the next fn on before it runs its own. A goroutine made
+// runnable goes first when the one that readied it blocks, but only the
+// last one readied does: started all at once, every fn but the last
+// would wait behind whatever else the process has to run; handed on,
+// they start one after another.
+//
+// then (nil: none) runs once every fn has returned or blocked: the last
+// goroutine hands it on before it runs its fn.
+func (w *warmPool) GoEach(fns []func(), then func()) {
+	if len(fns) == 0 {
+		if then != nil {
+			then()
+		}
+		return
+	}
+	w.Go(func() { w.chain(fns, then) })
+}
+
+func (w *warmPool) chain(fns []func(), then func()) {
+	switch {
+	case len(fns) > 1:
+		rest := fns[1:]
+		w.Go(func() { w.chain(rest, then) })
+	case then != nil:
+		w.Go(then)
+	}
+	fns[0]()
+}
+
 func (w *warmPool) run(fn func()) {
 	for {
 		fn()

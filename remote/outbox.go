@@ -33,6 +33,10 @@ type outbox struct {
 	cancels []*pb.RemoteCancel
 	replies []*pb.RemoteAnswer
 	flushAt time.Time // when the flush on its way was handed over; zero: none is
+	// held counts the batches of calls being started (hold): the
+	// answers they give at once wait for the batch's release and go
+	// together.
+	held int
 }
 
 // callsOutbox carries an orchestrator's calls and cancels to a host's
@@ -68,10 +72,32 @@ func (o *outbox) answer(m *pb.RemoteAnswer, now time.Time) {
 	o.queued(now)
 }
 
-// queued hands over a flush if none is on its way; o.mu is held and is
-// released.
+// hold keeps what is queued from now until the matching release: a
+// batch of calls is being started, and the answers its quick calls give
+// at once go as one message when it has started.
+func (o *outbox) hold() {
+	o.mu.Lock()
+	o.held++
+	o.mu.Unlock()
+}
+
+// release ends a hold; the last one hands over a flush at once if
+// anything waits (the batch's calls have run or are waiting on their
+// backends: nothing more is coming soon).
+func (o *outbox) release(now time.Time) {
+	o.mu.Lock()
+	o.held--
+	if o.held > 0 || !o.flushAt.IsZero() || o.emptyLocked() {
+		o.mu.Unlock()
+		return
+	}
+	o.handOver(now)
+}
+
+// queued hands over a flush if none is on its way and nothing holds the
+// outbox; o.mu is held and is released.
 func (o *outbox) queued(now time.Time) {
-	if !o.flushAt.IsZero() {
+	if !o.flushAt.IsZero() || o.held > 0 {
 		o.mu.Unlock()
 		return
 	}
@@ -79,10 +105,19 @@ func (o *outbox) queued(now time.Time) {
 	target := o.target
 	o.mu.Unlock()
 	// The goroutines already waiting for a processor (the other calls
-	// of a WAL commit, the other answers of a batch) queue theirs before
-	// the flush goes: fewer, larger messages on a busy process. On an
-	// idle one nothing waits, and the flush goes at once.
+	// of a WAL commit, the answers of calls that blocked for a while)
+	// queue theirs before the flush goes: fewer, larger messages on a
+	// busy process. On an idle one nothing waits, and the flush goes at
+	// once.
 	runtime.Gosched()
+	o.send(target, outboxFlush{o})
+}
+
+// handOver hands over a flush now; o.mu is held and is released.
+func (o *outbox) handOver(now time.Time) {
+	o.flushAt = now
+	target := o.target
+	o.mu.Unlock()
 	o.send(target, outboxFlush{o})
 }
 

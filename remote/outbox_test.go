@@ -198,3 +198,42 @@ func TestOutboxLetsRunnableCallersJoin(t *testing.T) {
 	}
 	assert.Equal(t, callers, n)
 }
+
+// While a batch of calls is being started, the answers its calls give go
+// nowhere; the batch's release sends them as one message at once, and
+// an answer after it goes as before.
+func TestOutboxHoldsAnswersUntilTheBatchHasStarted(t *testing.T) {
+	var f flushes
+	at := time.Unix(1, 0)
+	o := &outbox{target: actor.NewPID("orch:1", hubInboxName), send: f.send, answers: true}
+	o.hold()
+	o.hold() // a second batch from the same orchestrator, started meanwhile
+	o.answer(&pb.RemoteAnswer{Call: 1}, at)
+	o.answer(&pb.RemoteAnswer{Call: 2}, at)
+	o.release(at)
+	assert.Empty(t, f.sent, "the other batch is still starting")
+	o.answer(&pb.RemoteAnswer{Call: 3}, at)
+	o.release(at)
+	require.Len(t, f.sent, 1, "the last release sends what the batches answered")
+	assert.Equal(t, []uint64{1, 2, 3}, answerCalls(f.sent[0].o.take().(wireAnswers).Answers))
+
+	o.hold()
+	o.release(at)
+	assert.Len(t, f.sent, 1, "a batch whose calls all wait on their backends sends nothing")
+
+	o.answer(&pb.RemoteAnswer{Call: 4}, at)
+	require.Len(t, f.sent, 2, "an answer outside a batch goes as before")
+	o.hold()
+	o.answer(&pb.RemoteAnswer{Call: 5}, at)
+	o.release(at)
+	assert.Len(t, f.sent, 2, "a flush on its way takes what the batch answered")
+	assert.Equal(t, []uint64{4, 5}, answerCalls(f.sent[1].o.take().(wireAnswers).Answers))
+}
+
+func answerCalls(as []*pb.RemoteAnswer) []uint64 {
+	out := make([]uint64, len(as))
+	for i, a := range as {
+		out[i] = a.Call
+	}
+	return out
+}

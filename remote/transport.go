@@ -36,6 +36,17 @@ const (
 
 const endpointQueueSlots = 1024
 
+// Flow-control windows of a link and of its stream, fixed on both sides.
+// gRPC's default grows them by estimating the bandwidth, which pings the
+// peer after every burst of data it reads: on a link that carries many
+// small batches that doubled the frames written, read and answered, and
+// a 64 KB window was given back every 16 KB. A window this size is only
+// a bound on what the peer may send ahead; nothing is held for it.
+const (
+	streamWindow = 1 << 20
+	connWindow   = 1 << 20
+)
+
 // Transport is how one side listens and dials.
 type Transport struct {
 	// Listen is host:port to listen on (port 0: any free port).
@@ -69,7 +80,10 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 	}
 	var opts []pr.ConfigOption
 	kc := keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout, PermitWithoutStream: true}
+	dial := []grpc.DialOption{grpc.WithKeepaliveParams(kc),
+		grpc.WithInitialWindowSize(streamWindow), grpc.WithInitialConnWindowSize(connWindow)}
 	ks := []grpc.ServerOption{
+		grpc.InitialWindowSize(streamWindow), grpc.InitialConnWindowSize(connWindow),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: KeepaliveTime / 2, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout}),
 	}
@@ -79,7 +93,7 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 				return nil, nil, fmt.Errorf("plaintext is allowed only on loopback; %s is not (enroll this host and use its bundle)", a)
 			}
 		}
-		opts = append(opts, pr.WithDialOptions(grpc.WithTransportCredentials(insecureCreds()), grpc.WithKeepaliveParams(kc)),
+		opts = append(opts, pr.WithDialOptions(append(dial, grpc.WithTransportCredentials(insecureCreds()))...),
 			pr.WithServerOptions(ks...))
 	} else {
 		if t.Identity == nil {
@@ -87,7 +101,7 @@ func (t Transport) start() (*actor.ActorSystem, *pr.Remote, error) {
 		}
 		srv, cli := t.tlsConfigs()
 		opts = append(opts,
-			pr.WithDialOptions(grpc.WithTransportCredentials(credentials.NewTLS(cli)), grpc.WithKeepaliveParams(kc)),
+			pr.WithDialOptions(append(dial, grpc.WithTransportCredentials(credentials.NewTLS(cli)))...),
 			pr.WithServerOptions(append(ks, grpc.Creds(loggedCreds{credentials.NewTLS(srv), t.Refused}),
 				grpc.StreamInterceptor(bindHellos(t.Refused)))...))
 	}
