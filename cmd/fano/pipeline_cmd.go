@@ -315,8 +315,12 @@ func (ps *pipelineSession) changedItems(rerun, keep bool) ([]string, error) {
 	if len(changed) > len(named) {
 		list += fmt.Sprintf(" and %d more", len(changed)-len(named))
 	}
+	src := ps.def.Items.Source
+	if src == "" {
+		src = "items" // generated
+	}
 	return nil, fmt.Errorf("%s: %d item(s) changed since the last run in %s (%s): their answers were given to what they said before: pass --rerun-changed to ask them again, or --keep to keep those answers",
-		ps.def.Items.Source, len(changed), dir, list)
+		src, len(changed), dir, list)
 }
 
 // changedSteps compares the definition with the one the run directory
