@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/jonboulle/clockwork"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"fano/gateway"
+	"fano/gateway/ratelimit"
 )
 
 // An answer the provider stopped itself is never recorded as whole, in a
@@ -40,13 +42,16 @@ func TestAnswerStoppedByTheProviderIsNotWhole(t *testing.T) {
 		{"stream, content filter", "The first step", "content_filter", true, "bad_answer", gateway.EndFiltered},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			clock := clockwork.NewFakeClock()
+			lim := ratelimit.New(ratelimit.Config{Name: "m", InitialRPM: 1 << 20}, clock)
+			lim.Observe(http.Header{ratelimit.HeaderLimitTokens: {"1000000"}})
 			e := setup(t, func(w http.ResponseWriter, r *http.Request) {
 				if c.stream {
 					stoppedStream(w, c.text, c.reason)
 					return
 				}
 				writeJSON(w, http.StatusOK, stoppedBody(c.text, c.reason))
-			}, func(cfg *Config) { cfg.Stream = c.stream })
+			}, func(cfg *Config) { cfg.Stream = c.stream; cfg.Limiter = lim; cfg.Clock = clock })
 			resp, err := e.send(t)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, gateway.ErrCut, "a stopped answer is a cut one")
@@ -63,6 +68,7 @@ func TestAnswerStoppedByTheProviderIsNotWhole(t *testing.T) {
 			assert.Zero(t, s.Succeeded)
 			assert.Zero(t, s.Transient)
 			assert.EqualValues(t, 1, s.Permanent)
+			assert.Equal(t, 20+4096, lim.Stats().TokensInWindow, "the provider finished it: its usage is what the window holds")
 		})
 	}
 }
