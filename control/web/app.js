@@ -475,13 +475,8 @@
     if (p.q) q.set("q", p.q);
     q.set("limit", String(p.limit));
     q.set("offset", String((p.page - 1) * p.limit));
-    const turn = startRefresh("tasks");
-    try {
-      const page = await api("GET", "/api/tasks?" + q.toString());
-      if (turn.newest()) drawTasks(p, page);
-    } finally {
-      turn.end();
-    }
+    const page = await newestAnswer("tasks", "/api/tasks?" + q.toString());
+    if (page) drawTasks(p, page);
   }
   function drawTasks(p, page) {
     const tasks = page.tasks;
@@ -886,13 +881,8 @@
     historyAt = Date.now();
     const hours = parseInt(current.q.get("hours") || "336", 10);
     $("history-hours").value = String(hours);
-    const turn = startRefresh("history");
-    try {
-      const h = await api("GET", "/api/history?hours=" + hours);
-      if (turn.newest()) drawHistory(h);
-    } finally {
-      turn.end();
-    }
+    const h = await newestAnswer("history", "/api/history?hours=" + hours);
+    if (h) drawHistory(h);
   }
   function drawHistory(h) {
     $("history-note").textContent = (h.complete ? "" : h.reading ? "Still reading fano's log for the earlier hours… " :
