@@ -251,10 +251,9 @@ func probeAnswers(t *testing.T, sys *System) map[string][]string {
 	return answers
 }
 
-// streamingTurns takes the browser driver and starts the fake Turns site
-// with answers that stream for seconds (a stop lands mid-answer), both
-// released when the test ends.
-func streamingTurns(t *testing.T) *fakechat.Server {
+// turnsSite takes the browser driver and starts the fake Turns site,
+// both released when the test ends.
+func turnsSite(t *testing.T) *fakechat.Server {
 	t.Helper()
 	release, err := browser.AcquireDriver()
 	require.NoError(t, err, "browser tests need Chromium and the Playwright driver; run `make deps`")
@@ -262,6 +261,14 @@ func streamingTurns(t *testing.T) *fakechat.Server {
 	site, err := fakechat.New("turns")
 	require.NoError(t, err)
 	t.Cleanup(func() { site.Close() })
+	return site
+}
+
+// streamingTurns is turnsSite with answers that stream for seconds (a
+// stop lands mid-answer).
+func streamingTurns(t *testing.T) *fakechat.Server {
+	t.Helper()
+	site := turnsSite(t)
 	site.SetControl(fakechat.Control{TokenMS: 60})
 	return site
 }

@@ -43,12 +43,7 @@ type hostedBrowser struct {
 
 func newHostedBrowser(t *testing.T) *hostedBrowser {
 	t.Helper()
-	release, err := browser.AcquireDriver()
-	require.NoError(t, err, "browser tests need Chromium and the Playwright driver; run `make deps`")
-	t.Cleanup(release)
-	site, err := fakechat.New("turns")
-	require.NoError(t, err)
-	t.Cleanup(site.Close)
+	site := turnsSite(t)
 	dir, err := fakechat.Dir()
 	require.NoError(t, err)
 	profiles, err := browser.LoadProfiles(filepath.Join(dir, "turns", "profile.yaml"))
