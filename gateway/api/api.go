@@ -639,7 +639,7 @@ func (b *Backend) saidNothing(req gateway.Request, refusal, finishReason string)
 // stream's [DONE] is the provider's own end of the answer unless the
 // reason says it stopped the answer itself.
 func endingOf(finishReason string) gateway.Ending {
-	switch finishReason {
+	switch strings.ToLower(finishReason) { // Gemini's own API writes MAX_TOKENS, SAFETY
 	case "length", "max_tokens", "model_length":
 		return gateway.EndTokenLimit
 	case "content_filter", "safety", "recitation":

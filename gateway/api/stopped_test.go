@@ -73,9 +73,16 @@ func TestAnswerStoppedByTheProviderIsNotWhole(t *testing.T) {
 	}
 }
 
-// The finish reasons of a whole answer stay whole.
+// The finish reasons of a whole answer stay whole; the other providers'
+// words for a token limit or a filter, in either case, are read as those.
 func TestFinishReasonsOfAWholeAnswer(t *testing.T) {
-	for _, reason := range []string{"stop", "", "tool_calls", "end_turn", "eos"} {
+	for _, reason := range []string{"stop", "", "tool_calls", "end_turn", "eos", "STOP"} {
 		assert.Equal(t, gateway.EndComplete, endingOf(reason), reason)
+	}
+	for _, reason := range []string{"max_tokens", "MAX_TOKENS", "Length"} {
+		assert.Equal(t, gateway.EndTokenLimit, endingOf(reason), reason)
+	}
+	for _, reason := range []string{"SAFETY", "RECITATION", "content_filter"} {
+		assert.Equal(t, gateway.EndFiltered, endingOf(reason), reason)
 	}
 }
