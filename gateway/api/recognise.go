@@ -109,7 +109,7 @@ var recogniser = []rule{
 	{name: "credits spent", statuses: []int{402}, fault: creditsFault},
 	{name: "credits spent, said in a 429 or 403", statuses: []int{403, 429}, body: creditsBody, fault: creditsFault},
 	{name: "key refused", statuses: []int{401, 403}, fault: credentialsFault},
-	{name: "model or address not served", statuses: []int{404}, fault: notServedFault},
+	{name: "model or address not served (or gone)", statuses: []int{404, 410}, fault: notServedFault},
 	{name: "model not served, said in a 400", statuses: []int{400, 422}, body: modelBody, fault: notServedFault},
 	{name: "daily cap", statuses: []int{429}, body: dailyBody, fault: dailyCapFault},
 	{name: "tokens per minute, said in the body", statuses: []int{429}, body: tokensBody, fault: rateFault("tokens")},

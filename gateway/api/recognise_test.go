@@ -107,6 +107,8 @@ func recogniserCases() []recogniserCase {
 			body: `{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.","code":"context_length_exceeded"}}`, kind: "permanent"},
 		{name: "404 no endpoints for the model", status: 404, body: `{"error":{"message":"No endpoints found for vendor/model-x.","code":404}}`,
 			state: gateway.StateNotServed, until: NotServedRecheck, kind: "unavailable"},
+		{name: "410 a model retired", status: 410, body: `{"error":{"message":"This model has been retired."}}`,
+			state: gateway.StateNotServed, until: NotServedRecheck, kind: "unavailable"},
 		{name: "404 from a wrong base URL", status: 404, body: `404 page not found`,
 			state: gateway.StateNotServed, until: NotServedRecheck, kind: "unavailable"},
 		{name: "400 the model does not exist", status: 400,
