@@ -228,10 +228,14 @@ func TestHistoryFromEvents(t *testing.T) {
 		require.Len(t, h.Days, 1)
 		assert.Equal(t, "2026-03-01", h.Days[0].Date)
 	}
+	// A request's intent and its quota are two events that reach the
+	// panel in either order: wait for both of the last request, too.
 	var live History
 	require.Eventually(t, func() bool {
 		live = f.history(2)
-		return live.Hours[1].Completed == countState(f, pb.TaskState_TASK_STATE_COMPLETED)
+		h := live.Hours[1]
+		return h.Completed == countState(f, pb.TaskState_TASK_STATE_COMPLETED) &&
+			h.Requests["simA"] == h.QuotaUsed["simA"] && h.QuotaUsed["simA"] == f.sys.Quotas()[0].HourlyUsed
 	}, 10*time.Second, 5*time.Millisecond)
 	want(live)
 
